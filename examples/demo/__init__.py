@@ -1,0 +1,1 @@
+"""Example jobs for the two-command demo (`tickwork run --config examples/tickwork.toml`)."""

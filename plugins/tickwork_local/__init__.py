@@ -1,0 +1,1 @@
+"""The local executor: threads, asyncio and child processes in this node."""

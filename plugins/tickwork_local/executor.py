@@ -1,0 +1,194 @@
+"""The ``local`` executor: runs Python functions in this process.
+
+- plain functions run in a bounded thread pool;
+- ``async def`` functions run on one event loop in a background thread;
+- ``mode = "process"`` (per config, or per schedule with the argument ``_tickwork_mode``) runs
+  the function in a child process that a soft timeout really kills.
+
+A thread cannot be killed: in thread mode a run past its timeout is recorded ``timed_out`` at the
+deadline, but the function keeps running until it returns (its late result is ignored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from tickwork.abc import Executor
+from tickwork.engine import format_exception
+from tickwork.errors import ConfigError, ExecutorError
+from tickwork.plugins import load_object
+from tickwork.structures import JobCall, Outcome, RunStatus
+
+from .deadlines import Deadlines
+from .process import ProcessRunner
+
+log = logging.getLogger("tickwork.local")
+
+MODES = ("thread", "process")
+
+
+def resolve(target: str) -> Callable[..., Any]:
+    """Import ``module:function`` and check it is callable.
+
+    :raises tickwork.errors.ExecutorError: naming the target
+    """
+    try:
+        obj = load_object(target)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ExecutorError(f"cannot resolve target {target!r}: {exc}") from exc
+    if not callable(obj):
+        raise ExecutorError(f"target {target!r} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def bind_arguments(func: Callable[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The stored arguments the function declares (all of them if it takes ``**kwargs``).
+
+    :raises TypeError: when a required parameter has no value
+    """
+    params = inspect.signature(func).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return {k: v for k, v in arguments.items() if not k.startswith("_tickwork")}
+    kwargs = {k: v for k, v in arguments.items() if k in params}
+    missing = [
+        name
+        for name, p in params.items()
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        and name not in kwargs
+    ]
+    if missing:
+        raise TypeError(f"no stored argument for required parameter(s): {', '.join(missing)}")
+    return kwargs
+
+
+class _Once:
+    """Makes sure ``on_done`` is called exactly once, whichever of result or deadline comes first."""
+
+    __slots__ = ("_done", "_lock", "on_done")
+
+    def __init__(self, on_done: Callable[[Outcome], None]) -> None:
+        self.on_done = on_done
+        self._lock = threading.Lock()
+        self._done = False
+
+    def __call__(self, outcome: Outcome) -> bool:
+        with self._lock:
+            if self._done:
+                return False
+            self._done = True
+        self.on_done(outcome)
+        return True
+
+
+class LocalExecutor(Executor):
+    """Run Python callables named ``package.module:function``.
+
+    :param max_workers: threads for plain functions (and concurrent child processes)
+    :param mode: ``thread`` (default) or ``process``
+    """
+
+    options = {"max_workers": int, "mode": str}
+
+    def __init__(self, max_workers: int = 8, mode: str = "thread") -> None:
+        super().__init__(max_workers=max_workers, mode=mode)
+        if max_workers < 1:
+            raise ConfigError(f"executor.local.max_workers: must be >= 1, got {max_workers}")
+        if mode not in MODES:
+            raise ConfigError(f"executor.local.mode: {mode!r} is not one of {', '.join(MODES)}")
+        self.max_workers = max_workers
+        self.mode = mode
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._deadlines = Deadlines()
+        self._processes = ProcessRunner()
+        self._cache: dict[str, Callable[..., Any]] = {}
+
+    def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
+        mode = arguments.get("_tickwork_mode", self.mode)
+        if mode not in MODES:
+            raise ExecutorError(f"argument _tickwork_mode: {mode!r} is not one of {', '.join(MODES)}")
+        func = resolve(target)
+        try:
+            bind_arguments(func, arguments)
+        except TypeError as exc:
+            raise ExecutorError(f"target {target!r}: {exc}") from exc
+
+    def start(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(self.max_workers, thread_name_prefix="tickwork-job")
+        self._deadlines.start()
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            self._loop_thread = threading.Thread(target=loop.run_forever, name="tickwork-async", daemon=True)
+            self._loop_thread.start()
+            self._loop = loop
+        return self._loop
+
+    def _function(self, target: str) -> Callable[..., Any]:
+        func = self._cache.get(target)
+        if func is None:
+            func = self._cache[target] = resolve(target)
+        return func
+
+    def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
+        if self._pool is None:
+            raise RuntimeError("LocalExecutor.submit() before start()")
+        once = _Once(on_done)
+        try:
+            func = self._function(call.target)
+            kwargs = bind_arguments(func, call.arguments)
+        except (ExecutorError, TypeError) as exc:
+            once(Outcome(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"))
+            return
+        mode = call.arguments.get("_tickwork_mode", self.mode)
+        if mode == "process":
+            self._pool.submit(self._processes.run, call.target, kwargs, call.timeout, once)
+            return
+        cancel: Callable[[], None] | None = None
+        if inspect.iscoroutinefunction(func):
+            future = asyncio.run_coroutine_threadsafe(func(**kwargs), self._event_loop())
+            cancel = future.cancel
+            future.add_done_callback(lambda f: once(self._outcome(f)))
+        else:
+            pool_future = self._pool.submit(func, **kwargs)
+            pool_future.add_done_callback(lambda f: once(self._outcome(f)))
+        self._deadlines.add(call.timeout, lambda: self._timed_out(call, once, cancel))
+
+    @staticmethod
+    def _outcome(future: concurrent.futures.Future[Any]) -> Outcome:
+        if future.cancelled():
+            return Outcome(RunStatus.TIMED_OUT, error="cancelled")
+        exc = future.exception()
+        if exc is None:
+            return Outcome(RunStatus.SUCCEEDED)
+        return Outcome(RunStatus.FAILED, error=format_exception(exc))
+
+    @staticmethod
+    def _timed_out(call: JobCall, once: _Once, cancel: Callable[[], None] | None) -> None:
+        if cancel is not None:  # a coroutine can really be stopped
+            message = f"soft timeout after {call.timeout:g}s; the coroutine was cancelled"
+        else:
+            message = f"soft timeout after {call.timeout:g}s; the thread may still be running (threads cannot be killed)"
+        if once(Outcome(RunStatus.TIMED_OUT, error=message)) and cancel is not None:
+            cancel()
+
+    def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait, cancel_futures=not wait)
+            self._pool = None
+        self._processes.kill_all()
+        self._deadlines.stop()
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._loop_thread is not None:
+                self._loop_thread.join(timeout=2)
+            self._loop = None

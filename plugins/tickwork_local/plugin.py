@@ -1,0 +1,14 @@
+"""Registers the ``local`` executor."""
+
+from __future__ import annotations
+
+from tickwork.abc import Executor
+from tickwork.hookspecs import hookimpl
+from tickwork.registry import Registry
+
+from .executor import LocalExecutor
+
+
+@hookimpl
+def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
+    registry.add("local", LocalExecutor)

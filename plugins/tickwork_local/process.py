@@ -1,0 +1,82 @@
+"""Process mode: run a job in a child process that the soft timeout really kills."""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from tickwork.structures import Outcome, RunStatus
+
+# forkserver: children start from a clean interpreter, not a fork of a threaded scheduler.
+_CONTEXT = multiprocessing.get_context("forkserver")
+
+
+def _child(target: str, kwargs: dict[str, Any], conn: multiprocessing.connection.Connection) -> None:
+    import asyncio
+    import inspect
+
+    from tickwork.engine import format_exception
+    from tickwork.plugins import load_object
+
+    try:
+        func = load_object(target)
+        assert callable(func)
+        result = func(**kwargs)
+        if inspect.iscoroutine(result):
+            asyncio.run(result)
+        conn.send(None)
+    except BaseException as exc:
+        conn.send(format_exception(exc))
+    finally:
+        conn.close()
+
+
+class ProcessRunner:
+    """Runs targets in child processes; :meth:`run` blocks its (pool) thread until the child ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._children: set[multiprocessing.process.BaseProcess] = set()
+
+    def run(self, target: str, kwargs: dict[str, Any], timeout: float, done: Callable[[Outcome], Any]) -> None:
+        parent, child = _CONTEXT.Pipe(duplex=False)
+        proc = _CONTEXT.Process(target=_child, args=(target, kwargs, child), daemon=True, name=f"tickwork:{target}")
+        try:
+            proc.start()
+        except Exception as exc:
+            done(Outcome(RunStatus.FAILED, error=f"cannot start a child process: {exc!r}"))
+            return
+        child.close()
+        with self._lock:
+            self._children.add(proc)
+        try:
+            if parent.poll(timeout):
+                try:
+                    error = parent.recv()
+                except EOFError:
+                    error = "child process ended without reporting"
+                proc.join(5)
+                if error is None:
+                    done(Outcome(RunStatus.SUCCEEDED))
+                else:
+                    done(Outcome(RunStatus.FAILED, error=str(error)))
+                return
+            proc.kill()
+            proc.join(5)
+            done(Outcome(RunStatus.TIMED_OUT, error=f"soft timeout after {timeout:g}s; child process killed"))
+        finally:
+            parent.close()
+            with self._lock:
+                self._children.discard(proc)
+            if proc.exitcode is None:
+                proc.kill()
+
+    def kill_all(self) -> None:
+        with self._lock:
+            children = list(self._children)
+        for proc in children:
+            if proc.is_alive():
+                proc.kill()

@@ -1,0 +1,1 @@
+"""Membership plugins: which node attempts which schedules."""

@@ -1,0 +1,88 @@
+"""A background heartbeat shared by the membership plugins."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tickwork.abc import Membership, Store
+from tickwork.errors import ConfigError, TickworkError
+
+log = logging.getLogger("tickwork.membership")
+
+
+class HeartbeatMembership(Membership):
+    """Announces the node in the store every ``heartbeat_interval`` seconds.
+
+    :param heartbeat_interval: seconds between heartbeats
+    :param node_ttl: a node whose heartbeat is older than this (database clock) is dead
+    """
+
+    options = {"heartbeat_interval": (int, float), "node_ttl": (int, float)}
+
+    def __init__(self, heartbeat_interval: float = 1.0, node_ttl: float = 4.0, **options: Any) -> None:
+        super().__init__(heartbeat_interval=heartbeat_interval, node_ttl=node_ttl, **options)
+        if heartbeat_interval <= 0:
+            raise ConfigError(f"membership.heartbeat_interval: must be > 0, got {heartbeat_interval}")
+        if node_ttl <= heartbeat_interval * 2:
+            raise ConfigError(
+                f"membership.node_ttl ({node_ttl}) must exceed two heartbeat intervals ({heartbeat_interval})"
+            )
+        self.heartbeat_interval = float(heartbeat_interval)
+        self.node_ttl = float(node_ttl)
+        self.store: Store | None = None
+        self.node_id = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_ok = 0.0
+        self._callbacks: list[Callable[[], None]] = []
+
+    def start(self, store: Store, node_id: str) -> None:
+        self.store = store
+        self.node_id = node_id
+        self.beat()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="tickwork-heartbeat", daemon=True)
+        self._thread.start()
+
+    def beat(self) -> None:
+        assert self.store is not None
+        self.store.heartbeat(self.node_id)
+        self._last_ok = time.monotonic()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.heartbeat_interval):
+            try:
+                self.beat()
+            except TickworkError as exc:
+                log.error("heartbeat of %s failed: %s", self.node_id, exc)
+                continue
+            self.after_beat()
+
+    def after_beat(self) -> None:
+        """Called after every successful heartbeat (the hash ring refreshes here)."""
+
+    def healthy(self) -> bool:
+        # Stop starting runs well before others may consider this node dead (node_ttl).
+        return time.monotonic() - self._last_ok < self.node_ttl / 2
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._callbacks:
+            callback()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        if self.store is not None:
+            try:
+                self.store.remove_node(self.node_id)
+            except TickworkError as exc:
+                log.warning("could not remove node record of %s: %s", self.node_id, exc)

@@ -1,0 +1,15 @@
+"""Registers the ``single``, ``all`` and ``hashring`` memberships."""
+
+from __future__ import annotations
+
+from tickwork.abc import Membership
+from tickwork.hookspecs import hookimpl
+from tickwork.registry import Registry
+
+from .single import AllMembership, SingleMembership
+
+
+@hookimpl
+def tickwork_register_memberships(registry: Registry[type[Membership]]) -> None:
+    registry.add("single", SingleMembership)
+    registry.add("all", AllMembership)

@@ -1,0 +1,1 @@
+"""PostgreSQL store plugin for tickwork (pip install tickwork[postgres])."""

@@ -1,0 +1,161 @@
+"""The PostgreSQL store: how several tickwork nodes share work (``pip install tickwork[postgres]``).
+
+Changes are announced with ``NOTIFY tickwork_changes`` inside the changing transaction, so sleeping
+nodes wake the moment it commits; the batched release is one ``UPDATE ... FROM (VALUES ...)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Connection,
+    DateTime,
+    Engine,
+    cast,
+    column,
+    create_engine,
+    func,
+    select,
+    type_coerce,
+    update,
+    values,
+)
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import make_url
+
+from tickwork.errors import ConfigError
+from tickwork.sql.schema import UTCDateTime, schedules
+from tickwork.sql.store import SQLStore
+
+log = logging.getLogger("tickwork.postgres")
+
+CHANNEL = "tickwork_changes"
+
+
+def sqlalchemy_url(url: str) -> str:
+    """Accept ``postgresql://`` / ``postgres://`` URLs and pin the psycopg 3 driver."""
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    raise ConfigError(f"url: expected a postgresql:// URL, got {url.split('://')[0]!r}://...")
+
+
+class PostgresStore(SQLStore):
+    """PostgreSQL store.
+
+    :param url: ``postgresql://user:password@host:port/dbname`` (``${ENV}`` is expanded by the config)
+    :param pool_size: connections kept open per node
+    """
+
+    dialect_name = "postgresql"
+    claim_strategies = ("skip-locked", "optimistic", "unique-fire", "advisory", "mark")
+    options = {"url": str, "claim": str, "batch_size": int, "pool_size": int}
+
+    def __init__(
+        self,
+        url: str = "",
+        *,
+        claim: str | None = None,
+        batch_size: int = 100,
+        pool_size: int = 5,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        super().__init__(claim=claim, batch_size=batch_size, clock=clock)
+        if not url:
+            raise ConfigError("url: the postgres store needs url = \"postgresql://...\"")
+        self.url = sqlalchemy_url(url)
+        if pool_size < 1:
+            raise ConfigError(f"pool_size: must be >= 1, got {pool_size}")
+        self.pool_size = pool_size
+        self._listener: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def describe(self) -> str:
+        return f"PostgreSQL database {make_url(self.url).render_as_string(hide_password=True)}"
+
+    def _create_engine(self) -> Engine:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - depends on the installation
+            raise ConfigError("the postgres store needs psycopg: pip install 'tickwork[postgres]'") from exc
+        return create_engine(
+            self.url,
+            pool_size=self.pool_size,
+            max_overflow=2,
+            pool_pre_ping=True,
+            connect_args={"connect_timeout": 5},
+        )
+
+    def _db_now(self) -> ColumnElement[Any]:
+        # statement_timestamp(), not now(): now() is frozen at transaction start.
+        return type_coerce(func.statement_timestamp(), UTCDateTime)
+
+    def _plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
+        return type_coerce(value + func.make_interval(0, 0, 0, 0, 0, 0, seconds), UTCDateTime)
+
+    def _insert_ignore(self, table: Any) -> Any:
+        return postgresql.insert(table).on_conflict_do_nothing()
+
+    def _release(self, conn: Connection, items: Sequence[tuple[int, int, datetime | None]]) -> set[int]:
+        v = values(
+            column("id", BigInteger),
+            column("seq", BigInteger),
+            column("next", UTCDateTime),
+            name="v",
+        ).data(list(items))
+        rows = conn.execute(
+            update(schedules)
+            .where(schedules.c.id == v.c.id, schedules.c.claim_seq == v.c.seq, schedules.c.state == "running")
+            .values(
+                state="idle",
+                claimed_by=None,
+                claimed_at=None,
+                next_fire=cast(v.c.next, DateTime(timezone=True)),
+            )
+            .returning(schedules.c.id)
+        ).all()
+        self.statements += 1
+        return {r.id for r in rows}
+
+    def _notify(self, conn: Connection) -> None:
+        conn.execute(select(func.pg_notify(CHANNEL, "")))
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        if self._listener is not None:
+            return
+        self._stop.clear()
+        self._listener = threading.Thread(target=self._watch, args=(wake,), name="tickwork-pg-listen", daemon=True)
+        self._listener.start()
+
+    def _watch(self, wake: Callable[[], None]) -> None:
+        import psycopg
+
+        dsn = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
+        backoff = 0.5
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    backoff = 0.5
+                    wake()  # changes may have happened while we were not listening
+                    while not self._stop.is_set():
+                        for _ in conn.notifies(timeout=0.5, stop_after=1000):
+                            wake()
+            except psycopg.Error as exc:
+                log.warning("LISTEN connection lost (%s); retrying in %.1fs", exc, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._listener is not None:
+            self._listener.join(timeout=3)
+            self._listener = None
+        super().close()

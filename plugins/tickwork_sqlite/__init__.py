@@ -1,0 +1,1 @@
+"""SQLite store plugin for tickwork (the embedded default)."""

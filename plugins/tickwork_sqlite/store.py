@@ -1,0 +1,161 @@
+"""The embedded SQLite store: one file shared safely by several processes on one machine.
+
+WAL mode lets readers run beside the single writer; every write transaction starts with
+``BEGIN IMMEDIATE`` so two processes never both read a snapshot and then race to upgrade it to a
+write (in WAL mode that upgrade fails at once instead of waiting on the busy timeout).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Engine, create_engine, event, literal_column, type_coerce, update
+from sqlalchemy.dialects import sqlite
+
+from tickwork.errors import ConfigError, StoreError
+from tickwork.sql.schema import UTCDateTime, schedules
+from tickwork.sql.store import SQLStore
+
+log = logging.getLogger("tickwork.sqlite")
+
+# julianday('now') is fixed for the duration of one statement, like PostgreSQL's statement clock.
+_NOW_MICROS = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+
+
+class SQLiteStore(SQLStore):
+    """SQLite store.
+
+    :param path: database file (created if missing; its directory must exist)
+    :param busy_timeout: seconds a writer waits for another process's write lock
+    :param poll_interval: seconds between checks for changes made by other processes
+    :param create: create the schema in a new, empty file (an older schema still needs
+        ``tickwork db upgrade``)
+    """
+
+    dialect_name = "sqlite"
+    claim_strategies = ("optimistic", "unique-fire", "mark")
+    options = {
+        "path": str,
+        "claim": str,
+        "batch_size": int,
+        "busy_timeout": (int, float),
+        "poll_interval": (int, float),
+        "create": bool,
+    }
+
+    def __init__(
+        self,
+        path: str = "tickwork.db",
+        *,
+        claim: str | None = None,
+        batch_size: int = 100,
+        busy_timeout: float = 30.0,
+        poll_interval: float = 0.1,
+        create: bool = True,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        super().__init__(claim=claim, batch_size=batch_size, clock=clock)
+        if not path:
+            raise ConfigError("path: must name a database file")
+        self.path = Path(path)
+        self.busy_timeout = float(busy_timeout)
+        self.poll_interval = float(poll_interval)
+        self.create_empty = create
+        self._listener: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def describe(self) -> str:
+        return f"SQLite database {str(self.path)!r}"
+
+    def _create_engine(self) -> Engine:
+        if not self.path.parent.exists():
+            raise StoreError(f"cannot open {self.describe()}: directory {str(self.path.parent)!r} does not exist")
+        engine = create_engine(f"sqlite+pysqlite:///{self.path}", connect_args={"timeout": self.busy_timeout})
+        busy_ms = int(self.busy_timeout * 1000)
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            cur.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            cur.execute("PRAGMA journal_mode = WAL")
+            cur.execute("PRAGMA synchronous = NORMAL")
+            cur.execute("PRAGMA foreign_keys = ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+
+    def _db_now(self) -> ColumnElement[Any]:
+        return type_coerce(literal_column(_NOW_MICROS), UTCDateTime)
+
+    def _plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
+        micros = type_coerce(value, UTCDateTime().load_dialect_impl(sqlite.dialect()))
+        return type_coerce(micros + seconds * 1_000_000, UTCDateTime)
+
+    def _insert_ignore(self, table: Any) -> Any:
+        return sqlite.insert(table).on_conflict_do_nothing()
+
+    def _release(self, conn: Connection, items: Sequence[tuple[int, int, datetime | None]]) -> set[int]:
+        # In-process statements are cheap in SQLite; one per row inside one transaction.
+        landed: set[int] = set()
+        for schedule_id, seq, next_fire in items:
+            row = conn.execute(
+                update(schedules)
+                .where(schedules.c.id == schedule_id, schedules.c.claim_seq == seq, schedules.c.state == "running")
+                .values(state="idle", claimed_by=None, claimed_at=None, next_fire=next_fire)
+                .returning(schedules.c.id)
+            ).first()
+            if row is not None:
+                landed.add(schedule_id)
+        self.statements += len(items)
+        return landed
+
+    def _notify(self, conn: Connection) -> None:
+        """Nothing to send: listeners watch the file's ``data_version``."""
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        if self._listener is not None:
+            return
+        self._stop.clear()
+        self._listener = threading.Thread(target=self._watch, args=(wake,), name="tickwork-sqlite-watch", daemon=True)
+        self._listener.start()
+
+    def _watch(self, wake: Callable[[], None]) -> None:
+        # PRAGMA data_version changes whenever another connection commits: a cheap poll of the
+        # WAL index, no disk reads. It also fires on other nodes' claims; a spurious wake only
+        # costs the engine one "what is due next" query.
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            log.error("cannot watch %s for changes: %s", self.describe(), exc)
+            return
+        try:
+            last = conn.execute("PRAGMA data_version").fetchone()[0]
+            while not self._stop.wait(self.poll_interval):
+                try:
+                    current = conn.execute("PRAGMA data_version").fetchone()[0]
+                except sqlite3.Error as exc:
+                    log.warning("change watch on %s failed: %s", self.describe(), exc)
+                    continue
+                if current != last:
+                    last = current
+                    wake()
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._listener is not None:
+            self._listener.join(timeout=2)
+            self._listener = None
+        super().close()

@@ -1,0 +1,54 @@
+"""tickwork: periodic jobs fired exactly once per due time across a cluster of nodes.
+
+Declare jobs in code::
+
+    import tickwork
+
+    @tickwork.cron("*/5 * * * *")
+    def cleanup() -> None: ...
+
+and run ``tickwork run`` with ``[scheduler] jobs = ["myapp.jobs"]`` in ``tickwork.toml``.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    ConfigError,
+    DeclarationError,
+    ExecutorError,
+    PluginNotFoundError,
+    ScheduleExistsError,
+    ScheduleNotFoundError,
+    SchemaOutdatedError,
+    StoreError,
+    TickworkError,
+    TriggerError,
+)
+from .hookspecs import hookimpl
+from .jobs import calendar, cron, every, schedule
+from .structures import MisfirePolicy, RunStatus, ScheduleSpec
+from .triggers import next_fire_times
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "DeclarationError",
+    "ExecutorError",
+    "MisfirePolicy",
+    "PluginNotFoundError",
+    "RunStatus",
+    "ScheduleExistsError",
+    "ScheduleNotFoundError",
+    "ScheduleSpec",
+    "SchemaOutdatedError",
+    "StoreError",
+    "TickworkError",
+    "TriggerError",
+    "calendar",
+    "cron",
+    "every",
+    "hookimpl",
+    "next_fire_times",
+    "schedule",
+]

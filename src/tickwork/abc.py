@@ -1,0 +1,302 @@
+"""The four interfaces every tickwork plugin implements: Store, Trigger, Executor, Membership.
+
+How a fire flows through them (see docs/architecture.md):
+
+1. The engine asks its :class:`Membership` which hash buckets this node owns.
+2. It asks the :class:`Store` to claim due schedules in those buckets (the database clock decides
+   what is due); each :class:`~tickwork.structures.Claim` carries a fence token and a history row.
+3. It hands each claim to the :class:`Executor` named by the schedule, which runs the target and
+   reports an :class:`~tickwork.structures.Outcome`.
+4. It asks the schedule's :class:`Trigger` for the next fire time and ends the run through
+   :meth:`Store.finish`, which only lands while the fence token still matches.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, ClassVar
+
+from .structures import Claim, Finish, JobCall, NodeInfo, Outcome, RunRecord, Schedule, ScheduleSpec
+
+
+class Trigger(ABC):
+    """Answers "when is the next fire?" for one expression in one time zone.
+
+    Instances are immutable and cached by the engine, so construction may be expensive (compile the
+    expression once) while :meth:`next_after` must be cheap.
+
+    :param expression: the expression in this trigger's syntax
+    :param timezone: IANA time zone name the expression is evaluated in
+    :raises tickwork.errors.TriggerError: if the expression or zone is invalid; the message names
+        the offending part
+    """
+
+    #: The ``kind`` under which the trigger is registered (``cron``, ``calendar``, ...).
+    kind: ClassVar[str]
+
+    def __init__(self, expression: str, timezone: str = "UTC") -> None:
+        self.expression = expression
+        self.timezone = timezone
+
+    @classmethod
+    def recognizes(cls, expression: str) -> bool:
+        """Tell whether ``expression`` looks like this kind's syntax (used when no kind is given).
+
+        Only a cheap syntactic guess: the expression may still be rejected by the constructor.
+        """
+        return False
+
+    @abstractmethod
+    def next_after(self, after: datetime) -> datetime | None:
+        """Return the first fire time strictly after ``after``.
+
+        :param after: an aware datetime (any zone)
+        :return: an aware UTC datetime, or ``None`` if the trigger never fires again
+        """
+
+    def normalized(self) -> str:
+        """Return the canonical form of the expression (defaults to the expression itself)."""
+        return self.expression
+
+
+class Executor(ABC):
+    """Runs the target of a fired schedule somewhere and reports how it ended.
+
+    The engine calls :meth:`start` once, then :meth:`submit` for every claimed run, from one
+    thread, and finally :meth:`shutdown`. Executors must not block in :meth:`submit` beyond
+    handing the call off; they report the end by calling ``on_done`` exactly once per call, from
+    any thread. A run that exceeds ``call.timeout`` seconds must be reported as
+    :attr:`~tickwork.structures.RunStatus.TIMED_OUT` (and stopped, where the executor can).
+
+    :param options: the executor's table from the configuration, already validated against
+        :attr:`options`
+    """
+
+    #: Option names this executor accepts in its config table, mapped to their expected type.
+    options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+
+    def __init__(self, **options: Any) -> None:
+        self.config = options
+
+    @abstractmethod
+    def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
+        """Check that ``target`` names something this executor can run.
+
+        Called when a schedule is added or declared, so mistakes surface then and not at 3 am.
+
+        :raises tickwork.errors.ExecutorError: if the target is invalid
+        """
+
+    def start(self) -> None:  # noqa: B027 - optional hook
+        """Acquire resources (pools, clients). Called once before the first :meth:`submit`."""
+
+    @abstractmethod
+    def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
+        """Start running ``call`` and return at once; call ``on_done`` when it ends.
+
+        :param call: what to run
+        :param on_done: callback taking the final outcome; must be called exactly once
+        """
+
+    @abstractmethod
+    def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
+        """Stop accepting calls; with ``wait``, wait up to ``timeout`` seconds for running ones."""
+
+    def capacity(self) -> int | None:
+        """How many more calls this executor can take without queueing; ``None`` if unbounded."""
+        return None
+
+
+class Membership(ABC):
+    """Decides which schedules this node attempts, by owning hash buckets.
+
+    Every schedule has a bucket (:func:`tickwork.structures.bucket_of`). The engine passes
+    :meth:`owned_buckets` to the claim query, so the ownership filter runs in the database.
+    """
+
+    #: Option names this plugin accepts in its config table, mapped to their expected type.
+    options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+
+    def __init__(self, **options: Any) -> None:
+        self.config = options
+
+    @abstractmethod
+    def start(self, store: Store, node_id: str) -> None:
+        """Join the cluster (announce the node, start heartbeats). Called once at node start."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Leave the cluster (stop heartbeats, remove the node record if possible)."""
+
+    @abstractmethod
+    def owned_buckets(self) -> Sequence[int] | None:
+        """Return the buckets this node attempts, or ``None`` for all of them."""
+
+    def healthy(self) -> bool:
+        """False when this node must not start new runs (e.g. it could not renew its heartbeat)."""
+        return True
+
+    def on_change(self, callback: Callable[[], None]) -> None:  # noqa: B027 - optional hook
+        """Register ``callback`` to be called when the owned buckets change."""
+
+
+class Store(ABC):
+    """Persists schedules, claims and the run history.
+
+    A store keeps the invariants of docs/claim-protocol.md: at most one first attempt per
+    (schedule, scheduled-for) in the history; a claim only for a schedule whose next fire time is
+    at or before the database clock; an end only under the claim's fence token.
+
+    :param options: the store's table from the configuration
+    """
+
+    #: Claim strategy names this store supports, the first being its default.
+    claim_strategies: ClassVar[tuple[str, ...]] = ()
+    #: Option names this store accepts in its config table, mapped to their expected type.
+    options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def open(self, *, check_schema: bool = True) -> None:
+        """Connect to the database.
+
+        :raises tickwork.errors.StoreError: if the database cannot be reached or opened
+        :raises tickwork.errors.SchemaOutdatedError: if ``check_schema`` and the schema is not at
+            the latest migration; the message names the command that fixes it
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections and background listeners."""
+
+    @abstractmethod
+    def upgrade(self) -> None:
+        """Apply all pending schema migrations."""
+
+    @abstractmethod
+    def now(self) -> datetime:
+        """Return the database clock as an aware UTC datetime."""
+
+    # -- schedules --------------------------------------------------------------------------------
+
+    @abstractmethod
+    def add(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+        """Create a schedule.
+
+        :raises tickwork.errors.ScheduleExistsError: if the name is taken
+        """
+
+    @abstractmethod
+    def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+        """Replace the definition of an existing schedule and set its next fire time.
+
+        A running claim is left alone: the run in progress ends normally under its fence.
+
+        :raises tickwork.errors.ScheduleNotFoundError: if no schedule has ``spec.name``
+        """
+
+    @abstractmethod
+    def get(self, name: str) -> Schedule:
+        """:raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name"""
+
+    @abstractmethod
+    def list(self, *, module: str | None = None) -> list[Schedule]:
+        """Return all schedules (optionally only those declared by ``module``), ordered by name."""
+
+    @abstractmethod
+    def remove(self, name: str) -> None:
+        """Delete a schedule and its history.
+
+        :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
+        """
+
+    @abstractmethod
+    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
+        """Enable or disable a schedule; ``next_fire`` is stored with it.
+
+        :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
+        """
+
+    @abstractmethod
+    def fire_now(self, name: str) -> Schedule:
+        """Make a schedule due at the database's current time (a "run now").
+
+        :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
+        """
+
+    # -- claiming ---------------------------------------------------------------------------------
+
+    @abstractmethod
+    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
+        """Claim up to ``limit`` enabled, idle schedules whose next fire time is due.
+
+        Creates the history row (status ``running``) of every claimed fire in the same
+        transaction. Uses the configured claim strategy.
+
+        :param buckets: restrict to these hash buckets; ``None`` for all
+        :raises tickwork.errors.StoreError: on a database error (nothing is claimed then)
+        """
+
+    @abstractmethod
+    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+        """End claimed runs: write their outcomes and release the schedules with new fire times.
+
+        Each end is fenced: it releases the schedule only if it is still claimed with the same
+        ``claim_seq``. A fenced-out end updates nothing but its own history row, which records
+        that the claim had been taken over.
+
+        :return: for each finish, whether it landed
+        """
+
+    @abstractmethod
+    def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
+        """Return the earliest next fire time of an enabled, idle schedule in ``buckets``."""
+
+    @abstractmethod
+    def renew(self, node_id: str, claims: Sequence[Claim]) -> None:
+        """Keep the given claims alive (a run in progress) by refreshing their claim time."""
+
+    @abstractmethod
+    def release_node(self, node_id: str, reason: str) -> int:
+        """Release every claim ``node_id`` holds and mark its running runs ``abandoned``.
+
+        Used at start-up (claims the node left behind) and when a node is known dead.
+
+        :return: the number of schedules released
+        """
+
+    @abstractmethod
+    def reap_expired(self, grace_seconds: float) -> int:
+        """Hard timeout: release claims older than their schedule's timeout plus ``grace_seconds``
+        (by the database clock), marking their runs ``timed_out``.
+
+        :return: the number of schedules released
+        """
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def heartbeat(self, node_id: str) -> datetime:
+        """Create or refresh the node record; return the database time of the heartbeat."""
+
+    @abstractmethod
+    def nodes(self) -> list[NodeInfo]:
+        """Return every known node record."""
+
+    @abstractmethod
+    def remove_node(self, node_id: str) -> None:
+        """Delete a node record (a graceful leave or a node found dead)."""
+
+    # -- history and notifications ----------------------------------------------------------------
+
+    @abstractmethod
+    def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
+        """Return the most recent runs first."""
+
+    @abstractmethod
+    def listen(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (from any thread) whenever another process adds, changes, enables or
+        triggers a schedule, so a sleeping engine can re-check at once. Called once per node."""

@@ -1,0 +1,238 @@
+"""Loading and validating the TOML configuration (reference: docs/configuration.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .plugins import PluginManager, default_manager
+from .structures import MisfirePolicy
+
+ENV_VAR = "TICKWORK_CONFIG"
+DEFAULT_FILE = "tickwork.toml"
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def default_node_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The ``[scheduler]`` table."""
+
+    jobs: tuple[str, ...] = ()
+    node_id: str = field(default_factory=default_node_id)
+    max_sleep: float = 60.0
+    misfire: MisfirePolicy = MisfirePolicy.SKIP
+    misfire_grace: float = 30.0
+    hard_timeout_grace: float = 60.0
+    reap_interval: float = 15.0
+    renew_interval: float = 10.0
+    max_in_flight: int = 1000
+    history_retention_days: float = 30.0
+    default_executor: str = "local"
+
+
+_SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
+    "jobs": list,
+    "node_id": str,
+    "max_sleep": (int, float),
+    "misfire": str,
+    "misfire_grace": (int, float),
+    "hard_timeout_grace": (int, float),
+    "reap_interval": (int, float),
+    "renew_interval": (int, float),
+    "max_in_flight": int,
+    "history_retention_days": (int, float),
+    "default_executor": str,
+}
+
+
+@dataclass(frozen=True)
+class PluginChoice:
+    """A ``[store]`` or ``[membership]`` table: which plugin, with which options."""
+
+    plugin: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration; ``source`` is the file it came from (``None`` for defaults)."""
+
+    source: Path | None = None
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    store: PluginChoice = field(default_factory=lambda: PluginChoice("sqlite", {"path": "tickwork.db"}))
+    membership: PluginChoice = field(default_factory=lambda: PluginChoice("single"))
+    executors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    blocked_plugins: tuple[str, ...] = ()
+
+    def where(self, key: str) -> str:
+        return f"{self.source or '<defaults>'}: {key}"
+
+
+def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """``--config FILE``, else ``$TICKWORK_CONFIG``, else ``./tickwork.toml``, else ``None``."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"config file {str(path)!r} does not exist")
+        return path
+    env = os.environ.get(ENV_VAR)
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise ConfigError(f"${ENV_VAR} names {env!r}, which does not exist")
+        return path
+    local = Path(DEFAULT_FILE)
+    return local if local.is_file() else None
+
+
+def _check_type(where: str, value: Any, expected: type | tuple[type, ...]) -> None:
+    kinds = expected if isinstance(expected, tuple) else (expected,)
+    # bool is an int in Python but never a valid number or count in a config file.
+    if isinstance(value, bool) and bool not in kinds:
+        ok = False
+    else:
+        ok = isinstance(value, kinds)
+    if not ok:
+        names = " or ".join(k.__name__ for k in kinds)
+        raise ConfigError(f"{where}: expected {names}, got {type(value).__name__} {value!r}")
+
+
+def expand_env(where: str, value: Any) -> Any:
+    """Replace ``${NAME}`` in strings (recursively) with environment variables."""
+    if isinstance(value, str):
+
+        def sub(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in os.environ:
+                raise ConfigError(f"{where}: environment variable {name} is not set")
+            return os.environ[name]
+
+        return _ENV_REF.sub(sub, value)
+    if isinstance(value, list):
+        return [expand_env(where, v) for v in value]
+    if isinstance(value, dict):
+        return {k: expand_env(f"{where}.{k}", v) for k, v in value.items()}
+    return value
+
+
+def validate_options(
+    where: str, options: dict[str, Any], allowed: dict[str, type | tuple[type, ...]]
+) -> dict[str, Any]:
+    """Check ``options`` against a plugin's declared ``options``; expand ``${ENV}`` references."""
+    for key, value in options.items():
+        if key not in allowed:
+            known = ", ".join(sorted(allowed)) or "none"
+            raise ConfigError(f"{where}.{key}: unknown option (known options: {known})")
+        _check_type(f"{where}.{key}", value, allowed[key])
+    return {k: expand_env(f"{where}.{k}", v) for k, v in options.items()}
+
+
+def _table(source: str, data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: [{key}] must be a table")
+    return value
+
+
+def parse(data: dict[str, Any], source: Path | None = None) -> Config:
+    """Build a :class:`Config` from parsed TOML, checking every key and type."""
+    src = str(source) if source else "<config>"
+    known_tables = {"scheduler", "store", "membership", "executor", "plugins"}
+    for key in data:
+        if key not in known_tables:
+            raise ConfigError(f"{src}: unknown table or key {key!r} (known: {', '.join(sorted(known_tables))})")
+
+    sched_raw = _table(src, data, "scheduler")
+    sched_kwargs: dict[str, Any] = {}
+    for key, value in sched_raw.items():
+        if key not in _SCHEDULER_TYPES:
+            raise ConfigError(
+                f"{src}: scheduler.{key}: unknown key (known keys: {', '.join(sorted(_SCHEDULER_TYPES))})"
+            )
+        _check_type(f"{src}: scheduler.{key}", value, _SCHEDULER_TYPES[key])
+        sched_kwargs[key] = expand_env(f"{src}: scheduler.{key}", value)
+    if "jobs" in sched_kwargs:
+        jobs = sched_kwargs["jobs"]
+        if not all(isinstance(j, str) and j for j in jobs):
+            raise ConfigError(f"{src}: scheduler.jobs: must be a list of module names")
+        sched_kwargs["jobs"] = tuple(jobs)
+    if "misfire" in sched_kwargs:
+        try:
+            sched_kwargs["misfire"] = MisfirePolicy(sched_kwargs["misfire"])
+        except ValueError:
+            allowed = ", ".join(p.value for p in MisfirePolicy)
+            raise ConfigError(
+                f"{src}: scheduler.misfire: {sched_kwargs['misfire']!r} is not one of {allowed}"
+            ) from None
+    for key in ("max_sleep", "misfire_grace", "hard_timeout_grace", "reap_interval", "renew_interval"):
+        if key in sched_kwargs and sched_kwargs[key] <= 0:
+            raise ConfigError(f"{src}: scheduler.{key}: must be > 0, got {sched_kwargs[key]}")
+    if "max_in_flight" in sched_kwargs and sched_kwargs["max_in_flight"] < 1:
+        raise ConfigError(f"{src}: scheduler.max_in_flight: must be >= 1")
+
+    def choice(table: str, default_plugin: str, default_options: dict[str, Any]) -> PluginChoice:
+        raw = dict(_table(src, data, table))
+        if not raw:
+            return PluginChoice(default_plugin, default_options)
+        plugin = raw.pop("plugin", default_plugin)
+        if not isinstance(plugin, str):
+            raise ConfigError(f"{src}: {table}.plugin: expected str, got {type(plugin).__name__}")
+        return PluginChoice(plugin, raw if raw or plugin != default_plugin else default_options)
+
+    store = choice("store", "sqlite", {"path": "tickwork.db"})
+    membership = choice("membership", "single", {})
+
+    executors: dict[str, dict[str, Any]] = {}
+    for name, table in _table(src, data, "executor").items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{src}: executor.{name}: must be a table ([executor.{name}])")
+        executors[name] = dict(table)
+
+    plugins_raw = _table(src, data, "plugins")
+    for key in plugins_raw:
+        if key != "block":
+            raise ConfigError(f"{src}: plugins.{key}: unknown key (known keys: block)")
+    block = plugins_raw.get("block", [])
+    if not isinstance(block, list) or not all(isinstance(b, str) for b in block):
+        raise ConfigError(f"{src}: plugins.block: must be a list of plugin names")
+
+    return Config(
+        source=source,
+        scheduler=SchedulerConfig(**sched_kwargs),
+        store=store,
+        membership=membership,
+        executors=executors,
+        blocked_plugins=tuple(block),
+    )
+
+
+def load(explicit: str | os.PathLike[str] | None = None) -> Config:
+    """Find and load the configuration (see :func:`find_config_file`); defaults if there is none."""
+    path = find_config_file(explicit)
+    if path is None:
+        return Config()
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
+    return parse(data, path)
+
+
+def plugin_manager_for(config: Config) -> PluginManager:
+    """The default manager, or a fresh one honouring ``[plugins] block``."""
+    if not config.blocked_plugins:
+        return default_manager()
+    return PluginManager(block=config.blocked_plugins)

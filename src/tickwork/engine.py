@@ -1,0 +1,331 @@
+"""The engine of one tickwork node: sleep until something is due, claim it, run it, end it.
+
+One thread runs the loop; executors report outcomes from their own threads into a queue the loop
+drains in batches, so claims, history writes and releases are each one statement per batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .abc import Executor, Membership, Store
+from .errors import StoreError, TickworkError
+from .structures import Claim, Finish, JobCall, MisfirePolicy, Outcome, RunStatus
+from .triggers import get_trigger
+
+log = logging.getLogger("tickwork.engine")
+run_log = logging.getLogger("tickwork.runs")
+
+#: At most this many skipped fire times are written to the history for one gap.
+MAX_SKIPPED_RECORDS = 100
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Engine knobs (the ``[scheduler]`` table; see docs/configuration.md)."""
+
+    node_id: str
+    batch_size: int = 100
+    max_in_flight: int = 1000
+    max_sleep: float = 60.0
+    misfire: MisfirePolicy = MisfirePolicy.SKIP
+    misfire_grace: float = 30.0
+    hard_timeout_grace: float = 60.0
+    reap_interval: float = 15.0
+    renew_interval: float = 10.0
+    history_retention: timedelta | None = timedelta(days=30)
+
+
+@dataclass
+class InFlight:
+    """A run handed to an executor and not yet ended."""
+
+    claim: Claim
+    mono_claimed: float
+    deadline: float
+    done: bool = False
+    renewed: float = field(default=0.0)
+
+
+class Engine:
+    """Runs the claim → execute → finish loop of one node.
+
+    :param store: an open store
+    :param executors: executors by name (a schedule names the one that runs it)
+    :param membership: started membership (which buckets this node attempts)
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        executors: dict[str, Executor],
+        membership: Membership,
+        settings: EngineSettings,
+    ) -> None:
+        self.store = store
+        self.executors = executors
+        self.membership = membership
+        self.settings = settings
+        self._done: queue.SimpleQueue[tuple[InFlight, Outcome]] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self.in_flight: dict[int, InFlight] = {}
+        self._next_reap = 0.0
+        self._next_renew = 0.0
+        self._next_prune = 0.0
+        self._db_backoff = 0.0
+        #: Counters for logs, tests and benchmarks.
+        self.fired = 0
+        self.finished = 0
+        self.skipped = 0
+        self.fenced_out = 0
+
+    # -- control ----------------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Re-check at once (called on store change notifications and run completions)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def run_forever(self, until: float | None = None) -> None:
+        """Loop until :meth:`stop` (or the monotonic time ``until``); survives database outages."""
+        while not self._stopping.is_set():
+            if until is not None and time.monotonic() >= until:
+                break
+            self._wake.clear()
+            try:
+                busy = self.tick()
+                if self._db_backoff:
+                    log.warning("database reachable again; resuming")
+                self._db_backoff = 0.0
+            except StoreError as exc:
+                self._db_backoff = min(max(self._db_backoff * 2, 0.5), 10.0)
+                log.error("store error: %s; retrying in %.1fs", exc, self._db_backoff)
+                self._wake.wait(self._db_backoff)
+                continue
+            if busy:
+                continue
+            timeout = self._sleep_seconds()
+            if until is not None:
+                timeout = min(timeout, max(0.0, until - time.monotonic()))
+            self._wake.wait(timeout)
+
+    def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for in-flight runs to end and record them."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight and time.monotonic() < deadline:
+            self._wake.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+            self._wake.clear()
+            self._expire_overdue()
+            self._finish_completed()
+
+    # -- one iteration ----------------------------------------------------------------------------
+
+    def tick(self) -> bool:
+        """One pass: end completed runs, housekeeping, claim and dispatch what is due.
+
+        :return: True when a full batch was claimed (more may be due right away)
+        """
+        self._expire_overdue()
+        self._finish_completed()
+        self._housekeeping()
+        if not self.membership.healthy():
+            return False
+        room = self.settings.max_in_flight - len(self.in_flight)
+        if room <= 0:
+            return False
+        limit = min(self.settings.batch_size, room)
+        claims = self.store.claim_due(self.settings.node_id, limit=limit, buckets=self.membership.owned_buckets())
+        if claims:
+            self._dispatch(claims)
+        return len(claims) >= limit
+
+    def _sleep_seconds(self) -> float:
+        sleep = self.settings.max_sleep
+        if self.in_flight:
+            sleep = min(sleep, max(0.0, min(f.deadline for f in self.in_flight.values()) - time.monotonic()))
+        if self.settings.renew_interval and self.in_flight:
+            sleep = min(sleep, max(0.0, self._next_renew - time.monotonic()))
+        sleep = min(sleep, max(0.0, self._next_reap - time.monotonic()))
+        if not self.membership.healthy() or len(self.in_flight) >= self.settings.max_in_flight:
+            return min(sleep, 0.5)
+        due = self.store.next_due(buckets=self.membership.owned_buckets())
+        if due is not None:
+            # The database clock decides; ask it rather than trusting this node's wall clock.
+            until_due = (due - self.store.now()).total_seconds()
+            sleep = min(sleep, max(until_due, 0.001))
+        return max(sleep, 0.0)
+
+    # -- dispatch ---------------------------------------------------------------------------------
+
+    def _dispatch(self, claims: Iterable[Claim]) -> None:
+        now_mono = time.monotonic()
+        immediate: list[Finish] = []
+        for claim in claims:
+            self.fired += 1
+            if claim.run_id is None:
+                log.error(
+                    "%s: a run for %s is already recorded; not running it again (invariant 1)",
+                    claim.spec.name,
+                    claim.scheduled_for.isoformat(),
+                )
+                immediate.append(self._finish_for(claim, None, now_mono, now_mono))
+                continue
+            policy = claim.spec.misfire or self.settings.misfire
+            late = (claim.claimed_at - claim.scheduled_for).total_seconds()
+            if late > self.settings.misfire_grace and policy is not MisfirePolicy.ONCE:
+                outcome = Outcome(
+                    RunStatus.SKIPPED,
+                    detail=f"missed by {late:.1f}s (misfire policy {policy.value}, grace "
+                    f"{self.settings.misfire_grace:g}s)",
+                )
+                self.skipped += 1
+                immediate.append(self._finish_for(claim, outcome, now_mono, now_mono))
+                continue
+            executor = self.executors.get(claim.spec.executor)
+            if executor is None:
+                outcome = Outcome(
+                    RunStatus.FAILED,
+                    error=f"executor {claim.spec.executor!r} is not configured on node {self.settings.node_id}",
+                )
+                immediate.append(self._finish_for(claim, outcome, now_mono, now_mono))
+                continue
+            timeout = claim.spec.timeout.total_seconds()
+            flight = InFlight(claim, now_mono, now_mono + timeout + self.settings.hard_timeout_grace)
+            assert claim.run_id is not None
+            self.in_flight[claim.run_id] = flight
+            call = JobCall(
+                run_id=claim.run_id,
+                schedule=claim.spec.name,
+                scheduled_for=claim.scheduled_for,
+                target=claim.spec.target,
+                arguments=claim.spec.arguments,
+                timeout=timeout,
+                attempt=claim.attempt,
+            )
+            try:
+                executor.submit(call, self._on_done_for(flight))
+            except Exception as exc:  # an executor bug must not lose the claim
+                log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
+                self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
+        if immediate:
+            self._end(immediate)
+
+    def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:
+        def on_done(outcome: Outcome) -> None:
+            self._done.put((flight, outcome))
+            self._wake.set()
+
+        return on_done
+
+    # -- ending runs ------------------------------------------------------------------------------
+
+    def _finish_completed(self) -> None:
+        finishes: list[Finish] = []
+        now_mono = time.monotonic()
+        while True:
+            try:
+                flight, outcome = self._done.get_nowait()
+            except queue.Empty:
+                break
+            if flight.done:  # already ended by the engine's own deadline
+                continue
+            flight.done = True
+            run_id = flight.claim.run_id
+            assert run_id is not None
+            self.in_flight.pop(run_id, None)
+            finishes.append(self._finish_for(flight.claim, outcome, flight.mono_claimed, now_mono))
+        if finishes:
+            self._end(finishes)
+
+    def _expire_overdue(self) -> None:
+        """Backstop for an executor that never reports: end the run as timed out ourselves."""
+        now_mono = time.monotonic()
+        overdue = [f for f in self.in_flight.values() if not f.done and f.deadline <= now_mono]
+        for flight in overdue:
+            log.error("run %s of %s never reported an end; recording it as timed out",
+                      flight.claim.run_id, flight.claim.spec.name)
+            self._on_done_for(flight)(
+                Outcome(RunStatus.TIMED_OUT, error="the executor did not report an end within timeout + grace")
+            )
+
+    def _end(self, finishes: list[Finish]) -> None:
+        landed = self.store.finish(self.settings.node_id, finishes)
+        self.finished += len(finishes)
+        self.fenced_out += landed.count(False)
+        if run_log.isEnabledFor(logging.INFO):
+            for f, ok in zip(finishes, landed, strict=True):
+                error = (f.outcome.error or f.outcome.detail or "").splitlines()
+                run_log.info(
+                    "%s (due %s): %s%s%s",
+                    f.claim.spec.name,
+                    f.claim.scheduled_for.isoformat(timespec="seconds"),
+                    f.outcome.status.value,
+                    f" - {error[0][:200]}" if error else "",
+                    "" if ok else " [claim had been taken over; end not applied]",
+                )
+
+    def _finish_for(self, claim: Claim, outcome: Outcome | None, mono_claimed: float, now_mono: float) -> Finish:
+        """Compute the next fire time and the skipped ones (rules: docs/deployment-sync.md#skips)."""
+        now = claim.claimed_at + timedelta(seconds=now_mono - mono_claimed)
+        policy = claim.spec.misfire or self.settings.misfire
+        floor = now - timedelta(seconds=self.settings.misfire_grace) if policy is MisfirePolicy.ALL else now
+        trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
+        skipped: list[datetime] = []
+        nxt = trigger.next_after(claim.scheduled_for)
+        while nxt is not None and nxt <= floor and len(skipped) < MAX_SKIPPED_RECORDS:
+            skipped.append(nxt)
+            nxt = trigger.next_after(nxt)
+        if nxt is not None and nxt <= floor:
+            nxt = trigger.next_after(floor)  # a long gap: jump without recording every time
+        if outcome is None:
+            outcome = Outcome(RunStatus.SKIPPED, detail="already recorded")
+        return Finish(claim=claim, outcome=outcome, next_fire=nxt, skipped=tuple(skipped), finished_at=now)
+
+    # -- housekeeping -----------------------------------------------------------------------------
+
+    def _housekeeping(self) -> None:
+        now_mono = time.monotonic()
+        if self.in_flight and now_mono >= self._next_renew:
+            self._next_renew = now_mono + self.settings.renew_interval
+            self.store.renew(self.settings.node_id, [f.claim for f in self.in_flight.values()])
+        if now_mono >= self._next_reap:
+            self._next_reap = now_mono + self.settings.reap_interval
+            reaped = self.store.reap_expired(self.settings.hard_timeout_grace)
+            if reaped:
+                log.warning("hard timeout released %d schedule(s)", reaped)
+        if self.settings.history_retention is not None and now_mono >= self._next_prune:
+            self._next_prune = now_mono + 3600
+            prune = getattr(self.store, "prune_history", None)
+            if prune is not None:
+                try:
+                    pruned = prune(self.settings.history_retention)
+                except TickworkError as exc:
+                    log.warning("pruning history failed: %s", exc)
+                else:
+                    if pruned:
+                        log.info("pruned %d history rows older than %s", pruned, self.settings.history_retention)
+
+
+def format_exception(exc: BaseException, limit: int = 4000) -> str:
+    """``Type: message`` plus a traceback, capped to ``limit`` characters (kept from the end)."""
+    head = f"{type(exc).__qualname__}: {exc}"
+    tb = "".join(traceback.format_exception(exc))
+    text = f"{head}\n{tb}"
+    if len(text) > limit:
+        text = head[: limit // 2] + "\n... [traceback cut] ...\n" + tb[-(limit // 2) :]
+    return text

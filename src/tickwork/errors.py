@@ -1,0 +1,58 @@
+"""Exceptions raised by tickwork; every public error derives from :class:`TickworkError`."""
+
+from __future__ import annotations
+
+
+class TickworkError(Exception):
+    """Base class of every error tickwork raises on purpose."""
+
+
+class ConfigError(TickworkError):
+    """The configuration (file, key, value or plugin pairing) is invalid."""
+
+
+class PluginNotFoundError(ConfigError):
+    """A configuration named a plugin that is not registered."""
+
+    def __init__(self, kind: str, name: str, registered: list[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.registered = sorted(registered)
+        listed = ", ".join(self.registered) or "none"
+        super().__init__(f"unknown {kind} plugin {name!r}; registered {kind} plugins: {listed}")
+
+
+class TriggerError(TickworkError, ValueError):
+    """A trigger expression is invalid. The message names the offending part."""
+
+
+class DeclarationError(TickworkError):
+    """A job declared in code is invalid (e.g. a function that takes parameters)."""
+
+
+class StoreError(TickworkError):
+    """The store failed in a way the caller may want to retry (connection lost, locked, ...)."""
+
+
+class SchemaOutdatedError(StoreError):
+    """The database schema is older than this version of tickwork expects."""
+
+
+class ScheduleNotFoundError(TickworkError, LookupError):
+    """No schedule with the given name exists."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no schedule named {name!r}")
+
+
+class ScheduleExistsError(TickworkError):
+    """A schedule with the given name already exists."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"a schedule named {name!r} already exists")
+
+
+class ExecutorError(TickworkError):
+    """An executor cannot accept a target (bad reference, unknown function, ...)."""

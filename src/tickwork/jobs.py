@@ -1,0 +1,141 @@
+"""Declaring jobs in code: ``@tickwork.cron(...)`` and friends on functions with no parameters."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from .errors import DeclarationError, TickworkError
+from .structures import DEFAULT_TIMEOUT, MisfirePolicy, ScheduleSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class DeclaredJob:
+    spec: ScheduleSpec
+    function: Callable[..., Any]
+
+
+_lock = threading.Lock()
+# module name -> schedule name -> job; filled as decorated modules are imported.
+_declared: dict[str, dict[str, DeclaredJob]] = {}
+
+
+def _timeout(value: float | timedelta | None, where: str) -> timedelta:
+    if value is None:
+        return DEFAULT_TIMEOUT
+    result = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    if result <= timedelta(0):
+        raise DeclarationError(f"{where}: timeout must be positive, got {value!r}")
+    return result
+
+
+def schedule(
+    kind: str,
+    expression: str,
+    *,
+    name: str | None = None,
+    timezone: str = "UTC",
+    timeout: float | timedelta | None = None,
+    misfire: MisfirePolicy | str | None = None,
+    retries: int = 0,
+    enabled: bool = True,
+    executor: str = "local",
+) -> Callable[[F], F]:
+    """Declare the decorated function as a job fired by a ``kind`` trigger.
+
+    The function must take no parameters (FTL's rule: a declared job is its own complete call).
+    The declaration is checked at import time: a bad expression or signature raises
+    :class:`~tickwork.errors.DeclarationError` naming the function.
+
+    :param name: schedule name (default: ``module.qualname`` of the function)
+    :param timezone: IANA zone the expression is evaluated in
+    :param timeout: soft timeout of a run, in seconds or as a timedelta (default 5 minutes)
+    :param misfire: ``skip``, ``once`` or ``all`` (default: the configured default)
+    :param retries: retries of a failed run, never past the next fire time
+    :param enabled: initial state when the schedule is first created
+    """
+
+    def decorate(func: F) -> F:
+        where = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)!s}"
+        if not callable(func):
+            raise DeclarationError(f"@{kind} must decorate a function, got {func!r}")
+        if "<locals>" in func.__qualname__:
+            raise DeclarationError(f"{where}: a job must be a module-level function (it is imported by name)")
+        params = inspect.signature(func).parameters
+        if params:
+            raise DeclarationError(
+                f"{where}: a declared job must take no parameters, but it takes ({', '.join(params)})"
+            )
+        from .triggers import get_trigger  # deferred: loads trigger plugins on first use
+
+        try:
+            get_trigger(kind, expression, timezone)
+        except TickworkError as exc:
+            raise DeclarationError(f"{where}: invalid {kind} expression {expression!r}: {exc}") from exc
+        try:
+            spec = ScheduleSpec(
+                name=name or f"{func.__module__}.{func.__qualname__}",
+                trigger_kind=kind,
+                expression=expression,
+                timezone=timezone,
+                executor=executor,
+                target=f"{func.__module__}:{func.__qualname__}",
+                timeout=_timeout(timeout, where),
+                module=func.__module__,
+                enabled=enabled,
+                misfire=MisfirePolicy(misfire) if misfire else None,
+                retries=retries,
+            )
+        except ValueError as exc:
+            raise DeclarationError(f"{where}: {exc}") from exc
+        with _lock:
+            module_jobs = _declared.setdefault(func.__module__, {})
+            existing = module_jobs.get(spec.name)
+            if existing is not None and existing.spec.target != spec.target:
+                raise DeclarationError(
+                    f"{where}: schedule name {spec.name!r} is already declared by {existing.spec.target}"
+                )
+            module_jobs[spec.name] = DeclaredJob(spec, func)
+        return func
+
+    return decorate
+
+
+def cron(expression: str, **kwargs: Any) -> Callable[[F], F]:
+    """Declare a job on a cron expression (5 fields; 6 = seconds first; 7 = + year)."""
+    return schedule("cron", expression, **kwargs)
+
+
+def calendar(expression: str, **kwargs: Any) -> Callable[[F], F]:
+    """Declare a job on a systemd calendar event, e.g. ``"Mon..Fri 09:00"``."""
+    return schedule("calendar", expression, **kwargs)
+
+
+def every(interval: str, **kwargs: Any) -> Callable[[F], F]:
+    """Declare a job on a fixed interval, e.g. ``"90s"`` (anchored, so it does not drift)."""
+    return schedule("interval", interval, **kwargs)
+
+
+def declared_in(module: str) -> list[DeclaredJob]:
+    """Import ``module`` and return the jobs declared in it and its submodules.
+
+    :raises tickwork.errors.DeclarationError: if the module cannot be imported
+    """
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise DeclarationError(f"cannot import job module {module!r} (scheduler.jobs): {exc}") from exc
+    with _lock:
+        return [
+            job
+            for mod, jobs in _declared.items()
+            if mod == module or mod.startswith(module + ".")
+            for job in jobs.values()
+        ]

@@ -1,0 +1,162 @@
+"""Building a node from the configuration and running it until stopped."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from datetime import timedelta
+from types import FrameType
+from typing import Any
+
+from .abc import Executor, Membership, Store
+from .config import Config, plugin_manager_for, validate_options
+from .engine import Engine, EngineSettings
+from .errors import ConfigError
+from .jobs import declared_in
+from .plugins import PluginManager
+from .schedules import SyncReport, sync_module
+
+log = logging.getLogger("tickwork.node")
+
+
+def build_store(config: Config, manager: PluginManager, **extra: Any) -> Store:
+    cls = manager.stores.get(config.store.plugin)
+    options = validate_options(config.where("store"), config.store.options, cls.options)
+    try:
+        return cls(**options, **extra)
+    except TypeError as exc:
+        raise ConfigError(f"{config.where('store')}: {exc}") from exc
+
+
+def build_membership(config: Config, manager: PluginManager) -> Membership:
+    cls = manager.memberships.get(config.membership.plugin)
+    options = validate_options(config.where("membership"), config.membership.options, cls.options)
+    return cls(**options)
+
+
+def build_executors(config: Config, manager: PluginManager) -> dict[str, Executor]:
+    """Every configured executor, plus the default one even when it has no table."""
+    wanted = dict(config.executors)
+    wanted.setdefault(config.scheduler.default_executor, {})
+    executors: dict[str, Executor] = {}
+    for name, options in wanted.items():
+        cls = manager.executors.get(name)
+        executors[name] = cls(**validate_options(config.where(f"executor.{name}"), options, cls.options))
+    return executors
+
+
+class Node:
+    """A tickwork node: store + membership + executors + engine, built from a :class:`Config`.
+
+    :param store: override the configured store (tests inject one with a fake clock)
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        manager: PluginManager | None = None,
+        store: Store | None = None,
+        executors: dict[str, Executor] | None = None,
+        membership: Membership | None = None,
+    ) -> None:
+        self.config = config
+        self.manager = manager or plugin_manager_for(config)
+        self.store = store or build_store(config, self.manager)
+        self.membership = membership or build_membership(config, self.manager)
+        self.executors = executors if executors is not None else build_executors(config, self.manager)
+        s = config.scheduler
+        self.node_id = s.node_id
+        self.engine = Engine(
+            self.store,
+            self.executors,
+            self.membership,
+            EngineSettings(
+                node_id=s.node_id,
+                batch_size=getattr(self.store, "batch_size", 100),
+                max_in_flight=s.max_in_flight,
+                max_sleep=s.max_sleep,
+                misfire=s.misfire,
+                misfire_grace=s.misfire_grace,
+                hard_timeout_grace=s.hard_timeout_grace,
+                reap_interval=s.reap_interval,
+                renew_interval=s.renew_interval,
+                history_retention=timedelta(days=s.history_retention_days) if s.history_retention_days else None,
+            ),
+        )
+        self._started = False
+
+    def start(self) -> list[SyncReport]:
+        """Open the store, clear this node's stale claims, sync declared jobs, start the parts."""
+        self.store.open()
+        released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
+        if released:
+            log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
+        reports = self.sync_jobs()
+        for executor in self.executors.values():
+            executor.start()
+        self.membership.start(self.store, self.node_id)
+        self.membership.on_change(self.engine.wake)
+        self.store.listen(self.engine.wake)
+        self._started = True
+        return reports
+
+    def sync_jobs(self) -> list[SyncReport]:
+        reports = []
+        for module in self.config.scheduler.jobs:
+            jobs = declared_in(module)
+            for job in jobs:
+                executor = self.executors.get(job.spec.executor)
+                if executor is not None:
+                    executor.validate_target(job.spec.target, job.spec.arguments)
+            reports.append(sync_module(self.store, module, jobs, self.manager))
+        return reports
+
+    def run(self, duration: float | None = None, *, install_signals: bool = True) -> None:
+        """Start (if needed) and run until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds."""
+        if not self._started:
+            self.start()
+        previous: dict[int, Any] = {}
+        if install_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, self._on_signal)
+        log.info("node %s running (store %s, membership %s)", self.node_id,
+                 self.config.store.plugin, self.config.membership.plugin)
+        try:
+            until = None if duration is None else time.monotonic() + duration
+            self.engine.run_forever(until)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.shutdown()
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        log.info("received %s; stopping after running jobs end", signal.Signals(signum).name)
+        self.stop()
+
+    def stop(self) -> None:
+        self.engine.stop()
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Graceful stop: no new claims; wait for running jobs, record them, leave the cluster."""
+        if not self._started:
+            self.store.close()
+            return
+        self._started = False
+        self.engine.stop()
+        try:
+            self.engine.drain(timeout)
+        except Exception:  # the store may be gone; the next start releases what is left
+            log.exception("could not record the last runs")
+        for executor in self.executors.values():
+            executor.shutdown(wait=False)
+        try:
+            if self.engine.in_flight:
+                self.store.release_node(self.node_id, f"node {self.node_id} stopped before the run ended")
+        except Exception:
+            log.exception("could not release claims at shutdown")
+        self.membership.stop()
+        self.store.close()
+        log.info("node %s stopped (%d fired, %d finished)", self.node_id, self.engine.fired, self.engine.finished)

@@ -1,0 +1,100 @@
+"""The plugin manager: loads ``tickwork`` entry points, honours blocked names, fills registries."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+from types import ModuleType
+
+import pluggy
+
+from . import hookspecs
+from .abc import Executor, Membership, Store, Trigger
+from .errors import ConfigError
+from .registry import Registry
+
+ENTRY_POINT_GROUP = "tickwork"
+
+
+class PluginManager:
+    """Loads plugins and exposes one registry per interface.
+
+    :param block: plugin (entry-point) names not to load, e.g. ``["http"]``
+    :param extra: additional plugin modules or objects to register, as tests or embedding
+        applications do without packaging an entry point
+    :param entry_points_enabled: set to ``False`` to load only ``extra`` (isolated tests)
+    """
+
+    def __init__(
+        self,
+        *,
+        block: Iterable[str] = (),
+        extra: Iterable[object] = (),
+        entry_points_enabled: bool = True,
+    ) -> None:
+        self.blocked = frozenset(block)
+        self._pm = pluggy.PluginManager(hookspecs.NAME)
+        self._pm.add_hookspecs(hookspecs)
+        self.loaded: dict[str, object] = {}
+        if entry_points_enabled:
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                if ep.name in self.blocked or ep.name in self.loaded:
+                    continue
+                try:
+                    plugin = ep.load()
+                except Exception as exc:  # a broken third-party plugin must name itself
+                    raise ConfigError(f"cannot load tickwork plugin {ep.name!r} ({ep.value}): {exc}") from exc
+                self._register(ep.name, plugin)
+        for obj in extra:
+            name = obj.__name__ if isinstance(obj, ModuleType) else type(obj).__name__
+            self._register(name, obj)
+        self.stores: Registry[type[Store]] = Registry("store")
+        self.triggers: Registry[type[Trigger]] = Registry("trigger")
+        self.executors: Registry[type[Executor]] = Registry("executor")
+        self.memberships: Registry[type[Membership]] = Registry("membership")
+        hook = self._pm.hook
+        for hook_name, registry in (
+            ("tickwork_register_stores", self.stores),
+            ("tickwork_register_triggers", self.triggers),
+            ("tickwork_register_executors", self.executors),
+            ("tickwork_register_memberships", self.memberships),
+        ):
+            caller = getattr(hook, hook_name)
+            # Call plugin by plugin so a duplicate name can be blamed on the plugin that added it.
+            for impl in reversed(caller.get_hookimpls()):
+                registry.current_plugin = impl.plugin_name
+                impl.function(registry=registry)
+
+    def _register(self, name: str, plugin: object) -> None:
+        self._pm.register(plugin, name=name)
+        self.loaded[name] = plugin
+
+    @property
+    def plugin_names(self) -> list[str]:
+        return sorted(self.loaded)
+
+
+_default: PluginManager | None = None
+_default_lock = threading.Lock()
+
+
+def default_manager() -> PluginManager:
+    """The process-wide manager over installed entry points (created on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = PluginManager()
+        return _default
+
+
+def load_object(reference: str) -> object:
+    """Import ``module:attribute.path`` and return the object."""
+    module_name, sep, attr_path = reference.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise ValueError(f"reference must look like 'package.module:function', got {reference!r}")
+    obj: object = importlib.import_module(module_name)
+    for part in attr_path.split("."):
+        obj = getattr(obj, part)
+    return obj

@@ -1,0 +1,105 @@
+"""Schedule administration shared by the CLI, the engine and library users: adding, enabling and
+syncing declared jobs. Computes fire times from the database clock; the store only persists."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from .abc import Store
+from .errors import DeclarationError, ScheduleNotFoundError
+from .jobs import DeclaredJob
+from .plugins import PluginManager
+from .structures import Schedule, ScheduleSpec
+from .triggers import get_trigger
+
+log = logging.getLogger("tickwork.schedules")
+
+
+def first_fire(spec: ScheduleSpec, now: datetime, manager: PluginManager | None = None) -> datetime | None:
+    return get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager).next_after(now)
+
+
+def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) -> Schedule:
+    """Validate the trigger and create the schedule, first due at its next fire after now."""
+    next_fire = first_fire(spec, store.now(), manager) if spec.enabled else None
+    return store.add(spec, next_fire)
+
+
+def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
+    """Enabling computes the next fire from now (Docspell): time spent disabled is not caught up."""
+    spec = store.get(name).spec
+    next_fire = first_fire(spec, store.now(), manager) if enabled else None
+    return store.set_enabled(name, enabled, next_fire)
+
+
+@dataclass
+class SyncReport:
+    module: str
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def _trigger_key(spec: ScheduleSpec) -> tuple[str, str, str]:
+    return (spec.trigger_kind, spec.expression, spec.timezone)
+
+
+def sync_module(
+    store: Store, module: str, jobs: Sequence[DeclaredJob], manager: PluginManager | None = None
+) -> SyncReport:
+    """Make the store hold exactly the jobs ``module`` declares (rules: docs/deployment-sync.md).
+
+    - new names are created, first due at their next fire after now;
+    - changed definitions are updated; the next fire time is kept unless the trigger changed, so
+      a restart never double-fires;
+    - ``enabled`` is run-time state: a declared job disabled from the CLI stays disabled;
+    - stored schedules of this module (or its submodules) that are no longer declared are removed.
+    """
+    report = SyncReport(module)
+    stored = {s.name: s for s in store.list() if s.spec.module and _under(s.spec.module, module)}
+    now = store.now()
+    for job in jobs:
+        spec = job.spec
+        current = stored.pop(spec.name, None)
+        if current is None:
+            try:
+                existing = store.get(spec.name)
+            except ScheduleNotFoundError:
+                existing = None
+            if existing is not None:
+                owner = existing.spec.module or "the CLI (a run-time schedule)"
+                raise DeclarationError(
+                    f"{spec.target}: schedule name {spec.name!r} is already used by {owner}; choose another name="
+                )
+            add(store, spec, manager)
+            report.created.append(spec.name)
+            continue
+        wanted = replace(spec, enabled=current.spec.enabled)
+        if wanted == current.spec:
+            report.unchanged.append(spec.name)
+            continue
+        next_fire = current.next_fire
+        if _trigger_key(wanted) != _trigger_key(current.spec) and wanted.enabled:
+            next_fire = first_fire(wanted, now, manager)
+        store.update(wanted, next_fire)
+        report.updated.append(spec.name)
+    for name in stored:
+        store.remove(name)
+        report.removed.append(name)
+    log.info(
+        "synced %s: %d created, %d updated, %d unchanged, %d removed",
+        module,
+        len(report.created),
+        len(report.updated),
+        len(report.unchanged),
+        len(report.removed),
+    )
+    return report
+
+
+def _under(candidate: str, module: str) -> bool:
+    return candidate == module or candidate.startswith(module + ".")

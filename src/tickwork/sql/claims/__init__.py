@@ -1,0 +1,16 @@
+"""Claim strategies: each one small, documented unit, so they can be benchmarked fairly."""
+
+from __future__ import annotations
+
+from .advisory import AdvisoryClaim
+from .base import ClaimedRow, ClaimRequest, ClaimStrategy
+from .mark import MarkClaim
+from .optimistic import OptimisticClaim
+from .skip_locked import SkipLockedClaim
+from .unique_fire import UniqueFireClaim
+
+STRATEGIES: dict[str, type[ClaimStrategy]] = {
+    cls.name: cls for cls in (SkipLockedClaim, OptimisticClaim, UniqueFireClaim, AdvisoryClaim, MarkClaim)
+}
+
+__all__ = ["STRATEGIES", "ClaimRequest", "ClaimStrategy", "ClaimedRow"]

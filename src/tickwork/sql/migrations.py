@@ -1,0 +1,51 @@
+"""Running the Alembic migrations shipped with tickwork against a live connection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection
+
+from alembic import command
+
+VERSION_TABLE = "tickwork_alembic_version"
+
+
+def script_location() -> Path:
+    """The directory holding ``env.py`` and ``versions/`` (the repository's ``alembic/``)."""
+    package = Path(__file__).resolve().parent.parent
+    # A wheel ships alembic/ as tickwork/_migrations; a source checkout has it at the top level.
+    for candidate in (package / "_migrations", package.parent.parent / "alembic"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise RuntimeError(f"tickwork's migrations are missing (looked in {package / '_migrations'})")
+
+
+def _config(connection: Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(script_location()))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(_config()).get_current_head()
+    assert head is not None, "no migration revisions found"
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    return context.get_current_revision()
+
+
+def upgrade(connection: Connection, revision: str = "head") -> None:
+    command.upgrade(_config(connection), revision)
+
+
+def downgrade(connection: Connection, revision: str = "base") -> None:
+    command.downgrade(_config(connection), revision)

@@ -1,0 +1,160 @@
+"""The declared schema (SQLAlchemy Core metadata). Alembic migrations must produce exactly this;
+``tests/test_migrations.py`` checks that they never drift apart."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# SQLite has no timestamp type; microseconds since the epoch compare exactly and cheaply.
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes: ``timestamptz`` on PostgreSQL, integer microseconds on SQLite."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(BigInteger())
+        return dialect.type_descriptor(DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r} cannot be stored; use an aware UTC datetime")
+        if dialect.name == "sqlite":
+            delta = value - _EPOCH
+            return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return value.astimezone(timezone.utc)
+        seconds, micros = divmod(int(value), 1_000_000)
+        return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=micros)
+
+
+# SQLite only aliases rowid for INTEGER PRIMARY KEY, not BIGINT.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+schedules = Table(
+    "tickwork_schedules",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("module", String(200), nullable=True),
+    Column("bucket", Integer, nullable=False),
+    Column("trigger_kind", String(32), nullable=False),
+    Column("expression", Text, nullable=False),
+    Column("timezone", String(64), nullable=False, server_default="UTC"),
+    Column("executor", String(64), nullable=False),
+    Column("target", Text, nullable=False),
+    Column("arguments", JSON, nullable=False),
+    Column("timeout_s", Float, nullable=False),
+    Column("misfire", String(8), nullable=True),
+    Column("retries", Integer, nullable=False, server_default="0"),
+    Column("enabled", Boolean, nullable=False, server_default=text("true")),
+    Column("next_fire", UTCDateTime, nullable=True),
+    Column("state", String(16), nullable=False, server_default="idle"),
+    Column("claimed_by", String(200), nullable=True),
+    Column("claimed_at", UTCDateTime, nullable=True),
+    Column("claim_seq", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    CheckConstraint("state IN ('idle', 'running')", name="state"),
+    CheckConstraint("misfire IS NULL OR misfire IN ('skip', 'once', 'all')", name="misfire"),
+)
+
+# "What is due now" reads this partial index in fire-time order, so its cost follows the number
+# of due schedules, not the number stored.
+Index(
+    "ix_tickwork_schedules_due",
+    schedules.c.next_fire,
+    sqlite_where=text("enabled AND state = 'idle'"),
+    postgresql_where=text("enabled AND state = 'idle'"),
+)
+Index(
+    "ix_tickwork_schedules_claimed",
+    schedules.c.claimed_by,
+    schedules.c.claimed_at,
+    sqlite_where=text("state = 'running'"),
+    postgresql_where=text("state = 'running'"),
+)
+Index("ix_tickwork_schedules_module", schedules.c.module)
+
+runs = Table(
+    "tickwork_runs",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column(
+        "schedule_id",
+        Id,
+        ForeignKey("tickwork_schedules.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("scheduled_for", UTCDateTime, nullable=False),
+    Column("attempt", Integer, nullable=False, server_default="1"),
+    Column("claim_seq", BigInteger, nullable=True),
+    Column("node", String(200), nullable=True),
+    Column("started_at", UTCDateTime, nullable=True),
+    Column("finished_at", UTCDateTime, nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("error", Text, nullable=True),
+    # Invariant 1 of docs/claim-protocol.md, enforced by the database itself.
+    UniqueConstraint("schedule_id", "scheduled_for", "attempt", name="uq_tickwork_runs_fire"),
+    CheckConstraint(
+        "status IN ('running', 'succeeded', 'failed', 'timed_out', 'skipped', 'abandoned')",
+        name="status",
+    ),
+)
+Index(
+    "ix_tickwork_runs_running",
+    runs.c.node,
+    sqlite_where=text("status = 'running'"),
+    postgresql_where=text("status = 'running'"),
+)
+
+nodes = Table(
+    "tickwork_nodes",
+    metadata,
+    Column("id", String(200), primary_key=True),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("heartbeat_at", UTCDateTime, nullable=False),
+)

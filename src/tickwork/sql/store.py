@@ -1,0 +1,595 @@
+"""The SQLAlchemy Core store shared by the SQLite and PostgreSQL plugins.
+
+A dialect plugin subclasses :class:`SQLStore` and supplies the engine, the database clock
+expression, change notification and the batched release; everything else is one code path.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    Connection,
+    ColumnElement,
+    Engine,
+    Row,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from ..abc import Store
+from ..errors import (
+    ConfigError,
+    ScheduleExistsError,
+    ScheduleNotFoundError,
+    SchemaOutdatedError,
+    StoreError,
+)
+from ..structures import (
+    Claim,
+    Finish,
+    MisfirePolicy,
+    NodeInfo,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    ScheduleSpec,
+    ScheduleState,
+)
+from . import migrations
+from .claims import STRATEGIES, ClaimedRow, ClaimRequest, ClaimStrategy
+from .schema import UTCDateTime, nodes, runs, schedules
+
+log = logging.getLogger("tickwork.store")
+
+#: Longest error text kept in the history.
+MAX_ERROR_CHARS = 4000
+
+
+def spec_from_row(row: Row[Any]) -> ScheduleSpec:
+    return ScheduleSpec(
+        name=row.name,
+        trigger_kind=row.trigger_kind,
+        expression=row.expression,
+        timezone=row.timezone,
+        executor=row.executor,
+        target=row.target,
+        arguments=dict(row.arguments or {}),
+        timeout=timedelta(seconds=row.timeout_s),
+        module=row.module,
+        enabled=bool(row.enabled),
+        misfire=MisfirePolicy(row.misfire) if row.misfire else None,
+        retries=row.retries,
+    )
+
+
+def schedule_from_row(row: Row[Any]) -> Schedule:
+    return Schedule(
+        id=row.id,
+        spec=spec_from_row(row),
+        next_fire=row.next_fire,
+        state=ScheduleState(row.state),
+        claimed_by=row.claimed_by,
+        claimed_at=row.claimed_at,
+        claim_seq=row.claim_seq,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def spec_values(spec: ScheduleSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "module": spec.module,
+        "bucket": spec.bucket,
+        "trigger_kind": spec.trigger_kind,
+        "expression": spec.expression,
+        "timezone": spec.timezone,
+        "executor": spec.executor,
+        "target": spec.target,
+        "arguments": spec.arguments,
+        "timeout_s": spec.timeout.total_seconds(),
+        "misfire": spec.misfire.value if spec.misfire else None,
+        "retries": spec.retries,
+        "enabled": spec.enabled,
+    }
+
+
+def cap(text: str | None, limit: int = MAX_ERROR_CHARS) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 20] + f"... [{len(text) - limit + 20} chars cut]"
+
+
+class SQLStore(Store):
+    """Store on SQLAlchemy 2 Core.
+
+    :param claim: claim strategy name (default: the first of :attr:`claim_strategies`)
+    :param batch_size: most schedules claimed per statement
+    :param clock: tests only — replaces the database clock with a function returning aware UTC
+    """
+
+    dialect_name: ClassVar[str]
+    #: Create the schema in a database that has none (never migrates an existing older one).
+    create_empty: bool = False
+
+    def __init__(
+        self,
+        *,
+        claim: str | None = None,
+        batch_size: int = 100,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        strategy_name = claim or self.claim_strategies[0]
+        if strategy_name not in self.claim_strategies:
+            raise ConfigError(
+                f"claim strategy {strategy_name!r} is not supported by the {self.dialect_name} store; "
+                f"it supports: {', '.join(self.claim_strategies)}"
+            )
+        if batch_size < 1:
+            raise ConfigError(f"batch_size: must be >= 1, got {batch_size}")
+        self.strategy: ClaimStrategy = STRATEGIES[strategy_name]()
+        self.batch_size = batch_size
+        self.clock = clock
+        self._engine: Engine | None = None
+        #: Statements executed by this store (for benchmarks' statements-per-fire).
+        self.statements = 0
+
+    # -- dialect hooks ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def _create_engine(self) -> Engine:
+        """Create the engine (connect lazily; errors surface in :meth:`open`)."""
+
+    @abstractmethod
+    def _db_now(self) -> ColumnElement[Any]:
+        """SQL expression of the database clock, typed :class:`UTCDateTime`."""
+
+    @abstractmethod
+    def _plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
+        """SQL for ``value + seconds`` on a UTCDateTime column."""
+
+    @abstractmethod
+    def _notify(self, conn: Connection) -> None:
+        """Tell listening nodes that schedules changed (within the current transaction)."""
+
+    @abstractmethod
+    def _release(self, conn: Connection, items: Sequence[tuple[int, int, datetime | None]]) -> set[int]:
+        """Fenced release of ``(schedule_id, claim_seq, next_fire)``; return ids that landed."""
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise StoreError("store is not open; call open() first")
+        return self._engine
+
+    def now_expr(self) -> ColumnElement[Any]:
+        if self.clock is not None:
+            return bindparam("tickwork_now", value=self.clock(), type_=UTCDateTime)
+        return self._db_now()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except IntegrityError:
+            raise
+        except (OperationalError, DBAPIError) as exc:
+            raise StoreError(f"{self.dialect_name} store: {exc.orig or exc}") from exc
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def open(self, *, check_schema: bool = True) -> None:
+        if self._engine is None:
+            self._engine = self._create_engine()
+        try:
+            with self.engine.connect() as conn:
+                current = migrations.current_revision(conn)
+        except (OperationalError, DBAPIError) as exc:
+            raise StoreError(f"cannot open {self.describe()}: {exc.orig or exc}") from exc
+        if current is None and self.create_empty:
+            log.info("creating the tickwork schema in the empty %s", self.describe())
+            self.upgrade()
+            current = migrations.head_revision()
+        if check_schema:
+            head = migrations.head_revision()
+            if current != head:
+                raise SchemaOutdatedError(
+                    f"the schema of {self.describe()} is at revision {current or 'none (empty database)'}, "
+                    f"this tickwork needs {head}; run `tickwork db upgrade` to migrate it"
+                )
+
+    def describe(self) -> str:
+        return f"{self.dialect_name} database"
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def upgrade(self) -> None:
+        if self._engine is None:
+            self._engine = self._create_engine()
+        try:
+            with self.engine.begin() as conn:
+                migrations.upgrade(conn)
+        except (OperationalError, DBAPIError) as exc:
+            raise StoreError(f"cannot migrate {self.describe()}: {exc.orig or exc}") from exc
+
+    def now(self) -> datetime:
+        with self._tx() as conn:
+            value = conn.execute(select(self.now_expr())).scalar_one()
+        assert isinstance(value, datetime)
+        return value
+
+    # -- schedules --------------------------------------------------------------------------------
+
+    def add(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+        now = self.now_expr()
+        values = spec_values(spec) | {"next_fire": next_fire, "created_at": now, "updated_at": now}
+        try:
+            with self._tx() as conn:
+                row = conn.execute(insert(schedules).values(**values).returning(*schedules.c)).one()
+                self._notify(conn)
+        except IntegrityError as exc:
+            raise ScheduleExistsError(spec.name) from exc
+        return schedule_from_row(row)
+
+    def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+        values = spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr()}
+        with self._tx() as conn:
+            row = conn.execute(
+                update(schedules).where(schedules.c.name == spec.name).values(**values).returning(*schedules.c)
+            ).first()
+            if row is None:
+                raise ScheduleNotFoundError(spec.name)
+            self._notify(conn)
+        return schedule_from_row(row)
+
+    def get(self, name: str) -> Schedule:
+        with self._tx() as conn:
+            row = conn.execute(select(schedules).where(schedules.c.name == name)).first()
+        if row is None:
+            raise ScheduleNotFoundError(name)
+        return schedule_from_row(row)
+
+    def list(self, *, module: str | None = None) -> list[Schedule]:
+        query = select(schedules).order_by(schedules.c.name)
+        if module is not None:
+            query = query.where(schedules.c.module == module)
+        with self._tx() as conn:
+            return [schedule_from_row(row) for row in conn.execute(query)]
+
+    def remove(self, name: str) -> None:
+        with self._tx() as conn:
+            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == name))
+            if schedule_id is None:
+                raise ScheduleNotFoundError(name)
+            # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
+            conn.execute(delete(runs).where(runs.c.schedule_id == schedule_id))
+            conn.execute(delete(schedules).where(schedules.c.id == schedule_id))
+            self._notify(conn)
+
+    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
+        with self._tx() as conn:
+            row = conn.execute(
+                update(schedules)
+                .where(schedules.c.name == name)
+                .values(enabled=enabled, next_fire=next_fire, updated_at=self.now_expr())
+                .returning(*schedules.c)
+            ).first()
+            if row is None:
+                raise ScheduleNotFoundError(name)
+            self._notify(conn)
+        return schedule_from_row(row)
+
+    def fire_now(self, name: str) -> Schedule:
+        now = self.now_expr()
+        with self._tx() as conn:
+            row = conn.execute(
+                update(schedules)
+                .where(schedules.c.name == name)
+                .values(next_fire=now, updated_at=now)
+                .returning(*schedules.c)
+            ).first()
+            if row is None:
+                raise ScheduleNotFoundError(name)
+            self._notify(conn)
+        return schedule_from_row(row)
+
+    # -- claiming ---------------------------------------------------------------------------------
+
+    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
+        limit = max(1, min(limit, self.batch_size))
+        if self.strategy.one_per_transaction:
+            claims: list[Claim] = []
+            for _ in range(limit):
+                got = self._claim_once(node_id, 1, buckets)
+                if not got:
+                    break
+                claims.extend(got)
+            return claims
+        return self._claim_once(node_id, limit, buckets)
+
+    def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
+        with self._tx() as conn:
+            won = self.strategy.claim(conn, ClaimRequest(node_id, limit, buckets, self.now_expr()))
+            self.statements += 2
+            if not won:
+                return []
+            return self._record_runs(conn, node_id, won)
+
+    def _record_runs(self, conn: Connection, node_id: str, won: list[ClaimedRow]) -> list[Claim]:
+        need = [c.row for c in won if c.run_id is None]
+        run_ids: dict[int, int] = {c.row.id: c.run_id for c in won if c.run_id is not None}
+        if need:
+            stmt = self._insert_ignore(runs).values(
+                [
+                    {
+                        "schedule_id": row.id,
+                        "scheduled_for": row.next_fire,
+                        "attempt": 1,
+                        "claim_seq": row.claim_seq,
+                        "node": node_id,
+                        "started_at": row.claimed_at,
+                        "status": "running",
+                    }
+                    for row in need
+                ]
+            )
+            for r in conn.execute(stmt.returning(runs.c.id, runs.c.schedule_id)):
+                run_ids[r.schedule_id] = r.id
+            self.statements += 1
+        return [
+            Claim(
+                schedule_id=c.row.id,
+                spec=spec_from_row(c.row),
+                scheduled_for=c.row.next_fire,
+                claim_seq=c.row.claim_seq,
+                claimed_at=c.row.claimed_at,
+                run_id=run_ids.get(c.row.id),
+            )
+            for c in won
+        ]
+
+    @abstractmethod
+    def _insert_ignore(self, table: Any) -> Any:
+        """An INSERT that skips rows violating a unique constraint (``ON CONFLICT DO NOTHING``)."""
+
+    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+        if not finishes:
+            return []
+        with self._tx() as conn:
+            landed = self._release(
+                conn, [(f.claim.schedule_id, f.claim.claim_seq, f.next_fire) for f in finishes]
+            )
+            now = self.now_expr()
+            ok_runs = [
+                {
+                    "b_id": f.claim.run_id,
+                    "b_status": f.outcome.status.value,
+                    "b_error": cap(f.outcome.error),
+                }
+                for f in finishes
+                if f.claim.run_id is not None and f.claim.schedule_id in landed
+            ]
+            late_runs = [
+                {
+                    "b_id": f.claim.run_id,
+                    "b_status": f.outcome.status.value,
+                    "b_error": cap(
+                        f"finished ({f.outcome.status.value}) after its claim was taken over"
+                        + (f": {f.outcome.error}" if f.outcome.error else "")
+                    ),
+                }
+                for f in finishes
+                if f.claim.run_id is not None and f.claim.schedule_id not in landed
+            ]
+            if ok_runs:
+                conn.execute(
+                    update(runs)
+                    .where(runs.c.id == bindparam("b_id"))
+                    .values(status=bindparam("b_status"), error=bindparam("b_error"), finished_at=now),
+                    ok_runs,
+                )
+                self.statements += 1
+            if late_runs:
+                # A fenced-out finisher keeps the status the reaper gave its run, if any.
+                conn.execute(
+                    update(runs)
+                    .where(runs.c.id == bindparam("b_id"), runs.c.status == "running")
+                    .values(status=bindparam("b_status"), finished_at=now),
+                    late_runs,
+                )
+                conn.execute(
+                    update(runs).where(runs.c.id == bindparam("b_id")).values(error=bindparam("b_error")),
+                    late_runs,
+                )
+                for f in finishes:
+                    if f.claim.run_id is not None and f.claim.schedule_id not in landed:
+                        log.warning(
+                            "run %s of %s finished after its claim was taken over; its end changes nothing",
+                            f.claim.run_id,
+                            f.claim.spec.name,
+                        )
+            skipped = [
+                {
+                    "schedule_id": f.claim.schedule_id,
+                    "scheduled_for": t,
+                    "attempt": 1,
+                    "claim_seq": f.claim.claim_seq,
+                    "node": node_id,
+                    "status": RunStatus.SKIPPED.value,
+                    "finished_at": f.finished_at or f.claim.claimed_at,
+                    "error": reason,
+                }
+                for f in finishes
+                if f.claim.schedule_id in landed
+                for t, reason in self._skip_reasons(f)
+            ]
+            if skipped:
+                conn.execute(self._insert_ignore(runs), skipped)
+                self.statements += 1
+        return [f.claim.schedule_id in landed for f in finishes]
+
+    @staticmethod
+    def _skip_reasons(f: Finish) -> list[tuple[datetime, str]]:
+        reason = f.outcome.detail if f.outcome.status is RunStatus.SKIPPED and f.outcome.detail else None
+        return [(t, reason or "due while the previous run was still active") for t in f.skipped]
+
+    def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
+        query = select(func.min(schedules.c.next_fire)).where(
+            schedules.c.enabled.is_(True), schedules.c.state == "idle"
+        )
+        if buckets is not None:
+            query = query.where(schedules.c.bucket.in_(list(buckets)))
+        with self._tx() as conn:
+            value = conn.execute(query).scalar()
+        return value if isinstance(value, datetime) else None
+
+    def renew(self, node_id: str, claims: Sequence[Claim]) -> None:
+        if not claims:
+            return
+        with self._tx() as conn:
+            conn.execute(
+                update(schedules)
+                .where(
+                    schedules.c.id.in_([c.schedule_id for c in claims]),
+                    schedules.c.claimed_by == node_id,
+                    schedules.c.state == "running",
+                )
+                .values(claimed_at=self.now_expr())
+            )
+
+    def release_node(self, node_id: str, reason: str) -> int:
+        now = self.now_expr()
+        with self._tx() as conn:
+            conn.execute(
+                update(runs)
+                .where(runs.c.node == node_id, runs.c.status == "running")
+                .values(status=RunStatus.ABANDONED.value, finished_at=now, error=reason)
+            )
+            released = conn.execute(
+                update(schedules)
+                .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
+                .values(state="idle", claimed_by=None, claimed_at=None)
+            ).rowcount
+            if released:
+                self._notify(conn)
+        return int(released or 0)
+
+    def reap_expired(self, grace_seconds: float) -> int:
+        now = self.now_expr()
+        deadline = self._plus_seconds(schedules.c.claimed_at, schedules.c.timeout_s + literal(grace_seconds))
+        with self._tx() as conn:
+            rows = conn.execute(
+                update(schedules)
+                .where(schedules.c.state == "running", deadline < now)
+                .values(state="idle", claimed_by=None, claimed_at=None)
+                .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
+            ).all()
+            for row in rows:
+                conn.execute(
+                    update(runs)
+                    .where(
+                        runs.c.schedule_id == row.id,
+                        runs.c.claim_seq == row.claim_seq,
+                        runs.c.status == "running",
+                    )
+                    .values(
+                        status=RunStatus.TIMED_OUT.value,
+                        finished_at=now,
+                        error=f"hard timeout: claim not ended within timeout + {grace_seconds:g}s grace",
+                    )
+                )
+                log.warning("hard timeout: released %s (claim %s)", row.name, row.claim_seq)
+            if rows:
+                self._notify(conn)
+        return len(rows)
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    def heartbeat(self, node_id: str) -> datetime:
+        now = self.now_expr()
+        with self._tx() as conn:
+            value = conn.execute(
+                update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now).returning(nodes.c.heartbeat_at)
+            ).scalar()
+            if value is None:
+                value = conn.execute(
+                    self._insert_ignore(nodes)
+                    .values(id=node_id, started_at=now, heartbeat_at=now)
+                    .returning(nodes.c.heartbeat_at)
+                ).scalar()
+            if value is None:  # inserted concurrently by a namesake; refresh instead
+                value = conn.execute(
+                    update(nodes)
+                    .where(nodes.c.id == node_id)
+                    .values(heartbeat_at=now)
+                    .returning(nodes.c.heartbeat_at)
+                ).scalar_one()
+        assert isinstance(value, datetime)
+        return value
+
+    def nodes(self) -> list[NodeInfo]:
+        with self._tx() as conn:
+            return [
+                NodeInfo(id=r.id, started_at=r.started_at, heartbeat_at=r.heartbeat_at)
+                for r in conn.execute(select(nodes).order_by(nodes.c.id))
+            ]
+
+    def remove_node(self, node_id: str) -> None:
+        with self._tx() as conn:
+            conn.execute(delete(nodes).where(nodes.c.id == node_id))
+
+    # -- history ----------------------------------------------------------------------------------
+
+    def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
+        query = (
+            select(runs, schedules.c.name.label("schedule_name"))
+            .join(schedules, schedules.c.id == runs.c.schedule_id)
+            .order_by(runs.c.id.desc())
+            .limit(limit)
+        )
+        if schedule is not None:
+            query = query.where(schedules.c.name == schedule)
+        with self._tx() as conn:
+            return [
+                RunRecord(
+                    id=r.id,
+                    schedule=r.schedule_name,
+                    scheduled_for=r.scheduled_for,
+                    started_at=r.started_at,
+                    finished_at=r.finished_at,
+                    node=r.node,
+                    status=RunStatus(r.status),
+                    error=r.error,
+                    attempt=r.attempt,
+                )
+                for r in conn.execute(query)
+            ]
+
+    def prune_history(self, older_than: timedelta) -> int:
+        """Delete finished runs that finished more than ``older_than`` ago (database clock)."""
+        cutoff = self._plus_seconds(self.now_expr(), literal(-older_than.total_seconds()))
+        with self._tx() as conn:
+            result = conn.execute(delete(runs).where(runs.c.status != "running", runs.c.finished_at < cutoff))
+        return int(result.rowcount or 0)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)

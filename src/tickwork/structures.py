@@ -1,0 +1,246 @@
+"""Plain data passed between the engine and the plugins.
+
+Every value here is immutable and validated on construction; a validation error names the field.
+All datetimes are timezone-aware and in UTC.
+"""
+
+from __future__ import annotations
+
+import enum
+import zlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+#: Number of hash buckets schedules are spread over; membership plugins own buckets, not schedules.
+BUCKETS = 1024
+
+DEFAULT_TIMEOUT = timedelta(minutes=5)
+
+
+class RunStatus(str, enum.Enum):
+    """Status of one run in the history table."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    SKIPPED = "skipped"
+    ABANDONED = "abandoned"
+
+    @property
+    def final(self) -> bool:
+        return self is not RunStatus.RUNNING
+
+
+class ScheduleState(str, enum.Enum):
+    IDLE = "idle"
+    RUNNING = "running"
+
+
+class MisfirePolicy(str, enum.Enum):
+    """What to do with fire times that passed while no node could run them (see docs/cluster.md)."""
+
+    SKIP = "skip"
+    ONCE = "once"
+    ALL = "all"
+
+
+def bucket_of(name: str) -> int:
+    """The hash bucket of a schedule name; stable across processes and versions."""
+    return zlib.crc32(name.encode("utf-8")) % BUCKETS
+
+
+def _check_aware(field_name: str, value: datetime | None) -> None:
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise ValueError(f"{field_name}: datetime must be timezone-aware, got {value!r}")
+
+
+def utc(value: datetime) -> datetime:
+    """Return ``value`` converted to UTC; naive datetimes are rejected."""
+    _check_aware("datetime", value)
+    return value.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """What a user declares: everything about a schedule except its run-time state.
+
+    :param name: unique name of the schedule
+    :param trigger_kind: registered trigger kind (``cron``, ``calendar``, ...)
+    :param expression: the trigger expression, in the syntax of ``trigger_kind``
+    :param timezone: IANA zone the expression is evaluated in
+    :param executor: registered executor plugin that runs the target
+    :param target: executor-specific reference (``module:function`` for ``local``, a URL for ``http``)
+    :param arguments: JSON-serialisable keyword arguments for the target
+    :param timeout: soft timeout of one run
+    :param module: the module (deployment) that declared it; ``None`` for run-time schedules
+    :param enabled: whether it fires at all
+    :param misfire: policy for missed fire times, ``None`` for the configured default
+    :param retries: how many times a failed run is retried before the next fire time
+    """
+
+    name: str
+    trigger_kind: str
+    expression: str
+    target: str
+    timezone: str = "UTC"
+    executor: str = "local"
+    arguments: dict[str, Any] = field(default_factory=dict)
+    timeout: timedelta = DEFAULT_TIMEOUT
+    module: str | None = None
+    enabled: bool = True
+    misfire: MisfirePolicy | None = None
+    retries: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name}: must be a non-empty string, got {value!r}")
+        if len(self.name) > 200:
+            raise ValueError(f"name: at most 200 characters, got {len(self.name)}")
+        if not isinstance(self.arguments, dict):
+            raise ValueError(f"arguments: must be a JSON object (dict), got {type(self.arguments).__name__}")
+        if not isinstance(self.timeout, timedelta) or self.timeout <= timedelta(0):
+            raise ValueError(f"timeout: must be a positive timedelta, got {self.timeout!r}")
+        if not isinstance(self.retries, int) or self.retries < 0:
+            raise ValueError(f"retries: must be a non-negative integer, got {self.retries!r}")
+        if self.misfire is not None and not isinstance(self.misfire, MisfirePolicy):
+            object.__setattr__(self, "misfire", MisfirePolicy(self.misfire))
+
+    @property
+    def bucket(self) -> int:
+        return bucket_of(self.name)
+
+    def same_definition(self, other: ScheduleSpec) -> bool:
+        """True when ``other`` declares the same schedule (ignores nothing but identity)."""
+        return self == other
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A stored schedule: its spec plus run-time state."""
+
+    id: int
+    spec: ScheduleSpec
+    next_fire: datetime | None
+    state: ScheduleState
+    claimed_by: str | None
+    claimed_at: datetime | None
+    claim_seq: int
+    created_at: datetime
+    updated_at: datetime
+
+    def __post_init__(self) -> None:
+        for name in ("next_fire", "claimed_at", "created_at", "updated_at"):
+            _check_aware(name, getattr(self, name))
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A due schedule this node won, with the fence token that must accompany its end.
+
+    :param run_id: id of the history row created for this fire; ``None`` if the history already
+        held a run for (schedule, scheduled_for) — the fire must then not run (invariant 1)
+    :param claim_seq: fence token; the end of the run only lands while the schedule still carries it
+    :param scheduled_for: the due time that was claimed
+    :param claimed_at: the database clock when the claim was made
+    """
+
+    schedule_id: int
+    spec: ScheduleSpec
+    scheduled_for: datetime
+    claim_seq: int
+    claimed_at: datetime
+    run_id: int | None
+    attempt: int = 1
+
+    def __post_init__(self) -> None:
+        _check_aware("scheduled_for", self.scheduled_for)
+        _check_aware("claimed_at", self.claimed_at)
+
+
+@dataclass(frozen=True)
+class JobCall:
+    """What an executor receives for one run."""
+
+    run_id: int
+    schedule: str
+    scheduled_for: datetime
+    target: str
+    arguments: dict[str, Any]
+    timeout: float
+    attempt: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one run ended, as reported by an executor."""
+
+    status: RunStatus
+    error: str | None = None
+    detail: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.status.final:
+            raise ValueError(f"status: an outcome must be final, got {self.status.value!r}")
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The end of a claimed run, handed to :meth:`tickwork.abc.Store.finish`.
+
+    :param next_fire: the schedule's next fire time, ``None`` when it will never fire again
+    :param skipped: fire times passed over while this run was active, recorded as ``skipped``
+    :param retry_at: when set, the schedule stays claimed and a retry is due at this time
+    """
+
+    claim: Claim
+    outcome: Outcome
+    next_fire: datetime | None
+    skipped: tuple[datetime, ...] = ()
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of the run history."""
+
+    id: int
+    schedule: str
+    scheduled_for: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    node: str | None
+    status: RunStatus
+    error: str | None
+    attempt: int = 1
+
+    def as_json(self) -> dict[str, Any]:
+        def iso(value: datetime | None) -> str | None:
+            return None if value is None else value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+        return {
+            "id": self.id,
+            "schedule": self.schedule,
+            "scheduled_for": iso(self.scheduled_for),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "status": self.status.value,
+            "node": self.node,
+            "error": self.error,
+            "attempt": self.attempt,
+        }
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    id: str
+    started_at: datetime
+    heartbeat_at: datetime
