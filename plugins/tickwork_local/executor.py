@@ -44,7 +44,7 @@ def resolve(target: str) -> Callable[..., Any]:
         raise ExecutorError(f"cannot resolve target {target!r}: {exc}") from exc
     if not callable(obj):
         raise ExecutorError(f"target {target!r} is not callable")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def bind_arguments(func: Callable[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:
@@ -153,7 +153,7 @@ class LocalExecutor(Executor):
         if mode == "process":
             self._pool.submit(self._processes.run, call.target, kwargs, call.timeout, once)
             return
-        cancel: Callable[[], None] | None = None
+        cancel: Callable[[], object] | None = None
         if inspect.iscoroutinefunction(func):
             future = asyncio.run_coroutine_threadsafe(func(**kwargs), self._event_loop())
             cancel = future.cancel
@@ -173,11 +173,13 @@ class LocalExecutor(Executor):
         return Outcome(RunStatus.FAILED, error=format_exception(exc))
 
     @staticmethod
-    def _timed_out(call: JobCall, once: _Once, cancel: Callable[[], None] | None) -> None:
+    def _timed_out(call: JobCall, once: _Once, cancel: Callable[[], object] | None) -> None:
         if cancel is not None:  # a coroutine can really be stopped
             message = f"soft timeout after {call.timeout:g}s; the coroutine was cancelled"
         else:
-            message = f"soft timeout after {call.timeout:g}s; the thread may still be running (threads cannot be killed)"
+            message = (
+                f"soft timeout after {call.timeout:g}s; the thread may still be running (threads cannot be killed)"
+            )
         if once(Outcome(RunStatus.TIMED_OUT, error=message)) and cancel is not None:
             cancel()
 

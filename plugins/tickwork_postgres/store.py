@@ -69,7 +69,7 @@ class PostgresStore(SQLStore):
     ) -> None:
         super().__init__(claim=claim, batch_size=batch_size, clock=clock)
         if not url:
-            raise ConfigError("url: the postgres store needs url = \"postgresql://...\"")
+            raise ConfigError('url: the postgres store needs url = "postgresql://..."')
         self.url = sqlalchemy_url(url)
         if pool_size < 1:
             raise ConfigError(f"pool_size: must be >= 1, got {pool_size}")

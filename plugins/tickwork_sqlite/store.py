@@ -99,8 +99,8 @@ class SQLiteStore(SQLStore):
         return type_coerce(literal_column(_NOW_MICROS), UTCDateTime)
 
     def _plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
-        micros = type_coerce(value, UTCDateTime().load_dialect_impl(sqlite.dialect()))
-        return type_coerce(micros + seconds * 1_000_000, UTCDateTime)
+        # .op keeps the operand's own type, so a bound datetime is still stored as microseconds.
+        return value.op("+", return_type=UTCDateTime)(seconds * 1_000_000)
 
     def _insert_ignore(self, table: Any) -> Any:
         return sqlite.insert(table).on_conflict_do_nothing()

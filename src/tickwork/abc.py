@@ -203,7 +203,7 @@ class Store(ABC):
         """:raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name"""
 
     @abstractmethod
-    def list(self, *, module: str | None = None) -> list[Schedule]:
+    def list_schedules(self, *, module: str | None = None) -> list[Schedule]:
         """Return all schedules (optionally only those declared by ``module``), ordered by name."""
 
     @abstractmethod

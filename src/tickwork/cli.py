@@ -7,9 +7,11 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from alembic.util import CommandError
 
 from . import schedules as admin
 from .abc import Store
@@ -25,7 +27,7 @@ from .errors import (
 )
 from .node import Node, build_executors, build_store
 from .structures import MisfirePolicy, Schedule, ScheduleSpec
-from .triggers import detect_kind, get_trigger
+from .triggers import detect_kind, get_trigger, next_fire_times
 
 log = logging.getLogger("tickwork.cli")
 
@@ -33,37 +35,75 @@ log = logging.getLogger("tickwork.cli")
 EXIT_USAGE = 2
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
 def iso_z(value: datetime | None) -> str:
+    """ISO-8601 in UTC with a trailing ``Z``; ``-`` for no value."""
     if value is None:
         return "-"
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def parse_time(text: str) -> datetime:
+    """``--after``: an ISO-8601 date-time; without an offset it is UTC."""
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", "-c", metavar="FILE", help="TOML config (default: $TICKWORK_CONFIG, ./tickwork.toml)")
-    common.add_argument("--log-level", default=None, help="DEBUG, INFO (default for run), WARNING (default)")
+    logs = argparse.ArgumentParser(add_help=False)
+    logs.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=None,
+        help="DEBUG, INFO (default for run), WARNING (default), ERROR",
+    )
+    common = argparse.ArgumentParser(add_help=False, parents=[logs])
+    common.add_argument(
+        "--config", "-c", metavar="FILE", help="TOML config (default: $TICKWORK_CONFIG, ./tickwork.toml)"
+    )
 
     parser = argparse.ArgumentParser(prog="tickwork", description="Periodic jobs, exactly once per due time.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", parents=[common], help="run a scheduler node")
-    run.add_argument("--for", dest="duration", type=float, metavar="SECONDS", help="stop cleanly after SECONDS")
+    run.add_argument("--for", dest="duration", type=_seconds, metavar="SECONDS", help="stop cleanly after SECONDS")
 
-    nxt = sub.add_parser("next", parents=[common], help="print the next fire times of an expression")
+    # `next` is a pure function of its arguments: it reads no configuration and no database.
+    nxt = sub.add_parser("next", parents=[logs], help="print the next fire times of an expression")
     nxt.add_argument("expression")
     nxt.add_argument("--kind", help="trigger kind (cron, calendar, interval, once); recognised when omitted")
     nxt.add_argument("--tz", default=None, help="IANA time zone the expression is evaluated in (default UTC)")
     nxt.add_argument("--after", type=parse_time, help="ISO-8601 start (default: now)")
-    nxt.add_argument("-n", type=int, default=1, help="how many fire times (default 1)")
+    nxt.add_argument("-n", type=_count(0), default=1, help="how many fire times (default 1)")
     nxt.add_argument("--normalize", action="store_true", help="print the normalized expression instead")
 
     jobs = sub.add_parser("jobs", help="manage schedules")
@@ -78,9 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     ja.add_argument("--tz", default="UTC")
     ja.add_argument("--executor", default=None, help="executor plugin (default: scheduler.default_executor)")
     ja.add_argument("--args", default="{}", help="JSON object of arguments")
-    ja.add_argument("--timeout", type=float, default=300.0, help="soft timeout in seconds (default 300)")
+    ja.add_argument("--timeout", type=_seconds, default=300.0, help="soft timeout in seconds (default 300)")
     ja.add_argument("--misfire", choices=[p.value for p in MisfirePolicy])
-    ja.add_argument("--retries", type=int, default=0)
+    ja.add_argument("--retries", type=_count(0), default=0)
     ja.add_argument("--disabled", action="store_true", help="create it disabled")
     for action, text in (
         ("remove", "delete a schedule and its history"),
@@ -93,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
 
     hist = sub.add_parser("history", parents=[common], help="show recent runs")
     hist.add_argument("--json", action="store_true", help="one JSON object per line")
-    hist.add_argument("--limit", type=int, default=20)
+    hist.add_argument("--limit", type=_count(1), default=20, help="most recent runs shown (default 20)")
     hist.add_argument("--schedule", help="only this schedule")
 
     db = sub.add_parser("db", help="database schema")
@@ -107,13 +147,14 @@ def _parser() -> argparse.ArgumentParser:
 def _setup_logging(level: str | None, default: str) -> None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.basicConfig(
-        level=(level or default).upper(),
+        level=level or default,
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 failed, 2 invalid input)."""
     args = _parser().parse_args(argv)
     _setup_logging(args.log_level, "INFO" if args.command == "run" else "WARNING")
     try:
@@ -135,18 +176,15 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "next":
         return _next(args)
     config = load(args.config)
+    # Like gunicorn/celery: job modules and targets are importable from the working directory,
+    # which the `tickwork` console script (unlike `python -m`) does not put on sys.path.
+    if args.command in ("run", "jobs") and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     if args.command == "run":
-        # Like gunicorn/celery: job modules named in the config are importable from here.
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
         Node(config).run(args.duration)
         return 0
     if args.command == "db":
-        store = build_store(config, plugin_manager_for(config))
-        store.upgrade()
-        print(f"{getattr(store, 'describe', lambda: 'database')()} is at the latest schema")
-        store.close()
-        return 0
+        return _upgrade(config)
     store = build_store(config, plugin_manager_for(config))
     store.open()
     try:
@@ -163,25 +201,35 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
+def _upgrade(config: Config) -> int:
+    store = build_store(config, plugin_manager_for(config))
+    try:
+        store.upgrade()
+    except CommandError as exc:  # e.g. a revision this tickwork does not know (written by a newer one)
+        raise TickworkError(f"cannot migrate {_describe(store)}: {exc}") from exc
+    finally:
+        store.close()
+    print(f"{_describe(store)} is at the latest schema")
+    return 0
+
+
+def _describe(store: Store) -> str:
+    describe = getattr(store, "describe", None)
+    return str(describe()) if callable(describe) else f"the {type(store).__name__} database"
+
+
 def _next(args: argparse.Namespace) -> int:
-    if args.n < 0:
-        raise ConfigError(f"-n must be >= 0, got {args.n}")
-    kind = args.kind or detect_kind(args.expression)
-    trigger = get_trigger(kind, args.expression, args.tz or "UTC")
     if args.normalize:
-        print(trigger.normalized())
+        kind = args.kind or detect_kind(args.expression)
+        print(get_trigger(kind, args.expression, args.tz or "UTC").normalized())
         return 0
-    current = args.after or datetime.now(timezone.utc)
-    printed = 0
-    while printed < args.n:
-        nxt = trigger.next_after(current)
-        if nxt is None:
-            break
-        print(iso_z(nxt))
-        printed += 1
-        current = nxt
-    if printed == 0 and args.n > 0:
-        print("never")
+    after = args.after or datetime.now(UTC)
+    times = next_fire_times(args.expression, kind=args.kind, tz=args.tz, after=after, n=args.n)
+    for value in times:
+        print(iso_z(value))
+    if len(times) < args.n:
+        # stdout stays machine-readable: only fire times, one per line.
+        print(f"tickwork: {args.expression!r} fires {len(times)} time(s) after {iso_z(after)}", file=sys.stderr)
     return 0
 
 
@@ -204,7 +252,7 @@ def _row(s: Schedule) -> dict[str, Any]:
 def _jobs(args: argparse.Namespace, config: Config, store: Store) -> int:
     manager = plugin_manager_for(config)
     if args.action == "list":
-        rows = [_row(s) for s in store.list()]
+        rows = [_row(s) for s in store.list_schedules()]
         if args.json:
             for row in rows:
                 print(json.dumps(row))
@@ -250,12 +298,22 @@ def _jobs(args: argparse.Namespace, config: Config, store: Store) -> int:
         print(f"added {s.name}; next fire {iso_z(s.next_fire)}")
         return 0
     if args.action == "remove":
+        module = store.get(args.name).spec.module
         store.remove(args.name)
         print(f"removed {args.name}")
+        if module:
+            print(
+                f"tickwork: note: {args.name} is declared in {module}; the next node start re-creates it "
+                f"unless the declaration is removed (disable it to keep it off)",
+                file=sys.stderr,
+            )
     elif args.action in ("enable", "disable"):
         s = admin.set_enabled(store, args.name, args.action == "enable", manager)
         print(f"{args.action}d {s.name}; next fire {iso_z(s.next_fire)}")
     elif args.action == "trigger":
+        # A disabled schedule is never claimed, so making it due would silently do nothing.
+        if not store.get(args.name).spec.enabled:
+            raise TickworkError(f"schedule {args.name!r} is disabled; enable it first (tickwork jobs enable)")
         s = store.fire_now(args.name)
         print(f"triggered {s.name}; due {iso_z(s.next_fire)}")
     return 0

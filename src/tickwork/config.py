@@ -83,13 +83,13 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
     if explicit:
         path = Path(explicit)
         if not path.is_file():
-            raise ConfigError(f"config file {str(path)!r} does not exist")
+            raise ConfigError(f"config file {str(path)!r} (--config) does not exist or is not a file")
         return path
     env = os.environ.get(ENV_VAR)
     if env:
         path = Path(env)
         if not path.is_file():
-            raise ConfigError(f"${ENV_VAR} names {env!r}, which does not exist")
+            raise ConfigError(f"${ENV_VAR} names {env!r}, which does not exist or is not a file")
         return path
     local = Path(DEFAULT_FILE)
     return local if local.is_file() else None
@@ -98,11 +98,7 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
 def _check_type(where: str, value: Any, expected: type | tuple[type, ...]) -> None:
     kinds = expected if isinstance(expected, tuple) else (expected,)
     # bool is an int in Python but never a valid number or count in a config file.
-    if isinstance(value, bool) and bool not in kinds:
-        ok = False
-    else:
-        ok = isinstance(value, kinds)
-    if not ok:
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         names = " or ".join(k.__name__ for k in kinds)
         raise ConfigError(f"{where}: expected {names}, got {type(value).__name__} {value!r}")
 
@@ -178,7 +174,14 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
         if key in sched_kwargs and sched_kwargs[key] <= 0:
             raise ConfigError(f"{src}: scheduler.{key}: must be > 0, got {sched_kwargs[key]}")
     if "max_in_flight" in sched_kwargs and sched_kwargs["max_in_flight"] < 1:
-        raise ConfigError(f"{src}: scheduler.max_in_flight: must be >= 1")
+        raise ConfigError(f"{src}: scheduler.max_in_flight: must be >= 1, got {sched_kwargs['max_in_flight']}")
+    if "history_retention_days" in sched_kwargs and sched_kwargs["history_retention_days"] < 0:
+        raise ConfigError(
+            f"{src}: scheduler.history_retention_days: must be >= 0 (0 keeps history forever), "
+            f"got {sched_kwargs['history_retention_days']}"
+        )
+    if "node_id" in sched_kwargs and not sched_kwargs["node_id"].strip():
+        raise ConfigError(f"{src}: scheduler.node_id: must not be empty")
 
     def choice(table: str, default_plugin: str, default_options: dict[str, Any]) -> PluginChoice:
         raw = dict(_table(src, data, table))

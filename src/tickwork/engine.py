@@ -257,8 +257,11 @@ class Engine:
         now_mono = time.monotonic()
         overdue = [f for f in self.in_flight.values() if not f.done and f.deadline <= now_mono]
         for flight in overdue:
-            log.error("run %s of %s never reported an end; recording it as timed out",
-                      flight.claim.run_id, flight.claim.spec.name)
+            log.error(
+                "run %s of %s never reported an end; recording it as timed out",
+                flight.claim.run_id,
+                flight.claim.spec.name,
+            )
             self._on_done_for(flight)(
                 Outcome(RunStatus.TIMED_OUT, error="the executor did not report an end within timeout + grace")
             )

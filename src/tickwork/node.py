@@ -118,12 +118,16 @@ class Node:
         """Start (if needed) and run until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds."""
         if not self._started:
             self.start()
-        previous: dict[int, Any] = {}
+        previous: dict[signal.Signals, Any] = {}
         if install_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, self._on_signal)
-        log.info("node %s running (store %s, membership %s)", self.node_id,
-                 self.config.store.plugin, self.config.membership.plugin)
+        log.info(
+            "node %s running (store %s, membership %s)",
+            self.node_id,
+            self.config.store.plugin,
+            self.config.membership.plugin,
+        )
         try:
             until = None if duration is None else time.monotonic() + duration
             self.engine.run_forever(until)

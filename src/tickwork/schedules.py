@@ -60,7 +60,7 @@ def sync_module(
     - stored schedules of this module (or its submodules) that are no longer declared are removed.
     """
     report = SyncReport(module)
-    stored = {s.name: s for s in store.list() if s.spec.module and _under(s.spec.module, module)}
+    stored = {s.name: s for s in store.list_schedules() if s.spec.module and _under(s.spec.module, module)}
     now = store.now()
     for job in jobs:
         spec = job.spec

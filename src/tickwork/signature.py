@@ -26,6 +26,7 @@ import hmac
 import re
 import time
 from collections.abc import Mapping, Sequence
+from email.message import Message
 
 from .errors import TickworkError
 
@@ -37,6 +38,9 @@ DEFAULT_TOLERANCE = 300
 _HEX = re.compile(r"[0-9a-f]{64}")
 
 Secret = str | bytes
+#: Request headers as frameworks hand them over: a mapping, or the ``email.message.Message`` that
+#: ``http.server`` uses.
+Headers = Mapping[str, str] | Message
 
 
 class SignatureError(TickworkError):
@@ -68,15 +72,15 @@ def sign(secret: Secret, body: bytes, timestamp: int | None = None) -> dict[str,
     return {TIMESTAMP_HEADER: str(ts), SIGNATURE_HEADER: f"{SCHEME}={compute(secret, body, ts)}"}
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
+def _header(headers: Headers, name: str) -> str | None:
     # Frameworks hand over case-insensitive mappings, plain dicts are not; scan rather than trust.
     value = headers.get(name)
     if value is not None:
-        return value
+        return str(value)
     lowered = name.lower()
     for key, candidate in headers.items():
         if key.lower() == lowered:
-            return candidate
+            return str(candidate)
     return None
 
 
@@ -95,7 +99,7 @@ def _signatures(header_value: str) -> list[str]:
 def verify(
     secret: Secret | Sequence[Secret],
     body: bytes,
-    headers: Mapping[str, str] | None = None,
+    headers: Headers | None = None,
     *,
     timestamp: int | str | None = None,
     signature: str | None = None,
@@ -104,7 +108,7 @@ def verify(
 ) -> None:
     """Check that ``body`` was signed with ``secret`` recently.
 
-    Pass either the request ``headers`` or ``timestamp`` and ``signature`` (the header values).
+    Pass either the request ``headers`` (any case) or ``timestamp`` and ``signature`` (the header values).
 
     :param secret: the shared secret, or several (e.g. old and new during a rotation); any match passes
     :param body: the raw request body, exactly as received (not re-serialised JSON)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 #: Number of hash buckets schedules are spread over; membership plugins own buckets, not schedules.
@@ -18,7 +18,7 @@ BUCKETS = 1024
 DEFAULT_TIMEOUT = timedelta(minutes=5)
 
 
-class RunStatus(str, enum.Enum):
+class RunStatus(enum.StrEnum):
     """Status of one run in the history table."""
 
     RUNNING = "running"
@@ -33,12 +33,12 @@ class RunStatus(str, enum.Enum):
         return self is not RunStatus.RUNNING
 
 
-class ScheduleState(str, enum.Enum):
+class ScheduleState(enum.StrEnum):
     IDLE = "idle"
     RUNNING = "running"
 
 
-class MisfirePolicy(str, enum.Enum):
+class MisfirePolicy(enum.StrEnum):
     """What to do with fire times that passed while no node could run them (see docs/cluster.md)."""
 
     SKIP = "skip"
@@ -59,7 +59,7 @@ def _check_aware(field_name: str, value: datetime | None) -> None:
 def utc(value: datetime) -> datetime:
     """Return ``value`` converted to UTC; naive datetimes are rejected."""
     _check_aware("datetime", value)
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ class RunRecord:
 
     def as_json(self) -> dict[str, Any]:
         def iso(value: datetime | None) -> str | None:
-            return None if value is None else value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+            return None if value is None else value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
         return {
             "id": self.id,

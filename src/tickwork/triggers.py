@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 
 from .abc import Trigger
@@ -58,9 +58,9 @@ def next_fire_times(
     if n < 0:
         raise ValueError(f"n: must be >= 0, got {n}")
     trigger = get_trigger(kind or detect_kind(expression), expression, tz or "UTC")
-    current = after or datetime.now(timezone.utc)
+    current = after or datetime.now(UTC)
     if current.tzinfo is None:
-        current = current.replace(tzinfo=timezone.utc)
+        current = current.replace(tzinfo=UTC)
     out: list[datetime] = []
     for _ in range(n):
         nxt = trigger.next_after(current)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
-
-from alembic import command
 
 VERSION_TABLE = "tickwork_alembic_version"
 

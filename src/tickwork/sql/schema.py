@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -38,7 +38,7 @@ metadata = MetaData(
 )
 
 # SQLite has no timestamp type; microseconds since the epoch compare exactly and cheaply.
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -60,15 +60,15 @@ class UTCDateTime(TypeDecorator[datetime]):
         if dialect.name == "sqlite":
             delta = value - _EPOCH
             return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         if isinstance(value, datetime):
-            return value.astimezone(timezone.utc)
+            return value.astimezone(UTC)
         seconds, micros = divmod(int(value), 1_000_000)
-        return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=micros)
+        return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)
 
 
 # SQLite only aliases rowid for INTEGER PRIMARY KEY, not BIGINT.

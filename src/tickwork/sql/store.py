@@ -10,12 +10,12 @@ import logging
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from sqlalchemy import (
-    Connection,
     ColumnElement,
+    Connection,
     Engine,
     Row,
     bindparam,
@@ -267,7 +267,7 @@ class SQLStore(Store):
             raise ScheduleNotFoundError(name)
         return schedule_from_row(row)
 
-    def list(self, *, module: str | None = None) -> list[Schedule]:
+    def list_schedules(self, *, module: str | None = None) -> list[Schedule]:
         query = select(schedules).order_by(schedules.c.name)
         if module is not None:
             query = query.where(schedules.c.module == module)
@@ -354,6 +354,7 @@ class SQLStore(Store):
             for r in conn.execute(stmt.returning(runs.c.id, runs.c.schedule_id)):
                 run_ids[r.schedule_id] = r.id
             self.statements += 1
+        won = sorted(won, key=lambda c: (c.row.next_fire, c.row.id))
         return [
             Claim(
                 schedule_id=c.row.id,
@@ -374,9 +375,7 @@ class SQLStore(Store):
         if not finishes:
             return []
         with self._tx() as conn:
-            landed = self._release(
-                conn, [(f.claim.schedule_id, f.claim.claim_seq, f.next_fire) for f in finishes]
-            )
+            landed = self._release(conn, [(f.claim.schedule_id, f.claim.claim_seq, f.next_fire) for f in finishes])
             now = self.now_expr()
             ok_runs = [
                 {
@@ -537,10 +536,7 @@ class SQLStore(Store):
                 ).scalar()
             if value is None:  # inserted concurrently by a namesake; refresh instead
                 value = conn.execute(
-                    update(nodes)
-                    .where(nodes.c.id == node_id)
-                    .values(heartbeat_at=now)
-                    .returning(nodes.c.heartbeat_at)
+                    update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now).returning(nodes.c.heartbeat_at)
                 ).scalar_one()
         assert isinstance(value, datetime)
         return value
@@ -592,4 +588,4 @@ class SQLStore(Store):
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

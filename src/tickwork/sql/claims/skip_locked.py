@@ -21,10 +21,14 @@ class SkipLockedClaim(ClaimStrategy):
             .order_by(schedules.c.next_fire)
             .limit(req.limit)
             .with_for_update(skip_locked=True)
+            # MATERIALIZED: as a plain IN (sub-select) the planner may run the LIMIT more than
+            # once and claim more rows than asked (seen in tests: limit 1 claimed 2).
+            .cte("locked")
+            .prefix_with("MATERIALIZED", dialect="postgresql")
         )
         rows = conn.execute(
             update(schedules)
-            .where(schedules.c.id.in_(locked.scalar_subquery()), due_filter(req))
+            .where(schedules.c.id == locked.c.id, due_filter(req))
             .values(**claim_assignment(req))
             .returning(*schedules.c)
         ).all()
