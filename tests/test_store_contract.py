@@ -152,11 +152,11 @@ def test_finish_releases_with_next_fire_and_records_outcome(store: SQLStore, clo
 def test_skipped_fire_times_are_recorded(store: SQLStore) -> None:
     store.add(spec("a"), T0)
     (c,) = claim_all(store)
-    skipped = (T0 + timedelta(minutes=1), T0 + timedelta(minutes=2))
-    assert finish(store, c, T0 + timedelta(minutes=3), skipped=skipped)
+    times = (T0 + timedelta(minutes=1), T0 + timedelta(minutes=2))
+    assert finish(store, c, T0 + timedelta(minutes=3), skipped=tuple((t, "still active") for t in times))
     runs = sorted(store.history(), key=lambda r: r.scheduled_for)
     assert [r.status for r in runs] == [RunStatus.SUCCEEDED, RunStatus.SKIPPED, RunStatus.SKIPPED]
-    assert [r.scheduled_for for r in runs[1:]] == list(skipped)
+    assert [r.scheduled_for for r in runs[1:]] == list(times)
     assert all("still active" in (r.error or "") for r in runs[1:])
 
 

@@ -68,8 +68,11 @@ class Engine:
         executors: dict[str, Executor],
         membership: Membership,
         settings: EngineSettings,
+        *,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.store = store
+        self.clock = clock
         self.executors = executors
         self.membership = membership
         self.settings = settings
@@ -190,7 +193,7 @@ class Engine:
             if late > self.settings.misfire_grace and policy is not MisfirePolicy.ONCE:
                 outcome = Outcome(
                     RunStatus.SKIPPED,
-                    detail=f"missed by {late:.1f}s (misfire policy {policy.value}, grace "
+                    error=f"missed by {late:.1f}s (misfire policy {policy.value}, grace "
                     f"{self.settings.misfire_grace:g}s)",
                 )
                 self.skipped += 1
@@ -283,20 +286,31 @@ class Engine:
                 )
 
     def _finish_for(self, claim: Claim, outcome: Outcome | None, mono_claimed: float, now_mono: float) -> Finish:
-        """Compute the next fire time and the skipped ones (rules: docs/deployment-sync.md#skips)."""
-        now = claim.claimed_at + timedelta(seconds=now_mono - mono_claimed)
+        """Compute the next fire time and the skipped ones (rules: docs/deployment-sync.md#skips).
+
+        "Now" is the database clock of the claim plus the monotonic time since (no extra round
+        trip, immune to this node's wall clock); an injected clock replaces it in tests.
+        """
+        if self.clock is not None:
+            now = self.clock()
+        else:
+            now = claim.claimed_at + timedelta(seconds=now_mono - mono_claimed)
         policy = claim.spec.misfire or self.settings.misfire
         floor = now - timedelta(seconds=self.settings.misfire_grace) if policy is MisfirePolicy.ALL else now
         trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
-        skipped: list[datetime] = []
+        skipped: list[tuple[datetime, str]] = []
         nxt = trigger.next_after(claim.scheduled_for)
         while nxt is not None and nxt <= floor and len(skipped) < MAX_SKIPPED_RECORDS:
-            skipped.append(nxt)
+            if nxt <= claim.claimed_at:
+                reason = f"missed: no node ran it in time (misfire policy {policy.value})"
+            else:
+                reason = "due while the previous run was still active"
+            skipped.append((nxt, reason))
             nxt = trigger.next_after(nxt)
         if nxt is not None and nxt <= floor:
             nxt = trigger.next_after(floor)  # a long gap: jump without recording every time
         if outcome is None:
-            outcome = Outcome(RunStatus.SKIPPED, detail="already recorded")
+            outcome = Outcome(RunStatus.SKIPPED, error="already recorded")
         return Finish(claim=claim, outcome=outcome, next_fire=nxt, skipped=tuple(skipped), finished_at=now)
 
     # -- housekeeping -----------------------------------------------------------------------------

@@ -66,8 +66,6 @@ def schedule(
         where = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)!s}"
         if not callable(func):
             raise DeclarationError(f"@{kind} must decorate a function, got {func!r}")
-        if "<locals>" in func.__qualname__:
-            raise DeclarationError(f"{where}: a job must be a module-level function (it is imported by name)")
         params = inspect.signature(func).parameters
         if params:
             raise DeclarationError(
@@ -79,6 +77,8 @@ def schedule(
             get_trigger(kind, expression, timezone)
         except TickworkError as exc:
             raise DeclarationError(f"{where}: invalid {kind} expression {expression!r}: {exc}") from exc
+        if "<locals>" in func.__qualname__:
+            raise DeclarationError(f"{where}: a job must be a module-level function (it is imported by name)")
         try:
             spec = ScheduleSpec(
                 name=name or f"{func.__module__}.{func.__qualname__}",

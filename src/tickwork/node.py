@@ -6,7 +6,8 @@ import logging
 import signal
 import threading
 import time
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from types import FrameType
 from typing import Any
 
@@ -51,6 +52,7 @@ class Node:
     """A tickwork node: store + membership + executors + engine, built from a :class:`Config`.
 
     :param store: override the configured store (tests inject one with a fake clock)
+    :param clock: tests only: the engine's "now" when computing next fire times
     """
 
     def __init__(
@@ -61,6 +63,7 @@ class Node:
         store: Store | None = None,
         executors: dict[str, Executor] | None = None,
         membership: Membership | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.config = config
         self.manager = manager or plugin_manager_for(config)
@@ -85,6 +88,7 @@ class Node:
                 renew_interval=s.renew_interval,
                 history_retention=timedelta(days=s.history_retention_days) if s.history_retention_days else None,
             ),
+            clock=clock,
         )
         self._started = False
 

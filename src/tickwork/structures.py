@@ -197,14 +197,13 @@ class Finish:
     """The end of a claimed run, handed to :meth:`tickwork.abc.Store.finish`.
 
     :param next_fire: the schedule's next fire time, ``None`` when it will never fire again
-    :param skipped: fire times passed over while this run was active, recorded as ``skipped``
-    :param retry_at: when set, the schedule stays claimed and a retry is due at this time
+    :param skipped: fire times passed over, each with the reason, recorded as ``skipped``
     """
 
     claim: Claim
     outcome: Outcome
     next_fire: datetime | None
-    skipped: tuple[datetime, ...] = ()
+    skipped: tuple[tuple[datetime, str], ...] = ()
     finished_at: datetime | None = None
 
 

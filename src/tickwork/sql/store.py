@@ -438,17 +438,12 @@ class SQLStore(Store):
                 }
                 for f in finishes
                 if f.claim.schedule_id in landed
-                for t, reason in self._skip_reasons(f)
+                for t, reason in f.skipped
             ]
             if skipped:
                 conn.execute(self._insert_ignore(runs), skipped)
                 self.statements += 1
         return [f.claim.schedule_id in landed for f in finishes]
-
-    @staticmethod
-    def _skip_reasons(f: Finish) -> list[tuple[datetime, str]]:
-        reason = f.outcome.detail if f.outcome.status is RunStatus.SKIPPED and f.outcome.detail else None
-        return [(t, reason or "due while the previous run was still active") for t in f.skipped]
 
     def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
         query = select(func.min(schedules.c.next_fire)).where(

@@ -1,0 +1,265 @@
+"""The engine on a fake clock: what fires, when, how it ends, and what is skipped — with the real
+SQLite store and the real local executor (threads and asyncio)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests import jobs_for_tests as jobs
+from tests.conftest import T0, FakeClock
+from tickwork import schedules as admin
+from tickwork.config import Config, PluginChoice, SchedulerConfig
+from tickwork.engine import Engine, EngineSettings
+from tickwork.node import Node
+from tickwork.sql.store import SQLStore
+from tickwork.structures import MisfirePolicy, RunRecord, RunStatus, ScheduleSpec, ScheduleState
+from tickwork_local.executor import LocalExecutor
+from tickwork_membership.single import SingleMembership
+from tickwork_sqlite.store import SQLiteStore
+
+
+@pytest.fixture(autouse=True)
+def _reset_jobs() -> Iterator[None]:
+    jobs.calls.clear()
+    jobs.gate.clear()
+    yield
+    jobs.gate.set()
+
+
+def make_engine(store: SQLStore, clock: FakeClock | None, **settings: object) -> tuple[Engine, LocalExecutor]:
+    executor = LocalExecutor(max_workers=4)
+    executor.start()
+    membership = SingleMembership()
+    membership.start(store, "n1")
+    values: dict[str, object] = {"node_id": "n1", "reap_interval": 3600.0}
+    values.update(settings)
+    engine = Engine(store, {"local": executor}, membership, EngineSettings(**values), clock=clock)  # type: ignore[arg-type]
+    return engine, executor
+
+
+@pytest.fixture
+def engine(sqlite_store: SQLStore, clock: FakeClock) -> Iterator[Engine]:
+    eng, executor = make_engine(sqlite_store, clock)
+    yield eng
+    executor.shutdown(wait=False)
+    eng.membership.stop()
+
+
+def add(store: SQLStore, function: str, expression: str = "* * * * *", **kw: object) -> None:
+    """Add a schedule named after a function of tests/jobs_for_tests.py."""
+    values: dict[str, object] = {
+        "name": function,
+        "trigger_kind": "cron",
+        "expression": expression,
+        "target": f"tests.jobs_for_tests:{function}",
+    }
+    values.update(kw)
+    admin.add(store, ScheduleSpec(**values))  # type: ignore[arg-type]
+
+
+def step(engine: Engine) -> None:
+    """One tick, then wait for what it started to end and be recorded."""
+    while engine.tick():
+        pass
+    engine.drain(5)
+
+
+def runs(store: SQLStore) -> list[RunRecord]:
+    return sorted(store.history(limit=1000), key=lambda r: (r.scheduled_for, r.id))
+
+
+def test_fires_once_at_due_time_and_not_before(engine: Engine, sqlite_store: SQLStore, clock: FakeClock) -> None:
+    add(sqlite_store, "record")
+    assert sqlite_store.get("record").next_fire == T0 + timedelta(minutes=1)
+    step(engine)
+    clock.advance(59.999)
+    step(engine)
+    assert jobs.calls == []
+    clock.advance(0.001)
+    step(engine)
+    step(engine)
+    assert jobs.calls == ["record"]
+    (run,) = runs(sqlite_store)
+    assert run.status is RunStatus.SUCCEEDED and run.scheduled_for == T0 + timedelta(minutes=1)
+    assert run.node == "n1"
+    s = sqlite_store.get("record")
+    assert s.state is ScheduleState.IDLE and s.next_fire == T0 + timedelta(minutes=2)
+
+
+def test_a_running_schedule_is_not_fired_again_and_skips_are_recorded(
+    engine: Engine, sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    add(sqlite_store, "blocked", "* * * * * *")
+    clock.advance(1)
+    engine.tick()
+    assert len(engine.in_flight) == 1
+    clock.advance(5)
+    engine.tick()
+    assert len(engine.in_flight) == 1, "fired again while the previous run was active"
+    jobs.gate.set()
+    engine.drain(5)
+    history = runs(sqlite_store)
+    assert [r.status for r in history] == [RunStatus.SUCCEEDED] + [RunStatus.SKIPPED] * 5
+    assert [r.scheduled_for for r in history] == [T0 + timedelta(seconds=s) for s in range(1, 7)]
+    assert all("still active" in (r.error or "") for r in history[1:])
+    assert sqlite_store.get("blocked").next_fire == T0 + timedelta(seconds=7)
+
+
+def test_misfire_skip_does_not_run_a_late_fire(engine: Engine, sqlite_store: SQLStore, clock: FakeClock) -> None:
+    add(sqlite_store, "record")
+    clock.set(T0 + timedelta(seconds=160))  # due at +60: 100 s late, grace 30 s
+    step(engine)
+    assert jobs.calls == []
+    history = runs(sqlite_store)
+    assert [(r.scheduled_for - T0, r.status) for r in history] == [
+        (timedelta(seconds=60), RunStatus.SKIPPED),
+        (timedelta(seconds=120), RunStatus.SKIPPED),
+    ]
+    assert "missed by 100.0s" in (history[0].error or "")
+    assert "misfire policy skip" in (history[1].error or "")
+    assert sqlite_store.get("record").next_fire == T0 + timedelta(seconds=180)
+
+
+def test_misfire_once_coalesces_into_one_run(engine: Engine, sqlite_store: SQLStore, clock: FakeClock) -> None:
+    add(sqlite_store, "record", misfire=MisfirePolicy.ONCE)
+    clock.set(T0 + timedelta(seconds=160))
+    step(engine)
+    assert jobs.calls == ["record"]
+    assert [(r.scheduled_for - T0, r.status) for r in runs(sqlite_store)] == [
+        (timedelta(seconds=60), RunStatus.SUCCEEDED),
+        (timedelta(seconds=120), RunStatus.SKIPPED),
+    ]
+    assert sqlite_store.get("record").next_fire == T0 + timedelta(seconds=180)
+
+
+def test_misfire_all_runs_each_missed_time_within_grace(
+    engine: Engine, sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    add(sqlite_store, "record", "*/10 * * * * *", misfire=MisfirePolicy.ALL)
+    clock.set(T0 + timedelta(seconds=65))
+    for _ in range(5):
+        step(engine)
+    assert jobs.calls == ["record"] * 3
+    assert [(int((r.scheduled_for - T0).total_seconds()), r.status.value) for r in runs(sqlite_store)] == [
+        (10, "skipped"),
+        (20, "skipped"),
+        (30, "skipped"),
+        (40, "succeeded"),
+        (50, "succeeded"),
+        (60, "succeeded"),
+    ]
+
+
+def test_soft_timeout_in_thread_mode(engine: Engine, sqlite_store: SQLStore, clock: FakeClock) -> None:
+    add(sqlite_store, "sleepy", timeout=timedelta(seconds=0.2))
+    clock.advance(60)
+    step(engine)
+    (run,) = runs(sqlite_store)
+    assert run.status is RunStatus.TIMED_OUT
+    assert "threads cannot be killed" in (run.error or "")
+
+
+def test_async_jobs_run_on_the_loop_and_time_out_by_cancellation(
+    engine: Engine, sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    add(sqlite_store, "async_record")
+    add(sqlite_store, "async_forever", timeout=timedelta(seconds=0.2))
+    clock.advance(60)
+    step(engine)
+    status = {r.schedule: r for r in runs(sqlite_store)}
+    assert status["async_record"].status is RunStatus.SUCCEEDED and jobs.calls == ["async"]
+    assert status["async_forever"].status is RunStatus.TIMED_OUT
+    assert "cancelled" in (status["async_forever"].error or "")
+
+
+def test_exceptions_are_recorded_with_traceback(engine: Engine, sqlite_store: SQLStore, clock: FakeClock) -> None:
+    add(sqlite_store, "boom")
+    clock.advance(60)
+    step(engine)
+    (run,) = runs(sqlite_store)
+    assert run.status is RunStatus.FAILED
+    assert (run.error or "").startswith("ValueError: the job failed on purpose")
+    assert "Traceback" in (run.error or "") and "jobs_for_tests.py" in (run.error or "")
+
+
+def test_stored_arguments_reach_declared_parameters_only(
+    engine: Engine, sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    add(sqlite_store, "with_args", arguments={"city": "Oslo", "days": 3, "unused": True})
+    add(sqlite_store, "record", arguments={"ignored": 1}, name="record-with-args")
+    clock.advance(60)
+    step(engine)
+    assert sorted(jobs.calls) == ["Oslo:3", "record"]
+
+
+def test_missing_required_argument_fails_the_run(engine: Engine, sqlite_store: SQLStore, clock: FakeClock) -> None:
+    add(sqlite_store, "with_args")
+    clock.advance(60)
+    step(engine)
+    (run,) = runs(sqlite_store)
+    assert run.status is RunStatus.FAILED and "city" in (run.error or "")
+
+
+def test_unknown_executor_fails_the_run_with_a_clear_error(
+    engine: Engine, sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    add(sqlite_store, "record", executor="carrier-pigeon")
+    clock.advance(60)
+    step(engine)
+    (run,) = runs(sqlite_store)
+    assert run.status is RunStatus.FAILED and "'carrier-pigeon' is not configured" in (run.error or "")
+
+
+def test_node_start_clears_claims_it_left_behind(tmp_path: Path, clock: FakeClock) -> None:
+    store = SQLiteStore(str(tmp_path / "t.db"), clock=clock)
+    store.upgrade()
+    store.open()
+    add(store, "record")
+    clock.advance(60)
+    store.claim_due("n1", limit=10, buckets=None)  # then "n1" dies
+    config = Config(scheduler=SchedulerConfig(node_id="n1"), store=PluginChoice("sqlite", {}))
+    node = Node(config, store=store, clock=clock)
+    node.start()
+    try:
+        assert store.get("record").state is ScheduleState.IDLE
+        (run,) = store.history()
+        assert run.status is RunStatus.ABANDONED and "restarted" in (run.error or "")
+    finally:
+        node.shutdown()
+
+
+def test_sleeping_engine_wakes_on_change_and_stops_gracefully(tmp_path: Path) -> None:
+    """Real clock: a node sleeping up to 60 s runs a job triggered by another process's store."""
+    path = str(tmp_path / "t.db")
+    store = SQLiteStore(path, poll_interval=0.05)
+    store.upgrade()
+    store.open()
+    add(store, "record", "0 0 1 1 *")  # next fire months away
+    engine, executor = make_engine(store, None, max_sleep=60.0)
+    store.listen(engine.wake)
+    thread = threading.Thread(target=engine.run_forever)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        other = SQLiteStore(path)
+        other.open()
+        other.fire_now("record")
+        other.close()
+        deadline = time.monotonic() + 10
+        while not store.history() or store.history()[0].status is RunStatus.RUNNING:
+            assert time.monotonic() < deadline, "the sleeping engine was not woken by the change"
+            time.sleep(0.05)
+        assert jobs.calls == ["record"]
+    finally:
+        engine.stop()
+        thread.join(5)
+        executor.shutdown()
+        engine.membership.stop()
+        store.close()
+    assert not thread.is_alive()
