@@ -52,7 +52,7 @@ def test_a_nested_function_cannot_be_a_job() -> None:
 
 
 def test_unimportable_job_module_is_reported() -> None:
-    with pytest.raises(DeclarationError, match="cannot import job module 'no.such.module'"):
+    with pytest.raises(DeclarationError, match=r"cannot import job module 'no\.such\.module'"):
         declared_in("no.such.module")
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import tickwork
 
 
 def _say(text: str) -> None:
-    print(f"{datetime.now(timezone.utc):%H:%M:%S.%f}"[:-3] + f"  {text}", flush=True)
+    print(f"{datetime.now(UTC):%H:%M:%S.%f}"[:-3] + f"  {text}", flush=True)
 
 
 @tickwork.cron("*/5 * * * * *")  # 6 fields: seconds first -> every 5 seconds
