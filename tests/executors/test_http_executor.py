@@ -1,0 +1,805 @@
+"""The ``http`` executor against a real HTTP server on loopback (no HTTP mocks)."""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import logging
+import re
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tickwork import signature
+from tickwork.errors import ConfigError, ExecutorError
+from tickwork.plugins import PluginManager
+from tickwork.structures import JobCall, Outcome, RunStatus
+from tickwork_http import HTTPExecutor
+from tickwork_http import plugin as http_plugin
+
+SECRET = "s3cret-signing-key-8d41f0"
+SECRET_ENV = "TICKWORK_TEST_HTTP_SECRET"
+HUGE_BYTES = 50 * 1024 * 1024
+WAIT = 10.0  # upper bound for waiting on an outcome; a passing test never comes near it
+
+
+# -- the loopback server ----------------------------------------------------------------------------
+
+
+@dataclass
+class Seen:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class ServerState:
+    requests: list[Seen] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    huge_sent: int = 0
+    huge_completed: bool | None = None
+    huge_done: threading.Event = field(default_factory=threading.Event)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def _respond(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self.do_POST()
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        state = self.server.state
+        with state.lock:
+            state.requests.append(Seen(self.command, self.path, dict(self.headers.items()), body))
+        parts = self.path.strip("/").split("/")
+        route = parts[0]
+        if route == "ok":
+            self._respond(200, b"done")
+        elif route == "status":
+            self._respond(int(parts[1]), b"error body: " + b"x" * 2000)
+        elif route == "empty":
+            self._respond(int(parts[1]))
+        elif route == "redirect":
+            self._respond(int(parts[1]), headers={"Location": "/ok"})
+        elif route == "away":
+            # The same server under another name is another origin.
+            self._respond(int(parts[1]), headers={"Location": f"http://localhost:{self.server.server_address[1]}/ok"})
+        elif route == "loop":
+            self._respond(307, headers={"Location": "/loop"})
+        elif route == "echo":
+            # A careless server that echoes request headers in its error page.
+            self._respond(401, json.dumps(dict(self.headers.items())).encode())
+        elif route == "slow":
+            state.release.wait(WAIT)
+            self._respond(200, b"late")
+        elif route == "trickle":
+            self._trickle()
+        elif route == "huge":
+            self._huge(int(parts[1]))
+        elif route == "gate":
+            self._gate()
+        else:
+            self._respond(404, b"no such route")
+
+    def _trickle(self) -> None:
+        # Headers at once, then a byte at a time: no single read waits long, the whole never ends in time.
+        self.send_response(200)
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        try:
+            for _ in range(1000):
+                self.wfile.write(b".")
+                self.wfile.flush()
+                if self.server.state.release.wait(0.05):
+                    return
+        except OSError:
+            pass
+
+    def _huge(self, status: int) -> None:
+        state = self.server.state
+        self.send_response(status)
+        self.send_header("Content-Length", str(HUGE_BYTES))
+        self.end_headers()
+        chunk = b"y" * 65536
+        try:
+            while state.huge_sent < HUGE_BYTES:
+                self.wfile.write(chunk)
+                state.huge_sent += len(chunk)
+            state.huge_completed = True
+        except OSError:
+            state.huge_completed = False
+        finally:
+            state.huge_done.set()
+            self.close_connection = True
+
+    def _gate(self) -> None:
+        state = self.server.state
+        with state.lock:
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            state.release.wait(WAIT)
+        finally:
+            with state.lock:
+                state.in_flight -= 1
+        self._respond(200, b"passed")
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.state = ServerState()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # The executor hangs up on purpose (timeouts, capped reads); only other errors are worth a traceback.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def _serve(server: Server) -> Iterator[Server]:
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.state.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(WAIT)
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    yield from _serve(Server())
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a self-signed certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
+            *("-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+@pytest.fixture
+def tls_server(tls_files: tuple[Path, Path]) -> Iterator[Server]:
+    server = Server()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*tls_files)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    yield from _serve(server)
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+class Collector:
+    """An ``on_done`` callback that records outcomes by run id and fails on a second report."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[int, Outcome] = {}
+        self.duplicates: list[int] = []
+        self._cond = threading.Condition()
+
+    def for_run(self, run_id: int) -> Callable[[Outcome], None]:
+        def on_done(outcome: Outcome) -> None:
+            with self._cond:
+                if run_id in self.outcomes:
+                    self.duplicates.append(run_id)
+                self.outcomes[run_id] = outcome
+                self._cond.notify_all()
+
+        return on_done
+
+    def wait(self, count: int = 1) -> dict[int, Outcome]:
+        with self._cond:
+            assert self._cond.wait_for(lambda: len(self.outcomes) >= count, WAIT), f"outcomes so far: {self.outcomes}"
+        assert not self.duplicates, f"on_done called twice for runs {self.duplicates}"
+        return self.outcomes
+
+
+def make_call(url: str, run_id: int = 42, timeout: float = WAIT, attempt: int = 1) -> JobCall:
+    return JobCall(
+        run_id=run_id,
+        schedule="nightly-report",
+        scheduled_for=datetime(2024, 3, 1, 2, 30, tzinfo=UTC),
+        target=url,
+        arguments={"region": "eu", "limit": 3},
+        timeout=timeout,
+        attempt=attempt,
+    )
+
+
+@pytest.fixture
+def make_executor() -> Iterator[Callable[..., HTTPExecutor]]:
+    started: list[HTTPExecutor] = []
+
+    def make(**options: Any) -> HTTPExecutor:
+        executor = HTTPExecutor(**options)
+        executor.start()
+        started.append(executor)
+        return executor
+
+    yield make
+    for executor in started:
+        executor.shutdown(wait=True, timeout=2)
+
+
+def run_one(executor: HTTPExecutor, url: str, **call: Any) -> Outcome:
+    collector = Collector()
+    job = make_call(url, **call)
+    executor.submit(job, collector.for_run(job.run_id))
+    return collector.wait()[job.run_id]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+# -- success and the request format -----------------------------------------------------------------
+
+
+def test_success_posts_a_signed_json_document(
+    server: Server, make_executor: Callable[..., HTTPExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    executor = make_executor(secret_env=SECRET_ENV, headers={"X-Team": "billing"})
+
+    outcome = run_one(executor, server.base + "/ok", attempt=2)
+
+    assert outcome == Outcome(RunStatus.SUCCEEDED, detail="HTTP 200")
+    [seen] = server.state.requests
+    assert (seen.method, seen.path) == ("POST", "/ok")
+    document = json.loads(seen.body)
+    assert document["schedule"] == "nightly-report"
+    assert document["scheduled_for"] == "2024-03-01T02:30:00Z"
+    assert document["run_id"] == 42
+    assert document["attempt"] == 2
+    assert document["arguments"] == {"region": "eu", "limit": 3}
+    assert 0 < document["timeout"] <= 30
+    assert seen.headers["Idempotency-Key"] == "42"
+    assert seen.headers["X-Tickwork-Attempt"] == "2"
+    assert seen.headers["Content-Type"] == "application/json"
+    assert seen.headers["X-Team"] == "billing"
+    assert seen.headers["X-Tickwork-Signature"].startswith("v1=")
+    signature.verify(SECRET, seen.body, seen.headers)
+    with pytest.raises(signature.SignatureError):
+        signature.verify("another-secret", seen.body, seen.headers)
+    with pytest.raises(signature.SignatureError):
+        signature.verify(SECRET, seen.body.replace(b'"eu"', b'"us"'), seen.headers)
+
+
+def test_without_secret_env_requests_are_unsigned(
+    server: Server, make_executor: Callable[..., HTTPExecutor], caplog: pytest.LogCaptureFixture
+) -> None:
+    outcome = run_one(make_executor(), server.base + "/ok")
+
+    assert "requests are sent unsigned" in caplog.text
+
+    assert outcome.status is RunStatus.SUCCEEDED
+    [seen] = server.state.requests
+    assert "X-Tickwork-Signature" not in seen.headers
+    assert "X-Tickwork-Timestamp" not in seen.headers
+    assert seen.headers["Idempotency-Key"] == "42"
+
+
+def test_unset_secret_env_fails_at_start_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TICKWORK_NO_SUCH_SECRET", raising=False)
+    executor = HTTPExecutor(secret_env="TICKWORK_NO_SUCH_SECRET")
+    with pytest.raises(ConfigError, match=r"TICKWORK_NO_SUCH_SECRET.*not set"):
+        executor.start()
+
+    monkeypatch.setenv("TICKWORK_EMPTY_SECRET", "")
+    with pytest.raises(ConfigError, match=r"TICKWORK_EMPTY_SECRET.*empty"):
+        HTTPExecutor(secret_env="TICKWORK_EMPTY_SECRET").start()
+
+
+# -- status mapping ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [400, 404, 422, 500, 503])
+def test_non_2xx_fails_with_status_and_capped_excerpt(
+    server: Server, make_executor: Callable[..., HTTPExecutor], status: int
+) -> None:
+    outcome = run_one(make_executor(), f"{server.base}/status/{status}")
+
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.error is not None
+    assert outcome.error.startswith(f"HTTP {status}: error body: xxx")
+    excerpt = outcome.error.removeprefix(f"HTTP {status}: ")
+    assert len(excerpt) == 501 and excerpt.endswith("…")  # 500 characters of the 2012-byte body, then an ellipsis
+
+
+def test_non_2xx_without_body_names_the_reason(server: Server, make_executor: Callable[..., HTTPExecutor]) -> None:
+    outcome = run_one(make_executor(), f"{server.base}/empty/503")
+    assert outcome == Outcome(RunStatus.FAILED, error="HTTP 503 Service Unavailable")
+
+
+@pytest.mark.parametrize("status", [201, 202, 204])
+def test_every_2xx_succeeds(server: Server, make_executor: Callable[..., HTTPExecutor], status: int) -> None:
+    outcome = run_one(make_executor(), f"{server.base}/empty/{status}")
+    assert outcome == Outcome(RunStatus.SUCCEEDED, detail=f"HTTP {status}")
+
+
+# -- timeouts ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "run_timeout"),
+    [(0.3, WAIT), (30.0, 0.3)],
+    ids=["executor-timeout-smaller", "run-timeout-smaller"],
+)
+def test_slow_endpoint_times_out(
+    server: Server, make_executor: Callable[..., HTTPExecutor], option: float, run_timeout: float
+) -> None:
+    outcome = run_one(make_executor(timeout=option), server.base + "/slow", timeout=run_timeout)
+
+    assert outcome.status is RunStatus.TIMED_OUT
+    # The run's budget is counted from submit(), so it may be a hair under 0.3 s by the time the request starts.
+    assert outcome.error is not None and re.search(r"/slow timed out after 0\.(3|29\d*) s", outcome.error)
+
+
+def test_trickling_body_hits_the_total_deadline(server: Server, make_executor: Callable[..., HTTPExecutor]) -> None:
+    # Each byte arrives well within the timeout, so only a deadline over the whole exchange stops it.
+    outcome = run_one(make_executor(timeout=0.3), server.base + "/trickle")
+
+    assert outcome.status is RunStatus.TIMED_OUT
+
+
+# -- response size ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_huge_response_is_not_read_to_the_end(
+    server: Server, make_executor: Callable[..., HTTPExecutor], status: int
+) -> None:
+    outcome = run_one(make_executor(max_response_bytes=64 * 1024), f"{server.base}/huge/{status}")
+
+    if status == 200:
+        assert outcome == Outcome(RunStatus.SUCCEEDED, detail="HTTP 200")
+    else:
+        assert outcome.status is RunStatus.FAILED
+        assert outcome.error is not None and len(outcome.error) <= len("HTTP 500: ") + 501
+    # The client closed the connection: the server's writes failed long before 50 MB went out.
+    assert server.state.huge_done.wait(WAIT)
+    assert server.state.huge_completed is False
+    assert server.state.huge_sent < HUGE_BYTES // 4
+
+
+def test_zero_max_response_bytes_reads_no_body(server: Server, make_executor: Callable[..., HTTPExecutor]) -> None:
+    outcome = run_one(make_executor(max_response_bytes=0), f"{server.base}/status/500")
+    assert outcome == Outcome(RunStatus.FAILED, error="HTTP 500 Internal Server Error")
+
+
+# -- transport errors -------------------------------------------------------------------------------
+
+
+def test_connection_refused_fails_clearly(make_executor: Callable[..., HTTPExecutor]) -> None:
+    port = free_port()
+    outcome = run_one(make_executor(timeout=5), f"http://127.0.0.1:{port}/hook")
+
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.error is not None
+    assert outcome.error.startswith(f"connection refused for http://127.0.0.1:{port}/hook")
+
+
+def test_unknown_host_fails_with_dns_error(make_executor: Callable[..., HTTPExecutor]) -> None:
+    outcome = run_one(make_executor(timeout=5), "http://tickwork-test.invalid/hook")
+
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.error is not None and outcome.error.startswith("DNS lookup failed for http://tickwork-test.invalid")
+
+
+def test_https_to_a_plain_http_server_is_a_tls_error(
+    server: Server, make_executor: Callable[..., HTTPExecutor]
+) -> None:
+    outcome = run_one(make_executor(timeout=5), server.base.replace("http://", "https://") + "/ok")
+
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.error is not None and outcome.error.startswith("TLS handshake failed")
+
+
+def test_self_signed_certificate_fails_unless_verify_tls_is_off(
+    tls_server: Server, make_executor: Callable[..., HTTPExecutor]
+) -> None:
+    url = tls_server.base.replace("http://", "https://") + "/ok"
+
+    strict = run_one(make_executor(timeout=5), url)
+    lenient = run_one(make_executor(timeout=5, verify_tls=False), url)
+
+    assert strict.status is RunStatus.FAILED
+    assert strict.error is not None and "TLS handshake failed" in strict.error
+    assert "CERTIFICATE_VERIFY_FAILED" in strict.error
+    assert lenient == Outcome(RunStatus.SUCCEEDED, detail="HTTP 200")
+
+
+# -- redirects --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_redirects_are_not_followed_by_default(
+    server: Server, make_executor: Callable[..., HTTPExecutor], status: int
+) -> None:
+    outcome = run_one(make_executor(), f"{server.base}/redirect/{status}")
+
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.error == f"HTTP {status}: redirect to {server.base}/ok not followed (follow_redirects is false)"
+    assert [seen.path for seen in server.state.requests] == [f"/redirect/{status}"]
+
+
+def test_redirects_are_followed_when_configured(
+    server: Server, make_executor: Callable[..., HTTPExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    executor = make_executor(follow_redirects=True, secret_env=SECRET_ENV)
+
+    outcome = run_one(executor, f"{server.base}/redirect/307")
+
+    assert outcome == Outcome(RunStatus.SUCCEEDED, detail="HTTP 200")
+    first, second = server.state.requests
+    assert (second.method, second.path) == ("POST", "/ok")
+    assert second.body == first.body  # 307 keeps the method and the signed body
+    signature.verify(SECRET, second.body, second.headers)
+
+
+def test_followed_cross_origin_redirect_drops_the_static_headers(
+    server: Server, make_executor: Callable[..., HTTPExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    executor = make_executor(follow_redirects=True, secret_env=SECRET_ENV, headers={"X-Api-Key": "key-for-target"})
+
+    outcome = run_one(executor, f"{server.base}/away/308")
+
+    assert outcome == Outcome(RunStatus.SUCCEEDED, detail="HTTP 200")
+    first, second = server.state.requests
+    assert first.headers["X-Api-Key"] == "key-for-target"
+    assert second.headers["Host"].startswith("localhost:")
+    assert "X-Api-Key" not in second.headers
+    signature.verify(SECRET, second.body, second.headers)
+
+
+def test_followed_redirect_loop_fails(server: Server, make_executor: Callable[..., HTTPExecutor]) -> None:
+    outcome = run_one(make_executor(follow_redirects=True), f"{server.base}/loop")
+
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.error == f"too many redirects from {server.base}/loop"
+
+
+# -- secrets ----------------------------------------------------------------------------------------
+
+
+def test_secrets_never_reach_outcomes_or_logs(
+    server: Server,
+    make_executor: Callable[..., HTTPExecutor],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    token, password = "tok-7f3a9c2e41", "pw-5d8e1b"
+    basic = base64.b64encode(f"user:{password}".encode()).decode()
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    executor = make_executor(secret_env=SECRET_ENV, headers={"X-Api-Key": token})
+    port = server.server_address[1]
+
+    echoed = run_one(executor, f"http://user:{password}@127.0.0.1:{port}/echo", run_id=1)
+    refused = run_one(executor, f"http://user:{password}@127.0.0.1:{free_port()}/hook", run_id=2)
+
+    seen = server.state.requests[0]
+    # The server really did get (and echo) the credentials.
+    assert (seen.headers["X-Api-Key"], seen.headers["Authorization"]) == (token, f"Basic {basic}")
+    assert echoed.status is RunStatus.FAILED and refused.status is RunStatus.FAILED
+    assert echoed.error is not None and echoed.error.count("[redacted]") == 2
+    emitted = " ".join([repr(echoed), repr(refused), repr(executor), caplog.text])
+    assert "127.0.0.1" in caplog.text  # the logs did describe the requests
+    for secret in (SECRET, token, password, basic):
+        assert secret not in emitted
+
+
+# -- concurrency and lifecycle ----------------------------------------------------------------------
+
+
+def _wait_until(predicate: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
+
+
+def test_at_most_max_concurrency_requests_are_in_flight(
+    server: Server, make_executor: Callable[..., HTTPExecutor]
+) -> None:
+    executor = make_executor(max_concurrency=3)
+    collector = Collector()
+    for run_id in range(1, 9):
+        executor.submit(make_call(server.base + "/gate", run_id=run_id), collector.for_run(run_id))
+
+    _wait_until(lambda: server.state.in_flight == 3)
+    assert executor.capacity() == 0
+    time.sleep(0.2)  # give a fourth request the chance to arrive if the limit leaked
+    assert server.state.max_in_flight == 3
+    server.state.release.set()
+
+    outcomes = collector.wait(8)
+    assert {outcome.status for outcome in outcomes.values()} == {RunStatus.SUCCEEDED}
+    assert server.state.max_in_flight == 3
+    assert len(server.state.requests) == 8
+    _wait_until(lambda: executor.capacity() == 3)
+
+
+def test_queued_time_counts_against_the_run_timeout(server: Server, make_executor: Callable[..., HTTPExecutor]) -> None:
+    executor = make_executor(max_concurrency=1)
+    collector = Collector()
+    executor.submit(make_call(server.base + "/gate", run_id=1), collector.for_run(1))
+    _wait_until(lambda: server.state.in_flight == 1)
+    executor.submit(make_call(server.base + "/ok", run_id=2, timeout=0.2), collector.for_run(2))
+
+    with collector._cond:
+        assert collector._cond.wait_for(lambda: 2 in collector.outcomes, WAIT)
+    server.state.release.set()
+    outcomes = collector.wait(2)
+
+    assert outcomes[2].status is RunStatus.TIMED_OUT
+    assert outcomes[2].error is not None and "waiting for a free slot" in outcomes[2].error
+    assert outcomes[1].status is RunStatus.SUCCEEDED
+    assert [seen.path for seen in server.state.requests] == ["/gate"]
+
+
+def test_shutdown_reports_unfinished_runs_once_and_rejects_new_ones(server: Server) -> None:
+    executor = HTTPExecutor(max_concurrency=2)
+    executor.start()
+    collector = Collector()
+    for run_id in range(1, 5):
+        executor.submit(make_call(server.base + "/gate", run_id=run_id), collector.for_run(run_id))
+    _wait_until(lambda: server.state.in_flight == 2)
+
+    executor.shutdown(wait=True, timeout=0.1)
+    executor.submit(make_call(server.base + "/ok", run_id=5), collector.for_run(5))
+
+    outcomes = collector.wait(5)
+    assert {outcome.status for outcome in outcomes.values()} == {RunStatus.FAILED}
+    assert all(outcome.error and "shut down" in outcome.error for outcome in outcomes.values())
+    assert executor.capacity() == 2
+    executor.shutdown()  # a second shutdown is harmless
+
+
+def test_shutdown_waits_for_runs_in_flight(server: Server) -> None:
+    executor = HTTPExecutor()
+    executor.start()
+    collector = Collector()
+    executor.submit(make_call(server.base + "/gate", run_id=1), collector.for_run(1))
+    _wait_until(lambda: server.state.in_flight == 1)
+    threading.Timer(0.1, server.state.release.set).start()
+
+    executor.shutdown(wait=True, timeout=WAIT)
+
+    assert collector.outcomes == {1: Outcome(RunStatus.SUCCEEDED, detail="HTTP 200")}
+
+
+def test_submit_before_start_is_an_error(server: Server) -> None:
+    with pytest.raises(ExecutorError, match="before start"):
+        HTTPExecutor().submit(make_call(server.base + "/ok"), Collector().for_run(42))
+
+
+def test_an_on_done_that_raises_does_not_break_the_executor(
+    server: Server, make_executor: Callable[..., HTTPExecutor]
+) -> None:
+    executor = make_executor()
+
+    def explode(outcome: Outcome) -> None:
+        raise RuntimeError("callback bug")
+
+    executor.submit(make_call(server.base + "/ok", run_id=1), explode)
+    assert run_one(executor, server.base + "/ok", run_id=2).status is RunStatus.SUCCEEDED
+    _wait_until(lambda: executor.capacity() == 16)
+
+
+# -- targets and options ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "target", ["http://127.0.0.1:8080/hook", "https://jobs.example.com/run?src=tickwork", "HTTP://example.com"]
+)
+def test_valid_targets(target: str) -> None:
+    HTTPExecutor().validate_target(target, {"a": [1, 2], "b": None})
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("ftp://example.com/x", "must use http or https, not 'ftp'"),
+        ("example.com/hook", "must use http or https, not 'none'"),
+        ("mailto:ops@example.com", "must use http or https"),
+        ("http:///path-only", "has no host"),
+        ("http://example.com:99999/", "not a valid URL"),
+        ("http://exa mple.com/", "whitespace"),
+        ("", "must be a URL"),
+    ],
+)
+def test_invalid_targets_are_rejected(target: str, message: str) -> None:
+    with pytest.raises(ExecutorError, match=message):
+        HTTPExecutor().validate_target(target, {})
+
+
+def test_invalid_target_does_not_echo_credentials() -> None:
+    with pytest.raises(ExecutorError) as caught:
+        HTTPExecutor().validate_target("ftp://user:hunter2-pass@example.com/x", {})
+    assert "hunter2-pass" not in str(caught.value)
+
+
+def test_arguments_must_be_json_serialisable() -> None:
+    with pytest.raises(ExecutorError, match="not JSON-serialisable"):
+        HTTPExecutor().validate_target("http://example.com/", {"when": datetime.now(UTC)})
+    with pytest.raises(ExecutorError, match="not JSON-serialisable"):
+        HTTPExecutor().validate_target("http://example.com/", {"ratio": float("nan")})
+
+
+def test_invalid_target_at_run_time_fails_the_run(make_executor: Callable[..., HTTPExecutor]) -> None:
+    outcome = run_one(make_executor(), "ftp://example.com/x")
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.error is not None and "must use http or https" in outcome.error
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"timeout": 0}, "timeout: must be a positive number"),
+        ({"timeout": True}, "timeout: must be a positive number"),
+        ({"max_concurrency": 0}, "max_concurrency: must be an integer >= 1"),
+        ({"max_response_bytes": -1}, "max_response_bytes: must be an integer >= 0"),
+        ({"follow_redirects": "yes"}, "follow_redirects: must be true or false"),
+        ({"verify_tls": 1}, "verify_tls: must be true or false"),
+        ({"secret_env": ""}, "secret_env: must be the name of an environment variable"),
+        ({"headers": ["X-A: b"]}, "headers: must be a table"),
+        ({"headers": {"Idempotency-Key": "x"}}, "set by the executor"),
+        ({"headers": {"x-tickwork-signature": "x"}}, "set by the executor"),
+        ({"headers": {"Bad Name": "x"}}, "not a valid HTTP header name"),
+        ({"headers": {"X-A": 3}}, "must have a string value"),
+    ],
+)
+def test_invalid_options_are_config_errors(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        HTTPExecutor(**options)
+
+
+def test_header_value_errors_do_not_quote_the_value() -> None:
+    with pytest.raises(ConfigError) as caught:
+        HTTPExecutor(headers={"Authorization": "Bearer leaky-token\r\nX-Evil: 1"})
+    assert "leaky-token" not in str(caught.value)
+
+
+def test_options_map_to_constructor_keywords() -> None:
+    # The engine passes each validated option as a keyword argument.
+    parameters = inspect.signature(HTTPExecutor.__init__).parameters
+    assert set(HTTPExecutor.options) == {name for name in parameters if name != "self"}
+    executor = HTTPExecutor(timeout=5, headers={"X-A": "b"})
+    assert executor.config["timeout"] == 5.0
+    assert executor.config["max_concurrency"] == 16
+    assert executor.config["max_response_bytes"] == 65536
+    assert executor.config["follow_redirects"] is False
+    assert executor.config["verify_tls"] is True
+
+
+def test_plugin_registers_the_http_executor() -> None:
+    manager = PluginManager(extra=[http_plugin], entry_points_enabled=False)
+    assert manager.executors.get("http") is HTTPExecutor
+    [point] = [ep for ep in entry_points(group="tickwork") if ep.name == "http"]
+    assert point.value == "tickwork_http.plugin"
+
+
+# -- the receiver example in docs/http-executor.md --------------------------------------------------
+
+
+def _docs_receiver() -> str:
+    text = (Path(__file__).parents[2] / "docs" / "http-executor.md").read_text(encoding="utf-8")
+    after = text.split("<!-- receiver-example", 1)[1]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_docs_receiver_example_accepts_once_and_rejects_forgeries(
+    make_executor: Callable[..., HTTPExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TICKWORK_HTTP_SECRET", SECRET)
+    namespace: dict[str, Any] = {"__name__": "docs_receiver"}
+    exec(compile(_docs_receiver(), "docs/http-executor.md", "exec"), namespace)
+    ran: list[dict[str, Any]] = []
+    namespace["run_job"] = ran.append
+    namespace["Hook"].log_message = lambda *args: None
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), namespace["Hook"])
+    thread = threading.Thread(target=receiver.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+        signed = make_executor(secret_env="TICKWORK_HTTP_SECRET")
+
+        first = run_one(signed, url, run_id=7)
+        retry = run_one(signed, url, run_id=7, attempt=2)
+        unsigned = run_one(make_executor(), url, run_id=8)
+        body = json.dumps({"schedule": "nightly-report", "run_id": 9}).encode()
+        stale = httpx.post(url, content=body, headers=signature.sign(SECRET, body, int(time.time()) - 600))
+        tampered_headers = signature.sign(SECRET, body)
+        tampered = httpx.post(url, content=body.replace(b"9", b"10"), headers=tampered_headers)
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+        thread.join(WAIT)
+
+    assert first == retry == Outcome(RunStatus.SUCCEEDED, detail="HTTP 204")
+    assert [(job["run_id"], job["attempt"]) for job in ran] == [(7, 1)]
+    assert unsigned.status is RunStatus.FAILED
+    assert unsigned.error is not None and unsigned.error.startswith("HTTP 401: ")
+    assert "missing X-Tickwork-Timestamp" in unsigned.error
+    assert stale.status_code == 401 and "outside the tolerance" in stale.text
+    assert tampered.status_code == 401 and "does not match" in tampered.text
+
+
+def test_without_httpx_the_plugin_loads_and_names_the_install_command() -> None:
+    script = """
+import sys
+sys.modules["httpx"] = None  # as if the http extra were not installed
+from tickwork.errors import ConfigError
+from tickwork.plugins import PluginManager
+from tickwork_http import plugin
+executor_class = PluginManager(extra=[plugin], entry_points_enabled=False).executors.get("http")
+assert executor_class.options["timeout"] == (int, float)
+try:
+    executor_class(timeout=5)
+except ConfigError as exc:
+    print(exc)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert "pip install 'tickwork[http]'" in result.stdout
