@@ -370,6 +370,14 @@ class ThrowawayServer:
             shutil.rmtree(base_dir, ignore_errors=True)
         atexit.unregister(self.stop)
 
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """Stop postgres (fast shutdown), stay down ``down_seconds``, start it again on the same port."""
+        assert self.port is not None, "server not started"
+        port = self.port
+        self._stop_process()
+        time.sleep(down_seconds)
+        self._start_postgres(port)
+
     def _stop_process(self) -> None:
         """Fast shutdown, escalating to immediate shutdown and then SIGKILL if postgres hangs."""
         process, self.process = self.process, None
@@ -432,11 +440,11 @@ class ThrowawayServer:
             text = output.decode(errors="replace").strip()
             raise PostgresUnavailable(f"initdb (as user {self._run_as()!r}) exited {process.returncode}: {text}")
 
-    def _start_postgres(self) -> None:
+    def _start_postgres(self, fixed_port: int | None = None) -> None:
         assert self.base_dir is not None
         failures: list[str] = []
         for attempt in range(1, PORT_ATTEMPTS + 1):
-            port = free_port()
+            port = fixed_port or free_port()
             log_path = self.base_dir / f"postgres-{attempt}.log"
             argv = [
                 str(self.bindir / "postgres"), "-D", str(self.data_dir), "-p", str(port),
@@ -453,7 +461,7 @@ class ThrowawayServer:
                 return
             failures.append(f"port {port}: {failure}")
             self._stop_process()
-            if "could not bind" not in failure and "already in use" not in failure:
+            if fixed_port or ("could not bind" not in failure and "already in use" not in failure):
                 break
         raise PostgresUnavailable(
             f"throwaway postgres ({self.bindir / 'postgres'}, as user {self._run_as()!r}) did not start: "

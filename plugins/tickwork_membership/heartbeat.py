@@ -37,7 +37,9 @@ class HeartbeatMembership(Membership):
         self.node_id = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_ok = 0.0
+        self._last_ok = -1e9
+        self._healthy_since = 0.0
+        self.live_nodes: list[str] = []
         self._callbacks: list[Callable[[], None]] = []
 
     def start(self, store: Store, node_id: str) -> None:
@@ -49,9 +51,33 @@ class HeartbeatMembership(Membership):
         self._thread.start()
 
     def beat(self) -> None:
+        """Renew this node's heartbeat, then find dead nodes and release their claims at once."""
         assert self.store is not None
-        self.store.heartbeat(self.node_id)
-        self._last_ok = time.monotonic()
+        sent = time.monotonic()
+        now = self.store.heartbeat(self.node_id)
+        if not self.healthy():
+            self._healthy_since = sent
+        # Measured from before the round trip: the database may have recorded it that early.
+        self._last_ok = sent
+        # Right after our own outage every other node looks stale too (they could not beat
+        # either): judge others only once we have been beating for a whole TTL ourselves.
+        judge = sent - self._healthy_since >= self.node_ttl
+        live: list[str] = []
+        for node in self.store.nodes():
+            if node.id == self.node_id or not judge or (now - node.heartbeat_at).total_seconds() <= self.node_ttl:
+                live.append(node.id)
+                continue
+            released = self.store.release_node(
+                node.id, f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned"
+            )
+            self.store.remove_node(node.id)
+            log.warning(
+                "node %s is dead (no heartbeat for %.1fs); released %d claim(s)",
+                node.id,
+                (now - node.heartbeat_at).total_seconds(),
+                released,
+            )
+        self.live_nodes = live
 
     def _loop(self) -> None:
         while not self._stop.wait(self.heartbeat_interval):

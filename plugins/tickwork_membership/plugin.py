@@ -6,6 +6,7 @@ from tickwork.abc import Membership
 from tickwork.hookspecs import hookimpl
 from tickwork.registry import Registry
 
+from .hashring import HashRingMembership
 from .single import AllMembership, SingleMembership
 
 
@@ -13,3 +14,4 @@ from .single import AllMembership, SingleMembership
 def tickwork_register_memberships(registry: Registry[type[Membership]]) -> None:
     registry.add("single", SingleMembership)
     registry.add("all", AllMembership)
+    registry.add("hashring", HashRingMembership)

@@ -13,11 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
     BigInteger,
     ColumnElement,
     Connection,
     DateTime,
     Engine,
+    Integer,
+    bindparam,
     cast,
     column,
     create_engine,
@@ -92,6 +95,13 @@ class PostgresStore(SQLStore):
             pool_pre_ping=True,
             connect_args={"connect_timeout": 5},
         )
+
+    def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
+        # One array parameter instead of hundreds of IN placeholders: the statement text stays
+        # the same whatever the ring looks like, and binding costs one value.
+        if buckets is None:
+            return None
+        return schedules.c.bucket == func.any(bindparam("owned_buckets", list(buckets), type_=ARRAY(Integer)))
 
     def _db_now(self) -> ColumnElement[Any]:
         # statement_timestamp(), not now(): now() is frozen at transaction start.

@@ -20,8 +20,6 @@ from .errors import (
     ConfigError,
     DeclarationError,
     ExecutorError,
-    ScheduleExistsError,
-    ScheduleNotFoundError,
     TickworkError,
     TriggerError,
 )
@@ -162,10 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, TriggerError, DeclarationError, ExecutorError) as exc:
         print(f"tickwork: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (ScheduleNotFoundError, ScheduleExistsError) as exc:
-        print(f"tickwork: error: {exc}", file=sys.stderr)
-        return 1
-    except TickworkError as exc:
+    except TickworkError as exc:  # a state the command cannot act on: unknown name, old schema, ...
         print(f"tickwork: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -80,6 +80,8 @@ class Engine:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self.in_flight: dict[int, InFlight] = {}
+        # Ends not yet written (the database was unreachable); retried before anything else.
+        self._unsaved: list[Finish] = []
         self._next_reap = 0.0
         self._next_renew = 0.0
         self._next_prune = 0.0
@@ -145,6 +147,8 @@ class Engine:
         """
         self._expire_overdue()
         self._finish_completed()
+        if self._unsaved:
+            self._end([])
         self._housekeeping()
         if not self.membership.healthy():
             return False
@@ -270,7 +274,15 @@ class Engine:
             )
 
     def _end(self, finishes: list[Finish]) -> None:
-        landed = self.store.finish(self.settings.node_id, finishes)
+        """Write ends in one batch; on a store error keep them for the next attempt (no end is lost
+        to a database outage: the claim stays held, so nobody else fires those schedules)."""
+        finishes = self._unsaved + finishes
+        self._unsaved = []
+        try:
+            landed = self.store.finish(self.settings.node_id, finishes)
+        except StoreError:
+            self._unsaved = finishes
+            raise
         self.finished += len(finishes)
         self.fenced_out += landed.count(False)
         if run_log.isEnabledFor(logging.INFO):

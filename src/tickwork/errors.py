@@ -14,12 +14,13 @@ class ConfigError(TickworkError):
 class PluginNotFoundError(ConfigError):
     """A configuration named a plugin that is not registered."""
 
-    def __init__(self, kind: str, name: str, registered: list[str]) -> None:
+    def __init__(self, kind: str, name: str, registered: list[str], where: str | None = None) -> None:
         self.kind = kind
         self.name = name
         self.registered = sorted(registered)
         listed = ", ".join(self.registered) or "none"
-        super().__init__(f"unknown {kind} plugin {name!r}; registered {kind} plugins: {listed}")
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}unknown {kind} plugin {name!r}; registered {kind} plugins: {listed}")
 
 
 class TriggerError(TickworkError, ValueError):

@@ -9,32 +9,53 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from .abc import Executor, Membership, Store
 from .config import Config, plugin_manager_for, validate_options
 from .engine import Engine, EngineSettings
-from .errors import ConfigError
+from .errors import ConfigError, PluginNotFoundError
 from .jobs import declared_in
 from .plugins import PluginManager
 from .schedules import SyncReport, sync_module
 
 log = logging.getLogger("tickwork.node")
 
+T = TypeVar("T")
+
+
+def _located(where: str, build: Callable[[], T]) -> T:
+    """Run ``build``; prefix configuration errors with the file and table they come from."""
+    try:
+        return build()
+    except PluginNotFoundError as exc:
+        raise PluginNotFoundError(exc.kind, exc.name, exc.registered, where=f"{where}.plugin") from exc
+    except ConfigError as exc:
+        if str(exc).startswith(where.split(":")[0]):
+            raise
+        raise ConfigError(f"{where}: {exc}") from exc
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
 
 def build_store(config: Config, manager: PluginManager, **extra: Any) -> Store:
-    cls = manager.stores.get(config.store.plugin)
-    options = validate_options(config.where("store"), config.store.options, cls.options)
-    try:
-        return cls(**options, **extra)
-    except TypeError as exc:
-        raise ConfigError(f"{config.where('store')}: {exc}") from exc
+    where = config.where("store")
+
+    def build() -> Store:
+        cls = manager.stores.get(config.store.plugin)
+        return cls(**validate_options(where, config.store.options, cls.options), **extra)
+
+    return _located(where, build)
 
 
 def build_membership(config: Config, manager: PluginManager) -> Membership:
-    cls = manager.memberships.get(config.membership.plugin)
-    options = validate_options(config.where("membership"), config.membership.options, cls.options)
-    return cls(**options)
+    where = config.where("membership")
+
+    def build() -> Membership:
+        cls = manager.memberships.get(config.membership.plugin)
+        return cls(**validate_options(where, config.membership.options, cls.options))
+
+    return _located(where, build)
 
 
 def build_executors(config: Config, manager: PluginManager) -> dict[str, Executor]:
@@ -43,8 +64,13 @@ def build_executors(config: Config, manager: PluginManager) -> dict[str, Executo
     wanted.setdefault(config.scheduler.default_executor, {})
     executors: dict[str, Executor] = {}
     for name, options in wanted.items():
-        cls = manager.executors.get(name)
-        executors[name] = cls(**validate_options(config.where(f"executor.{name}"), options, cls.options))
+        where = config.where(f"executor.{name}")
+
+        def build(name: str = name, options: dict[str, Any] = options, where: str = where) -> Executor:
+            cls = manager.executors.get(name)
+            return cls(**validate_options(where, options, cls.options))
+
+        executors[name] = _located(where, build)
     return executors
 
 
@@ -120,12 +146,17 @@ class Node:
 
     def run(self, duration: float | None = None, *, install_signals: bool = True) -> None:
         """Start (if needed) and run until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds."""
-        if not self._started:
-            self.start()
         previous: dict[signal.Signals, Any] = {}
         if install_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, self._on_signal)
+        if not self._started:
+            try:
+                self.start()
+            except BaseException:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+                raise
         log.info(
             "node %s running (store %s, membership %s)",
             self.node_id,

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
+from alembic.util.exc import CommandError
 from sqlalchemy import (
     ColumnElement,
     Connection,
@@ -168,6 +169,12 @@ class SQLStore(Store):
     def _release(self, conn: Connection, items: Sequence[tuple[int, int, datetime | None]]) -> set[int]:
         """Fenced release of ``(schedule_id, claim_seq, next_fire)``; return ids that landed."""
 
+    def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
+        """The ownership filter of the due query (PostgreSQL overrides it with ``= ANY(array)``)."""
+        if buckets is None:
+            return None
+        return schedules.c.bucket.in_(list(buckets))
+
     # -- helpers ----------------------------------------------------------------------------------
 
     @property
@@ -229,6 +236,8 @@ class SQLStore(Store):
                 migrations.upgrade(conn)
         except (OperationalError, DBAPIError) as exc:
             raise StoreError(f"cannot migrate {self.describe()}: {exc.orig or exc}") from exc
+        except CommandError as exc:  # e.g. stamped with a revision this tickwork does not know
+            raise StoreError(f"cannot migrate {self.describe()}: {exc}") from exc
 
     def now(self) -> datetime:
         with self._tx() as conn:
@@ -327,7 +336,7 @@ class SQLStore(Store):
 
     def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
         with self._tx() as conn:
-            won = self.strategy.claim(conn, ClaimRequest(node_id, limit, buckets, self.now_expr()))
+            won = self.strategy.claim(conn, ClaimRequest(node_id, limit, self._owned(buckets), self.now_expr()))
             self.statements += 2
             if not won:
                 return []
@@ -449,8 +458,9 @@ class SQLStore(Store):
         query = select(func.min(schedules.c.next_fire)).where(
             schedules.c.enabled.is_(True), schedules.c.state == "idle"
         )
-        if buckets is not None:
-            query = query.where(schedules.c.bucket.in_(list(buckets)))
+        owned = self._owned(buckets)
+        if owned is not None:
+            query = query.where(owned)
         with self._tx() as conn:
             value = conn.execute(query).scalar()
         return value if isinstance(value, datetime) else None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -18,11 +17,12 @@ class ClaimRequest:
     """One claim attempt.
 
     :param now: SQL expression of the database clock (a bound value under an injected test clock)
+    :param owned: SQL condition restricting to this node's hash buckets, ``None`` for all
     """
 
     node_id: str
     limit: int
-    buckets: Sequence[int] | None
+    owned: ColumnElement[bool] | None
     now: ColumnElement[Any]
 
 
@@ -45,8 +45,8 @@ def due_filter(req: ClaimRequest) -> ColumnElement[bool]:
         schedules.c.state == "idle",
         schedules.c.next_fire <= req.now,
     )
-    if req.buckets is not None:
-        cond = and_(cond, schedules.c.bucket.in_(list(req.buckets)))
+    if req.owned is not None:
+        cond = and_(cond, req.owned)
     return cond
 
 

@@ -1,0 +1,69 @@
+"""``hashring`` — FTL's design: live nodes form a consistent hash ring; every schedule (through
+its bucket) is owned by two live nodes, so one can die without a gap; a node only attempts what
+it owns. The ownership filter runs inside the due query (``bucket = ANY(...)``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from tickwork.abc import Store
+from tickwork.errors import ConfigError
+
+from .heartbeat import HeartbeatMembership
+from .ring import BucketRing
+
+log = logging.getLogger("tickwork.hashring")
+
+
+class HashRingMembership(HeartbeatMembership):
+    """:param vnodes: virtual nodes per node on the ring
+    :param owners: owners per bucket (2: one may die without a gap)"""
+
+    options = {**HeartbeatMembership.options, "vnodes": int, "owners": int}
+
+    def __init__(self, vnodes: int = 64, owners: int = 2, **options: Any) -> None:
+        super().__init__(**options)
+        if vnodes < 1:
+            raise ConfigError(f"membership.vnodes: must be >= 1, got {vnodes}")
+        if owners < 1:
+            raise ConfigError(f"membership.owners: must be >= 1, got {owners}")
+        self.vnodes = vnodes
+        self.owners = owners
+        self._lock = threading.Lock()
+        self._ring: BucketRing | None = None
+        self._owned: list[int] = []
+
+    def start(self, store: Store, node_id: str) -> None:
+        super().start(store, node_id)
+        self.refresh()
+
+    def after_beat(self) -> None:
+        super().after_beat()
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Rebuild the ring if the live set changed (called after every heartbeat)."""
+        live = set(self.live_nodes) | {self.node_id}
+        with self._lock:
+            if self._ring is not None and set(self._ring.nodes) == live:
+                return
+            ring = BucketRing(live, vnodes=self.vnodes, owners=self.owners)
+            before = None if self._ring is None else set(self._ring.nodes)
+            self._ring = ring
+            self._owned = ring.buckets_of(self.node_id)
+        log.info(
+            "ring now %s (was %s); %s owns %d of %d buckets",
+            sorted(live),
+            sorted(before) if before is not None else "-",
+            self.node_id,
+            len(self._owned),
+            len(ring.assignment()),
+        )
+        self._changed()
+
+    def owned_buckets(self) -> Sequence[int] | None:
+        with self._lock:
+            return self._owned

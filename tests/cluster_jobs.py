@@ -1,0 +1,14 @@
+"""The job the cluster tests' node processes run: it leaves a line per execution in a file."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def work(n: int) -> None:
+    # O_APPEND writes of one short line are atomic: the file is the ground truth of executions.
+    fd = os.open(os.environ["CLUSTER_FIRES"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{n} {os.getpid()}\n".encode())
+    os.close(fd)
+    time.sleep(0.05)  # long enough for runs to be in flight when a node is killed
