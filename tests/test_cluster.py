@@ -5,6 +5,7 @@ Everything is judged from the history table and from a file each execution appen
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import signal
 import subprocess
@@ -108,9 +109,9 @@ def run_cluster(
 def check_history(store: PostgresStore, fires: Path, disrupted: tuple[datetime, datetime]) -> None:
     with store.engine.connect() as conn:
         rows = conn.execute(
-            select(schedules.c.name, runs.c.scheduled_for, runs.c.status, runs.c.attempt).join(
-                schedules, schedules.c.id == runs.c.schedule_id
-            )
+            select(
+                schedules.c.name, runs.c.scheduled_for, runs.c.status, runs.c.attempt, runs.c.node, runs.c.error
+            ).join(schedules, schedules.c.id == runs.c.schedule_id)
         ).all()
     assert rows, "nothing ran"
     per_fire = collections.Counter((r.name, r.scheduled_for) for r in rows)
@@ -127,15 +128,20 @@ def check_history(store: PostgresStore, fires: Path, disrupted: tuple[datetime, 
     lo, hi = disrupted
     for name in status:
         times = sorted(r.scheduled_for for r in rows if r.name == name)
-        gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b - a != timedelta(seconds=1)]
+        gaps = [b - a for a, b in itertools.pairwise(times) if b - a != timedelta(seconds=1)]
         assert not gaps, f"{name}: fire times silently lost (gaps {gaps[:3]})"
         ran = sorted(r.scheduled_for for r in rows if r.name == name and r.status == "succeeded")
-        worst = max(b - a for a, b in zip(ran, ran[1:], strict=False))
+        worst = max(b - a for a, b in itertools.pairwise(ran))
         assert worst <= timedelta(seconds=RESUME_BOUND), f"{name} did not resume for {worst}"
         for r in rows:
-            # Before a schedule's first run no node was up yet: start-up skips are expected.
-            if r.name == name and r.status != "succeeded" and r.scheduled_for > ran[0]:
-                assert lo <= r.scheduled_for <= hi, f"{name}: {r.status} at {r.scheduled_for} outside the disruption"
+            # Before a schedule's first run no node was up yet: start-up skips are expected. A fire
+            # due while the previous run was still active is skipped by policy (FTL), whenever a
+            # loaded machine delays a run past the next second.
+            by_policy = r.status == "skipped" and "still active" in (r.error or "")
+            if r.name == name and r.status != "succeeded" and r.scheduled_for > ran[0] and not by_policy:
+                assert lo <= r.scheduled_for <= hi, (
+                    f"{name}: {r.status} at {r.scheduled_for} outside the disruption {lo}..{hi}: {r.node} {r.error}"
+                )
 
 
 def test_kill_9_a_node_and_restart_it(postgres_url: str, tmp_path: Path) -> None:
