@@ -38,3 +38,12 @@ async def async_record() -> None:
 
 async def async_forever() -> None:
     await asyncio.sleep(3600)
+
+
+attempts: list[int] = []
+
+
+def fails_twice() -> None:
+    attempts.append(len(attempts) + 1)
+    if len(attempts) <= 2:
+        raise RuntimeError(f"attempt {len(attempts)} fails")

@@ -263,3 +263,52 @@ def test_sleeping_engine_wakes_on_change_and_stops_gracefully(tmp_path: Path) ->
         engine.membership.stop()
         store.close()
     assert not thread.is_alive()
+
+
+def test_failed_runs_are_retried_with_backoff_and_each_attempt_recorded(
+    engine: Engine, sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    jobs.attempts.clear()
+    add(sqlite_store, "fails_twice", "0 * * * *", retries=3, retry_backoff=timedelta(seconds=0.05))
+    clock.advance(3600)
+    deadline = time.monotonic() + 5
+    while len(jobs.attempts) < 3 and time.monotonic() < deadline:
+        step(engine)
+        time.sleep(0.02)
+    step(engine)
+    history = runs(sqlite_store)
+    assert [(r.attempt, r.status) for r in history] == [
+        (1, RunStatus.FAILED),
+        (2, RunStatus.FAILED),
+        (3, RunStatus.SUCCEEDED),
+    ]
+    assert {r.scheduled_for for r in history} == {T0 + timedelta(hours=1)}
+    assert "attempt 2 fails" in (history[1].error or "")
+    s = sqlite_store.get("fails_twice")
+    assert s.state is ScheduleState.IDLE and s.next_fire == T0 + timedelta(hours=2)
+
+
+def test_a_retry_never_overlaps_the_next_fire(engine: Engine, sqlite_store: SQLStore, clock: FakeClock) -> None:
+    add(sqlite_store, "boom", "* * * * * *", retries=5, retry_backoff=timedelta(seconds=2))
+    clock.advance(1)
+    step(engine)
+    (run,) = runs(sqlite_store)
+    assert run.status is RunStatus.FAILED and run.attempt == 1
+    assert sqlite_store.get("boom").state is ScheduleState.IDLE
+
+
+def test_run_now_while_running_fires_right_after_the_current_run(
+    engine: Engine, sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    add(sqlite_store, "blocked", "0 0 1 1 *")
+    sqlite_store.fire_now("blocked")
+    engine.tick()
+    assert len(engine.in_flight) == 1
+    clock.advance(5)
+    sqlite_store.fire_now("blocked")  # arrives while the first run is active
+    jobs.gate.set()
+    engine.drain(5)
+    assert sqlite_store.get("blocked").next_fire == T0 + timedelta(seconds=5)
+    step(engine)
+    assert jobs.calls == ["blocked", "blocked"]
+    assert [r.status for r in runs(sqlite_store)] == [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]

@@ -123,12 +123,7 @@ class PostgresStore(SQLStore):
         rows = conn.execute(
             update(schedules)
             .where(schedules.c.id == v.c.id, schedules.c.claim_seq == v.c.seq, schedules.c.state == "running")
-            .values(
-                state="idle",
-                claimed_by=None,
-                claimed_at=None,
-                next_fire=cast(v.c.next, DateTime(timezone=True)),
-            )
+            .values(**self.release_values(type_coerce(cast(v.c.next, DateTime(timezone=True)), UTCDateTime)))
             .returning(schedules.c.id)
         ).all()
         self.statements += 1

@@ -15,7 +15,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, create_engine, event, literal_column, type_coerce, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    bindparam,
+    create_engine,
+    event,
+    literal_column,
+    type_coerce,
+    update,
+)
 from sqlalchemy.dialects import sqlite
 
 from tickwork.errors import ConfigError, StoreError
@@ -112,7 +122,7 @@ class SQLiteStore(SQLStore):
             row = conn.execute(
                 update(schedules)
                 .where(schedules.c.id == schedule_id, schedules.c.claim_seq == seq, schedules.c.state == "running")
-                .values(state="idle", claimed_by=None, claimed_at=None, next_fire=next_fire)
+                .values(**self.release_values(bindparam("next_fire", next_fire, type_=UTCDateTime)))
                 .returning(schedules.c.id)
             ).first()
             if row is not None:

@@ -252,6 +252,17 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def end_attempt(self, claim: Claim, outcome: Outcome) -> None:
+        """Record how one attempt ended without releasing the schedule (a retry follows)."""
+
+    @abstractmethod
+    def start_attempt(self, node_id: str, claim: Claim) -> int | None:
+        """Open the history row of retry ``claim.attempt`` under the claim's fence.
+
+        :return: the new run id, or ``None`` if the claim was taken over (do not run it)
+        """
+
+    @abstractmethod
     def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
         """Return the earliest next fire time of an enabled, idle schedule in ``buckets``."""
 

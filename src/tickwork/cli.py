@@ -118,7 +118,10 @@ def _parser() -> argparse.ArgumentParser:
     ja.add_argument("--args", default="{}", help="JSON object of arguments")
     ja.add_argument("--timeout", type=_seconds, default=300.0, help="soft timeout in seconds (default 300)")
     ja.add_argument("--misfire", choices=[p.value for p in MisfirePolicy])
-    ja.add_argument("--retries", type=_count(0), default=0)
+    ja.add_argument("--retries", type=_count(0), default=0, help="retries of a failed run (default 0)")
+    ja.add_argument(
+        "--retry-backoff", type=float, default=10.0, help="seconds before the first retry, doubled after (default 10)"
+    )
     ja.add_argument("--disabled", action="store_true", help="create it disabled")
     for action, text in (
         ("remove", "delete a schedule and its history"),
@@ -286,6 +289,7 @@ def _jobs(args: argparse.Namespace, config: Config, store: Store) -> int:
                 enabled=not args.disabled,
                 misfire=MisfirePolicy(args.misfire) if args.misfire else None,
                 retries=args.retries,
+                retry_backoff=timedelta(seconds=args.retry_backoff),
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc

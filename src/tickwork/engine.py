@@ -12,7 +12,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from .abc import Executor, Membership, Store
@@ -82,6 +82,8 @@ class Engine:
         self.in_flight: dict[int, InFlight] = {}
         # Ends not yet written (the database was unreachable); retried before anything else.
         self._unsaved: list[Finish] = []
+        # Failed runs waiting for a retry, holding their claim: (monotonic due time, claim, mono_claimed).
+        self._retries: list[tuple[float, Claim, float]] = []
         self._next_reap = 0.0
         self._next_renew = 0.0
         self._next_prune = 0.0
@@ -129,6 +131,14 @@ class Engine:
                 timeout = min(timeout, max(0.0, until - time.monotonic()))
             self._wake.wait(timeout)
 
+    def drop_retries(self) -> None:
+        """Give up pending retries (node stopping): release their schedules to the next fire."""
+        now_mono = time.monotonic()
+        pending, self._retries = self._retries, []
+        if pending:
+            failed = Outcome(RunStatus.FAILED, error="node stopped before the retry")
+            self._end([self._finish_for(claim, failed, mono, now_mono) for _, claim, mono in pending])
+
     def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for in-flight runs to end and record them."""
         deadline = time.monotonic() + timeout
@@ -152,6 +162,7 @@ class Engine:
         self._housekeeping()
         if not self.membership.healthy():
             return False
+        self._start_due_retries()
         room = self.settings.max_in_flight - len(self.in_flight)
         if room <= 0:
             return False
@@ -168,6 +179,8 @@ class Engine:
         if self.settings.renew_interval and self.in_flight:
             sleep = min(sleep, max(0.0, self._next_renew - time.monotonic()))
         sleep = min(sleep, max(0.0, self._next_reap - time.monotonic()))
+        if self._retries:
+            sleep = min(sleep, max(0.0, min(r[0] for r in self._retries) - time.monotonic()))
         if not self.membership.healthy() or len(self.in_flight) >= self.settings.max_in_flight:
             return min(sleep, 0.5)
         due = self.store.next_due(buckets=self.membership.owned_buckets())
@@ -179,8 +192,9 @@ class Engine:
 
     # -- dispatch ---------------------------------------------------------------------------------
 
-    def _dispatch(self, claims: Iterable[Claim]) -> None:
+    def _dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None) -> None:
         now_mono = time.monotonic()
+        mono_claimed = now_mono if mono_claimed is None else mono_claimed
         immediate: list[Finish] = []
         for claim in claims:
             self.fired += 1
@@ -194,7 +208,7 @@ class Engine:
                 continue
             policy = claim.spec.misfire or self.settings.misfire
             late = (claim.claimed_at - claim.scheduled_for).total_seconds()
-            if late > self.settings.misfire_grace and policy is not MisfirePolicy.ONCE:
+            if claim.attempt == 1 and late > self.settings.misfire_grace and policy is not MisfirePolicy.ONCE:
                 outcome = Outcome(
                     RunStatus.SKIPPED,
                     error=f"missed by {late:.1f}s (misfire policy {policy.value}, grace "
@@ -212,7 +226,7 @@ class Engine:
                 immediate.append(self._finish_for(claim, outcome, now_mono, now_mono))
                 continue
             timeout = claim.spec.timeout.total_seconds()
-            flight = InFlight(claim, now_mono, now_mono + timeout + self.settings.hard_timeout_grace)
+            flight = InFlight(claim, mono_claimed, now_mono + timeout + self.settings.hard_timeout_grace)
             assert claim.run_id is not None
             self.in_flight[claim.run_id] = flight
             call = JobCall(
@@ -255,9 +269,46 @@ class Engine:
             run_id = flight.claim.run_id
             assert run_id is not None
             self.in_flight.pop(run_id, None)
+            if outcome.status is RunStatus.FAILED and self._plan_retry(flight, outcome, now_mono):
+                continue
             finishes.append(self._finish_for(flight.claim, outcome, flight.mono_claimed, now_mono))
         if finishes:
             self._end(finishes)
+
+    def _plan_retry(self, flight: InFlight, outcome: Outcome, now_mono: float) -> bool:
+        """Keep the claim and retry later if the schedule allows it and the retry would start
+        before the next scheduled fire (a retry never overlaps the next fire)."""
+        claim = flight.claim
+        if claim.attempt > claim.spec.retries:
+            return False
+        delay = claim.spec.retry_backoff.total_seconds() * 2 ** (claim.attempt - 1)
+        now = self._now(claim, flight.mono_claimed, now_mono)
+        trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
+        following = trigger.next_after(claim.scheduled_for)
+        if following is not None and now + timedelta(seconds=delay) >= following:
+            log.info("%s: no retry, it would overlap the next fire at %s", claim.spec.name, following.isoformat())
+            return False
+        try:
+            self.store.end_attempt(claim, outcome)
+        except StoreError:
+            return False  # record it as a plain failure through the buffered path
+        retry = replace(claim, attempt=claim.attempt + 1, run_id=None)
+        self._retries.append((now_mono + delay, retry, flight.mono_claimed))
+        log.info("%s: attempt %d failed; retry %d in %.1fs", claim.spec.name, claim.attempt, retry.attempt, delay)
+        return True
+
+    def _start_due_retries(self) -> None:
+        now_mono = time.monotonic()
+        due = [r for r in self._retries if r[0] <= now_mono]
+        if not due:
+            return
+        self._retries = [r for r in self._retries if r[0] > now_mono]
+        for _, claim, mono_claimed in due:
+            run_id = self.store.start_attempt(self.settings.node_id, claim)
+            if run_id is None:
+                log.warning("%s: claim taken over before retry %d; not retrying", claim.spec.name, claim.attempt)
+                continue
+            self._dispatch([replace(claim, run_id=run_id)], mono_claimed)
 
     def _expire_overdue(self) -> None:
         """Backstop for an executor that never reports: end the run as timed out ourselves."""
@@ -297,16 +348,18 @@ class Engine:
                     "" if ok else " [claim had been taken over; end not applied]",
                 )
 
+    def _now(self, claim: Claim, mono_claimed: float, now_mono: float) -> datetime:
+        if self.clock is not None:
+            return self.clock()
+        return claim.claimed_at + timedelta(seconds=now_mono - mono_claimed)
+
     def _finish_for(self, claim: Claim, outcome: Outcome | None, mono_claimed: float, now_mono: float) -> Finish:
         """Compute the next fire time and the skipped ones (rules: docs/deployment-sync.md#skips).
 
         "Now" is the database clock of the claim plus the monotonic time since (no extra round
         trip, immune to this node's wall clock); an injected clock replaces it in tests.
         """
-        if self.clock is not None:
-            now = self.clock()
-        else:
-            now = claim.claimed_at + timedelta(seconds=now_mono - mono_claimed)
+        now = self._now(claim, mono_claimed, now_mono)
         policy = claim.spec.misfire or self.settings.misfire
         floor = now - timedelta(seconds=self.settings.misfire_grace) if policy is MisfirePolicy.ALL else now
         trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
@@ -329,9 +382,10 @@ class Engine:
 
     def _housekeeping(self) -> None:
         now_mono = time.monotonic()
-        if self.in_flight and now_mono >= self._next_renew:
+        if (self.in_flight or self._retries) and now_mono >= self._next_renew:
             self._next_renew = now_mono + self.settings.renew_interval
-            self.store.renew(self.settings.node_id, [f.claim for f in self.in_flight.values()])
+            held = [f.claim for f in self.in_flight.values()] + [r[1] for r in self._retries]
+            self.store.renew(self.settings.node_id, held)
         if now_mono >= self._next_reap:
             self._next_reap = now_mono + self.settings.reap_interval
             reaped = self.store.reap_expired(self.settings.hard_timeout_grace)

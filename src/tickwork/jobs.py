@@ -45,6 +45,7 @@ def schedule(
     timeout: float | timedelta | None = None,
     misfire: MisfirePolicy | str | None = None,
     retries: int = 0,
+    retry_backoff: float | timedelta = 10.0,
     enabled: bool = True,
     executor: str = "local",
 ) -> Callable[[F], F]:
@@ -59,6 +60,7 @@ def schedule(
     :param timeout: soft timeout of a run, in seconds or as a timedelta (default 5 minutes)
     :param misfire: ``skip``, ``once`` or ``all`` (default: the configured default)
     :param retries: retries of a failed run, never past the next fire time
+    :param retry_backoff: seconds before the first retry, doubled for each further one
     :param enabled: initial state when the schedule is first created
     """
 
@@ -92,6 +94,9 @@ def schedule(
                 enabled=enabled,
                 misfire=MisfirePolicy(misfire) if misfire else None,
                 retries=retries,
+                retry_backoff=retry_backoff
+                if isinstance(retry_backoff, timedelta)
+                else timedelta(seconds=retry_backoff),
             )
         except ValueError as exc:
             raise DeclarationError(f"{where}: {exc}") from exc

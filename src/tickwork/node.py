@@ -187,6 +187,7 @@ class Node:
         self.engine.stop()
         try:
             self.engine.drain(timeout)
+            self.engine.drop_retries()
         except Exception:  # the store may be gone; the next start releases what is left
             log.exception("could not record the last runs")
         for executor in self.executors.values():

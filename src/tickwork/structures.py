@@ -78,6 +78,7 @@ class ScheduleSpec:
     :param enabled: whether it fires at all
     :param misfire: policy for missed fire times, ``None`` for the configured default
     :param retries: how many times a failed run is retried before the next fire time
+    :param retry_backoff: wait before the first retry; doubled for each further one
     """
 
     name: str
@@ -92,6 +93,7 @@ class ScheduleSpec:
     enabled: bool = True
     misfire: MisfirePolicy | None = None
     retries: int = 0
+    retry_backoff: timedelta = timedelta(seconds=10)
 
     def __post_init__(self) -> None:
         for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
@@ -106,6 +108,8 @@ class ScheduleSpec:
             raise ValueError(f"timeout: must be a positive timedelta, got {self.timeout!r}")
         if not isinstance(self.retries, int) or self.retries < 0:
             raise ValueError(f"retries: must be a non-negative integer, got {self.retries!r}")
+        if not isinstance(self.retry_backoff, timedelta) or self.retry_backoff < timedelta(0):
+            raise ValueError(f"retry_backoff: must be a non-negative timedelta, got {self.retry_backoff!r}")
         if self.misfire is not None and not isinstance(self.misfire, MisfirePolicy):
             object.__setattr__(self, "misfire", MisfirePolicy(self.misfire))
 

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Engine,
     Row,
     bindparam,
+    case,
     delete,
     func,
     insert,
@@ -41,6 +42,7 @@ from ..structures import (
     Claim,
     Finish,
     MisfirePolicy,
+    Outcome,
     NodeInfo,
     RunRecord,
     RunStatus,
@@ -72,6 +74,7 @@ def spec_from_row(row: Row[Any]) -> ScheduleSpec:
         enabled=bool(row.enabled),
         misfire=MisfirePolicy(row.misfire) if row.misfire else None,
         retries=row.retries,
+        retry_backoff=timedelta(seconds=row.retry_backoff_s),
     )
 
 
@@ -103,6 +106,7 @@ def spec_values(spec: ScheduleSpec) -> dict[str, Any]:
         "timeout_s": spec.timeout.total_seconds(),
         "misfire": spec.misfire.value if spec.misfire else None,
         "retries": spec.retries,
+        "retry_backoff_s": spec.retry_backoff.total_seconds(),
         "enabled": spec.enabled,
     }
 
@@ -174,6 +178,16 @@ class SQLStore(Store):
         if buckets is None:
             return None
         return schedules.c.bucket.in_(list(buckets))
+
+    def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:
+        """The SET clause of a fenced release; a pending "run now" makes the schedule due at once."""
+        return {
+            "state": "idle",
+            "claimed_by": None,
+            "claimed_at": None,
+            "fire_requested_at": None,
+            "next_fire": case((schedules.c.fire_requested_at.is_not(None), self.now_expr()), else_=next_fire),
+        }
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -311,10 +325,19 @@ class SQLStore(Store):
         with self._tx() as conn:
             row = conn.execute(
                 update(schedules)
-                .where(schedules.c.name == name)
+                .where(schedules.c.name == name, schedules.c.state == "idle")
                 .values(next_fire=now, updated_at=now)
                 .returning(*schedules.c)
             ).first()
+            if row is None:
+                # Running: the end of the current run would overwrite next_fire, so leave a
+                # request that the release honours (fires right after the current run).
+                row = conn.execute(
+                    update(schedules)
+                    .where(schedules.c.name == name)
+                    .values(fire_requested_at=now, updated_at=now)
+                    .returning(*schedules.c)
+                ).first()
             if row is None:
                 raise ScheduleNotFoundError(name)
             self._notify(conn)
@@ -453,6 +476,43 @@ class SQLStore(Store):
                 conn.execute(self._insert_ignore(runs), skipped)
                 self.statements += 1
         return [f.claim.schedule_id in landed for f in finishes]
+
+    def end_attempt(self, claim: Claim, outcome: Outcome) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                update(runs)
+                .where(runs.c.id == claim.run_id, runs.c.status == "running")
+                .values(status=outcome.status.value, error=cap(outcome.error), finished_at=self.now_expr())
+            )
+
+    def start_attempt(self, node_id: str, claim: Claim) -> int | None:
+        fenced = select(
+            schedules.c.id,
+            literal(claim.scheduled_for, UTCDateTime),
+            literal(claim.attempt),
+            schedules.c.claim_seq,
+            literal(node_id),
+            self.now_expr(),
+            literal("running"),
+        ).where(
+            schedules.c.id == claim.schedule_id,
+            schedules.c.claim_seq == claim.claim_seq,
+            schedules.c.state == "running",
+        )
+        with self._tx() as conn:
+            conn.execute(
+                update(schedules)
+                .where(schedules.c.id == claim.schedule_id, schedules.c.claim_seq == claim.claim_seq)
+                .values(claimed_at=self.now_expr())
+            )
+            run_id = conn.execute(
+                self._insert_ignore(runs)
+                .from_select(
+                    ["schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status"], fenced
+                )
+                .returning(runs.c.id)
+            ).scalar()
+        return None if run_id is None else int(run_id)
 
     def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
         query = select(func.min(schedules.c.next_fire)).where(
