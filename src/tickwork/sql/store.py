@@ -52,7 +52,7 @@ from ..structures import (
 )
 from . import migrations
 from .claims import STRATEGIES, ClaimedRow, ClaimRequest, ClaimStrategy
-from .schema import UTCDateTime, nodes, runs, schedules
+from .schema import UTCDateTime, claimable, nodes, runs, schedules
 
 log = logging.getLogger("tickwork.store")
 
@@ -515,9 +515,7 @@ class SQLStore(Store):
         return None if run_id is None else int(run_id)
 
     def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
-        query = select(func.min(schedules.c.next_fire)).where(
-            schedules.c.enabled.is_(True), schedules.c.state == "idle"
-        )
+        query = select(func.min(schedules.c.next_fire)).where(claimable())
         owned = self._owned(buckets)
         if owned is not None:
             query = query.where(owned)
