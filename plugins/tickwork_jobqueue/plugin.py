@@ -1,3 +1,15 @@
-"""Registers this package's implementations with tickwork (filled in by its owner)."""
+"""Registers the ``jobqueue`` executor (entry point ``jobqueue = "tickwork_jobqueue.plugin"``)."""
 
 from __future__ import annotations
+
+from tickwork.abc import Executor
+from tickwork.hookspecs import hookimpl
+from tickwork.registry import Registry
+
+from .executor import JobQueueExecutor
+
+
+@hookimpl
+def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
+    """Register the ``jobqueue`` executor."""
+    registry.add("jobqueue", JobQueueExecutor)
