@@ -151,17 +151,26 @@ class LocalExecutor(Executor):
             return
         mode = call.arguments.get("_tickwork_mode", self.mode)
         if mode == "process":
-            self._pool.submit(self._processes.run, call.target, kwargs, call.timeout, once)
+            fut = self._pool.submit(self._processes.run, call.target, kwargs, call.timeout, once)
+            fut.add_done_callback(
+                lambda f: (
+                    f.cancelled()
+                    and once(Outcome(RunStatus.FAILED, error="not run: the local executor shut down first"))
+                )
+            )
             return
-        cancel: Callable[[], object] | None = None
-        if inspect.iscoroutinefunction(func):
+        cancel: Callable[[], bool]
+        is_coroutine = inspect.iscoroutinefunction(func)
+        if is_coroutine:
             future = asyncio.run_coroutine_threadsafe(func(**kwargs), self._event_loop())
             cancel = future.cancel
             future.add_done_callback(lambda f: once(self._outcome(f)))
         else:
             pool_future = self._pool.submit(func, **kwargs)
+            # Cancelling only works while it waits for a thread: then it never runs at all.
+            cancel = pool_future.cancel
             pool_future.add_done_callback(lambda f: once(self._outcome(f)))
-        self._deadlines.add(call.timeout, lambda: self._timed_out(call, once, cancel))
+        self._deadlines.add(call.timeout, lambda: self._timed_out(call, once, cancel, is_coroutine))
 
     @staticmethod
     def _outcome(future: concurrent.futures.Future[Any]) -> Outcome:
@@ -173,14 +182,16 @@ class LocalExecutor(Executor):
         return Outcome(RunStatus.FAILED, error=format_exception(exc))
 
     @staticmethod
-    def _timed_out(call: JobCall, once: _Once, cancel: Callable[[], object] | None) -> None:
-        if cancel is not None:  # a coroutine can really be stopped
+    def _timed_out(call: JobCall, once: _Once, cancel: Callable[[], bool], is_coroutine: bool) -> None:
+        if is_coroutine:  # a coroutine can really be stopped
             message = f"soft timeout after {call.timeout:g}s; the coroutine was cancelled"
+        elif cancel():
+            message = f"soft timeout after {call.timeout:g}s while waiting for a thread; cancelled before it started"
         else:
             message = (
                 f"soft timeout after {call.timeout:g}s; the thread may still be running (threads cannot be killed)"
             )
-        if once(Outcome(RunStatus.TIMED_OUT, error=message)) and cancel is not None:
+        if once(Outcome(RunStatus.TIMED_OUT, error=message)) and is_coroutine:
             cancel()
 
     def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import os
+import signal
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +19,9 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 def _child(target: str, kwargs: dict[str, Any], conn: multiprocessing.connection.Connection) -> None:
     import asyncio
     import inspect
+    import os
+
+    os.setsid()  # its own process group, so a timeout also kills what the job started
 
     from tickwork.engine import format_exception
     from tickwork.plugins import load_object
@@ -32,6 +37,15 @@ def _child(target: str, kwargs: dict[str, Any], conn: multiprocessing.connection
         conn.send(format_exception(exc))
     finally:
         conn.close()
+
+
+def _kill_group(proc: multiprocessing.process.BaseProcess) -> None:
+    if proc.pid is None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
 
 
 class ProcessRunner:
@@ -64,7 +78,7 @@ class ProcessRunner:
                 else:
                     done(Outcome(RunStatus.FAILED, error=str(error)))
                 return
-            proc.kill()
+            _kill_group(proc)
             proc.join(5)
             done(Outcome(RunStatus.TIMED_OUT, error=f"soft timeout after {timeout:g}s; child process killed"))
         finally:
@@ -72,11 +86,11 @@ class ProcessRunner:
             with self._lock:
                 self._children.discard(proc)
             if proc.exitcode is None:
-                proc.kill()
+                _kill_group(proc)
 
     def kill_all(self) -> None:
         with self._lock:
             children = list(self._children)
         for proc in children:
             if proc.is_alive():
-                proc.kill()
+                _kill_group(proc)

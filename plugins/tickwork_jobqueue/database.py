@@ -1,0 +1,158 @@
+"""The queue database: URLs, engines, bounded transactions, the database clock, table creation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import URL, Connection, Engine, create_engine, event, func, inspect, make_url, select
+from sqlalchemy.exc import ArgumentError, DBAPIError
+
+from tickwork.errors import ConfigError
+
+from .schema import jobs, metadata
+
+#: Seconds a SQLite writer waits for another process's write lock when no run timeout applies.
+DEFAULT_BUSY_TIMEOUT = 30.0
+# Two-int advisory lock key serialising CREATE TABLE across processes on PostgreSQL (the two-int
+# key space never overlaps the single-bigint one tickwork's advisory claim strategy uses).
+_DDL_LOCK = (0x7469636B, 0x6A6F6271)  # "tick", "jobq"
+# SQLSTATEs of PostgreSQL's statement and lock timeouts.
+_PG_TIMEOUTS = frozenset({"57014", "55P03"})
+
+
+def parse_url(url: str, where: str = "url") -> URL:
+    """Check a queue URL and pin its driver (pysqlite, psycopg 3).
+
+    Accepts ``sqlite:///relative/path``, ``sqlite:////absolute/path``, ``postgresql://...``,
+    ``postgres://...`` and ``postgresql+psycopg://...``.
+
+    :raises tickwork.errors.ConfigError: naming ``where`` and what is wrong
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigError(f'{where}: the jobqueue needs its queue database, e.g. url = "sqlite:///jobs.db"')
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError(
+            f"{where}: {url!r} is not a database URL (expected sqlite:///PATH or postgresql://...)"
+        ) from None
+    backend, _, driver = parsed.drivername.partition("+")
+    if backend == "sqlite":
+        if driver not in ("", "pysqlite"):
+            raise ConfigError(f"{where}: SQLite driver {driver!r} is not supported; use sqlite:///PATH")
+        if not parsed.database or parsed.database == ":memory:":
+            # Workers are other processes: they could never see an in-memory database.
+            raise ConfigError(f"{where}: a SQLite queue needs a file shared with the workers, e.g. sqlite:///jobs.db")
+        return parsed.set(drivername="sqlite+pysqlite")
+    if backend in ("postgresql", "postgres"):
+        if driver not in ("", "psycopg"):
+            raise ConfigError(f"{where}: PostgreSQL driver {driver!r} is not supported; use postgresql+psycopg://")
+        return parsed.set(drivername="postgresql+psycopg")
+    raise ConfigError(f"{where}: unsupported database {backend!r}; expected sqlite:///PATH or postgresql://...")
+
+
+def describe(url: URL) -> str:
+    """The URL without its password, for messages and logs."""
+    return url.render_as_string(hide_password=True)
+
+
+def create_queue_engine(url: URL, *, pool_size: int = 5) -> Engine:
+    """An engine for ``url`` (from :func:`parse_url`); connects lazily.
+
+    SQLite connections run in WAL mode and start every transaction with ``BEGIN IMMEDIATE``, so
+    the check-then-insert of an enqueue and the select-then-update of a claim each hold the
+    write lock from their first read: two processes can never both see the same job as free.
+    """
+    if url.get_backend_name() == "sqlite":
+        assert url.database is not None
+        parent = Path(url.database).parent
+        if not parent.is_dir():
+            raise ConfigError(f"url: the directory {str(parent)!r} of the SQLite queue {describe(url)} does not exist")
+        engine = create_engine(url, connect_args={"timeout": DEFAULT_BUSY_TIMEOUT})
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode = WAL")
+            cur.execute("PRAGMA synchronous = NORMAL")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise ConfigError("a PostgreSQL queue needs psycopg: pip install 'tickwork[postgres]'") from exc
+    return create_engine(
+        url, pool_size=pool_size, max_overflow=2, pool_pre_ping=True, connect_args={"connect_timeout": 5}
+    )
+
+
+@contextmanager
+def transaction(engine: Engine, timeout: float | None = None) -> Iterator[Connection]:
+    """A transaction whose waits for locks (and, on PostgreSQL, statements) last at most ``timeout`` s.
+
+    Exceeding it raises a :class:`~sqlalchemy.exc.DBAPIError` for which :func:`is_timeout` is true;
+    the transaction is rolled back, so nothing it did is kept.
+    """
+    wait = DEFAULT_BUSY_TIMEOUT if timeout is None else timeout
+    millis = max(1, int(wait * 1000))
+    with engine.connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        if sqlite:
+            # The wait happens in BEGIN IMMEDIATE itself, so bound it before the transaction starts.
+            conn.connection.driver_connection.execute(f"PRAGMA busy_timeout = {millis}")  # type: ignore[union-attr]
+        with conn.begin():
+            if not sqlite and timeout is not None:
+                value = f"{millis}ms"
+                conn.execute(
+                    select(
+                        func.set_config("lock_timeout", value, True), func.set_config("statement_timeout", value, True)
+                    )
+                )
+            yield conn
+
+
+def is_timeout(exc: DBAPIError) -> bool:
+    """Whether ``exc`` is a lock or statement timeout rather than another database error."""
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate is not None:
+        return sqlstate in _PG_TIMEOUTS
+    message = str(exc.orig).lower()
+    return "database is locked" in message or "database is busy" in message
+
+
+def db_now(conn: Connection) -> datetime:
+    """The time to stamp rows with: the server clock on PostgreSQL (shared by every host), the
+    local clock on SQLite (whose file, and so every process using it, is on this machine)."""
+    if conn.dialect.name == "postgresql":
+        value: datetime = conn.execute(select(func.statement_timestamp())).scalar_one()
+        return value.astimezone(UTC)
+    return datetime.now(UTC)
+
+
+def ensure_table(engine: Engine, *, create: bool = True) -> None:
+    """Create the queue table and its indexes if missing (``create``), or check that they exist.
+
+    :raises tickwork.errors.ConfigError: when ``create`` is false and the table is missing
+    """
+    if not create:
+        if not inspect(engine).has_table(jobs.name):
+            raise ConfigError(
+                f"create_table = false, but the database has no {jobs.name} table; create it "
+                "(see docs/plugins.md) or set create_table = true"
+            )
+        return
+    with transaction(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            # Two processes starting at once would otherwise both try CREATE TABLE.
+            conn.execute(select(func.pg_advisory_xact_lock(*_DDL_LOCK)))
+        metadata.create_all(conn)

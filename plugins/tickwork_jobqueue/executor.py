@@ -1,0 +1,228 @@
+"""The ``jobqueue`` executor: a fire becomes a row in the queue table, unless one is still pending.
+
+The scheduler never runs the job itself (the Docspell pattern): it only submits it, and does not
+submit while a queued or running job of the same schedule exists, so a slow job or a stopped
+worker pool can never pile up copies of one task. Workers (:mod:`tickwork_jobqueue.worker`) run
+the jobs and record how they ended in the same table.
+
+What tickwork's history records for a fire is therefore the *enqueue*: ``succeeded`` (queued),
+``skipped`` (a previous job of the schedule is still pending), ``failed`` or ``timed_out`` (the
+queue database could not be written in time). How the job itself went is in the queue table.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
+
+from tickwork.abc import Executor
+from tickwork.engine import format_exception
+from tickwork.errors import ConfigError, ExecutorError
+from tickwork.structures import JobCall, Outcome, RunStatus
+
+from . import queries
+from .database import create_queue_engine, describe, ensure_table, is_timeout, parse_url
+from .targets import call_arguments, resolve, split_target
+
+log = logging.getLogger("tickwork.jobqueue")
+
+
+class _Report:
+    """Delivers one call's outcome exactly once, whichever comes first: the enqueue or a shutdown."""
+
+    __slots__ = ("_done", "_lock", "_on_done", "_run_id")
+
+    def __init__(self, run_id: int, on_done: Callable[[Outcome], None]) -> None:
+        self._run_id = run_id
+        self._on_done = on_done
+        self._lock = threading.Lock()
+        self._done = False
+
+    def __call__(self, outcome: Outcome) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        try:
+            self._on_done(outcome)
+        except Exception:  # the engine's callback failing must not kill a pool thread silently
+            log.exception("on_done callback raised for run %s", self._run_id)
+
+
+class JobQueueExecutor(Executor):
+    """Enqueues each run into the ``tickwork_jobqueue`` table of the database at ``url``.
+
+    :param url: ``sqlite:///PATH`` or ``postgresql://user:password@host/db`` (``postgresql+psycopg://``
+        and ``postgres://`` are accepted too); ``${ENV}`` references are expanded by the config loader
+    :param threads: threads doing the database work, so :meth:`submit` never blocks the engine
+    :param create_table: create the queue table at :meth:`start` when missing; with ``false`` it
+        must exist already (a DBA manages the schema)
+    :param import_targets: whether :meth:`validate_target` imports a target to check it; with
+        ``false`` only its ``module:function`` syntax is checked
+    """
+
+    options: ClassVar[dict[str, type | tuple[type, ...]]] = {
+        "url": str,
+        "threads": int,
+        "create_table": bool,
+        "import_targets": bool,
+    }
+
+    def __init__(
+        self, url: str = "", *, threads: int = 2, create_table: bool = True, import_targets: bool = True
+    ) -> None:
+        self.url = parse_url(url, "url")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ConfigError(f"threads: must be an integer >= 1, got {threads!r}")
+        super().__init__(
+            url=describe(self.url), threads=threads, create_table=create_table, import_targets=import_targets
+        )
+        self.threads = threads
+        self.create_table = create_table
+        self.import_targets = import_targets
+        self._lock = threading.Lock()
+        self._state = "new"
+        self._engine: Engine | None = None
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pending: set[concurrent.futures.Future[None]] = set()
+
+    def __repr__(self) -> str:
+        return f"<JobQueueExecutor {describe(self.url)} state={self._state}>"
+
+    # -- targets -----------------------------------------------------------------------------------
+
+    def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
+        """Check ``module:function`` syntax and JSON arguments; import the target when possible.
+
+        A module that cannot be imported on this host is accepted with a warning: workers may run
+        on other hosts, with code the scheduler does not have. A module that imports but lacks the
+        function, names something not callable, or whose function needs an argument the schedule
+        does not store is rejected.
+
+        :raises tickwork.errors.ExecutorError: naming the problem
+        """
+        split_target(target)
+        try:
+            json.dumps(arguments, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ExecutorError(f"jobqueue target {target!r}: arguments are not JSON-serialisable: {exc}") from None
+        if not self.import_targets:
+            return
+        try:
+            func = resolve(target)
+        except ImportError as exc:
+            log.warning(
+                "jobqueue target %r cannot be imported on this host (%s); accepted, as workers may run "
+                "other code - make sure it is importable where the workers run",
+                target,
+                exc,
+            )
+            return
+        try:
+            call_arguments(func, arguments)
+        except TypeError as exc:
+            raise ExecutorError(f"jobqueue target {target!r}: {exc}") from None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect, create (or check) the queue table and start the threads.
+
+        :raises tickwork.errors.ExecutorError: if the queue database cannot be reached
+        :raises tickwork.errors.ConfigError: if ``create_table`` is false and the table is missing
+        """
+        with self._lock:
+            if self._state != "new":
+                raise ExecutorError(f"jobqueue executor: start() called while {self._state}")
+            engine = create_queue_engine(self.url, pool_size=self.threads)
+            try:
+                ensure_table(engine, create=self.create_table)
+            except DBAPIError as exc:
+                engine.dispose()
+                raise ExecutorError(f"jobqueue: cannot prepare the queue in {describe(self.url)}: {exc.orig}") from exc
+            self._engine = engine
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="tickwork-jobqueue")
+            self._state = "running"
+
+    def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
+        """Hand the enqueue to a pool thread and return at once.
+
+        After :meth:`shutdown`, ``on_done`` is called at once with a FAILED outcome.
+
+        :raises tickwork.errors.ExecutorError: if :meth:`start` was not called
+        """
+        report = _Report(call.run_id, on_done)
+        with self._lock:
+            if self._state == "new":
+                raise ExecutorError("jobqueue executor: submit() called before start()")
+            if self._state == "running":
+                assert self._pool is not None
+                future = self._pool.submit(self._enqueue, call, report)
+                self._pending.add(future)
+            else:
+                future = None
+        if future is None:
+            report(Outcome(RunStatus.FAILED, error="not enqueued: the jobqueue executor is shut down"))
+            return
+
+        def settled(done: concurrent.futures.Future[None]) -> None:
+            with self._lock:
+                self._pending.discard(done)
+            if done.cancelled():  # shutdown(wait=False) dropped it before a thread took it
+                report(Outcome(RunStatus.FAILED, error="not enqueued: the jobqueue executor shut down first"))
+
+        future.add_done_callback(settled)
+
+    def _enqueue(self, call: JobCall, report: _Report) -> None:
+        assert self._engine is not None
+        try:
+            result = queries.enqueue(self._engine, call, timeout=call.timeout)
+        except DBAPIError as exc:
+            if is_timeout(exc):
+                report(
+                    Outcome(
+                        RunStatus.TIMED_OUT,
+                        error=f"not enqueued: {describe(self.url)} was locked for the run's whole timeout "
+                        f"of {call.timeout:g}s ({exc.orig})",
+                    )
+                )
+            else:
+                report(Outcome(RunStatus.FAILED, error=f"not enqueued: {describe(self.url)}: {exc.orig}"))
+            return
+        except Exception as exc:
+            log.exception("jobqueue: enqueueing run %s failed", call.run_id)
+            report(Outcome(RunStatus.FAILED, error=f"not enqueued: {format_exception(exc)}"))
+            return
+        if result.job_id is not None:
+            report(Outcome(RunStatus.SUCCEEDED, detail=f"enqueued job {result.job_id}"))
+        else:
+            report(
+                Outcome(
+                    RunStatus.SKIPPED,
+                    error=f"previous job of this schedule is still {result.blocked_state} (id {result.blocked_by})",
+                )
+            )
+
+    def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
+        """Stop accepting calls. With ``wait``, give pending enqueues up to ``timeout`` seconds;
+        without it, enqueues not yet started are dropped and reported FAILED."""
+        with self._lock:
+            previous, self._state = self._state, "closed"
+            pending = set(self._pending)
+        if previous != "running":
+            return
+        assert self._pool is not None and self._engine is not None
+        self._pool.shutdown(wait=False, cancel_futures=not wait)
+        if wait:
+            _, still_running = concurrent.futures.wait(pending, timeout)
+            if still_running:
+                log.warning("jobqueue: %d enqueue(s) still running at shutdown", len(still_running))
+        # Safe with enqueues still running: their checked-out connections close when returned.
+        self._engine.dispose()

@@ -1,0 +1,74 @@
+"""``package.module:function`` targets: their syntax, importing them, and the arguments they get."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tickwork.errors import ExecutorError
+
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+#: Argument names starting with this are meant for executors (``_tickwork_mode``), never for jobs.
+RESERVED_PREFIX = "_tickwork"
+
+
+def split_target(target: str) -> tuple[str, str]:
+    """Return ``(module, attribute path)`` of ``package.module:function``.
+
+    :raises tickwork.errors.ExecutorError: if ``target`` does not have that shape
+    """
+    module, sep, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
+    if not sep or not _DOTTED.fullmatch(module) or not _DOTTED.fullmatch(attribute):
+        raise ExecutorError(f"jobqueue target must look like 'package.module:function', got {target!r}")
+    return module, attribute
+
+
+def resolve(target: str) -> Callable[..., Any]:
+    """Import the target's module and return the callable it names.
+
+    :raises ImportError: if the module (or something it imports) cannot be imported here
+    :raises tickwork.errors.ExecutorError: if the module imports but has no such callable, or
+        raises something other than ImportError while being imported
+    """
+    module_name, attribute = split_target(target)
+    try:
+        obj: object = importlib.import_module(module_name)
+    except ImportError:
+        raise
+    except Exception as exc:
+        raise ExecutorError(f"target {target!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from exc
+    for part in attribute.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ExecutorError(f"target {target!r}: {module_name!r} has no attribute {attribute!r}") from None
+    if not callable(obj):
+        raise ExecutorError(f"target {target!r} is not callable (it is a {type(obj).__name__})")
+    return obj
+
+
+def call_arguments(func: Callable[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The stored arguments ``func`` receives: those it declares, or all of them if it takes
+    ``**kwargs`` (the ``local`` executor's rule, so a schedule can move between the two);
+    ``_tickwork*`` names are never passed.
+
+    :raises TypeError: naming required parameters that have no stored value
+    """
+    usable = {k: v for k, v in arguments.items() if not k.startswith(RESERVED_PREFIX)}
+    params = inspect.signature(func).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return usable
+    kwargs = {k: v for k, v in usable.items() if k in params}
+    missing = [
+        name
+        for name, p in params.items()
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        and name not in kwargs
+    ]
+    if missing:
+        raise TypeError(f"no stored argument for required parameter(s): {', '.join(missing)}")
+    return kwargs
