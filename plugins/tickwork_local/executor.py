@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import inspect
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickwork.abc import Executor
@@ -47,12 +48,19 @@ def resolve(target: str) -> Callable[..., Any]:
     return obj
 
 
+@functools.lru_cache(maxsize=4096)
+def _parameters(func: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+    return inspect.signature(func).parameters
+
+
 def bind_arguments(func: Callable[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:
     """The stored arguments the function declares (all of them if it takes ``**kwargs``).
 
     :raises TypeError: when a required parameter has no value
     """
-    params = inspect.signature(func).parameters
+    params = _parameters(func)
+    if not params:
+        return {}
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return {k: v for k, v in arguments.items() if not k.startswith("_tickwork")}
     kwargs = {k: v for k, v in arguments.items() if k in params}

@@ -150,6 +150,7 @@ class SQLStore(Store):
         self._engine: Engine | None = None
         #: Statements executed by this store (for benchmarks' statements-per-fire).
         self.statements = 0
+        self._specs: dict[tuple[int, datetime], ScheduleSpec] = {}
 
     # -- dialect hooks ----------------------------------------------------------------------------
 
@@ -369,28 +370,25 @@ class SQLStore(Store):
         need = [c.row for c in won if c.run_id is None]
         run_ids: dict[int, int] = {c.row.id: c.run_id for c in won if c.run_id is not None}
         if need:
-            stmt = self._insert_ignore(runs).values(
-                [
-                    {
-                        "schedule_id": row.id,
-                        "scheduled_for": row.next_fire,
-                        "attempt": 1,
-                        "claim_seq": row.claim_seq,
-                        "node": node_id,
-                        "started_at": row.claimed_at,
-                        "status": "running",
-                    }
-                    for row in need
-                ]
-            )
-            for r in conn.execute(stmt.returning(runs.c.id, runs.c.schedule_id)):
-                run_ids[r.schedule_id] = r.id
+            params = [
+                {
+                    "schedule_id": row.id,
+                    "scheduled_for": row.next_fire,
+                    "attempt": 1,
+                    "claim_seq": row.claim_seq,
+                    "node": node_id,
+                    "started_at": row.claimed_at,
+                    "status": "running",
+                }
+                for row in need
+            ]
+            run_ids.update(self._insert_runs(conn, params))
             self.statements += 1
         won = sorted(won, key=lambda c: (c.row.next_fire, c.row.id))
         return [
             Claim(
                 schedule_id=c.row.id,
-                spec=spec_from_row(c.row),
+                spec=self._spec(c.row),
                 scheduled_for=c.row.next_fire,
                 claim_seq=c.row.claim_seq,
                 claimed_at=c.row.claimed_at,
@@ -398,6 +396,33 @@ class SQLStore(Store):
             )
             for c in won
         ]
+
+    def _end_runs(self, conn: Connection, ends: list[dict[str, Any]]) -> None:
+        """Write the outcomes ``{b_id, b_status, b_error}`` of runs whose release landed."""
+        conn.execute(
+            update(runs)
+            .where(runs.c.id == bindparam("b_id"))
+            .values(status=bindparam("b_status"), error=bindparam("b_error"), finished_at=self.now_expr()),
+            ends,
+        )
+
+    def _spec(self, row: Row[Any]) -> ScheduleSpec:
+        """The row's spec, cached by (id, updated_at): a definition only changes with updated_at,
+        and building and validating a spec per fire was a measurable share of a node's CPU."""
+        key = (row.id, row.updated_at)
+        spec = self._specs.get(key)
+        if spec is None:
+            if len(self._specs) > 100_000:
+                self._specs.clear()
+            spec = self._specs[key] = spec_from_row(row)
+        return spec
+
+    def _insert_runs(self, conn: Connection, params: list[dict[str, Any]]) -> dict[int, int]:
+        """Insert running run rows, skipping (schedule, fire, attempt) already recorded; return
+        ``{schedule_id: run_id}`` of those inserted. executemany: one cached statement that
+        SQLAlchemy batches into multi-row INSERTs."""
+        result = conn.execute(self._insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
+        return {r.schedule_id: r.id for r in result}
 
     @abstractmethod
     def _insert_ignore(self, table: Any) -> Any:
@@ -431,12 +456,7 @@ class SQLStore(Store):
                 if f.claim.run_id is not None and f.claim.schedule_id not in landed
             ]
             if ok_runs:
-                conn.execute(
-                    update(runs)
-                    .where(runs.c.id == bindparam("b_id"))
-                    .values(status=bindparam("b_status"), error=bindparam("b_error"), finished_at=now),
-                    ok_runs,
-                )
+                self._end_runs(conn, ok_runs)
                 self.statements += 1
             if late_runs:
                 # A fenced-out finisher keeps the status the reaper gave its run, if any.
