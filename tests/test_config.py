@@ -15,6 +15,7 @@ from tickwork.node import build_executors, build_membership, build_store
 from tickwork.structures import MisfirePolicy
 from tickwork_http.executor import HTTPExecutor
 from tickwork_local.executor import LocalExecutor
+from tickwork_membership.hashring import HashRingMembership
 from tickwork_membership.single import SingleMembership
 from tickwork_postgres.store import PostgresStore
 from tickwork_sqlite.store import SQLiteStore
@@ -424,7 +425,7 @@ def documented_keys(heading: str) -> set[str]:
         ("## `[scheduler]`", set(Config().scheduler.__dataclass_fields__)),
         ('### Store `plugin = "sqlite"`', set(SQLiteStore.options)),
         ('### Store `plugin = "postgres"`', set(PostgresStore.options)),
-        ("## `[membership]`", {"plugin", *SingleMembership.options}),
+        ("## `[membership]`", {"plugin", *HashRingMembership.options}),
         ("## `[executor.local]`", set(LocalExecutor.options)),
         ("## `[executor.http]`", set(HTTPExecutor.options)),
         ("## `[plugins]`", {"block"}),
