@@ -366,10 +366,13 @@ class Engine:
         skipped: list[tuple[datetime, str]] = []
         nxt = trigger.next_after(claim.scheduled_for)
         while nxt is not None and nxt <= floor and len(skipped) < MAX_SKIPPED_RECORDS:
-            if nxt <= claim.claimed_at:
-                reason = f"missed: no node ran it in time (misfire policy {policy.value})"
-            else:
+            if nxt > claim.claimed_at:
                 reason = "due while the previous run was still active"
+            elif (claim.claimed_at - claim.scheduled_for).total_seconds() <= self.settings.misfire_grace:
+                late = (claim.claimed_at - claim.scheduled_for).total_seconds()
+                reason = f"passed before the previous fire was claimed ({late:.1f}s late)"
+            else:
+                reason = f"missed: no node ran it in time (misfire policy {policy.value})"
             skipped.append((nxt, reason))
             nxt = trigger.next_after(nxt)
         if nxt is not None and nxt <= floor:

@@ -6,12 +6,14 @@ expression, change notification and the batched release; everything else is one 
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from alembic.util.exc import CommandError
 from sqlalchemy import (
@@ -115,6 +117,36 @@ def cap(text: str | None, limit: int = MAX_ERROR_CHARS) -> str | None:
     if text is None or len(text) <= limit:
         return text
     return text[: limit - 20] + f"... [{len(text) - limit + 20} chars cut]"
+
+
+#: SQLSTATEs of transient conflicts after which the transaction was rolled back and may be rerun.
+_TRANSIENT_SQLSTATES = {"40P01", "40001"}  # deadlock detected, serialization failure
+_ATTEMPTS = 3
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def transient_retry(method: F) -> F:
+    """Rerun a store operation after a deadlock, a serialization failure, or a connection the
+    pool handed out stale (e.g. after a database restart; no pre-ping round trip is spent on
+    every checkout). Anything else, and the third failure, propagates as :class:`StoreError`."""
+
+    @functools.wraps(method)
+    def wrapper(self: SQLStore, *args: Any, **kwargs: Any) -> Any:
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                return method(self, *args, **kwargs)
+            except StoreError as exc:
+                cause = exc.__cause__
+                code = getattr(getattr(cause, "orig", None), "sqlstate", None)
+                stale = isinstance(cause, DBAPIError) and cause.connection_invalidated
+                if attempt == _ATTEMPTS or not (code in _TRANSIENT_SQLSTATES or stale):
+                    raise
+                log.info("%s: retrying after a transient database error: %s", method.__name__, exc)
+                time.sleep(0.01 * attempt)
+        raise AssertionError("unreachable")
+
+    return wrapper  # type: ignore[return-value]
 
 
 class SQLStore(Store):
@@ -254,6 +286,7 @@ class SQLStore(Store):
         except CommandError as exc:  # e.g. stamped with a revision this tickwork does not know
             raise StoreError(f"cannot migrate {self.describe()}: {exc}") from exc
 
+    @transient_retry
     def now(self) -> datetime:
         with self._tx() as conn:
             value = conn.execute(select(self.now_expr())).scalar_one()
@@ -284,6 +317,7 @@ class SQLStore(Store):
             self._notify(conn)
         return schedule_from_row(row)
 
+    @transient_retry
     def get(self, name: str) -> Schedule:
         with self._tx() as conn:
             row = conn.execute(select(schedules).where(schedules.c.name == name)).first()
@@ -291,6 +325,7 @@ class SQLStore(Store):
             raise ScheduleNotFoundError(name)
         return schedule_from_row(row)
 
+    @transient_retry
     def list_schedules(self, *, module: str | None = None) -> list[Schedule]:
         query = select(schedules).order_by(schedules.c.name)
         if module is not None:
@@ -358,6 +393,7 @@ class SQLStore(Store):
             return claims
         return self._claim_once(node_id, limit, buckets)
 
+    @transient_retry
     def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
         with self._tx() as conn:
             won = self.strategy.claim(conn, ClaimRequest(node_id, limit, self._owned(buckets), self.now_expr()))
@@ -428,6 +464,7 @@ class SQLStore(Store):
     def _insert_ignore(self, table: Any) -> Any:
         """An INSERT that skips rows violating a unique constraint (``ON CONFLICT DO NOTHING``)."""
 
+    @transient_retry
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
         if not finishes:
             return []
@@ -497,6 +534,7 @@ class SQLStore(Store):
                 self.statements += 1
         return [f.claim.schedule_id in landed for f in finishes]
 
+    @transient_retry
     def end_attempt(self, claim: Claim, outcome: Outcome) -> None:
         with self._tx() as conn:
             conn.execute(
@@ -534,6 +572,7 @@ class SQLStore(Store):
             ).scalar()
         return None if run_id is None else int(run_id)
 
+    @transient_retry
     def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
         query = select(func.min(schedules.c.next_fire)).where(claimable())
         owned = self._owned(buckets)
@@ -543,6 +582,7 @@ class SQLStore(Store):
             value = conn.execute(query).scalar()
         return value if isinstance(value, datetime) else None
 
+    @transient_retry
     def renew(self, node_id: str, claims: Sequence[Claim]) -> None:
         if not claims:
             return
@@ -557,6 +597,7 @@ class SQLStore(Store):
                 .values(claimed_at=self.now_expr())
             )
 
+    @transient_retry
     def release_node(self, node_id: str, reason: str) -> int:
         now = self.now_expr()
         with self._tx() as conn:
@@ -574,6 +615,7 @@ class SQLStore(Store):
                 self._notify(conn)
         return int(released or 0)
 
+    @transient_retry
     def reap_expired(self, grace_seconds: float) -> int:
         now = self.now_expr()
         deadline = self._plus_seconds(schedules.c.claimed_at, schedules.c.timeout_s + literal(grace_seconds))
@@ -605,6 +647,7 @@ class SQLStore(Store):
 
     # -- nodes ------------------------------------------------------------------------------------
 
+    @transient_retry
     def heartbeat(self, node_id: str) -> datetime:
         now = self.now_expr()
         with self._tx() as conn:
@@ -624,6 +667,7 @@ class SQLStore(Store):
         assert isinstance(value, datetime)
         return value
 
+    @transient_retry
     def nodes(self) -> list[NodeInfo]:
         with self._tx() as conn:
             return [
@@ -631,12 +675,14 @@ class SQLStore(Store):
                 for r in conn.execute(select(nodes).order_by(nodes.c.id))
             ]
 
+    @transient_retry
     def remove_node(self, node_id: str) -> None:
         with self._tx() as conn:
             conn.execute(delete(nodes).where(nodes.c.id == node_id))
 
     # -- history ----------------------------------------------------------------------------------
 
+    @transient_retry
     def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
         query = (
             select(runs, schedules.c.name.label("schedule_name"))
@@ -662,6 +708,7 @@ class SQLStore(Store):
                 for r in conn.execute(query)
             ]
 
+    @transient_retry
     def prune_history(self, older_than: timedelta) -> int:
         """Delete finished runs that finished more than ``older_than`` ago (database clock)."""
         cutoff = self._plus_seconds(self.now_expr(), literal(-older_than.total_seconds()))
