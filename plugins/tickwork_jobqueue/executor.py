@@ -23,37 +23,16 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from tickwork.abc import Executor
+from tickwork.calls import ReportOnce, call_arguments
 from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.structures import JobCall, Outcome, RunStatus
 
 from . import queries
 from .database import create_queue_engine, describe, ensure_table, is_timeout, parse_url
-from .targets import call_arguments, resolve, split_target
+from .targets import resolve, split_target
 
 log = logging.getLogger("tickwork.jobqueue")
-
-
-class _Report:
-    """Delivers one call's outcome exactly once, whichever comes first: the enqueue or a shutdown."""
-
-    __slots__ = ("_done", "_lock", "_on_done", "_run_id")
-
-    def __init__(self, run_id: int, on_done: Callable[[Outcome], None]) -> None:
-        self._run_id = run_id
-        self._on_done = on_done
-        self._lock = threading.Lock()
-        self._done = False
-
-    def __call__(self, outcome: Outcome) -> None:
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
-        try:
-            self._on_done(outcome)
-        except Exception:  # the engine's callback failing must not kill a pool thread silently
-            log.exception("on_done callback raised for run %s", self._run_id)
 
 
 class JobQueueExecutor(Executor):
@@ -158,7 +137,7 @@ class JobQueueExecutor(Executor):
 
         :raises tickwork.errors.ExecutorError: if :meth:`start` was not called
         """
-        report = _Report(call.run_id, on_done)
+        report = ReportOnce(on_done, call.run_id)
         with self._lock:
             if self._state == "new":
                 raise ExecutorError("jobqueue executor: submit() called before start()")
@@ -180,7 +159,7 @@ class JobQueueExecutor(Executor):
 
         future.add_done_callback(settled)
 
-    def _enqueue(self, call: JobCall, report: _Report) -> None:
+    def _enqueue(self, call: JobCall, report: ReportOnce) -> None:
         assert self._engine is not None
         try:
             result = queries.enqueue(self._engine, call, timeout=call.timeout)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -11,8 +10,6 @@ from typing import Any
 from tickwork.errors import ExecutorError
 
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-#: Argument names starting with this are meant for executors (``_tickwork_mode``), never for jobs.
-RESERVED_PREFIX = "_tickwork"
 
 
 def split_target(target: str) -> tuple[str, str]:
@@ -48,27 +45,3 @@ def resolve(target: str) -> Callable[..., Any]:
     if not callable(obj):
         raise ExecutorError(f"target {target!r} is not callable (it is a {type(obj).__name__})")
     return obj
-
-
-def call_arguments(func: Callable[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """The stored arguments ``func`` receives: those it declares, or all of them if it takes
-    ``**kwargs`` (the ``local`` executor's rule, so a schedule can move between the two);
-    ``_tickwork*`` names are never passed.
-
-    :raises TypeError: naming required parameters that have no stored value
-    """
-    usable = {k: v for k, v in arguments.items() if not k.startswith(RESERVED_PREFIX)}
-    params = inspect.signature(func).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return usable
-    kwargs = {k: v for k, v in usable.items() if k in params}
-    missing = [
-        name
-        for name, p in params.items()
-        if p.default is inspect.Parameter.empty
-        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        and name not in kwargs
-    ]
-    if missing:
-        raise TypeError(f"no stored argument for required parameter(s): {', '.join(missing)}")
-    return kwargs

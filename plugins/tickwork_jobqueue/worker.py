@@ -34,6 +34,7 @@ from types import FrameType
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from tickwork.calls import call_arguments
 from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
 
@@ -41,7 +42,7 @@ from . import queries
 from .database import create_queue_engine, describe, ensure_table, parse_url
 from .queries import QueuedJob
 from .schema import JobState
-from .targets import call_arguments, resolve
+from .targets import resolve
 
 log = logging.getLogger("tickwork.jobqueue.worker")
 

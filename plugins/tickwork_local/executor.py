@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from tickwork.abc import Executor
+from tickwork.calls import ReportOnce, call_arguments
 from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.plugins import load_object
@@ -46,53 +46,6 @@ def resolve(target: str) -> Callable[..., Any]:
     if not callable(obj):
         raise ExecutorError(f"target {target!r} is not callable")
     return obj
-
-
-@functools.lru_cache(maxsize=4096)
-def _parameters(func: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
-    return inspect.signature(func).parameters
-
-
-def bind_arguments(func: Callable[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """The stored arguments the function declares (all of them if it takes ``**kwargs``).
-
-    :raises TypeError: when a required parameter has no value
-    """
-    params = _parameters(func)
-    if not params:
-        return {}
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return {k: v for k, v in arguments.items() if not k.startswith("_tickwork")}
-    kwargs = {k: v for k, v in arguments.items() if k in params}
-    missing = [
-        name
-        for name, p in params.items()
-        if p.default is inspect.Parameter.empty
-        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        and name not in kwargs
-    ]
-    if missing:
-        raise TypeError(f"no stored argument for required parameter(s): {', '.join(missing)}")
-    return kwargs
-
-
-class _Once:
-    """Makes sure ``on_done`` is called exactly once, whichever of result or deadline comes first."""
-
-    __slots__ = ("_done", "_lock", "on_done")
-
-    def __init__(self, on_done: Callable[[Outcome], None]) -> None:
-        self.on_done = on_done
-        self._lock = threading.Lock()
-        self._done = False
-
-    def __call__(self, outcome: Outcome) -> bool:
-        with self._lock:
-            if self._done:
-                return False
-            self._done = True
-        self.on_done(outcome)
-        return True
 
 
 class LocalExecutor(Executor):
@@ -125,7 +78,7 @@ class LocalExecutor(Executor):
             raise ExecutorError(f"argument _tickwork_mode: {mode!r} is not one of {', '.join(MODES)}")
         func = resolve(target)
         try:
-            bind_arguments(func, arguments)
+            call_arguments(func, arguments)
         except TypeError as exc:
             raise ExecutorError(f"target {target!r}: {exc}") from exc
 
@@ -150,10 +103,10 @@ class LocalExecutor(Executor):
     def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
         if self._pool is None:
             raise RuntimeError("LocalExecutor.submit() before start()")
-        once = _Once(on_done)
+        once = ReportOnce(on_done, call.run_id)
         try:
             func = self._function(call.target)
-            kwargs = bind_arguments(func, call.arguments)
+            kwargs = call_arguments(func, call.arguments)
         except (ExecutorError, TypeError) as exc:
             once(Outcome(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"))
             return
@@ -190,7 +143,7 @@ class LocalExecutor(Executor):
         return Outcome(RunStatus.FAILED, error=format_exception(exc))
 
     @staticmethod
-    def _timed_out(call: JobCall, once: _Once, cancel: Callable[[], bool], is_coroutine: bool) -> None:
+    def _timed_out(call: JobCall, once: ReportOnce, cancel: Callable[[], bool], is_coroutine: bool) -> None:
         if is_coroutine:  # a coroutine can really be stopped
             message = f"soft timeout after {call.timeout:g}s; the coroutine was cancelled"
         elif cancel():

@@ -1,0 +1,76 @@
+"""Helpers every executor needs: stored arguments for a Python callable, and reporting an
+outcome exactly once (see docs/plugins.md)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .structures import Outcome
+
+log = logging.getLogger("tickwork.calls")
+
+#: Argument names starting with this are meant for executors (``_tickwork_mode``), never for jobs.
+RESERVED_PREFIX = "_tickwork"
+
+
+@functools.lru_cache(maxsize=4096)
+def _parameters(func: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+    return inspect.signature(func).parameters
+
+
+def call_arguments(func: Callable[..., Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored arguments ``func`` receives: those it declares by name, or all of them if it
+    takes ``**kwargs``; ``_tickwork*`` names are never passed. Signatures are cached.
+
+    :raises TypeError: naming required parameters that have no stored value
+    """
+    params = _parameters(func)
+    if not params:
+        return {}
+    usable = {k: v for k, v in arguments.items() if not k.startswith(RESERVED_PREFIX)}
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return usable
+    kwargs = {k: v for k, v in usable.items() if k in params}
+    missing = [
+        name
+        for name, p in params.items()
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        and name not in kwargs
+    ]
+    if missing:
+        raise TypeError(f"no stored argument for required parameter(s): {', '.join(missing)}")
+    return kwargs
+
+
+class ReportOnce:
+    """Wraps an executor's ``on_done`` so it runs exactly once, whichever of the result, a
+    deadline or a shutdown comes first; an exception from the callback is logged, not raised
+    into the executor's thread.
+
+    :return: (of a call) True if this call reported the outcome, False if one was reported before
+    """
+
+    __slots__ = ("_done", "_lock", "_on_done", "run_id")
+
+    def __init__(self, on_done: Callable[[Outcome], None], run_id: int | None = None) -> None:
+        self._on_done = on_done
+        self.run_id = run_id
+        self._lock = threading.Lock()
+        self._done = False
+
+    def __call__(self, outcome: Outcome) -> bool:
+        with self._lock:
+            if self._done:
+                return False
+            self._done = True
+        try:
+            self._on_done(outcome)
+        except Exception:
+            log.exception("on_done callback raised for run %s", self.run_id)
+        return True
