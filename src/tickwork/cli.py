@@ -142,6 +142,14 @@ def _parser() -> argparse.ArgumentParser:
     dsub.add_parser("upgrade", parents=[common], help="apply pending migrations")
 
     sub.add_parser("nodes", parents=[common], help="list nodes and their heartbeats")
+
+    # The harness's options live in tickwork.bench.cli, imported only when it runs.
+    bench = sub.add_parser(
+        "bench",
+        add_help=False,
+        help="benchmark claim strategies and memberships with real node processes (docs/benchmarks.md)",
+    )
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)  # main() hands these over untouched
     return parser
 
 
@@ -156,6 +164,11 @@ def _setup_logging(level: str | None, default: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 failed, 2 invalid input)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        from .bench import cli as bench_cli
+
+        return bench_cli.main(argv[1:])
     args = _parser().parse_args(argv)
     _setup_logging(args.log_level, "INFO" if args.command == "run" else "WARNING")
     try:
