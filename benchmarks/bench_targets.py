@@ -1,0 +1,177 @@
+"""Measure tickwork against the targets of issue #7 with ``tickwork bench`` and say which were met.
+
+Run: ``/work/venv/bin/python benchmarks/bench_targets.py [--pg-url URL] [--only NAME ...] [--out DIR]``
+
+Each target is one ``python -m tickwork.bench`` run (the exact command is printed, so a number in
+docs/benchmarks.md can be reproduced); the verdict compares the measured numbers with the target.
+Nothing here is asserted in a test: timings depend on the machine and on what else runs on it
+(the ``other%`` column of the bench table shows that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Doc = dict[str, Any]
+
+
+def cmd(text: str) -> list[str]:
+    """Bench arguments written as one command-line string."""
+    return shlex.split(text)
+
+
+Verdict = tuple[bool, str]
+
+
+def cells(doc: Doc, **match: Any) -> list[Doc]:
+    return [c for c in doc["cells"] if all(c.get(k) == v for k, v in match.items()) and c["metrics"]]
+
+
+def no_duplicates(doc: Doc) -> bool:
+    return all(c["metrics"].get("duplicates", 0) == 0 for c in doc["cells"])
+
+
+def burst_10k_4_nodes(doc: Doc) -> Verdict:
+    tw = [c for c in cells(doc, nodes=4, workload="burst") if c["claim"] != "raw"]
+    best = max(tw, key=lambda c: c["metrics"]["fires_per_s"] or 0.0)
+    rate = best["metrics"]["fires_per_s"] or 0.0
+    dups = "0" if no_duplicates(doc) else ">0"
+    text = f"best {best['claim']}/{best['membership']}: {rate:,.0f} fires/s; duplicates {dups}"
+    return rate >= 10_000 and no_duplicates(doc), text
+
+
+def steady_3_nodes(doc: Doc) -> Verdict:
+    parts, ok = [], True
+    for c in cells(doc, nodes=3, workload="steady") + cells(doc, nodes=3, workload="spread"):
+        m = c["metrics"]
+        met = (m["lag_p99_ms"] or 1e9) <= 25 and m["missed"] == 0 and m["duplicates"] == 0
+        ok = ok and met
+        parts.append(
+            f"{c['workload']} {c['claim']}/{c['membership']}: p99 {m['lag_p99_ms']:.0f} ms, missed {m['missed']}"
+        )
+    return ok and bool(parts), "; ".join(parts)
+
+
+def sqlite_1_node(doc: Doc) -> Verdict:
+    best = max(cells(doc, store="sqlite", nodes=1, workload="burst", membership="single"), key=_rate)
+    return _rate(best) >= 3_000 and no_duplicates(doc), f"best {best['claim']}: {_rate(best):,.0f} fires/s"
+
+
+def _rate(c: Doc) -> float:
+    return float(c["metrics"]["fires_per_s"] or 0.0)
+
+
+def _cost(c: Doc) -> float:
+    m = c["metrics"]
+    return float(m["cpu_s_per_1k_fires"] or 0.0) + float(m.get("db_cpu_s_per_1k_fires") or 0.0)
+
+
+def stored_1m(docs: dict[str, Doc]) -> Verdict:
+    (small,) = [c for c in cells(docs["10k"], claim="skip-locked")]
+    (large,) = [c for c in cells(docs["1m"], claim="skip-locked")]
+    ratio = _cost(large) / _cost(small)
+    rss = large["metrics"]["node_rss_max_mb"]
+    text = (
+        f"node+db CPU per 1k fires {_cost(small):.3f}s (10k stored) vs {_cost(large):.3f}s (1M): {ratio:.2f}x; "
+        f"fires/s {_rate(small):,.0f} vs {_rate(large):,.0f}; node RSS {rss:.0f} MB"
+    )
+    return ratio <= 1.2 and rss <= 150, text
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    goal: str
+    runs: dict[str, list[str]]
+    judge: Callable[[dict[str, Doc]], Verdict]
+
+
+TARGETS = [
+    Target(
+        "burst-pg-4",
+        "PostgreSQL, 4 nodes, 10,000 due at once: >= 10,000 fires/s (best strategy), 0 duplicates",
+        {
+            "run": cmd(
+                "--store postgres --claim skip-locked,optimistic,unique-fire,advisory --membership hashring,all "
+                "--nodes 4 --workload burst --schedules 10000"
+            )
+        },
+        lambda docs: burst_10k_4_nodes(docs["run"]),
+    ),
+    Target(
+        "steady-pg-3",
+        "PostgreSQL, 3 nodes, 1,000 schedules every second (aligned and spread): p99 lag <= 25 ms, 0 missed, 0 dups",
+        {
+            "run": cmd(
+                "--store postgres --claim skip-locked --membership hashring,all --nodes 3 --workload steady,spread "
+                "--steady-schedules 1000 --steady-seconds 10"
+            )
+        },
+        lambda docs: steady_3_nodes(docs["run"]),
+    ),
+    Target(
+        "burst-sqlite-1",
+        "SQLite, 1 node, 10,000 due at once: >= 3,000 fires/s",
+        {"run": cmd("--store sqlite --claim optimistic,unique-fire --nodes 1 --workload burst --schedules 10000")},
+        lambda docs: sqlite_1_node(docs["run"]),
+    ),
+    Target(
+        "stored-1m",
+        "1,000,000 stored schedules: per-fire cost within 1.2x of 10,000 stored; node RSS <= 150 MB",
+        {
+            "10k": cmd("--store postgres --claim skip-locked --nodes 1 --workload burst --schedules 10000 --no-raw"),
+            "1m": cmd(
+                "--store postgres --claim skip-locked --nodes 1 --workload burst --schedules 10000 "
+                "--stored 1000000 --no-raw"
+            ),
+        },
+        stored_1m,
+    ),
+]
+
+
+def run_bench(args: list[str], out: Path, pg_url: str | None) -> Doc:
+    command = [sys.executable, "-m", "tickwork.bench", *args, "--out", str(out), "--no-progress"]
+    if pg_url and "postgres" in args[args.index("--store") + 1]:
+        command += ["--pg-url", pg_url]
+    print("$ python -m tickwork.bench " + " ".join(command[3:]), flush=True)
+    subprocess.run(command, check=False)
+    return dict(json.loads(out.read_text()))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pg-url", help="admin URL passed to tickwork bench --pg-url")
+    ap.add_argument("--only", action="append", choices=[t.name for t in TARGETS])
+    ap.add_argument("--out", type=Path, help="keep the JSON results here (default: a temporary directory)")
+    args = ap.parse_args()
+    out_dir = args.out or Path(tempfile.mkdtemp(prefix="tickwork-targets-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    verdicts = []
+    for target in TARGETS:
+        if args.only and target.name not in args.only:
+            continue
+        docs = {
+            key: run_bench(argv, out_dir / f"{target.name}-{key}.json", args.pg_url)
+            for key, argv in target.runs.items()
+        }
+        met, text = target.judge(docs)
+        verdicts.append((target, met, text))
+    print()
+    for target, met, text in verdicts:
+        print(f"[{'MET   ' if met else 'MISSED'}] {target.goal}\n         measured: {text}")
+    print(f"results: {out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,6 @@
+"""``tickwork bench``: real node processes against a scratch store, measured from the run history.
+
+The harness seeds schedules with a no-op job, starts K ``tickwork.bench.nodeproc`` processes, makes
+the schedules due by the database clock and reads fires, lag and duplicates back from the history
+table. See docs/benchmarks.md.
+"""

@@ -1,0 +1,89 @@
+"""What one benchmark run measures: the cells of store x claim x membership x nodes x workload."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+#: Claim name of the bare-driver ceiling cells (no tickwork code on the claim path).
+RAW = "raw"
+WORKLOADS = ("burst", "steady", "spread")
+STORES = ("sqlite", "postgres")
+#: The membership used whenever a cell has a single node.
+SINGLE = "single"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured combination.
+
+    :param schedules: schedules made due (burst: all at one instant; steady: each every second)
+    :param stored: schedules in the table; the ``stored - schedules`` others are not due
+    :param seconds: steady and spread: how long the schedules fire
+    """
+
+    store: str
+    claim: str
+    membership: str
+    nodes: int
+    workload: str
+    schedules: int
+    stored: int
+    seconds: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return f"{self.store}/{self.claim}/{self.membership}/K={self.nodes} {self.workload}"
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The user's selection, expanded into cells in run order."""
+
+    cells: tuple[Cell, ...]
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+
+def memberships_for(nodes: int, memberships: Sequence[str]) -> list[str]:
+    """``single`` is the membership of one node; several nodes use the others that were asked for."""
+    if nodes == 1:
+        return [SINGLE]
+    return [m for m in memberships if m != SINGLE]
+
+
+def expand(
+    *,
+    stores: Sequence[str],
+    claims_by_store: dict[str, list[str]],
+    memberships: Sequence[str],
+    nodes: Sequence[int],
+    workloads: Sequence[str],
+    burst_schedules: int,
+    stored: int,
+    steady_schedules: int,
+    steady_seconds: float,
+    raw: bool,
+) -> Plan:
+    """All selected cells, grouped by store and workload so similar cells run side by side.
+
+    A raw ceiling cell (one per store and node count) precedes the burst cells it is compared with.
+    """
+    cells: list[Cell] = []
+    for store in stores:
+        for workload in workloads:
+            due = burst_schedules if workload == "burst" else steady_schedules
+            seconds = 0.0 if workload == "burst" else steady_seconds
+            total = max(stored, due)
+            for k in nodes:
+                if raw and workload == "burst":
+                    cells.append(Cell(store, RAW, "-", k, workload, due, total))
+                for claim in claims_by_store[store]:
+                    for membership in memberships_for(k, memberships):
+                        cells.append(Cell(store, claim, membership, k, workload, due, total, seconds))
+    return Plan(tuple(cells))

@@ -1,0 +1,191 @@
+"""The results: a text table, a JSON file and (in :mod:`tickwork.bench.chart`) a PNG chart."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .cells import RAW
+from .metrics import CellResult
+
+Column = tuple[str, str, Callable[[CellResult], str]]
+
+
+def _num(value: Any, fmt: str = ",.0f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def raw_rates(results: Sequence[CellResult]) -> dict[tuple[str, int, int], float]:
+    """Burst fires/s of the raw ceiling by (store, nodes, schedules)."""
+    rates: dict[tuple[str, int, int], float] = {}
+    for r in results:
+        rate = r.metrics.get("fires_per_s")
+        if r.cell.claim == RAW and rate:
+            rates[(r.cell.store, r.cell.nodes, r.cell.schedules)] = float(rate)
+    return rates
+
+
+def attach_raw_ratios(results: Sequence[CellResult]) -> None:
+    """``raw_ratio``: how many times faster the bare driver drained the same burst (1.0 = no overhead)."""
+    rates = raw_rates(results)
+    for r in results:
+        rate = r.metrics.get("fires_per_s")
+        ceiling = rates.get((r.cell.store, r.cell.nodes, r.cell.schedules))
+        if r.cell.claim != RAW and r.cell.workload == "burst" and rate and ceiling:
+            r.metrics["raw_ratio"] = ceiling / float(rate)
+
+
+def _fired(r: CellResult) -> str:
+    m = r.metrics
+    if not m:
+        return "-"
+    return f"{m.get('fires', 0):,}/{m.get('expected', 0):,}"
+
+
+def _lag(r: CellResult) -> str:
+    m = r.metrics
+    return "/".join(_num(m.get(k), ",.0f") for k in ("lag_p50_ms", "lag_p99_ms", "lag_max_ms"))
+
+
+def _wasted(r: CellResult) -> str:
+    """Claim statements that came back empty / with fewer rows than asked, in percent of all."""
+    m = r.metrics
+    calls = m.get("claim_calls")
+    if not calls:
+        return "-"
+    return f"{100 * m.get('claims_empty', 0) / calls:.0f}/{100 * m.get('claims_short', 0) / calls:.0f}"
+
+
+def _dup(r: CellResult) -> str:
+    if not r.metrics:
+        return "-"
+    return f"{r.duplicates} FAIL" if r.duplicates else "0"
+
+
+COLUMNS: list[Column] = [
+    ("store", "<", lambda r: r.cell.store),
+    ("claim", "<", lambda r: r.cell.claim),
+    ("membership", "<", lambda r: r.cell.membership),
+    ("K", ">", lambda r: str(r.cell.nodes)),
+    ("load", "<", lambda r: r.cell.workload),
+    ("fired", ">", _fired),
+    ("fires/s", ">", lambda r: _num(r.metrics.get("fires_per_s"))),
+    ("drain s", ">", lambda r: _num(r.metrics.get("drain_s"), ".2f")),
+    ("lag ms p50/p99/max", ">", _lag),
+    ("dup", ">", _dup),
+    ("empty/short%", ">", _wasted),
+    ("stmt/fire", ">", lambda r: _num(r.metrics.get("statements_per_fire"), ".3f")),
+    ("rt/fire", ">", lambda r: _num(r.metrics.get("round_trips_per_fire"), ".3f")),
+    ("cpu s/1k", ">", lambda r: _num(r.metrics.get("cpu_s_per_1k_fires"), ".3f")),
+    ("db cpu/1k", ">", lambda r: _num(r.metrics.get("db_cpu_s_per_1k_fires"), ".3f")),
+    ("rss MB", ">", lambda r: _num(r.metrics.get("node_rss_max_mb"), ".0f")),
+    ("raw/tw", ">", lambda r: _num(r.metrics.get("raw_ratio"), ".2f")),
+    ("other%", ">", lambda r: _num(r.metrics.get("other_cpu_pct"), ".0f")),
+    ("status", "<", lambda r: "FAILED" if r.failed else "ok"),
+]
+
+
+def table(results: Sequence[CellResult]) -> str:
+    """The results as an aligned text table, one line per cell."""
+    rows = [[fn(r) for _, _, fn in COLUMNS] for r in results]
+    widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, (name, _, _) in enumerate(COLUMNS)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = []
+        for (_, align, _), width, cell in zip(COLUMNS, widths, cells, strict=True):
+            out.append(cell.ljust(width) if align == "<" else cell.rjust(width))
+        return "  ".join(out).rstrip()
+
+    lines = [line([name for name, _, _ in COLUMNS]), line(["-" * w for w in widths])]
+    lines += [line(row) for row in rows]
+    return "\n".join(lines)
+
+
+def failures(results: Sequence[CellResult]) -> list[str]:
+    """One explanation per failed cell."""
+    out = []
+    for r in results:
+        if r.duplicates:
+            out.append(f"{r.cell.label}: {r.duplicates} duplicate fire(s)")
+        for error in r.errors:
+            out.append(f"{r.cell.label}: {error}")
+    return out
+
+
+def code_version() -> dict[str, Any]:
+    """The tickwork version measured, and its git commit when it runs from a checkout."""
+    import subprocess
+
+    from .. import __file__ as package_file
+
+    info: dict[str, Any] = {"path": str(Path(package_file).parent)}
+    try:
+        from importlib.metadata import version
+
+        info["version"] = version("tickwork")
+    except Exception:  # not installed as a distribution
+        info["version"] = None
+    try:
+        where = Path(package_file).parent
+        commit = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        if commit.returncode == 0:
+            info["commit"] = commit.stdout.strip()
+            dirty = subprocess.run(
+                ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            )
+            info["modified_files"] = len(dirty.stdout.splitlines())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+    try:
+        import psutil
+
+        info["memory_gb"] = round(psutil.virtual_memory().total / 2**30, 1)
+    except ImportError:  # pragma: no cover - psutil is in the bench extra
+        pass
+    return info
+
+
+def document(
+    results: Sequence[CellResult],
+    *,
+    command: Sequence[str],
+    settings: dict[str, Any],
+    databases: Sequence[dict[str, Any]],
+    started_at: str,
+    duration_s: float,
+) -> dict[str, Any]:
+    """The JSON results file."""
+    return {
+        "command": list(command),
+        "started_at": started_at,
+        "duration_s": round(duration_s, 1),
+        "machine": machine(),
+        "code": code_version(),
+        "databases": list(databases),
+        "settings": settings,
+        "failed": any(r.failed for r in results),
+        "cells": [r.as_json() for r in results],
+    }
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.write_text(json.dumps(doc, indent=2, default=str) + "\n")

@@ -1,0 +1,192 @@
+"""``tickwork bench``: a tiny real run over SQLite and PostgreSQL, plus the parts it is built from.
+
+No timing is asserted (timings belong in benchmarks/): only that every selected cell was measured,
+fired every schedule exactly once, and that the scratch database is gone afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import insert
+
+from tests.pgserver import PostgresServer
+from tickwork.bench import cli
+from tickwork.bench.cells import Cell, expand
+from tickwork.bench.metrics import burst_metrics, percentile, steady_metrics
+from tickwork.bench.report import table
+from tickwork.bench.scratch import YEARLY, DueSet, RunRow, SQLiteScratch
+from tickwork.sql.schema import runs
+
+
+def scratch_databases(server: PostgresServer) -> list[str]:
+    """Databases this test process's bench runs created (their names carry our pid)."""
+    with psycopg.connect(server.conninfo(server.maintenance_dbname), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE %s", (f"tickwork_bench_{os.getpid()}_%",)
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_tiny_burst_over_sqlite_and_postgres(postgres_server: PostgresServer, tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    status = cli.main(
+        [
+            "--store", "sqlite,postgres",
+            "--claim", "optimistic",
+            "--nodes", "1,2",
+            "--membership", "all",
+            "--workload", "burst",
+            "--schedules", "200",
+            "--settle", "0.5",
+            "--pg-url", postgres_server.url("postgres"),
+            "--out", str(out),
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc
+    assert doc["failed"] is False
+    seen = {(c["store"], c["claim"], c["membership"], c["nodes"]) for c in doc["cells"]}
+    assert seen == {
+        (store, claim, membership, k)
+        for store in ("sqlite", "postgres")
+        for claim, membership, k in (
+            ("raw", "-", 1),
+            ("raw", "-", 2),
+            ("optimistic", "single", 1),
+            ("optimistic", "all", 2),
+        )
+    }
+    for cell in doc["cells"]:
+        m = cell["metrics"]
+        assert cell["errors"] == [], cell
+        assert m["duplicates"] == 0, cell
+        assert m["fires"] == m["expected"] == 200, cell
+        assert m["fires_per_s"] > 0
+        assert len(cell["node_results"]) == cell["nodes"]
+        if cell["claim"] != "raw":
+            assert sum(n["finished"] for n in cell["node_results"]) == 200
+    assert scratch_databases(postgres_server) == []
+
+
+def test_tiny_steady_and_spread_sqlite(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    status = cli.main(
+        [
+            "--store", "sqlite",
+            "--claim", "optimistic",
+            "--nodes", "1",
+            "--workload", "steady,spread",
+            "--steady-schedules", "20",
+            "--steady-seconds", "2",
+            "--out", str(out),
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc
+    assert [c["workload"] for c in doc["cells"]] == ["steady", "spread"]
+    for cell in doc["cells"]:
+        assert cell["errors"] == [], cell
+        assert cell["metrics"]["expected"] == 40
+        assert cell["metrics"]["duplicates"] == 0
+        assert cell["metrics"]["lag_p99_ms"] is not None
+
+
+def test_unknown_membership_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--membership", "nope", "--no-progress"]) == cli.EXIT_USAGE
+    assert "--membership: 'nope' is not registered" in capsys.readouterr().err
+
+
+def test_claim_supported_by_no_selected_store_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--store", "sqlite", "--claim", "skip-locked", "--no-progress"]) == cli.EXIT_USAGE
+    assert "skip-locked not supported by sqlite" in capsys.readouterr().err
+
+
+def test_duplicates_counts_a_second_run_for_the_same_fire() -> None:
+    scratch = SQLiteScratch()
+    try:
+        scratch.prepare(1)
+        scratch.seed(2, 2, DueSet("cron", lambda _i: YEARLY))
+        t = datetime(2026, 1, 1, tzinfo=UTC)
+        rows = [
+            {"schedule_id": 1, "scheduled_for": t, "attempt": 1, "status": "succeeded"},
+            {"schedule_id": 1, "scheduled_for": t, "attempt": 2, "status": "succeeded"},
+            {"schedule_id": 2, "scheduled_for": t, "attempt": 1, "status": "succeeded"},
+        ]
+        with scratch.engine.begin() as conn:
+            conn.execute(insert(runs), rows)
+        assert scratch.duplicates() == 1
+    finally:
+        scratch.close()
+    assert not scratch.directory.exists()
+
+
+def test_expand_uses_single_for_one_node_and_raw_once_per_node_count() -> None:
+    plan = expand(
+        stores=["postgres"],
+        claims_by_store={"postgres": ["skip-locked", "optimistic"]},
+        memberships=["single", "hashring", "all"],
+        nodes=[1, 3],
+        workloads=["burst", "steady"],
+        burst_schedules=100,
+        stored=1000,
+        steady_schedules=10,
+        steady_seconds=2.0,
+        raw=True,
+    )
+    labels = [c.label for c in plan.cells]
+    assert labels.count("postgres/raw/-/K=1 burst") == 1
+    assert "postgres/skip-locked/single/K=1 burst" in labels
+    assert "postgres/skip-locked/single/K=3 burst" not in labels
+    assert "postgres/optimistic/hashring/K=3 steady" in labels
+    assert not any(c.claim == "raw" for c in plan.cells if c.workload == "steady")
+    assert all(c.stored == 1000 for c in plan.cells)
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 99) == 99.0
+    assert percentile(values, 100) == 100.0
+    assert percentile([], 50) is None
+
+
+def test_burst_and_steady_metrics_from_rows() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    ms = timedelta(milliseconds=1)
+    burst = Cell("sqlite", "optimistic", "single", 1, "burst", 3, 3)
+    rows = [RunRow(i, t0, t0 + i * 10 * ms, t0 + (i * 10 + 5) * ms, "succeeded") for i in range(1, 3)]
+    m = burst_metrics(burst, t0, rows, duplicates=0)
+    assert (m["fires"], m["missed"]) == (2, 1)
+    assert m["drain_s"] == pytest.approx(0.025)
+    assert m["lag_max_ms"] == pytest.approx(20.0)
+
+    steady = Cell("sqlite", "optimistic", "single", 1, "steady", 2, 2, seconds=2.0)
+    rows = [
+        RunRow(1, t0, t0 + 3 * ms, t0 + 4 * ms, "succeeded"),
+        RunRow(2, t0, t0 + 5 * ms, t0 + 6 * ms, "succeeded"),
+        RunRow(1, t0 + 1000 * ms, t0 + 1001 * ms, t0 + 1002 * ms, "succeeded"),
+        RunRow(2, t0 + 1000 * ms, None, None, "skipped"),
+        RunRow(1, t0 + 2000 * ms, t0 + 2001 * ms, None, "succeeded"),  # outside the window
+    ]
+    m = steady_metrics(steady, t0, rows, duplicates=0)
+    assert (m["fires"], m["expected"], m["missed"]) == (3, 4, 1)
+    assert m["statuses"] == {"succeeded": 3, "skipped": 1}
+    assert m["lag_p50_ms"] == pytest.approx(3.0)
+
+
+def test_table_marks_duplicates_as_failure() -> None:
+    from tickwork.bench.metrics import CellResult
+
+    ok = CellResult(Cell("sqlite", "optimistic", "single", 1, "burst", 1, 1), metrics={"fires": 1, "duplicates": 0})
+    bad = CellResult(Cell("sqlite", "optimistic", "all", 2, "burst", 1, 1), metrics={"fires": 1, "duplicates": 2})
+    lines = table([ok, bad]).splitlines()
+    assert lines[2].rstrip().endswith("ok")
+    assert "2 FAIL" in lines[3] and lines[3].rstrip().endswith("FAILED")
