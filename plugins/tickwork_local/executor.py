@@ -26,7 +26,7 @@ from tickwork.errors import ConfigError, ExecutorError
 from tickwork.plugins import load_object
 from tickwork.structures import JobCall, Outcome, RunStatus
 
-from .deadlines import Deadlines
+from .deadlines import Deadline, Deadlines
 from .process import ProcessRunner
 
 log = logging.getLogger("tickwork.local")
@@ -121,17 +121,26 @@ class LocalExecutor(Executor):
             )
             return
         cancel: Callable[[], bool]
+        watch: list[Deadline] = []
+
+        def report(future: concurrent.futures.Future[Any]) -> None:
+            once(self._outcome(future))
+            if watch:
+                self._deadlines.cancel(watch[0])
+
         is_coroutine = inspect.iscoroutinefunction(func)
         if is_coroutine:
             future = asyncio.run_coroutine_threadsafe(func(**kwargs), self._event_loop())
             cancel = future.cancel
-            future.add_done_callback(lambda f: once(self._outcome(f)))
+            future.add_done_callback(report)
         else:
             pool_future = self._pool.submit(func, **kwargs)
             # Cancelling only works while it waits for a thread: then it never runs at all.
             cancel = pool_future.cancel
-            pool_future.add_done_callback(lambda f: once(self._outcome(f)))
-        self._deadlines.add(call.timeout, lambda: self._timed_out(call, once, cancel, is_coroutine))
+            pool_future.add_done_callback(report)
+        watch.append(self._deadlines.add(call.timeout, lambda: self._timed_out(call, once, cancel, is_coroutine)))
+        if once.done:  # ended before its watchdog was in place: report() could not cancel it
+            self._deadlines.cancel(watch[0])
 
     @staticmethod
     def _outcome(future: concurrent.futures.Future[Any]) -> Outcome:

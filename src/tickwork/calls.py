@@ -64,6 +64,11 @@ class ReportOnce:
         self._lock = threading.Lock()
         self._done = False
 
+    @property
+    def done(self) -> bool:
+        """True once an outcome was reported."""
+        return self._done
+
     def __call__(self, outcome: Outcome) -> bool:
         with self._lock:
             if self._done:

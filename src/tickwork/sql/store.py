@@ -21,6 +21,8 @@ from sqlalchemy import (
     Connection,
     Engine,
     Row,
+    Select,
+    Update,
     bindparam,
     case,
     delete,
@@ -53,7 +55,7 @@ from ..structures import (
     ScheduleState,
 )
 from . import migrations
-from .claims import STRATEGIES, ClaimedRow, ClaimRequest, ClaimStrategy
+from .claims import CLAIMED_COLUMNS, STRATEGIES, ClaimedRow, ClaimRequest, ClaimStrategy
 from .schema import UTCDateTime, claimable, nodes, runs, schedules
 
 log = logging.getLogger("tickwork.store")
@@ -124,6 +126,7 @@ _TRANSIENT_SQLSTATES = {"40P01", "40001"}  # deadlock detected, serialization fa
 _ATTEMPTS = 3
 
 F = TypeVar("F", bound=Callable[..., Any])
+S = TypeVar("S")
 
 
 def transient_retry(method: F) -> F:
@@ -183,6 +186,7 @@ class SQLStore(Store):
         #: Statements executed by this store (for benchmarks' statements-per-fire).
         self.statements = 0
         self._specs: dict[tuple[int, datetime], ScheduleSpec] = {}
+        self._built: dict[str, Any] = {}
 
     # -- dialect hooks ----------------------------------------------------------------------------
 
@@ -203,8 +207,13 @@ class SQLStore(Store):
         """Tell listening nodes that schedules changed (within the current transaction)."""
 
     @abstractmethod
-    def _release(self, conn: Connection, items: Sequence[tuple[int, int, datetime | None]]) -> set[int]:
-        """Fenced release of ``(schedule_id, claim_seq, next_fire)``; return ids that landed."""
+    def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
+        """Fenced release of each finish's schedule (``release_values``, only while it still
+        carries the claim's ``claim_seq`` and is running) and, where it landed, the end of its run
+        (status, capped error, ``finished_at`` by the database clock).
+
+        :return: the schedule ids whose release landed
+        """
 
     def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
         """The ownership filter of the due query (PostgreSQL overrides it with ``= ANY(array)``)."""
@@ -229,6 +238,17 @@ class SQLStore(Store):
         if self._engine is None:
             raise StoreError("store is not open; call open() first")
         return self._engine
+
+    def _statement(self, key: str, build: Callable[[], S]) -> S:
+        """The statement ``build()`` returns, built once per store: constructing a statement
+        costs more Python than executing its cached compiled form (hot paths only).
+        A test clock is bound into statements as a value, so under one they are built afresh."""
+        if self.clock is not None:
+            return build()
+        stmt = self._built.get(key)
+        if stmt is None:
+            stmt = self._built[key] = build()
+        return stmt
 
     def now_expr(self) -> ColumnElement[Any]:
         if self.clock is not None:
@@ -396,11 +416,29 @@ class SQLStore(Store):
     @transient_retry
     def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
         with self._tx() as conn:
-            won = self.strategy.claim(conn, ClaimRequest(node_id, limit, self._owned(buckets), self.now_expr()))
+            req = ClaimRequest(node_id, limit, self._owned(buckets), self.now_expr())
+            if self.strategy.single_update:
+                take = self.strategy.take(conn, req)
+                if take is None:
+                    return []
+                fused = self._take_and_record(take, node_id)
+                if fused is not None:
+                    # One statement claims and records: no second round trip, no run parameters.
+                    rows = conn.execute(fused).all()
+                    self.statements += 1
+                    return self._claims(rows, {r.id: r.run_id for r in rows if r.run_id is not None})
+                won = [ClaimedRow(row) for row in conn.execute(take.returning(*CLAIMED_COLUMNS))]
+            else:
+                won = self.strategy.claim(conn, req)
             self.statements += 2
             if not won:
                 return []
             return self._record_runs(conn, node_id, won)
+
+    def _take_and_record(self, take: Update, node_id: str) -> Select[Any] | None:
+        """``take`` and the insert of its running run rows as one statement, where the dialect
+        can (data-modifying CTEs); each row carries its ``run_id`` (NULL: already recorded)."""
+        return None
 
     def _record_runs(self, conn: Connection, node_id: str, won: list[ClaimedRow]) -> list[Claim]:
         need = [c.row for c in won if c.run_id is None]
@@ -420,27 +458,21 @@ class SQLStore(Store):
             ]
             run_ids.update(self._insert_runs(conn, params))
             self.statements += 1
-        won = sorted(won, key=lambda c: (c.row.next_fire, c.row.id))
+        return self._claims([c.row for c in won], run_ids)
+
+    def _claims(self, rows: Sequence[Row[Any]], run_ids: dict[int, int]) -> list[Claim]:
+        rows = sorted(rows, key=lambda r: (r.next_fire, r.id))
         return [
             Claim(
-                schedule_id=c.row.id,
-                spec=self._spec(c.row),
-                scheduled_for=c.row.next_fire,
-                claim_seq=c.row.claim_seq,
-                claimed_at=c.row.claimed_at,
-                run_id=run_ids.get(c.row.id),
+                schedule_id=row.id,
+                spec=self._spec(row),
+                scheduled_for=row.next_fire,
+                claim_seq=row.claim_seq,
+                claimed_at=row.claimed_at,
+                run_id=run_ids.get(row.id),
             )
-            for c in won
+            for row in rows
         ]
-
-    def _end_runs(self, conn: Connection, ends: list[dict[str, Any]]) -> None:
-        """Write the outcomes ``{b_id, b_status, b_error}`` of runs whose release landed."""
-        conn.execute(
-            update(runs)
-            .where(runs.c.id == bindparam("b_id"))
-            .values(status=bindparam("b_status"), error=bindparam("b_error"), finished_at=self.now_expr()),
-            ends,
-        )
 
     def _spec(self, row: Row[Any]) -> ScheduleSpec:
         """The row's spec, cached by (id, updated_at): a definition only changes with updated_at,
@@ -469,17 +501,8 @@ class SQLStore(Store):
         if not finishes:
             return []
         with self._tx() as conn:
-            landed = self._release(conn, [(f.claim.schedule_id, f.claim.claim_seq, f.next_fire) for f in finishes])
+            landed = self._release_and_end(conn, finishes)
             now = self.now_expr()
-            ok_runs = [
-                {
-                    "b_id": f.claim.run_id,
-                    "b_status": f.outcome.status.value,
-                    "b_error": cap(f.outcome.error),
-                }
-                for f in finishes
-                if f.claim.run_id is not None and f.claim.schedule_id in landed
-            ]
             late_runs = [
                 {
                     "b_id": f.claim.run_id,
@@ -492,9 +515,6 @@ class SQLStore(Store):
                 for f in finishes
                 if f.claim.run_id is not None and f.claim.schedule_id not in landed
             ]
-            if ok_runs:
-                self._end_runs(conn, ok_runs)
-                self.statements += 1
             if late_runs:
                 # A fenced-out finisher keeps the status the reaper gave its run, if any.
                 conn.execute(

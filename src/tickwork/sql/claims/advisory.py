@@ -4,10 +4,10 @@ is passed over instead of waited for. The locks end with the transaction. Postgr
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Integer, cast, func, literal, select, update
+from sqlalchemy import Connection, Integer, Update, cast, func, literal, select, update
 
 from ..schema import schedules
-from .base import ClaimedRow, ClaimRequest, ClaimStrategy, claim_assignment, due_filter
+from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_filter
 
 # First key of the two-key advisory lock space, so tickwork's locks cannot meet an application's.
 LOCK_NAMESPACE = 0x7469636B  # "tick"
@@ -17,19 +17,13 @@ class AdvisoryClaim(ClaimStrategy):
     name = "advisory"
     dialects = frozenset({"postgresql"})
 
-    def claim(self, conn: Connection, req: ClaimRequest) -> list[ClaimedRow]:
+    def take(self, conn: Connection, req: ClaimRequest) -> Update | None:
         ids = conn.scalars(
             select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(req.limit)
         ).all()
         if not ids:
-            return []
+            return None
         lock = func.pg_try_advisory_xact_lock(
             literal(LOCK_NAMESPACE, Integer), cast(schedules.c.id % 2147483647, Integer)
         )
-        rows = conn.execute(
-            update(schedules)
-            .where(schedules.c.id.in_(ids), due_filter(req), lock)
-            .values(**claim_assignment(req))
-            .returning(*schedules.c)
-        ).all()
-        return [ClaimedRow(row) for row in rows]
+        return update(schedules).where(schedules.c.id.in_(ids), due_filter(req), lock).values(**claim_assignment(req))

@@ -5,10 +5,10 @@ guarded only on "no worker holds it"): the marking UPDATE re-checks due-ness too
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, Update, select, update
 
 from ..schema import schedules
-from .base import ClaimedRow, ClaimRequest, ClaimStrategy, claim_assignment, due_filter
+from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_filter
 
 
 class MarkClaim(ClaimStrategy):
@@ -16,14 +16,8 @@ class MarkClaim(ClaimStrategy):
     dialects = frozenset({"sqlite", "postgresql"})
     one_per_transaction = True
 
-    def claim(self, conn: Connection, req: ClaimRequest) -> list[ClaimedRow]:
+    def take(self, conn: Connection, req: ClaimRequest) -> Update:
         earliest = (
             select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(1).scalar_subquery()
         )
-        row = conn.execute(
-            update(schedules)
-            .where(schedules.c.id == earliest, due_filter(req))
-            .values(**claim_assignment(req))
-            .returning(*schedules.c)
-        ).first()
-        return [] if row is None else [ClaimedRow(row)]
+        return update(schedules).where(schedules.c.id == earliest, due_filter(req)).values(**claim_assignment(req))

@@ -4,26 +4,20 @@ under contention losers waste their read."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, Update, select, update
 
 from ..schema import schedules
-from .base import ClaimedRow, ClaimRequest, ClaimStrategy, claim_assignment, due_filter
+from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_filter
 
 
 class OptimisticClaim(ClaimStrategy):
     name = "optimistic"
     dialects = frozenset({"sqlite", "postgresql"})
 
-    def claim(self, conn: Connection, req: ClaimRequest) -> list[ClaimedRow]:
+    def take(self, conn: Connection, req: ClaimRequest) -> Update | None:
         ids = conn.scalars(
             select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(req.limit)
         ).all()
         if not ids:
-            return []
-        rows = conn.execute(
-            update(schedules)
-            .where(schedules.c.id.in_(ids), due_filter(req))
-            .values(**claim_assignment(req))
-            .returning(*schedules.c)
-        ).all()
-        return [ClaimedRow(row) for row in rows]
+            return None
+        return update(schedules).where(schedules.c.id.in_(ids), due_filter(req)).values(**claim_assignment(req))

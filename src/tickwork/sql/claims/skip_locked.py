@@ -4,17 +4,17 @@ added (db-scheduler's lock-and-fetch, APScheduler 4, pgqueuer). PostgreSQL only.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, Update, select, update
 
 from ..schema import schedules
-from .base import ClaimedRow, ClaimRequest, ClaimStrategy, claim_assignment, due_filter
+from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_filter
 
 
 class SkipLockedClaim(ClaimStrategy):
     name = "skip-locked"
     dialects = frozenset({"postgresql"})
 
-    def claim(self, conn: Connection, req: ClaimRequest) -> list[ClaimedRow]:
+    def take(self, conn: Connection, req: ClaimRequest) -> Update:
         locked = (
             select(schedules.c.id)
             .where(due_filter(req))
@@ -26,10 +26,8 @@ class SkipLockedClaim(ClaimStrategy):
             .cte("locked")
             .prefix_with("MATERIALIZED", dialect="postgresql")
         )
-        rows = conn.execute(
-            update(schedules)
-            .where(schedules.c.id == locked.c.id, due_filter(req))
-            .values(**claim_assignment(req))
-            .returning(*schedules.c)
-        ).all()
-        return [ClaimedRow(row) for row in rows]
+        # No second due filter here: FOR UPDATE re-evaluates the CTE's WHERE on the newest version
+        # of each row it locks, and the lock keeps it so. Repeating it let the planner, on a low
+        # row estimate, drive the join from the due index and rescan the CTE per due row
+        # (236 ms for one claim of 100 with 10,000 due; 3 ms without; docs/benchmarks.md).
+        return update(schedules).where(schedules.c.id == locked.c.id).values(**claim_assignment(req))

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, delete, select, tuple_, update
+from sqlalchemy import Connection, delete, literal, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..schema import runs, schedules
-from .base import ClaimedRow, ClaimRequest, ClaimStrategy, claim_assignment, due_filter
+from .base import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimedRow, ClaimRequest, ClaimStrategy, claim_assignment, due_filter
 
 
 def _insert(dialect: str) -> Any:
@@ -26,32 +26,31 @@ def _insert(dialect: str) -> Any:
 class UniqueFireClaim(ClaimStrategy):
     name = "unique-fire"
     dialects = frozenset({"sqlite", "postgresql"})
+    single_update = False
 
     def claim(self, conn: Connection, req: ClaimRequest) -> list[ClaimedRow]:
         candidates = conn.execute(
-            select(schedules.c.id, schedules.c.next_fire, schedules.c.claim_seq, req.now.label("now"))
+            select(schedules.c.id, schedules.c.next_fire)
             .where(due_filter(req))
             .order_by(schedules.c.next_fire)
             .limit(req.limit)
         ).all()
         if not candidates:
             return []
+        # INSERT ... SELECT over the candidates' ids: one statement text whatever the batch (a
+        # multi-row VALUES list was compiled afresh for every batch: 30 % of a node's CPU).
+        fires = select(
+            schedules.c.id,
+            schedules.c.next_fire,
+            literal(1),
+            schedules.c.claim_seq + 1,
+            literal(req.node_id),
+            req.now,
+            literal("running"),
+        ).where(schedules.c.id.in_([c.id for c in candidates]), due_filter(req))
         won = conn.execute(
             _insert(conn.dialect.name)
-            .values(
-                [
-                    {
-                        "schedule_id": c.id,
-                        "scheduled_for": c.next_fire,
-                        "attempt": 1,
-                        "claim_seq": c.claim_seq + 1,
-                        "node": req.node_id,
-                        "started_at": c.now,
-                        "status": "running",
-                    }
-                    for c in candidates
-                ]
-            )
+            .from_select(list(RUN_COLUMNS), fires)
             .on_conflict_do_nothing()
             .returning(runs.c.id, runs.c.schedule_id)
         ).all()
@@ -63,7 +62,7 @@ class UniqueFireClaim(ClaimStrategy):
                 due_filter(req),
             )
             .values(**claim_assignment(req))
-            .returning(*schedules.c)
+            .returning(*CLAIMED_COLUMNS)
         ).all()
         lost = set(run_of) - {row.id for row in rows}
         if lost:

@@ -1,0 +1,70 @@
+"""The local executor's watchdog: deadlines fire once, cancelled ones never, and ended runs let go
+of their watchdog at once (it held each run's call and closures for the whole timeout)."""
+
+from __future__ import annotations
+
+import threading
+
+from tests.executors.local_helpers import JOBS, WAIT_S, Recorder, job_call
+
+from tickwork.structures import RunStatus
+from tickwork_local.deadlines import Deadlines
+from tickwork_local.executor import LocalExecutor
+
+
+def test_a_deadline_fires_its_callback_once() -> None:
+    deadlines = Deadlines()
+    deadlines.start()
+    fired = threading.Event()
+    calls: list[int] = []
+    try:
+        deadlines.add(0.01, lambda: (calls.append(1), fired.set()))
+        assert fired.wait(WAIT_S)
+        assert len(deadlines) == 0
+    finally:
+        deadlines.stop()
+    assert calls == [1]
+
+
+def test_a_cancelled_deadline_never_fires_and_is_compacted_away() -> None:
+    deadlines = Deadlines()
+    deadlines.start()
+    fired: list[int] = []
+    try:
+        entries = [deadlines.add(0.2, lambda i=i: fired.append(i)) for i in range(3000)]
+        for entry in entries[:2999]:
+            deadlines.cancel(entry)
+            deadlines.cancel(entry)  # idempotent
+        assert len(deadlines) == 1
+        assert len(deadlines._heap) < 3000  # compacted once most of it was cancelled
+        done = threading.Event()
+        deadlines.add(0.3, done.set)
+        assert done.wait(WAIT_S)
+    finally:
+        deadlines.stop()
+    assert fired == [2999]
+
+
+def test_runs_that_ended_leave_no_pending_watchdog() -> None:
+    executor = LocalExecutor(max_workers=4)
+    executor.start()
+    try:
+        recorders = [Recorder() for _ in range(200)]
+        for run_id, recorder in enumerate(recorders, 1):
+            executor.submit(job_call("sleep_for", timeout=300.0, run_id=run_id, seconds=0), recorder)
+        for recorder in recorders:
+            assert recorder.wait().status is RunStatus.SUCCEEDED
+        assert len(executor._deadlines) == 0
+    finally:
+        executor.shutdown()
+
+
+def test_a_run_still_going_keeps_its_watchdog_and_times_out() -> None:
+    executor = LocalExecutor(max_workers=1)
+    executor.start()
+    try:
+        recorder = Recorder()
+        executor.submit(job_call("sleep_for", timeout=0.2, seconds=2.0), recorder)
+        assert recorder.wait().status is RunStatus.TIMED_OUT
+    finally:
+        executor.shutdown(wait=False)
