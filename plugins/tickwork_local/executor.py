@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import inspect
 import logging
 import threading
@@ -27,6 +28,7 @@ from tickwork.plugins import load_object
 from tickwork.structures import JobCall, Outcome, RunStatus
 
 from .deadlines import Deadline, Deadlines
+from .pool import Pool, PoolShutDown
 from .process import ProcessRunner
 
 log = logging.getLogger("tickwork.local")
@@ -65,7 +67,7 @@ class LocalExecutor(Executor):
             raise ConfigError(f"executor.local.mode: {mode!r} is not one of {', '.join(MODES)}")
         self.max_workers = max_workers
         self.mode = mode
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pool: Pool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._deadlines = Deadlines()
@@ -83,7 +85,8 @@ class LocalExecutor(Executor):
             raise ExecutorError(f"target {target!r}: {exc}") from exc
 
     def start(self) -> None:
-        self._pool = concurrent.futures.ThreadPoolExecutor(self.max_workers, thread_name_prefix="tickwork-job")
+        self._pool = Pool(self.max_workers, "tickwork-job")
+        self._pool.start()
         self._deadlines.start()
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
@@ -112,43 +115,43 @@ class LocalExecutor(Executor):
             return
         mode = call.arguments.get("_tickwork_mode", self.mode)
         if mode == "process":
-            fut = self._pool.submit(self._processes.run, call.target, kwargs, call.timeout, once)
-            fut.add_done_callback(
-                lambda f: (
-                    f.cancelled()
-                    and once(Outcome(RunStatus.FAILED, error="not run: the local executor shut down first"))
-                )
+            # The runner reports the child's outcome (and kills it at the deadline) itself.
+            self._pool.submit(
+                lambda: self._processes.run(call.target, kwargs, call.timeout, once),
+                lambda exc: exc is not None and once(self._outcome(exc)),
             )
             return
-        cancel: Callable[[], bool]
         watch: list[Deadline] = []
 
-        def report(future: concurrent.futures.Future[Any]) -> None:
-            once(self._outcome(future))
+        def report(exc: BaseException | None) -> None:
+            once(self._outcome(exc))
             if watch:
                 self._deadlines.cancel(watch[0])
 
+        cancel: Callable[[], bool]
         is_coroutine = inspect.iscoroutinefunction(func)
         if is_coroutine:
             future = asyncio.run_coroutine_threadsafe(func(**kwargs), self._event_loop())
             cancel = future.cancel
-            future.add_done_callback(report)
+            future.add_done_callback(
+                lambda f: report(concurrent.futures.CancelledError() if f.cancelled() else f.exception())
+            )
         else:
-            pool_future = self._pool.submit(func, **kwargs)
+            task = self._pool.submit(functools.partial(func, **kwargs), report)
             # Cancelling only works while it waits for a thread: then it never runs at all.
-            cancel = pool_future.cancel
-            pool_future.add_done_callback(report)
+            cancel = functools.partial(self._pool.cancel, task)
         watch.append(self._deadlines.add(call.timeout, lambda: self._timed_out(call, once, cancel, is_coroutine)))
         if once.done:  # ended before its watchdog was in place: report() could not cancel it
             self._deadlines.cancel(watch[0])
 
     @staticmethod
-    def _outcome(future: concurrent.futures.Future[Any]) -> Outcome:
-        if future.cancelled():
-            return Outcome(RunStatus.TIMED_OUT, error="cancelled")
-        exc = future.exception()
+    def _outcome(exc: BaseException | None) -> Outcome:
         if exc is None:
             return Outcome(RunStatus.SUCCEEDED)
+        if isinstance(exc, PoolShutDown):
+            return Outcome(RunStatus.FAILED, error="not run: the local executor shut down first")
+        if isinstance(exc, concurrent.futures.CancelledError):
+            return Outcome(RunStatus.TIMED_OUT, error="cancelled")
         return Outcome(RunStatus.FAILED, error=format_exception(exc))
 
     @staticmethod
@@ -166,7 +169,7 @@ class LocalExecutor(Executor):
 
     def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=wait, cancel_futures=not wait)
+            self._pool.shutdown(wait=wait)
             self._pool = None
         self._processes.kill_all()
         self._deadlines.stop()

@@ -19,8 +19,17 @@ RESERVED_PREFIX = "_tickwork"
 
 
 @functools.lru_cache(maxsize=4096)
-def _parameters(func: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
-    return inspect.signature(func).parameters
+def _signature(func: Callable[..., Any]) -> tuple[frozenset[str], bool, tuple[str, ...]]:
+    """(parameter names, takes ``**kwargs``, required names) of ``func``."""
+    params = inspect.signature(func).parameters
+    required = tuple(
+        name
+        for name, p in params.items()
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    )
+    var_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return frozenset(params), var_keyword, required
 
 
 def call_arguments(func: Callable[..., Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -29,20 +38,12 @@ def call_arguments(func: Callable[..., Any], arguments: Mapping[str, Any]) -> di
 
     :raises TypeError: naming required parameters that have no stored value
     """
-    params = _parameters(func)
-    if not params:
+    names, var_keyword, required = _signature(func)
+    if not names:
         return {}
     usable = {k: v for k, v in arguments.items() if not k.startswith(RESERVED_PREFIX)}
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return usable
-    kwargs = {k: v for k, v in usable.items() if k in params}
-    missing = [
-        name
-        for name, p in params.items()
-        if p.default is inspect.Parameter.empty
-        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        and name not in kwargs
-    ]
+    kwargs = usable if var_keyword else {k: v for k, v in usable.items() if k in names}
+    missing = [name for name in required if name not in kwargs]
     if missing:
         raise TypeError(f"no stored argument for required parameter(s): {', '.join(missing)}")
     return kwargs

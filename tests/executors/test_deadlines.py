@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from tests.executors.local_helpers import JOBS, WAIT_S, Recorder, job_call
+from tests.executors.local_helpers import WAIT_S, Recorder, job_call
 
 from tickwork.structures import RunStatus
 from tickwork_local.deadlines import Deadlines
