@@ -72,7 +72,7 @@ class LocalExecutor(Executor):
         self._loop_thread: threading.Thread | None = None
         self._deadlines = Deadlines()
         self._processes = ProcessRunner()
-        self._cache: dict[str, Callable[..., Any]] = {}
+        self._cache: dict[str, tuple[Callable[..., Any], bool]] = {}
 
     def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
         mode = arguments.get("_tickwork_mode", self.mode)
@@ -97,18 +97,20 @@ class LocalExecutor(Executor):
             self._loop = loop
         return self._loop
 
-    def _function(self, target: str) -> Callable[..., Any]:
-        func = self._cache.get(target)
-        if func is None:
-            func = self._cache[target] = resolve(target)
-        return func
+    def _function(self, target: str) -> tuple[Callable[..., Any], bool]:
+        """The target's function and whether it is a coroutine function, resolved once."""
+        found = self._cache.get(target)
+        if found is None:
+            func = resolve(target)
+            found = self._cache[target] = (func, inspect.iscoroutinefunction(func))
+        return found
 
     def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
         if self._pool is None:
             raise RuntimeError("LocalExecutor.submit() before start()")
         once = ReportOnce(on_done, call.run_id)
         try:
-            func = self._function(call.target)
+            func, is_coroutine = self._function(call.target)
             kwargs = call_arguments(func, call.arguments)
         except (ExecutorError, TypeError) as exc:
             once(Outcome(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"))
@@ -129,7 +131,6 @@ class LocalExecutor(Executor):
                 self._deadlines.cancel(watch[0])
 
         cancel: Callable[[], bool]
-        is_coroutine = inspect.iscoroutinefunction(func)
         if is_coroutine:
             future = asyncio.run_coroutine_threadsafe(func(**kwargs), self._event_loop())
             cancel = future.cancel

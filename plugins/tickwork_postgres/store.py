@@ -148,17 +148,19 @@ class PostgresStore(SQLStore):
         )
         return {r.schedule_id: r.id for r in conn.execute(stmt)}
 
-    def _take_and_record(self, take: Update, node_id: str) -> Select[Any]:
-        # WITH claimed AS (UPDATE ... RETURNING), ins AS (INSERT INTO runs SELECT FROM claimed
-        # ON CONFLICT DO NOTHING RETURNING) SELECT claimed LEFT JOIN ins: the history rows are
-        # written from the claimed rows inside the database, so nothing is sent back for them.
+    claim_records_runs = True
+
+    def _claim_statement(self, take: Update) -> Select[Any]:
+        # WITH claimed AS (UPDATE ... RETURNING), recorded AS (INSERT INTO runs SELECT FROM
+        # claimed ON CONFLICT DO NOTHING RETURNING) SELECT claimed LEFT JOIN recorded: the history
+        # rows are written from the claimed rows inside the database, in the same round trip.
         claimed = take.returning(*CLAIMED_COLUMNS).cte("claimed")
         fires = select(
             claimed.c.id,
             claimed.c.next_fire,
             literal(1),
             claimed.c.claim_seq,
-            literal(node_id),
+            bindparam("claim_node", type_=Text),
             claimed.c.claimed_at,
             literal("running"),
         )

@@ -83,6 +83,8 @@ _default_lock = threading.Lock()
 def default_manager() -> PluginManager:
     """The process-wide manager over installed entry points (created on first use)."""
     global _default
+    if _default is not None:  # no lock once created: this runs for every fire
+        return _default
     with _default_lock:
         if _default is None:
             _default = PluginManager()

@@ -13,7 +13,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from alembic.util.exc import CommandError
 from sqlalchemy import (
@@ -22,7 +22,6 @@ from sqlalchemy import (
     Engine,
     Row,
     RowMapping,
-    Select,
     Update,
     bindparam,
     case,
@@ -56,7 +55,7 @@ from ..structures import (
     ScheduleState,
 )
 from . import migrations
-from .claims import CLAIMED_COLUMNS, STRATEGIES, ClaimedRow, ClaimRequest, ClaimStrategy
+from .claims import CLAIMED_COLUMNS, STRATEGIES, ClaimRequest, ClaimStrategy
 from .schema import UTCDateTime, claimable, nodes, runs, schedules
 
 log = logging.getLogger("tickwork.store")
@@ -222,7 +221,7 @@ class SQLStore(Store):
         """The ownership filter of the due query (PostgreSQL overrides it with ``= ANY(array)``)."""
         if buckets is None:
             return None
-        return schedules.c.bucket.in_(list(buckets))
+        return schedules.c.bucket.in_(bindparam("owned_buckets", list(buckets), expanding=True))
 
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:
         """The SET clause of a fenced release; a pending "run now" makes the schedule due at once."""
@@ -420,48 +419,64 @@ class SQLStore(Store):
     def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
         with self._tx() as conn:
             req = ClaimRequest(node_id, limit, self._owned(buckets), self.now_expr())
-            if self.strategy.single_update:
-                take = self.strategy.take(conn, req)
+            strategy = self.strategy
+            if not strategy.single_update:
+                won = strategy.claim(conn, req)
+                self.statements += 2
+                if not won:
+                    return []
+                return self._record_runs(
+                    conn, node_id, [c.row._mapping for c in won], {c.row.id: c.run_id for c in won if c.run_id}
+                )
+            if strategy.reads_first:
+                take = strategy.take(conn, req)
                 if take is None:
                     return []
-                fused = self._take_and_record(take, node_id)
-                if fused is not None:
-                    # One statement claims and records: no second round trip, no run parameters.
-                    rows = conn.execute(fused).mappings().all()
-                    self.statements += 1
-                    return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
-                won = [ClaimedRow(row) for row in conn.execute(take.returning(*CLAIMED_COLUMNS))]
+                stmt = self._claim_statement(take)
             else:
-                won = self.strategy.claim(conn, req)
-            self.statements += 2
-            if not won:
-                return []
-            return self._record_runs(conn, node_id, won)
+                # The statement depends only on the request's named parameters: build it once.
+                key = "claim" if buckets is None else "claim-owned"
+                stmt = self._statement(key, lambda: self._claim_statement(cast(Update, strategy.take(conn, req))))
+            params: dict[str, Any] = {"claim_node": node_id, "claim_limit": limit}
+            if buckets is not None:
+                params["owned_buckets"] = list(buckets)
+            rows = conn.execute(stmt, params).mappings().all()
+            self.statements += 1
+            if self.claim_records_runs:
+                return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
+            return self._record_runs(conn, node_id, rows, {}) if rows else []
 
-    def _take_and_record(self, take: Update, node_id: str) -> Select[Any] | None:
-        """``take`` and the insert of its running run rows as one statement, where the dialect
-        can (data-modifying CTEs); each row carries its ``run_id`` (NULL: already recorded)."""
-        return None
+    #: Whether :meth:`_claim_statement` also inserts the run rows (each row carries ``run_id``).
+    claim_records_runs: ClassVar[bool] = False
 
-    def _record_runs(self, conn: Connection, node_id: str, won: list[ClaimedRow]) -> list[Claim]:
-        need = [c.row for c in won if c.run_id is None]
-        run_ids: dict[int, int] = {c.row.id: c.run_id for c in won if c.run_id is not None}
+    def _claim_statement(self, take: Update) -> Any:
+        """The statement that executes a strategy's ``take``, returning :data:`CLAIMED_COLUMNS`.
+        A dialect that can also insert the running run rows in it (data-modifying CTEs) does so,
+        returning each row's ``run_id`` (NULL: already recorded), and sets
+        :attr:`claim_records_runs`."""
+        return take.returning(*CLAIMED_COLUMNS)
+
+    def _record_runs(
+        self, conn: Connection, node_id: str, rows: Sequence[RowMapping], run_ids: dict[int, int]
+    ) -> list[Claim]:
+        """Insert the running run rows of claimed ``rows`` that have none in ``run_ids`` yet."""
+        need = [r for r in rows if r["id"] not in run_ids]
         if need:
             params = [
                 {
-                    "schedule_id": row.id,
-                    "scheduled_for": row.next_fire,
+                    "schedule_id": r["id"],
+                    "scheduled_for": r["next_fire"],
                     "attempt": 1,
-                    "claim_seq": row.claim_seq,
+                    "claim_seq": r["claim_seq"],
                     "node": node_id,
-                    "started_at": row.claimed_at,
+                    "started_at": r["claimed_at"],
                     "status": "running",
                 }
-                for row in need
+                for r in need
             ]
-            run_ids.update(self._insert_runs(conn, params))
+            run_ids = run_ids | self._insert_runs(conn, params)
             self.statements += 1
-        return self._claims([c.row._mapping for c in won], run_ids)
+        return self._claims(rows, run_ids)
 
     def _claims(self, rows: Sequence[RowMapping], run_ids: dict[int, int]) -> list[Claim]:
         claims = []

@@ -15,6 +15,7 @@ LOCK_NAMESPACE = 0x7469636B  # "tick"
 
 class AdvisoryClaim(ClaimStrategy):
     name = "advisory"
+    reads_first = True
     dialects = frozenset({"postgresql"})
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update | None:

@@ -6,7 +6,7 @@ from abc import ABC
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sqlalchemy import Column, ColumnElement, Connection, Row, Update, and_, literal
+from sqlalchemy import BindParameter, Column, ColumnElement, Connection, Integer, Row, String, Update, and_, bindparam
 from sqlalchemy.sql.expression import ColumnElement as _CE
 
 from ..schema import claimable, schedules
@@ -17,7 +17,12 @@ class ClaimRequest:
     """One claim attempt.
 
     :param now: SQL expression of the database clock (a bound value under an injected test clock)
-    :param owned: SQL condition restricting to this node's hash buckets, ``None`` for all
+    :param owned: SQL condition restricting to this node's hash buckets, ``None`` for all (its
+        parameter is named ``owned_buckets``)
+
+    Statements bind the node and the limit as the named parameters ``claim_node`` and
+    ``claim_limit`` (:func:`claim_assignment`, :func:`claim_limit`), so that the store can build
+    the statement of a strategy that does not read first once and pass new values each time.
     """
 
     node_id: str
@@ -75,11 +80,17 @@ def due_filter(req: ClaimRequest) -> ColumnElement[bool]:
     return cond
 
 
+def claim_limit(req: ClaimRequest) -> BindParameter[int]:
+    """``req.limit`` as the named parameter ``claim_limit`` (see :class:`ClaimRequest`)."""
+    return bindparam("claim_limit", req.limit, type_=Integer)
+
+
 def claim_assignment(req: ClaimRequest) -> dict[str, Any]:
-    """The SET clause of a claim: running, held by this node, a fresh fence token."""
+    """The SET clause of a claim: running, held by this node (the named parameter
+    ``claim_node``), a fresh fence token."""
     return {
         "state": "running",
-        "claimed_by": literal(req.node_id),
+        "claimed_by": bindparam("claim_node", req.node_id, type_=String),
         "claimed_at": req.now,
         "claim_seq": schedules.c.claim_seq + 1,
     }
@@ -104,6 +115,9 @@ class ClaimStrategy(ABC):
     one_per_transaction: ClassVar[bool] = False
     #: When true the claim is :meth:`take`'s UPDATE (after any reads :meth:`take` makes).
     single_update: ClassVar[bool] = True
+    #: When true :meth:`take` reads candidates first and its statement differs per call;
+    #: otherwise it depends only on the request's named parameters and is built once.
+    reads_first: ClassVar[bool] = False
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update | None:
         """Build the UPDATE that takes up to ``req.limit`` due rows, without RETURNING.

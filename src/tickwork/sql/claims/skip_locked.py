@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, Update, select, update
 
 from ..schema import schedules
-from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_filter
+from .base import ClaimRequest, ClaimStrategy, claim_assignment, claim_limit, due_filter
 
 
 class SkipLockedClaim(ClaimStrategy):
@@ -19,7 +19,7 @@ class SkipLockedClaim(ClaimStrategy):
             select(schedules.c.id)
             .where(due_filter(req))
             .order_by(schedules.c.next_fire)
-            .limit(req.limit)
+            .limit(claim_limit(req))
             .with_for_update(skip_locked=True)
             # MATERIALIZED: as a plain IN (sub-select) the planner may run the LIMIT more than
             # once and claim more rows than asked (seen in tests: limit 1 claimed 2).
