@@ -129,6 +129,7 @@ def test_scheduler_table_is_read_and_typed(tmp_path: Path) -> None:
         max_in_flight = 50
         history_retention_days = 0
         default_executor = "http"
+        lookahead = 0.5
         """,
     )
     s = config.scheduler
@@ -140,6 +141,7 @@ def test_scheduler_table_is_read_and_typed(tmp_path: Path) -> None:
     assert s.max_in_flight == 50
     assert s.history_retention_days == 0
     assert s.default_executor == "http"
+    assert s.lookahead == 0.5
 
 
 def test_unknown_top_level_table_names_file_and_key(tmp_path: Path) -> None:
@@ -165,6 +167,8 @@ def test_unknown_scheduler_key_names_file_and_key(tmp_path: Path) -> None:
         ("max_in_flight = 0", r"scheduler\.max_in_flight: must be >= 1"),
         ("history_retention_days = -1", r"scheduler\.history_retention_days: must be >= 0"),
         ('node_id = " "', r"scheduler\.node_id: must not be empty"),
+        ("lookahead = 61", r"scheduler\.lookahead: must be between 0 and 60 seconds, got 61"),
+        ("lookahead = -0.5", r"scheduler\.lookahead: must be between 0 and 60 seconds"),
     ],
 )
 def test_wrong_scheduler_values_name_file_and_key(tmp_path: Path, line: str, message: str) -> None:

@@ -312,3 +312,95 @@ def test_run_now_while_running_fires_right_after_the_current_run(
     step(engine)
     assert jobs.calls == ["blocked", "blocked"]
     assert [r.status for r in runs(sqlite_store)] == [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]
+
+
+# -- claiming ahead of the due time (lookahead) ------------------------------------------------------
+
+
+def test_lookahead_claims_early_and_starts_exactly_on_time(sqlite_store: SQLStore, clock: FakeClock) -> None:
+    engine, executor = make_engine(sqlite_store, clock, lookahead=5.0)
+    try:
+        add(sqlite_store, "record")  # due at T0 + 60 s
+        clock.advance(54.9)
+        step(engine)
+        assert engine.held == [] and sqlite_store.get("record").state is ScheduleState.IDLE
+        clock.advance(1.1)  # 4 s before the due time: claimed, held, not started
+        step(engine)
+        (claim,) = engine.held
+        assert claim.early and claim.scheduled_for == T0 + timedelta(minutes=1)
+        assert sqlite_store.get("record").state is ScheduleState.RUNNING
+        clock.advance(3.999)
+        step(engine)
+        assert jobs.calls == [] and len(engine.held) == 1
+        assert 0 < engine._sleep_seconds() <= 0.002  # wakes for the due time, not max_sleep
+        clock.advance(0.001)
+        step(engine)
+        engine.drain(5)
+        assert jobs.calls == ["record"] and engine.held == []
+        (run,) = runs(sqlite_store)
+        assert run.status is RunStatus.SUCCEEDED and run.started_at == T0 + timedelta(minutes=1)
+        assert sqlite_store.get("record").next_fire == T0 + timedelta(minutes=2)
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()
+
+
+def test_held_claims_count_against_max_in_flight(sqlite_store: SQLStore, clock: FakeClock) -> None:
+    engine, executor = make_engine(sqlite_store, clock, lookahead=10.0, max_in_flight=2)
+    try:
+        for name in ("record", "with_args", "boom"):
+            add(sqlite_store, name, arguments={"city": "x"} if name == "with_args" else {})
+        clock.advance(55)
+        step(engine)
+        assert len(engine.held) == 2
+        assert sum(s.state is ScheduleState.RUNNING for s in sqlite_store.list_schedules()) == 2
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()
+
+
+def test_release_held_lets_another_node_run_the_fire_on_time(sqlite_store: SQLStore, clock: FakeClock) -> None:
+    early, executor = make_engine(sqlite_store, clock, lookahead=5.0)
+    try:
+        add(sqlite_store, "record")
+        clock.advance(57)
+        step(early)
+        assert len(early.held) == 1
+        assert early.release_held() == 1
+        assert early.held == [] and sqlite_store.history() == []
+        s = sqlite_store.get("record")
+        assert s.state is ScheduleState.IDLE and s.next_fire == T0 + timedelta(minutes=1)
+    finally:
+        executor.shutdown(wait=False)
+        early.membership.stop()
+    other, executor2 = make_engine(sqlite_store, clock, node_id="n2")
+    try:
+        clock.advance(3)
+        step(other)
+        assert jobs.calls == ["record"]
+        (run,) = runs(sqlite_store)
+        assert run.node == "n2" and run.status is RunStatus.SUCCEEDED
+    finally:
+        executor2.shutdown(wait=False)
+        other.membership.stop()
+
+
+def test_node_shutdown_gives_back_what_it_claimed_ahead(tmp_path: Path, clock: FakeClock) -> None:
+    store = SQLiteStore(str(tmp_path / "t.db"), clock=clock)
+    store.upgrade()
+    store.open()
+    add(store, "record")
+    clock.advance(58)
+    config = Config(scheduler=SchedulerConfig(node_id="n1", lookahead=5.0), store=PluginChoice("sqlite", {}))
+    node = Node(config, store=store, clock=clock)
+    node.start()
+    try:
+        node.engine.tick()
+        assert len(node.engine.held) == 1
+    finally:
+        node.shutdown()
+    store.open()  # the node closed it
+    s = store.get("record")
+    assert s.state is ScheduleState.IDLE and s.next_fire == T0 + timedelta(minutes=1)
+    assert store.history() == [] and jobs.calls == []
+    store.close()

@@ -97,6 +97,54 @@ def test_never_claims_before_due(store: SQLStore, clock: FakeClock) -> None:
     assert claims[0].run_id is not None
 
 
+def test_claim_ahead_takes_only_what_is_due_within_the_window(store: SQLStore, clock: FakeClock) -> None:
+    store.add(spec("soon"), T0 + timedelta(seconds=3))
+    store.add(spec("later"), T0 + timedelta(seconds=10))
+    assert store.claim_due("n1", limit=10, buckets=None, ahead=2.5) == []
+    (c,) = store.claim_due("n1", limit=10, buckets=None, ahead=3)
+    assert c.spec.name == "soon" and c.early and c.claimed_at == T0
+    assert c.scheduled_for == T0 + timedelta(seconds=3) and c.run_id is not None
+    assert store.get("soon").state is ScheduleState.RUNNING
+    (run,) = store.history()
+    assert run.status is RunStatus.RUNNING and run.started_at is None  # not started yet
+    assert claim_all(store, "n2") == []  # held like any claim
+    # The engine reports when it actually started the run.
+    clock.advance(3)
+    assert finish(store, c, T0 + timedelta(minutes=1), started_at=T0 + timedelta(seconds=3.001))
+    (run,) = store.history()
+    assert run.status is RunStatus.SUCCEEDED and run.started_at == T0 + timedelta(seconds=3.001)
+
+
+def test_a_claim_made_when_due_records_its_start_unless_the_end_says_otherwise(store: SQLStore) -> None:
+    store.add(spec("a"), T0)
+    (c,) = claim_all(store)
+    assert not c.early
+    assert finish(store, c, T0 + timedelta(minutes=1))
+    (run,) = store.history()
+    assert run.started_at == T0
+
+
+def test_unclaim_gives_back_early_claims_as_if_never_made(store: SQLStore, clock: FakeClock) -> None:
+    store.add(spec("a"), T0 + timedelta(seconds=5))
+    store.add(spec("b"), T0 + timedelta(seconds=5))
+    claims = store.claim_due("n1", limit=10, buckets=None, ahead=10)
+    assert len(claims) == 2
+    assert store.unclaim("n1", claims) == 2
+    for name in ("a", "b"):
+        s = store.get(name)
+        assert s.state is ScheduleState.IDLE and s.claimed_by is None
+        assert s.next_fire == T0 + timedelta(seconds=5)
+    assert store.history() == []
+    clock.advance(5)
+    again = claim_all(store, "n2")
+    assert sorted(c.spec.name for c in again) == ["a", "b"]
+    assert all(c.run_id is not None for c in again)  # the fire is not "already recorded"
+    # Fenced: a stale claim gives back nothing and leaves the new holder alone.
+    assert store.unclaim("n1", claims) == 0
+    assert all(store.get(n).claimed_by == "n2" for n in ("a", "b"))
+    assert len(store.history()) == 2
+
+
 def test_claim_marks_running_and_is_exclusive(store: SQLStore) -> None:
     store.add(spec("a"), T0)
     (c,) = claim_all(store, "n1")

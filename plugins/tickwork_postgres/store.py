@@ -24,9 +24,11 @@ from sqlalchemy import (
     Text,
     Update,
     bindparam,
+    case,
     create_engine,
     func,
     literal,
+    null,
     select,
     type_coerce,
     update,
@@ -161,7 +163,8 @@ class PostgresStore(SQLStore):
             literal(1),
             claimed.c.claim_seq,
             bindparam("claim_node", type_=Text),
-            claimed.c.claimed_at,
+            # A fire claimed ahead of its time has not started yet.
+            case((claimed.c.next_fire > claimed.c.claimed_at, null()), else_=claimed.c.claimed_at),
             literal("running"),
         )
         recorded = (
@@ -185,13 +188,14 @@ class PostgresStore(SQLStore):
                 "f_runs": [f.claim.run_id for f in finishes],
                 "f_status": [f.outcome.status.value for f in finishes],
                 "f_errors": [cap(f.outcome.error) for f in finishes],
+                "f_started": [f.started_at for f in finishes],
             },
         ).all()
         self.statements += 1
         return {r.id for r in rows}
 
     def _release_and_end_statement(self) -> Select[Any]:
-        # WITH f AS (unnest of six arrays), released AS (fenced UPDATE of the schedules RETURNING
+        # WITH f AS (unnest of seven arrays), released AS (fenced UPDATE of the schedules RETURNING
         # id), UPDATE runs FROM f JOIN released: one fixed statement (compiled once, prepared by
         # psycopg) and one round trip per batch, whatever its size. A VALUES list was recompiled
         # per batch (22 % of a node's CPU); release and run ends as two statements cost a round
@@ -204,8 +208,9 @@ class PostgresStore(SQLStore):
                 bindparam("f_runs", type_=ARRAY(BigInteger)),
                 bindparam("f_status", type_=ARRAY(Text)),
                 bindparam("f_errors", type_=ARRAY(Text)),
+                bindparam("f_started", type_=ARRAY(DateTime(timezone=True))),
             )
-            .table_valued("id", "seq", "next", "run_id", "status", "error")
+            .table_valued("id", "seq", "next", "run_id", "status", "error", "started")
             .render_derived(name="r")
         )
         f = select(rows).cte("f")
@@ -219,7 +224,12 @@ class PostgresStore(SQLStore):
         ended = (
             update(runs)
             .where(runs.c.id == f.c.run_id, f.c.id == released.c.id)
-            .values(status=f.c.status, error=f.c.error, finished_at=self.now_expr())
+            .values(
+                status=f.c.status,
+                error=f.c.error,
+                finished_at=self.now_expr(),
+                started_at=func.coalesce(type_coerce(f.c.started, UTCDateTime), runs.c.started_at),
+            )
             .cte("ended")
         )
         return select(released.c.id).add_cte(ended)

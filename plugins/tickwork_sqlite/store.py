@@ -24,6 +24,7 @@ from sqlalchemy import (
     bindparam,
     create_engine,
     event,
+    func,
     literal_column,
     select,
     type_coerce,
@@ -138,7 +139,12 @@ class SQLiteStore(SQLStore):
             conn.execute(self._statement("sqlite_release", self._release_many), releases)
             self.statements += 1
         ends = [
-            {"b_id": f.claim.run_id, "b_status": f.outcome.status.value, "b_error": cap(f.outcome.error)}
+            {
+                "b_id": f.claim.run_id,
+                "b_status": f.outcome.status.value,
+                "b_error": cap(f.outcome.error),
+                "b_started": f.started_at,
+            }
             for f in mine
             if f.claim.run_id is not None
         ]
@@ -168,7 +174,12 @@ class SQLiteStore(SQLStore):
         return (
             update(runs)
             .where(runs.c.id == bindparam("b_id"))
-            .values(status=bindparam("b_status"), error=bindparam("b_error"), finished_at=self.now_expr())
+            .values(
+                status=bindparam("b_status"),
+                error=bindparam("b_error"),
+                finished_at=self.now_expr(),
+                started_at=func.coalesce(bindparam("b_started", type_=UTCDateTime), runs.c.started_at),
+            )
         )
 
     def _notify(self, conn: Connection) -> None:

@@ -230,13 +230,18 @@ class Store(ABC):
     # -- claiming ---------------------------------------------------------------------------------
 
     @abstractmethod
-    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
-        """Claim up to ``limit`` enabled, idle schedules whose next fire time is due.
+    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
+        """Claim up to ``limit`` enabled, idle schedules whose next fire time is due, earliest
+        first.
 
         Creates the history row (status ``running``) of every claimed fire in the same
-        transaction. Uses the configured claim strategy.
+        transaction, with the claim time as its start, or no start for a fire claimed ahead of
+        its time. Uses the configured claim strategy.
 
         :param buckets: restrict to these hash buckets; ``None`` for all
+        :param ahead: also claim schedules due within this many seconds of the database clock
+            (their :attr:`~tickwork.structures.Claim.early` is true; the caller starts them on
+            time or gives them back with :meth:`unclaim`)
         :raises tickwork.errors.StoreError: on a database error (nothing is claimed then)
         """
 
@@ -249,6 +254,16 @@ class Store(ABC):
         that the claim had been taken over.
 
         :return: for each finish, whether it landed
+        """
+
+    @abstractmethod
+    def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
+        """Give back claims taken ahead of their time that never started (a node stopping):
+        each schedule becomes idle again, still due at the claimed fire time, and the run row
+        the claim created is deleted, as if the claim had never happened. Fenced like
+        :meth:`finish`.
+
+        :return: how many were given back
         """
 
     @abstractmethod

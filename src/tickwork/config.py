@@ -38,6 +38,7 @@ class SchedulerConfig:
     max_in_flight: int = 1000
     history_retention_days: float = 30.0
     default_executor: str = "local"
+    lookahead: float = 1.0
 
 
 _SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -52,6 +53,7 @@ _SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
     "max_in_flight": int,
     "history_retention_days": (int, float),
     "default_executor": str,
+    "lookahead": (int, float),
 }
 
 
@@ -179,6 +181,10 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
         raise ConfigError(
             f"{src}: scheduler.history_retention_days: must be >= 0 (0 keeps history forever), "
             f"got {sched_kwargs['history_retention_days']}"
+        )
+    if "lookahead" in sched_kwargs and not 0 <= sched_kwargs["lookahead"] <= 60:
+        raise ConfigError(
+            f"{src}: scheduler.lookahead: must be between 0 and 60 seconds, got {sched_kwargs['lookahead']}"
         )
     if "node_id" in sched_kwargs and not sched_kwargs["node_id"].strip():
         raise ConfigError(f"{src}: scheduler.node_id: must not be empty")

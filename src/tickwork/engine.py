@@ -6,6 +6,9 @@ drains in batches, so claims, history writes and releases are each one statement
 
 from __future__ import annotations
 
+import gc
+import heapq
+import itertools
 import logging
 import queue
 import threading
@@ -25,6 +28,9 @@ run_log = logging.getLogger("tickwork.runs")
 
 #: At most this many skipped fire times are written to the history for one gap.
 MAX_SKIPPED_RECORDS = 100
+#: Seconds a reading of the database clock is trusted before a newer one replaces it (however
+#: slow); the two clocks drift apart by parts per million at most.
+CLOCK_SYNC_MAX_AGE = 30.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,9 @@ class EngineSettings:
     reap_interval: float = 15.0
     renew_interval: float = 10.0
     history_retention: timedelta | None = timedelta(days=30)
+    #: Claim fires due within this many seconds and start them on time from memory, so that
+    #: the claim round trip is off the path between due time and start.
+    lookahead: float = 1.0
 
 
 @dataclass
@@ -50,6 +59,7 @@ class InFlight:
     claim: Claim
     mono_claimed: float
     deadline: float
+    started_at: datetime | None = None
     done: bool = False
     renewed: float = field(default=0.0)
 
@@ -84,6 +94,12 @@ class Engine:
         self._unsaved: list[Finish] = []
         # Failed runs waiting for a retry, holding their claim: (monotonic due time, claim, mono_claimed).
         self._retries: list[tuple[float, Claim, float]] = []
+        # Claims taken ahead of their time, waiting for it: (scheduled_for, seq, claim, mono_claimed).
+        self._held: list[tuple[datetime, int, Claim, float]] = []
+        self._held_seq = itertools.count()
+        # The database clock against this node's monotonic clock: (database time, monotonic time
+        # right after it was read, round trip of the read); see _now.
+        self._clock_sync: tuple[datetime, float, float] | None = None
         self._next_reap = 0.0
         self._next_renew = 0.0
         self._next_prune = 0.0
@@ -110,6 +126,11 @@ class Engine:
 
     def run_forever(self, until: float | None = None) -> None:
         """Loop until :meth:`stop` (or the monotonic time ``until``); survives database outages."""
+        # Everything built so far (modules, plugins, the store's engine and metadata) lives as long
+        # as the node: keep it out of the garbage collector's full passes, which otherwise stop
+        # this thread for 50-70 ms every few seconds under load, right when due runs are to be
+        # started (measured: docs/benchmarks.md#steady-lag).
+        gc.freeze()
         while not self._stopping.is_set():
             if until is not None and time.monotonic() >= until:
                 break
@@ -139,6 +160,21 @@ class Engine:
             failed = Outcome(RunStatus.FAILED, error="node stopped before the retry")
             self._end([self._finish_for(claim, failed, mono, now_mono) for _, claim, mono in pending])
 
+    @property
+    def held(self) -> list[Claim]:
+        """Claims taken ahead of their time that have not started yet, earliest first."""
+        return [h[2] for h in sorted(self._held)]
+
+    def release_held(self) -> int:
+        """Give back claims taken ahead of their time (node stopping), so that another node
+        can run them on time; see :meth:`tickwork.abc.Store.unclaim`."""
+        held, self._held = self._held, []
+        if not held:
+            return 0
+        given_back = self.store.unclaim(self.settings.node_id, [h[2] for h in held])
+        log.info("gave back %d claim(s) taken ahead of their time", given_back)
+        return given_back
+
     def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for in-flight runs to end and record them."""
         deadline = time.monotonic() + timeout
@@ -160,14 +196,22 @@ class Engine:
         if self._unsaved:
             self._end([])
         self._housekeeping()
+        # Held claims are this node's already (fenced like any claim): start them on time even
+        # while membership is unsure.
+        self._start_held()
         if not self.membership.healthy():
             return False
         self._start_due_retries()
-        room = self.settings.max_in_flight - len(self.in_flight)
+        room = self.settings.max_in_flight - len(self.in_flight) - len(self._held)
         if room <= 0:
             return False
         limit = min(self.settings.batch_size, room)
-        claims = self.store.claim_due(self.settings.node_id, limit=limit, buckets=self.membership.owned_buckets())
+        claims = self.store.claim_due(
+            self.settings.node_id,
+            limit=limit,
+            buckets=self.membership.owned_buckets(),
+            ahead=self.settings.lookahead,
+        )
         if claims:
             self._dispatch(claims)
         return len(claims) >= limit
@@ -176,27 +220,57 @@ class Engine:
         sleep = self.settings.max_sleep
         if self.in_flight:
             sleep = min(sleep, max(0.0, min(f.deadline for f in self.in_flight.values()) - time.monotonic()))
-        if self.settings.renew_interval and self.in_flight:
+        if self.settings.renew_interval and (self.in_flight or self._held):
             sleep = min(sleep, max(0.0, self._next_renew - time.monotonic()))
         sleep = min(sleep, max(0.0, self._next_reap - time.monotonic()))
         if self._retries:
             sleep = min(sleep, max(0.0, min(r[0] for r in self._retries) - time.monotonic()))
-        if not self.membership.healthy() or len(self.in_flight) >= self.settings.max_in_flight:
+        if self._held:
+            sleep = min(sleep, self._until_start(self._held[0]))
+        if not self.membership.healthy() or len(self.in_flight) + len(self._held) >= self.settings.max_in_flight:
             return min(sleep, 0.5)
         due = self.store.next_due(buckets=self.membership.owned_buckets())
         if due is not None:
             # The database clock decides; ask it rather than trusting this node's wall clock.
-            until_due = (due - self.store.now()).total_seconds()
+            until_due = (due - self._read_db_clock()).total_seconds() - self.settings.lookahead
             sleep = min(sleep, max(until_due, 0.001))
         return max(sleep, 0.0)
 
+    # -- claims taken ahead of their time ---------------------------------------------------------
+
+    def _until_start(self, entry: tuple[datetime, int, Claim, float]) -> float:
+        """Seconds until a held claim is due (0 when it is), by the claim's database clock."""
+        scheduled_for, _, claim, mono_claimed = entry
+        now = self._now(claim, mono_claimed, time.monotonic())
+        return max(0.0, (scheduled_for - now).total_seconds())
+
+    def _hold(self, claim: Claim, mono_claimed: float) -> None:
+        heapq.heappush(self._held, (claim.scheduled_for, next(self._held_seq), claim, mono_claimed))
+
+    def _start_held(self) -> None:
+        due: list[Claim] = []
+        mono: list[float] = []
+        while self._held and self._until_start(self._held[0]) <= 0.0:
+            _, _, claim, mono_claimed = heapq.heappop(self._held)
+            due.append(claim)
+            mono.append(mono_claimed)
+        # Claims of one batch share their claim time; dispatch them together.
+        start = 0
+        for i in range(1, len(due) + 1):
+            if i == len(due) or mono[i] != mono[start]:
+                self._dispatch(due[start:i], mono[start], hold=False)
+                start = i
+
     # -- dispatch ---------------------------------------------------------------------------------
 
-    def _dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None) -> None:
+    def _dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None, *, hold: bool = True) -> None:
         now_mono = time.monotonic()
         mono_claimed = now_mono if mono_claimed is None else mono_claimed
         immediate: list[Finish] = []
         for claim in claims:
+            if hold and claim.early and self._now(claim, mono_claimed, now_mono) < claim.scheduled_for:
+                self._hold(claim, mono_claimed)
+                continue
             self.fired += 1
             if claim.run_id is None:
                 log.error(
@@ -226,7 +300,12 @@ class Engine:
                 immediate.append(self._finish_for(claim, outcome, now_mono, now_mono))
                 continue
             timeout = claim.spec.timeout.total_seconds()
-            flight = InFlight(claim, mono_claimed, now_mono + timeout + self.settings.hard_timeout_grace)
+            flight = InFlight(
+                claim,
+                mono_claimed,
+                now_mono + timeout + self.settings.hard_timeout_grace,
+                started_at=self._now(claim, mono_claimed, now_mono),
+            )
             assert claim.run_id is not None
             self.in_flight[claim.run_id] = flight
             call = JobCall(
@@ -271,7 +350,7 @@ class Engine:
             self.in_flight.pop(run_id, None)
             if outcome.status is RunStatus.FAILED and self._plan_retry(flight, outcome, now_mono):
                 continue
-            finishes.append(self._finish_for(flight.claim, outcome, flight.mono_claimed, now_mono))
+            finishes.append(self._finish_for(flight.claim, outcome, flight.mono_claimed, now_mono, flight.started_at))
         if finishes:
             self._end(finishes)
 
@@ -348,12 +427,38 @@ class Engine:
                     "" if ok else " [claim had been taken over; end not applied]",
                 )
 
+    def _read_db_clock(self) -> datetime:
+        """Read the database clock and keep the tightest recent reading for :meth:`_now`."""
+        before = time.monotonic()
+        now = self.store.now()
+        after = time.monotonic()
+        sync = self._clock_sync
+        if sync is None or after - before <= sync[2] or after - sync[1] > CLOCK_SYNC_MAX_AGE:
+            self._clock_sync = (now, after, after - before)
+        return now
+
     def _now(self, claim: Claim, mono_claimed: float, now_mono: float) -> datetime:
+        """The database clock now, never ahead of it (a claim taken ahead of its time must not
+        start early): the later of two lower bounds, the claim's time plus the monotonic time
+        since its answer arrived and the last clock reading plus the time since. Each is behind
+        by at most the round trip it came with; the claim's can be tens of milliseconds under
+        load, the clock reading's well under one."""
         if self.clock is not None:
             return self.clock()
-        return claim.claimed_at + timedelta(seconds=now_mono - mono_claimed)
+        now = claim.claimed_at + timedelta(seconds=now_mono - mono_claimed)
+        sync = self._clock_sync
+        if sync is not None:
+            now = max(now, sync[0] + timedelta(seconds=now_mono - sync[1]))
+        return now
 
-    def _finish_for(self, claim: Claim, outcome: Outcome | None, mono_claimed: float, now_mono: float) -> Finish:
+    def _finish_for(
+        self,
+        claim: Claim,
+        outcome: Outcome | None,
+        mono_claimed: float,
+        now_mono: float,
+        started_at: datetime | None = None,
+    ) -> Finish:
         """Compute the next fire time and the skipped ones (rules: docs/deployment-sync.md#skips).
 
         "Now" is the database clock of the claim plus the monotonic time since (no extra round
@@ -379,15 +484,23 @@ class Engine:
             nxt = trigger.next_after(floor)  # a long gap: jump without recording every time
         if outcome is None:
             outcome = Outcome(RunStatus.SKIPPED, error="already recorded")
-        return Finish(claim=claim, outcome=outcome, next_fire=nxt, skipped=tuple(skipped), finished_at=now)
+        return Finish(
+            claim=claim,
+            outcome=outcome,
+            next_fire=nxt,
+            skipped=tuple(skipped),
+            finished_at=now,
+            started_at=started_at,
+        )
 
     # -- housekeeping -----------------------------------------------------------------------------
 
     def _housekeeping(self) -> None:
         now_mono = time.monotonic()
-        if (self.in_flight or self._retries) and now_mono >= self._next_renew:
+        if (self.in_flight or self._retries or self._held) and now_mono >= self._next_renew:
             self._next_renew = now_mono + self.settings.renew_interval
             held = [f.claim for f in self.in_flight.values()] + [r[1] for r in self._retries]
+            held += [h[2] for h in self._held]
             self.store.renew(self.settings.node_id, held)
         if now_mono >= self._next_reap:
             self._next_reap = now_mono + self.settings.reap_interval

@@ -112,6 +112,7 @@ class Node:
                 hard_timeout_grace=s.hard_timeout_grace,
                 reap_interval=s.reap_interval,
                 renew_interval=s.renew_interval,
+                lookahead=s.lookahead,
                 history_retention=timedelta(days=s.history_retention_days) if s.history_retention_days else None,
             ),
             clock=clock,
@@ -186,6 +187,11 @@ class Node:
         self._started = False
         self.engine.stop()
         try:
+            # First, so that other nodes can still run them on time.
+            self.engine.release_held()
+        except Exception:
+            log.exception("could not give back claims taken ahead of their time")
+        try:
             self.engine.drain(timeout)
             self.engine.drop_retries()
         except Exception:  # the store may be gone; the next start releases what is left
@@ -193,7 +199,7 @@ class Node:
         for executor in self.executors.values():
             executor.shutdown(wait=False)
         try:
-            if self.engine.in_flight:
+            if self.engine.in_flight or self.engine.held:
                 self.store.release_node(self.node_id, f"node {self.node_id} stopped before the run ended")
         except Exception:
             log.exception("could not release claims at shutdown")

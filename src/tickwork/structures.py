@@ -167,7 +167,8 @@ class Claim:
         held a run for (schedule, scheduled_for) — the fire must then not run (invariant 1)
     :param claim_seq: fence token; the end of the run only lands while the schedule still carries it
     :param scheduled_for: the due time that was claimed
-    :param claimed_at: the database clock when the claim was made
+    :param claimed_at: the database clock when the claim was made; earlier than
+        ``scheduled_for`` when the claim was taken ahead of its time (``lookahead``)
     """
 
     schedule_id: int
@@ -181,6 +182,11 @@ class Claim:
     def __post_init__(self) -> None:
         _check_aware("scheduled_for", self.scheduled_for)
         _check_aware("claimed_at", self.claimed_at)
+
+    @property
+    def early(self) -> bool:
+        """Claimed before its fire time: it must not start before ``scheduled_for``."""
+        return self.scheduled_for > self.claimed_at
 
 
 @dataclass(frozen=True)
@@ -216,6 +222,9 @@ class Finish:
 
     :param next_fire: the schedule's next fire time, ``None`` when it will never fire again
     :param skipped: fire times passed over, each with the reason, recorded as ``skipped``
+    :param started_at: when the executor got the run (database clock), recorded as the run's
+        start; ``None`` keeps what the claim wrote (the claim time, or nothing for a claim taken
+        ahead of its time that never started)
     """
 
     claim: Claim
@@ -223,6 +232,7 @@ class Finish:
     next_fire: datetime | None
     skipped: tuple[tuple[datetime, str], ...] = ()
     finished_at: datetime | None = None
+    started_at: datetime | None = None
 
 
 @dataclass(frozen=True)

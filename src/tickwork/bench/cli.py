@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..config import SchedulerConfig
 from ..errors import TickworkError
 from ..plugins import default_manager
 from .cells import RAW, SINGLE, STORES, WORKLOADS, Cell, Plan, expand
@@ -140,6 +141,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"admin URL; a scratch database is created there and dropped afterwards (default {DEFAULT_PG_URL})",
     )
     how.add_argument("--batch-size", type=_positive_int, default=100, help="claim batch size (default 100)")
+    how.add_argument(
+        "--lookahead",
+        type=float,
+        default=SchedulerConfig.lookahead,
+        help="the nodes' [scheduler] lookahead in steady and spread cells: claim fires due within this many seconds "
+        f"and start them on time from memory (default {SchedulerConfig.lookahead:g}, the node default; 0 claims when "
+        "due). Burst cells always claim when due: they measure draining a backlog",
+    )
     how.add_argument("--workers", type=_positive_int, default=8, help="local executor threads per node (default 8)")
     how.add_argument(
         "--settle",
@@ -212,6 +221,8 @@ def plan_from(args: argparse.Namespace) -> Plan:
         raise UsageError(f"--nodes: expected integers, got {args.nodes!r}") from None
     if any(n < 1 for n in nodes):
         raise UsageError(f"--nodes: node counts must be >= 1, got {args.nodes}")
+    if not 0 <= args.lookahead <= 60:
+        raise UsageError(f"--lookahead: must be between 0 and 60 seconds, got {args.lookahead}")
     memberships = _list(args.membership or profile.memberships, "--membership")
     registered = default_manager().memberships.names()
     for membership in memberships:
@@ -276,6 +287,7 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(
         work_dir=work_dir,
         batch_size=args.batch_size,
+        lookahead=args.lookahead,
         workers=args.workers,
         settle=args.settle,
         profile_dir=args.profile,
@@ -307,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
             else args.command_line,
             settings={
                 "batch_size": settings.batch_size,
+                "lookahead_s": settings.lookahead,
                 "workers": settings.workers,
                 "settle_s": settings.settle,
                 "lead_s": settings.lead,

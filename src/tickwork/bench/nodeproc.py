@@ -67,8 +67,8 @@ class Meter:
         self._store_statements_base = 0
         inner = store.claim_due
 
-        def claim_due(node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
-            claims = inner(node_id, limit=limit, buckets=buckets)
+        def claim_due(node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
+            claims = inner(node_id, limit=limit, buckets=buckets, ahead=ahead)
             c = self.counters
             c.claim_calls += 1
             c.asked += limit
@@ -135,7 +135,7 @@ def cpu_seconds() -> float:
 
 def build_config(args: argparse.Namespace) -> Config:
     return Config(
-        scheduler=SchedulerConfig(node_id=args.node_id),
+        scheduler=SchedulerConfig(node_id=args.node_id, lookahead=args.lookahead),
         store=PluginChoice(args.store, json.loads(args.store_options)),
         membership=PluginChoice(args.membership, json.loads(args.membership_options)),
         executors={"local": {"max_workers": args.workers}},
@@ -193,6 +193,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--membership", required=True, help="membership plugin name")
     p.add_argument("--membership-options", default="{}", help="JSON object: the [membership] table")
     p.add_argument("--workers", type=int, default=8, help="local executor threads")
+    p.add_argument("--lookahead", type=float, default=SchedulerConfig.lookahead, help="[scheduler] lookahead seconds")
     p.add_argument("--max-seconds", type=float, default=600.0, help="stop on its own after this long")
     p.add_argument("--log-level", default="WARNING")
     p.add_argument(

@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from ..config import SchedulerConfig
 from .cells import Cell
 from .metrics import CellResult, burst_metrics, node_metrics, steady_metrics
 from .procs import Child, ChildError, collect
@@ -38,6 +39,8 @@ class Settings:
 
     work_dir: Path
     batch_size: int = 100
+    #: not in burst cells: a burst is a backlog, due when the nodes first see it
+    lookahead: float = SchedulerConfig.lookahead
     workers: int = 8
     lead: float = 1.0
     settle: float = 1.5
@@ -138,6 +141,8 @@ def node_args(cell: Cell, scratch: Scratch, settings: Settings, node_id: str, ma
         str(settings.workers),
         "--max-seconds",
         str(max_seconds),
+        "--lookahead",
+        str(0.0 if cell.workload == "burst" else settings.lookahead),
         *(arg for module in settings.node_imports for arg in ("--import", module)),
     ]
 

@@ -20,6 +20,7 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    Float,
     Row,
     RowMapping,
     Update,
@@ -403,22 +404,26 @@ class SQLStore(Store):
 
     # -- claiming ---------------------------------------------------------------------------------
 
-    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
+    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
         limit = max(1, min(limit, self.batch_size))
         if self.strategy.one_per_transaction:
             claims: list[Claim] = []
             for _ in range(limit):
-                got = self._claim_once(node_id, 1, buckets)
+                got = self._claim_once(node_id, 1, buckets, ahead)
                 if not got:
                     break
                 claims.extend(got)
             return claims
-        return self._claim_once(node_id, limit, buckets)
+        return self._claim_once(node_id, limit, buckets, ahead)
 
     @transient_retry
-    def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
+    def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> list[Claim]:
         with self._tx() as conn:
-            req = ClaimRequest(node_id, limit, self._owned(buckets), self.now_expr())
+            now = self.now_expr()
+            due_by = None
+            if ahead > 0:
+                due_by = self._plus_seconds(now, bindparam("claim_ahead", ahead, type_=Float))
+            req = ClaimRequest(node_id, limit, self._owned(buckets), now, due_by)
             strategy = self.strategy
             if not strategy.single_update:
                 won = strategy.claim(conn, req)
@@ -435,11 +440,13 @@ class SQLStore(Store):
                 stmt = self._claim_statement(take)
             else:
                 # The statement depends only on the request's named parameters: build it once.
-                key = "claim" if buckets is None else "claim-owned"
+                key = f"claim/{buckets is None}/{ahead > 0}"
                 stmt = self._statement(key, lambda: self._claim_statement(cast(Update, strategy.take(conn, req))))
             params: dict[str, Any] = {"claim_node": node_id, "claim_limit": limit}
             if buckets is not None:
                 params["owned_buckets"] = list(buckets)
+            if ahead > 0:
+                params["claim_ahead"] = ahead
             rows = conn.execute(stmt, params).mappings().all()
             self.statements += 1
             if self.claim_records_runs:
@@ -469,7 +476,8 @@ class SQLStore(Store):
                     "attempt": 1,
                     "claim_seq": r["claim_seq"],
                     "node": node_id,
-                    "started_at": r["claimed_at"],
+                    # A fire claimed ahead of its time has not started yet.
+                    "started_at": None if r["next_fire"] > r["claimed_at"] else r["claimed_at"],
                     "status": "running",
                 }
                 for r in need
@@ -582,6 +590,27 @@ class SQLStore(Store):
                 .where(runs.c.id == claim.run_id, runs.c.status == "running")
                 .values(status=outcome.status.value, error=cap(outcome.error), finished_at=self.now_expr())
             )
+
+    @transient_retry
+    def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
+        given_back = 0
+        with self._tx() as conn:
+            for claim in claims:
+                released = conn.execute(
+                    update(schedules)
+                    .where(
+                        schedules.c.id == claim.schedule_id,
+                        schedules.c.claim_seq == claim.claim_seq,
+                        schedules.c.state == "running",
+                    )
+                    .values(state="idle", claimed_by=None, claimed_at=None)
+                ).rowcount
+                if released and claim.run_id is not None:
+                    conn.execute(delete(runs).where(runs.c.id == claim.run_id, runs.c.status == "running"))
+                given_back += int(released or 0)
+            if given_back:
+                self._notify(conn)
+        return given_back
 
     def start_attempt(self, node_id: str, claim: Claim) -> int | None:
         fenced = select(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, delete, literal, select, tuple_, update
+from sqlalchemy import Connection, case, delete, literal, null, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..schema import runs, schedules
@@ -45,7 +45,8 @@ class UniqueFireClaim(ClaimStrategy):
             literal(1),
             schedules.c.claim_seq + 1,
             literal(req.node_id),
-            req.now,
+            # A fire claimed ahead of its time has not started yet.
+            case((schedules.c.next_fire > req.now, null()), else_=req.now),
             literal("running"),
         ).where(schedules.c.id.in_([c.id for c in candidates]), due_filter(req))
         won = conn.execute(
