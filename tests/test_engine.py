@@ -404,3 +404,21 @@ def test_node_shutdown_gives_back_what_it_claimed_ahead(tmp_path: Path, clock: F
     assert s.state is ScheduleState.IDLE and s.next_fire == T0 + timedelta(minutes=1)
     assert store.history() == [] and jobs.calls == []
     store.close()
+
+
+def test_claims_ahead_once_a_fire_is_within_half_the_lookahead(sqlite_store: SQLStore, clock: FakeClock) -> None:
+    """Wake-ups in between (runs ending) do not claim one fire at a time."""
+    engine, executor = make_engine(sqlite_store, clock, lookahead=1.0)
+    try:
+        add(sqlite_store, "record")  # due at T0 + 60 s
+        engine.tick()
+        clock.advance(59.2)
+        assert engine._sleep_seconds() == pytest.approx(0.3)  # wakes 0.5 s before the due time
+        engine.tick()
+        assert engine.held == [] and sqlite_store.get("record").state is ScheduleState.IDLE
+        clock.advance(0.3)
+        engine.tick()
+        assert [c.spec.name for c in engine.held] == ["record"]
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()

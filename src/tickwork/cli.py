@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["bench"]:
         from .bench import cli as bench_cli
 
-        return bench_cli.main(argv[1:])
+        return bench_cli.main(argv[1:], prog="tickwork bench")
     args = _parser().parse_args(argv)
     _setup_logging(args.log_level, "INFO" if args.command == "run" else "WARNING")
     try:
