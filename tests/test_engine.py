@@ -422,3 +422,38 @@ def test_claims_ahead_once_a_fire_is_within_half_the_lookahead(sqlite_store: SQL
     finally:
         executor.shutdown(wait=False)
         engine.membership.stop()
+
+
+class _SwitchableMembership(SingleMembership):
+    """A single-node membership whose health the test decides (a node cut off from the store)."""
+
+    ok = True
+
+    def healthy(self) -> bool:
+        return self.ok and super().healthy()
+
+
+def test_a_node_unsure_of_its_membership_does_not_start_held_fires(sqlite_store: SQLStore, clock: FakeClock) -> None:
+    executor = LocalExecutor(max_workers=2)
+    executor.start()
+    membership = _SwitchableMembership()
+    membership.start(sqlite_store, "n1")
+    settings = EngineSettings(node_id="n1", reap_interval=3600.0, lookahead=5.0)
+    engine = Engine(sqlite_store, {"local": executor}, membership, settings, clock=clock)
+    try:
+        add(sqlite_store, "record")
+        clock.advance(57)
+        step(engine)
+        assert len(engine.held) == 1
+        membership.ok = False
+        clock.advance(3)
+        step(engine)
+        assert jobs.calls == [] and len(engine.held) == 1
+        assert engine._sleep_seconds() == 0.5  # re-checks, without spinning on the due fire
+        membership.ok = True
+        step(engine)
+        engine.drain(5)
+        assert jobs.calls == ["record"]
+    finally:
+        executor.shutdown(wait=False)
+        membership.stop()

@@ -204,11 +204,11 @@ class Engine:
         if self._unsaved:
             self._end([])
         self._housekeeping()
-        # Held claims are this node's already (fenced like any claim): start them on time even
-        # while membership is unsure.
-        self._start_held()
+        # A node unsure of its membership starts nothing, held fires included: others may soon
+        # declare it dead and release its claims (docs/claim-protocol.md, bounds).
         if not self.membership.healthy():
             return False
+        self._start_held()
         self._start_due_retries()
         room = self.settings.max_in_flight - len(self.in_flight) - len(self._held)
         if room <= 0:
@@ -233,11 +233,13 @@ class Engine:
         if self.settings.renew_interval and (self.in_flight or self._held):
             sleep = min(sleep, max(0.0, self._next_renew - time.monotonic()))
         sleep = min(sleep, max(0.0, self._next_reap - time.monotonic()))
+        if not self.membership.healthy():
+            return min(sleep, 0.5)  # nothing starts meanwhile; check again soon
         if self._retries:
             sleep = min(sleep, max(0.0, min(r[0] for r in self._retries) - time.monotonic()))
         if self._held:
             sleep = min(sleep, self._until_start(self._held[0]))
-        if not self.membership.healthy() or len(self.in_flight) + len(self._held) >= self.settings.max_in_flight:
+        if len(self.in_flight) + len(self._held) >= self.settings.max_in_flight:
             return min(sleep, 0.5)
         due = self.store.next_due(buckets=self.membership.owned_buckets())
         self._next_due, self._next_due_known = due, True
