@@ -16,6 +16,7 @@ from tests.conftest import T0, FakeClock
 from tickwork import schedules as admin
 from tickwork.config import Config, PluginChoice, SchedulerConfig
 from tickwork.engine import Engine, EngineSettings
+from tickwork.errors import StoreError
 from tickwork.node import Node
 from tickwork.sql.store import SQLStore
 from tickwork.structures import MisfirePolicy, RunRecord, RunStatus, ScheduleSpec, ScheduleState
@@ -457,3 +458,50 @@ def test_a_node_unsure_of_its_membership_does_not_start_held_fires(sqlite_store:
     finally:
         executor.shutdown(wait=False)
         membership.stop()
+
+
+def test_every_attempt_of_a_fire_claimed_ahead_records_its_start(sqlite_store: SQLStore, clock: FakeClock) -> None:
+    jobs.attempts.clear()
+    engine, executor = make_engine(sqlite_store, clock, lookahead=5.0)
+    try:
+        add(sqlite_store, "fails_twice", "0 * * * *", retries=3, retry_backoff=timedelta(seconds=0.05))
+        clock.advance(3598)
+        step(engine)
+        assert len(engine.held) == 1
+        clock.advance(2)
+        deadline = time.monotonic() + 5
+        while len(jobs.attempts) < 3 and time.monotonic() < deadline:
+            step(engine)
+            time.sleep(0.02)
+        step(engine)
+        history = runs(sqlite_store)
+        assert [(r.attempt, r.status) for r in history] == [
+            (1, RunStatus.FAILED),
+            (2, RunStatus.FAILED),
+            (3, RunStatus.SUCCEEDED),
+        ]
+        assert all(r.started_at == T0 + timedelta(hours=1) for r in history)
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()
+
+
+def test_held_fires_stay_held_when_they_cannot_be_given_back(tmp_path: Path, clock: FakeClock) -> None:
+    store = SQLiteStore(str(tmp_path / "t.db"), clock=clock)
+    store.upgrade()
+    store.open()
+    engine, executor = make_engine(store, clock, lookahead=5.0)
+    try:
+        add(store, "record")
+        clock.advance(57)
+        step(engine)
+        store.close()  # the database is gone
+        with pytest.raises(StoreError):
+            engine.release_held()
+        assert len(engine.held) == 1  # still ours: the node releases them with its other claims
+        store.open()
+        assert engine.release_held() == 1 and engine.held == []
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()
+        store.close()

@@ -267,8 +267,11 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def end_attempt(self, claim: Claim, outcome: Outcome) -> None:
-        """Record how one attempt ended without releasing the schedule (a retry follows)."""
+    def end_attempt(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
+        """Record how one attempt ended without releasing the schedule (a retry follows).
+
+        :param started_at: when the attempt started, as for :attr:`Finish.started_at`
+        """
 
     @abstractmethod
     def start_attempt(self, node_id: str, claim: Claim) -> int | None:

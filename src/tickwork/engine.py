@@ -176,10 +176,10 @@ class Engine:
     def release_held(self) -> int:
         """Give back claims taken ahead of their time (node stopping), so that another node
         can run them on time; see :meth:`tickwork.abc.Store.unclaim`."""
-        held, self._held = self._held, []
-        if not held:
+        if not self._held:
             return 0
-        given_back = self.store.unclaim(self.settings.node_id, [h[2] for h in held])
+        given_back = self.store.unclaim(self.settings.node_id, [h[2] for h in self._held])
+        self._held = []  # only now: if the store failed, they are still ours to release
         log.info("gave back %d claim(s) taken ahead of their time", given_back)
         return given_back
 
@@ -401,7 +401,7 @@ class Engine:
             log.info("%s: no retry, it would overlap the next fire at %s", claim.spec.name, following.isoformat())
             return False
         try:
-            self.store.end_attempt(claim, outcome)
+            self.store.end_attempt(claim, outcome, flight.started_at)
         except StoreError:
             return False  # record it as a plain failure through the buffered path
         retry = replace(claim, attempt=claim.attempt + 1, run_id=None)

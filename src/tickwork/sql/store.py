@@ -583,13 +583,16 @@ class SQLStore(Store):
         return [f.claim.schedule_id in landed for f in finishes]
 
     @transient_retry
-    def end_attempt(self, claim: Claim, outcome: Outcome) -> None:
+    def end_attempt(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
+        values: dict[str, Any] = {
+            "status": outcome.status.value,
+            "error": cap(outcome.error),
+            "finished_at": self.now_expr(),
+        }
+        if started_at is not None:
+            values["started_at"] = started_at
         with self._tx() as conn:
-            conn.execute(
-                update(runs)
-                .where(runs.c.id == claim.run_id, runs.c.status == "running")
-                .values(status=outcome.status.value, error=cap(outcome.error), finished_at=self.now_expr())
-            )
+            conn.execute(update(runs).where(runs.c.id == claim.run_id, runs.c.status == "running").values(**values))
 
     @transient_retry
     def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
