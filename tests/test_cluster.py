@@ -125,6 +125,10 @@ def check_history(store: PostgresStore, fires: Path, disrupted: tuple[datetime, 
         # A run killed mid-way may have executed without its end being recorded, never the reverse.
         assert counts["succeeded"] <= executed[name] <= counts["succeeded"] + counts["abandoned"] + counts["timed_out"]
 
+    # The nodes share the work: a node that ran nothing means the quickest owner takes every fire.
+    by_node = collections.Counter(r.node for r in rows if r.status == "succeeded")
+    assert set(by_node) == {"n1", "n2", "n3"} and min(by_node.values()) >= 0.03 * len(rows), by_node
+
     lo, hi = disrupted
     for name in status:
         times = sorted(r.scheduled_for for r in rows if r.name == name)

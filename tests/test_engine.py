@@ -325,12 +325,12 @@ def test_lookahead_claims_early_and_starts_exactly_on_time(sqlite_store: SQLStor
         clock.advance(54.9)
         step(engine)
         assert engine.held == [] and sqlite_store.get("record").state is ScheduleState.IDLE
-        clock.advance(1.1)  # 4 s before the due time: claimed, held, not started
+        clock.advance(3.1)  # 2 s before the due time (claims begin at about half the lookahead)
         step(engine)
         (claim,) = engine.held
         assert claim.early and claim.scheduled_for == T0 + timedelta(minutes=1)
         assert sqlite_store.get("record").state is ScheduleState.RUNNING
-        clock.advance(3.999)
+        clock.advance(1.999)
         step(engine)
         assert jobs.calls == [] and len(engine.held) == 1
         assert 0 < engine._sleep_seconds() <= 0.002  # wakes for the due time, not max_sleep
@@ -351,7 +351,7 @@ def test_held_claims_count_against_max_in_flight(sqlite_store: SQLStore, clock: 
     try:
         for name in ("record", "with_args", "boom"):
             add(sqlite_store, name, arguments={"city": "x"} if name == "with_args" else {})
-        clock.advance(55)
+        clock.advance(56)
         step(engine)
         assert len(engine.held) == 2
         assert sum(s.state is ScheduleState.RUNNING for s in sqlite_store.list_schedules()) == 2
@@ -364,7 +364,7 @@ def test_release_held_lets_another_node_run_the_fire_on_time(sqlite_store: SQLSt
     early, executor = make_engine(sqlite_store, clock, lookahead=5.0)
     try:
         add(sqlite_store, "record")
-        clock.advance(57)
+        clock.advance(58)
         step(early)
         assert len(early.held) == 1
         assert early.release_held() == 1
@@ -376,7 +376,7 @@ def test_release_held_lets_another_node_run_the_fire_on_time(sqlite_store: SQLSt
         early.membership.stop()
     other, executor2 = make_engine(sqlite_store, clock, node_id="n2")
     try:
-        clock.advance(3)
+        clock.advance(2)
         step(other)
         assert jobs.calls == ["record"]
         (run,) = runs(sqlite_store)
@@ -414,10 +414,11 @@ def test_claims_ahead_once_a_fire_is_within_half_the_lookahead(sqlite_store: SQL
         add(sqlite_store, "record")  # due at T0 + 60 s
         engine.tick()
         clock.advance(59.2)
-        assert engine._sleep_seconds() == pytest.approx(0.3)  # wakes 0.5 s before the due time
+        # Wakes about half the lookahead before the due time (0.48-0.5 s, drawn per claim).
+        assert 0.3 <= engine._sleep_seconds() <= 0.32
         engine.tick()
         assert engine.held == [] and sqlite_store.get("record").state is ScheduleState.IDLE
-        clock.advance(0.3)
+        clock.advance(0.32)
         engine.tick()
         assert [c.spec.name for c in engine.held] == ["record"]
     finally:
@@ -443,11 +444,11 @@ def test_a_node_unsure_of_its_membership_does_not_start_held_fires(sqlite_store:
     engine = Engine(sqlite_store, {"local": executor}, membership, settings, clock=clock)
     try:
         add(sqlite_store, "record")
-        clock.advance(57)
+        clock.advance(58)
         step(engine)
         assert len(engine.held) == 1
         membership.ok = False
-        clock.advance(3)
+        clock.advance(2)
         step(engine)
         assert jobs.calls == [] and len(engine.held) == 1
         assert engine._sleep_seconds() == 0.5  # re-checks, without spinning on the due fire
@@ -493,7 +494,7 @@ def test_held_fires_stay_held_when_they_cannot_be_given_back(tmp_path: Path, clo
     engine, executor = make_engine(store, clock, lookahead=5.0)
     try:
         add(store, "record")
-        clock.advance(57)
+        clock.advance(58)
         step(engine)
         store.close()  # the database is gone
         with pytest.raises(StoreError):
@@ -505,3 +506,18 @@ def test_held_fires_stay_held_when_they_cannot_be_given_back(tmp_path: Path, clo
         executor.shutdown(wait=False)
         engine.membership.stop()
         store.close()
+
+
+def test_the_claim_lead_is_drawn_anew_after_each_drained_claim(sqlite_store: SQLStore, clock: FakeClock) -> None:
+    engine, executor = make_engine(sqlite_store, clock, lookahead=2.0)
+    try:
+        add(sqlite_store, "record")  # due at T0 + 60 s
+        clock.advance(59.5)
+        leads = set()
+        for _ in range(20):
+            leads.add(engine._claim_lead)
+            engine.tick()  # the first claim drains the window: a new lead is drawn
+        assert all(0.96 <= lead <= 1.0 for lead in leads) and len(leads) > 1
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()

@@ -11,6 +11,7 @@ import heapq
 import itertools
 import logging
 import queue
+import random
 import threading
 import time
 import traceback
@@ -52,7 +53,7 @@ class EngineSettings:
     history_retention: timedelta | None = timedelta(days=30)
     #: Claim fires due within this many seconds and start them on time from memory, so that
     #: the claim round trip is off the path between due time and start. Claiming begins once
-    #: a fire is due within half of it, so one claim gathers what came due meanwhile.
+    #: a fire is due within about half of it, so one claim gathers what came due meanwhile.
     lookahead: float = 1.0
 
 
@@ -108,6 +109,7 @@ class Engine:
         # The earliest fire this node may claim, as last read (see _claim_window_open).
         self._next_due: datetime | None = None
         self._next_due_known = False
+        self._claim_lead = self._draw_claim_lead()
         self._next_reap = 0.0
         self._next_renew = 0.0
         self._next_prune = 0.0
@@ -145,6 +147,8 @@ class Engine:
             self._wake.clear()
             try:
                 busy = self.tick()
+                # Reading the next due time is a query too: an outage may surface here first.
+                timeout = 0.0 if busy else self._sleep_seconds()
                 if self._db_backoff:
                     log.warning("database reachable again; resuming")
                 self._db_backoff = 0.0
@@ -155,7 +159,6 @@ class Engine:
                 continue
             if busy:
                 continue
-            timeout = self._sleep_seconds()
             if until is not None:
                 timeout = min(timeout, max(0.0, until - time.monotonic()))
             self._wake.wait(timeout)
@@ -224,6 +227,11 @@ class Engine:
         )
         if claims:
             self._dispatch(claims)
+        if len(claims) < limit:
+            # The window is drained: claim again only after reading what is due next (what was
+            # read before is claimed now), at a new lead.
+            self._next_due_known = False
+            self._claim_lead = self._draw_claim_lead()
         return len(claims) >= limit
 
     def _sleep_seconds(self) -> float:
@@ -245,29 +253,43 @@ class Engine:
         self._next_due, self._next_due_known = due, True
         if due is not None:
             # The database clock decides; ask it rather than trusting this node's wall clock.
-            until_due = (due - self._db_now()).total_seconds() - self.settings.lookahead / 2
+            until_due = (due - self._db_now()).total_seconds() - self._claim_lead
             sleep = min(sleep, max(until_due, 0.001))
+        elif self.settings.lookahead > 0:
+            # Everything this node may claim is running, held by whichever node claimed it ahead;
+            # ends are not notified, so look again in time to take a turn at the next claim.
+            sleep = min(sleep, self.settings.lookahead / 4)
         return max(sleep, 0.0)
 
     def _claim_window_open(self) -> bool:
-        """Whether to claim now. When claiming ahead, not before the earliest fire last read is due
-        within half the lookahead: a wake-up (a run ended here or elsewhere) then does not claim
-        one freshly released schedule at a time, which at 1,000 fires/s spread over each second
-        cost a claim statement, a commit and an empty claim on the other nodes per fire or two.
-        A change that brings a fire closer wakes the loop, which reads the next due time again
-        before it sleeps, so the gate delays such a fire by one loop at most."""
-        if self.settings.lookahead <= 0 or not self._next_due_known:
+        """Whether to claim now. When claiming ahead, only once the earliest claimable fire is due
+        within this node's claim lead (about half the lookahead): a wake-up (a run ended here or
+        elsewhere) then does not claim one freshly released schedule at a time, which at 1,000
+        fires/s spread over each second cost a claim statement, a commit and an empty claim on
+        the other nodes per fire or two; nor does the node that ran the last fires take the next
+        ones as it releases them, before any other node could.
+
+        The next due time is the one read before the loop last slept; after a claim drained the
+        window it is read again first. A change that brings a fire closer wakes the loop, which
+        reads it again before it sleeps, so the gate delays such a fire by one loop at most."""
+        if self.settings.lookahead <= 0:
             return True
+        if not self._next_due_known:
+            self._next_due = self.store.next_due(buckets=self.membership.owned_buckets())
+            self._next_due_known = True
         if self._next_due is None:
             return False
-        if self.clock is not None:
-            now = self.clock()
-        elif self._clock_sync is not None:
-            sync = self._clock_sync
-            now = sync[0] + timedelta(seconds=time.monotonic() - sync[1])
-        else:
-            return True
-        return (self._next_due - now).total_seconds() <= self.settings.lookahead / 2
+        now = self.clock() if self.clock is not None else self._db_now()
+        return (self._next_due - now).total_seconds() <= self._claim_lead
+
+    def _draw_claim_lead(self) -> float:
+        """How long before a fire's time this node's next claim ahead begins: half the lookahead
+        less up to 2 % of it, drawn anew after each drained claim. All owners of a fire wake at
+        about the same time, so a large batch is claimed by all of them at once; without the
+        jitter, the owner whose clock reading happens to be tightest would win every small batch
+        (in a 3-node test one node ran 1,079 fires and another 0)."""
+        lookahead = self.settings.lookahead
+        return lookahead * random.uniform(0.48, 0.5)
 
     # -- claims taken ahead of their time ---------------------------------------------------------
 
