@@ -521,3 +521,23 @@ def test_the_claim_lead_is_drawn_anew_after_each_drained_claim(sqlite_store: SQL
     finally:
         executor.shutdown(wait=False)
         engine.membership.stop()
+
+
+def test_an_idle_owner_looks_again_soon_only_while_fires_are_held_elsewhere(
+    sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    mine, executor = make_engine(sqlite_store, clock, lookahead=1.0, max_sleep=60.0)
+    other, executor2 = make_engine(sqlite_store, clock, lookahead=1.0, node_id="n2")
+    try:
+        mine.tick()
+        assert mine._sleep_seconds() > 30  # nothing scheduled: no polling
+        add(sqlite_store, "record")  # due at T0 + 60 s
+        assert mine._sleep_seconds() == pytest.approx(60 - mine._claim_lead)
+        clock.advance(59.6)
+        other.tick()  # the other owner claims it ahead
+        assert len(other.held) == 1
+        assert mine._sleep_seconds() == pytest.approx(0.25)  # its end is not notified: look again
+    finally:
+        for eng, ex in ((mine, executor), (other, executor2)):
+            ex.shutdown(wait=False)
+            eng.membership.stop()

@@ -32,6 +32,9 @@ MAX_SKIPPED_RECORDS = 100
 #: Seconds a reading of the database clock is trusted before a newer one replaces it (however
 #: slow): NTP keeps two hosts' clock rates within tens of parts per million, so 0.5 ms at most.
 CLOCK_SYNC_MAX_AGE = 10.0
+#: Seconds after the last time something was due to this node during which it polls for the
+#: next due time while everything it may claim is running elsewhere (see _sleep_seconds).
+BUSY_POLL_WINDOW = 60.0
 #: Seconds between reads of the database clock for sleep times; in between, the last reading
 #: plus the monotonic time since stands in for it (a round trip and a commit saved per loop).
 CLOCK_READ_INTERVAL = 1.0
@@ -110,6 +113,7 @@ class Engine:
         self._next_due: datetime | None = None
         self._next_due_known = False
         self._claim_lead = self._draw_claim_lead()
+        self._due_seen_at = -BUSY_POLL_WINDOW
         self._next_reap = 0.0
         self._next_renew = 0.0
         self._next_prune = 0.0
@@ -226,6 +230,7 @@ class Engine:
             ahead=self.settings.lookahead,
         )
         if claims:
+            self._due_seen_at = time.monotonic()
             self._dispatch(claims)
         if len(claims) < limit:
             # The window is drained: claim again only after reading what is due next (what was
@@ -255,9 +260,12 @@ class Engine:
             # The database clock decides; ask it rather than trusting this node's wall clock.
             until_due = (due - self._db_now()).total_seconds() - self._claim_lead
             sleep = min(sleep, max(until_due, 0.001))
-        elif self.settings.lookahead > 0:
+        if due is not None:
+            self._due_seen_at = time.monotonic()
+        elif self.settings.lookahead > 0 and time.monotonic() - self._due_seen_at < BUSY_POLL_WINDOW:
             # Everything this node may claim is running, held by whichever node claimed it ahead;
-            # ends are not notified, so look again in time to take a turn at the next claim.
+            # ends are not notified, so look again in time to take a turn at the next claim. (A
+            # cluster with nothing to do stops looking after BUSY_POLL_WINDOW.)
             sleep = min(sleep, self.settings.lookahead / 4)
         return max(sleep, 0.0)
 
