@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .abc import Store
-from .errors import DeclarationError, ScheduleNotFoundError
+from .errors import DeclarationError, ScheduleExistsError, ScheduleNotFoundError
 from .jobs import DeclaredJob
 from .plugins import PluginManager
 from .structures import Schedule, ScheduleSpec
@@ -67,17 +67,24 @@ def sync_module(
         current = stored.pop(spec.name, None)
         if current is None:
             try:
-                existing = store.get(spec.name)
+                existing: Schedule | None = store.get(spec.name)
             except ScheduleNotFoundError:
                 existing = None
-            if existing is not None:
+            if existing is None:
+                try:
+                    add(store, spec, manager)
+                except ScheduleExistsError:
+                    # Another node starting at the same moment synced this module first.
+                    existing = store.get(spec.name)
+                else:
+                    report.created.append(spec.name)
+                    continue
+            if existing.spec.module != spec.module:
                 owner = existing.spec.module or "the CLI (a run-time schedule)"
                 raise DeclarationError(
                     f"{spec.target}: schedule name {spec.name!r} is already used by {owner}; choose another name="
                 )
-            add(store, spec, manager)
-            report.created.append(spec.name)
-            continue
+            current = existing
         wanted = replace(spec, enabled=current.spec.enabled)
         if wanted == current.spec:
             report.unchanged.append(spec.name)
@@ -88,7 +95,10 @@ def sync_module(
         store.update(wanted, next_fire)
         report.updated.append(spec.name)
     for name in stored:
-        store.remove(name)
+        try:
+            store.remove(name)
+        except ScheduleNotFoundError:
+            continue  # removed by another node syncing at the same moment
         report.removed.append(name)
     log.info(
         "synced %s: %d created, %d updated, %d unchanged, %d removed",
