@@ -530,7 +530,9 @@ def test_an_idle_owner_looks_again_soon_only_while_fires_are_held_elsewhere(
     other, executor2 = make_engine(sqlite_store, clock, lookahead=1.0, node_id="n2")
     try:
         mine.tick()
-        assert mine._sleep_seconds() > 30  # nothing scheduled: no polling
+        assert mine._sleep_seconds() == pytest.approx(0.25)  # just started: others may hold all
+        mine._due_seen_at -= 60
+        assert mine._sleep_seconds() > 30  # nothing scheduled for a minute: no polling
         add(sqlite_store, "record")  # due at T0 + 60 s
         assert mine._sleep_seconds() == pytest.approx(60 - mine._claim_lead)
         clock.advance(59.6)

@@ -113,7 +113,9 @@ class Engine:
         self._next_due: datetime | None = None
         self._next_due_known = False
         self._claim_lead = self._draw_claim_lead()
-        self._due_seen_at = -BUSY_POLL_WINDOW
+        # A node that has just started looks as if something were due: the fires it may claim
+        # may all be held by nodes that started before it.
+        self._due_seen_at = time.monotonic()
         self._next_reap = 0.0
         self._next_renew = 0.0
         self._next_prune = 0.0
