@@ -534,12 +534,40 @@ def test_an_idle_owner_looks_again_soon_only_while_fires_are_held_elsewhere(
         mine._due_seen_at -= 60
         assert mine._sleep_seconds() > 30  # nothing scheduled for a minute: no polling
         add(sqlite_store, "record")  # due at T0 + 60 s
+        mine.wake()  # what the store's change notification does
         assert mine._sleep_seconds() == pytest.approx(60 - mine._claim_lead)
         clock.advance(59.6)
-        other.tick()  # the other owner claims it ahead
+        other.tick()  # the other owner claims it ahead (claims are not notified)
         assert len(other.held) == 1
+        mine._next_due_read_at -= 1  # the next due time read before is now too old to trust
         assert mine._sleep_seconds() == pytest.approx(0.25)  # its end is not notified: look again
     finally:
         for eng, ex in ((mine, executor), (other, executor2)):
             ex.shutdown(wait=False)
             eng.membership.stop()
+
+
+def test_the_next_due_time_is_read_again_only_after_a_change_or_when_old(
+    sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    engine, executor = make_engine(sqlite_store, clock, lookahead=0.0)
+    try:
+        add(sqlite_store, "record")  # due at T0 + 60 s
+        engine.tick()
+        assert engine._sleep_seconds() == pytest.approx(60)
+        add(sqlite_store, "with_args", "*/15 * * * * *", arguments={"city": "x"})  # due at T0 + 15 s
+        assert engine._sleep_seconds() == pytest.approx(60)  # not notified yet, and fresh
+        engine.wake()
+        assert engine._sleep_seconds() == pytest.approx(15)
+        clock.advance(15)
+        engine.tick()  # claims and starts with_args
+        engine._sleep_seconds()  # reads again after the claim: record, at T0 + 60 s
+        assert engine._next_due == T0 + timedelta(seconds=60)
+        read_at = engine._next_due_read_at
+        engine.drain(5)  # with_args ends, due again at T0 + 30 s: folded in without a read
+        assert engine._next_due == T0 + timedelta(seconds=30)
+        engine._sleep_seconds()
+        assert engine._next_due_read_at == read_at
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()

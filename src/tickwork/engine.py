@@ -35,6 +35,9 @@ CLOCK_SYNC_MAX_AGE = 10.0
 #: Seconds after the last time something was due to this node during which it polls for the
 #: next due time while everything it may claim is running elsewhere (see _sleep_seconds).
 BUSY_POLL_WINDOW = 60.0
+#: Seconds a next due time read from the store is used before it is read again, when no change was
+#: notified meanwhile (other nodes' ends are not notified: they are seen this much later at most).
+NEXT_DUE_MAX_AGE = 0.25
 #: Seconds between reads of the database clock for sleep times; in between, the last reading
 #: plus the monotonic time since stands in for it (a round trip and a commit saved per loop).
 CLOCK_READ_INTERVAL = 1.0
@@ -112,6 +115,10 @@ class Engine:
         # The earliest fire this node may claim, as last read (see _claim_window_open).
         self._next_due: datetime | None = None
         self._next_due_known = False
+        self._next_due_read_at = 0.0
+        # Bumped by wake(): a next due time read before the latest change is not trusted.
+        self._changes = 0
+        self._next_due_changes = -1
         self._claim_lead = self._draw_claim_lead()
         # A node that has just started looks as if something were due: the fires it may claim
         # may all be held by nodes that started before it.
@@ -129,7 +136,8 @@ class Engine:
     # -- control ----------------------------------------------------------------------------------
 
     def wake(self) -> None:
-        """Re-check at once (called on store change notifications and run completions)."""
+        """Re-check at once: something changed in the store (a notification, a membership change)."""
+        self._changes += 1
         self._wake.set()
 
     def stop(self) -> None:
@@ -256,8 +264,7 @@ class Engine:
             sleep = min(sleep, self._until_start(self._held[0]))
         if len(self.in_flight) + len(self._held) >= self.settings.max_in_flight:
             return min(sleep, 0.5)
-        due = self.store.next_due(buckets=self.membership.owned_buckets())
-        self._next_due, self._next_due_known = due, True
+        due = self._next_due if self._next_due_fresh() else self._read_next_due()
         if due is not None:
             # The database clock decides; ask it rather than trusting this node's wall clock.
             until_due = (due - self._db_now()).total_seconds() - self._claim_lead
@@ -285,12 +292,28 @@ class Engine:
         if self.settings.lookahead <= 0:
             return True
         if not self._next_due_known:
-            self._next_due = self.store.next_due(buckets=self.membership.owned_buckets())
-            self._next_due_known = True
+            self._read_next_due()
         if self._next_due is None:
             return False
         now = self.clock() if self.clock is not None else self._db_now()
         return (self._next_due - now).total_seconds() <= self._claim_lead
+
+    def _read_next_due(self) -> datetime | None:
+        changes = self._changes
+        self._next_due = self.store.next_due(buckets=self.membership.owned_buckets())
+        self._next_due_known, self._next_due_read_at, self._next_due_changes = True, time.monotonic(), changes
+        return self._next_due
+
+    def _next_due_fresh(self) -> bool:
+        """Whether the next due time last read can be used without reading it again: nothing was
+        notified since, it is younger than :data:`NEXT_DUE_MAX_AGE`, and this node's own ends have
+        been folded in (see :meth:`_end`). Runs that end one at a time otherwise cost a read each
+        (measured: 0.76-0.93 reads per fire on SQLite at 1,000 fires/s)."""
+        return (
+            self._next_due_known
+            and self._next_due_changes == self._changes
+            and time.monotonic() - self._next_due_read_at < NEXT_DUE_MAX_AGE
+        )
 
     def _draw_claim_lead(self) -> float:
         """How long before a fire's time this node's next claim ahead begins: half the lookahead
@@ -480,6 +503,14 @@ class Engine:
             raise
         self.finished += len(finishes)
         self.fenced_out += landed.count(False)
+        if self._next_due_known:
+            # The schedules released here are due at their next fire (or at a "run now" that
+            # arrived meanwhile, which the next read, at most NEXT_DUE_MAX_AGE later, finds).
+            released = [f.next_fire for f, ok in zip(finishes, landed, strict=True) if ok and f.next_fire is not None]
+            if released:
+                earliest = min(released)
+                if self._next_due is None or earliest < self._next_due:
+                    self._next_due = earliest
         if run_log.isEnabledFor(logging.INFO):
             for f, ok in zip(finishes, landed, strict=True):
                 error = (f.outcome.error or f.outcome.detail or "").splitlines()
