@@ -269,7 +269,6 @@ class Engine:
             # The database clock decides; ask it rather than trusting this node's wall clock.
             until_due = (due - self._db_now()).total_seconds() - self._claim_lead
             sleep = min(sleep, max(until_due, 0.001))
-        if due is not None:
             self._due_seen_at = time.monotonic()
         elif self.settings.lookahead > 0 and time.monotonic() - self._due_seen_at < BUSY_POLL_WINDOW:
             # Everything this node may claim is running, held by whichever node claimed it ahead;
@@ -295,8 +294,7 @@ class Engine:
             self._read_next_due()
         if self._next_due is None:
             return False
-        now = self.clock() if self.clock is not None else self._db_now()
-        return (self._next_due - now).total_seconds() <= self._claim_lead
+        return (self._next_due - self._db_now()).total_seconds() <= self._claim_lead
 
     def _read_next_due(self) -> datetime | None:
         changes = self._changes
@@ -336,27 +334,21 @@ class Engine:
         heapq.heappush(self._held, (claim.scheduled_for, next(self._held_seq), claim, mono_claimed))
 
     def _start_held(self) -> None:
-        due: list[Claim] = []
-        mono: list[float] = []
+        due = []
         while self._held and self._until_start(self._held[0]) <= 0.0:
-            _, _, claim, mono_claimed = heapq.heappop(self._held)
-            due.append(claim)
-            mono.append(mono_claimed)
+            due.append(heapq.heappop(self._held))
         # Claims of one batch share their claim time; dispatch them together.
-        start = 0
-        for i in range(1, len(due) + 1):
-            if i == len(due) or mono[i] != mono[start]:
-                self._dispatch(due[start:i], mono[start], hold=False)
-                start = i
+        for mono_claimed, entries in itertools.groupby(due, key=lambda entry: entry[3]):
+            self._dispatch([entry[2] for entry in entries], mono_claimed)
 
     # -- dispatch ---------------------------------------------------------------------------------
 
-    def _dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None, *, hold: bool = True) -> None:
+    def _dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None) -> None:
         now_mono = time.monotonic()
         mono_claimed = now_mono if mono_claimed is None else mono_claimed
         immediate: list[Finish] = []
         for claim in claims:
-            if hold and claim.early and self._now(claim, mono_claimed, now_mono) < claim.scheduled_for:
+            if claim.early and self._now(claim, mono_claimed, now_mono) < claim.scheduled_for:
                 self._hold(claim, mono_claimed)
                 continue
             self.fired += 1
@@ -526,11 +518,18 @@ class Engine:
     def _db_now(self) -> datetime:
         """The database clock (a lower bound, behind by well under a millisecond), read from the
         database at most every :data:`CLOCK_READ_INTERVAL` seconds."""
+        if self.clock is not None:
+            return self.clock()
         now_mono = time.monotonic()
-        sync = self._clock_sync
-        if self.clock is None and sync is not None and now_mono - self._clock_read_at < CLOCK_READ_INTERVAL:
-            return sync[0] + timedelta(seconds=now_mono - sync[1])
+        synced = self._synced_now(now_mono)
+        if synced is not None and now_mono - self._clock_read_at < CLOCK_READ_INTERVAL:
+            return synced
         return self._read_db_clock()
+
+    def _synced_now(self, now_mono: float) -> datetime | None:
+        """The last database clock reading plus the monotonic time since (``None`` before one)."""
+        sync = self._clock_sync
+        return None if sync is None else sync[0] + timedelta(seconds=now_mono - sync[1])
 
     def _read_db_clock(self) -> datetime:
         """Read the database clock and keep the tightest recent reading for :meth:`_now`."""
@@ -552,10 +551,8 @@ class Engine:
         if self.clock is not None:
             return self.clock()
         now = claim.claimed_at + timedelta(seconds=now_mono - mono_claimed)
-        sync = self._clock_sync
-        if sync is not None:
-            now = max(now, sync[0] + timedelta(seconds=now_mono - sync[1]))
-        return now
+        synced = self._synced_now(now_mono)
+        return now if synced is None else max(now, synced)
 
     def _finish_for(
         self,
