@@ -24,11 +24,9 @@ from sqlalchemy import (
     Text,
     Update,
     bindparam,
-    case,
     create_engine,
     func,
     literal,
-    null,
     select,
     type_coerce,
     update,
@@ -37,7 +35,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 
 from tickwork.errors import ConfigError
-from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS
+from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, run_started_at
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
 from tickwork.structures import Finish
@@ -163,8 +161,7 @@ class PostgresStore(SQLStore):
             literal(1),
             claimed.c.claim_seq,
             bindparam("claim_node", type_=Text),
-            # A fire claimed ahead of its time has not started yet.
-            case((claimed.c.next_fire > claimed.c.claimed_at, null()), else_=claimed.c.claimed_at),
+            run_started_at(claimed.c.next_fire, claimed.c.claimed_at),
             literal("running"),
         )
         recorded = (

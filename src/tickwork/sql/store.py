@@ -31,6 +31,7 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    tuple_,
     update,
 )
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -63,6 +64,8 @@ log = logging.getLogger("tickwork.store")
 
 #: Longest error text kept in the history.
 MAX_ERROR_CHARS = 4000
+#: The SET clause that leaves a schedule held by no node, its next fire time unchanged.
+UNHELD: dict[str, Any] = {"state": "idle", "claimed_by": None, "claimed_at": None}
 
 
 def spec_from_row(r: RowMapping) -> ScheduleSpec:
@@ -227,9 +230,7 @@ class SQLStore(Store):
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:
         """The SET clause of a fenced release; a pending "run now" makes the schedule due at once."""
         return {
-            "state": "idle",
-            "claimed_by": None,
-            "claimed_at": None,
+            **UNHELD,
             "fire_requested_at": None,
             "next_fire": case((schedules.c.fire_requested_at.is_not(None), self.now_expr()), else_=next_fire),
         }
@@ -596,24 +597,25 @@ class SQLStore(Store):
 
     @transient_retry
     def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
-        given_back = 0
+        if not claims:
+            return 0
+        fences = [(c.schedule_id, c.claim_seq) for c in claims]
         with self._tx() as conn:
-            for claim in claims:
-                released = conn.execute(
+            released = {
+                row.id
+                for row in conn.execute(
                     update(schedules)
-                    .where(
-                        schedules.c.id == claim.schedule_id,
-                        schedules.c.claim_seq == claim.claim_seq,
-                        schedules.c.state == "running",
-                    )
-                    .values(state="idle", claimed_by=None, claimed_at=None)
-                ).rowcount
-                if released and claim.run_id is not None:
-                    conn.execute(delete(runs).where(runs.c.id == claim.run_id, runs.c.status == "running"))
-                given_back += int(released or 0)
-            if given_back:
+                    .where(tuple_(schedules.c.id, schedules.c.claim_seq).in_(fences), schedules.c.state == "running")
+                    .values(**UNHELD)
+                    .returning(schedules.c.id)
+                )
+            }
+            run_ids = [c.run_id for c in claims if c.schedule_id in released and c.run_id is not None]
+            if run_ids:
+                conn.execute(delete(runs).where(runs.c.id.in_(run_ids), runs.c.status == "running"))
+            if released:
                 self._notify(conn)
-        return given_back
+        return len(released)
 
     def start_attempt(self, node_id: str, claim: Claim) -> int | None:
         fenced = select(
@@ -681,7 +683,7 @@ class SQLStore(Store):
             released = conn.execute(
                 update(schedules)
                 .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
-                .values(state="idle", claimed_by=None, claimed_at=None)
+                .values(**UNHELD)
             ).rowcount
             if released:
                 self._notify(conn)
@@ -695,7 +697,7 @@ class SQLStore(Store):
             rows = conn.execute(
                 update(schedules)
                 .where(schedules.c.state == "running", deadline < now)
-                .values(state="idle", claimed_by=None, claimed_at=None)
+                .values(**UNHELD)
                 .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
             ).all()
             for row in rows:

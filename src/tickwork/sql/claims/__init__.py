@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .advisory import AdvisoryClaim
-from .base import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimedRow, ClaimRequest, ClaimStrategy
+from .base import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimedRow, ClaimRequest, ClaimStrategy, run_started_at
 from .mark import MarkClaim
 from .optimistic import OptimisticClaim
 from .skip_locked import SkipLockedClaim
@@ -13,4 +13,12 @@ STRATEGIES: dict[str, type[ClaimStrategy]] = {
     cls.name: cls for cls in (SkipLockedClaim, OptimisticClaim, UniqueFireClaim, AdvisoryClaim, MarkClaim)
 }
 
-__all__ = ["CLAIMED_COLUMNS", "RUN_COLUMNS", "STRATEGIES", "ClaimRequest", "ClaimStrategy", "ClaimedRow"]
+__all__ = [
+    "CLAIMED_COLUMNS",
+    "RUN_COLUMNS",
+    "STRATEGIES",
+    "ClaimRequest",
+    "ClaimStrategy",
+    "ClaimedRow",
+    "run_started_at",
+]

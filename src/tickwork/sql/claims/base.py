@@ -6,7 +6,20 @@ from abc import ABC
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sqlalchemy import BindParameter, Column, ColumnElement, Connection, Integer, Row, String, Update, and_, bindparam
+from sqlalchemy import (
+    BindParameter,
+    Column,
+    ColumnElement,
+    Connection,
+    Integer,
+    Row,
+    String,
+    Update,
+    and_,
+    bindparam,
+    case,
+    null,
+)
 from sqlalchemy.sql.expression import ColumnElement as _CE
 
 from ..schema import claimable, schedules
@@ -68,6 +81,12 @@ CLAIMED_COLUMNS: tuple[Column[Any], ...] = (
 
 #: The columns of a started run row, in the order claims insert them.
 RUN_COLUMNS = ("schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status")
+
+
+def run_started_at(next_fire: ColumnElement[Any], claimed_at: ColumnElement[Any]) -> ColumnElement[Any]:
+    """The ``started_at`` of a run row written by a claim: the claim time, or NULL for a fire
+    claimed ahead of its time (it has not started yet; the end records when it did)."""
+    return case((next_fire > claimed_at, null()), else_=claimed_at)
 
 
 def due_filter(req: ClaimRequest) -> ColumnElement[bool]:

@@ -12,11 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, case, delete, literal, null, select, tuple_, update
+from sqlalchemy import Connection, delete, literal, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..schema import runs, schedules
-from .base import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimedRow, ClaimRequest, ClaimStrategy, claim_assignment, due_filter
+from .base import (
+    CLAIMED_COLUMNS,
+    RUN_COLUMNS,
+    ClaimedRow,
+    ClaimRequest,
+    ClaimStrategy,
+    claim_assignment,
+    due_filter,
+    run_started_at,
+)
 
 
 def _insert(dialect: str) -> Any:
@@ -45,8 +54,7 @@ class UniqueFireClaim(ClaimStrategy):
             literal(1),
             schedules.c.claim_seq + 1,
             literal(req.node_id),
-            # A fire claimed ahead of its time has not started yet.
-            case((schedules.c.next_fire > req.now, null()), else_=req.now),
+            run_started_at(schedules.c.next_fire, req.now),
             literal("running"),
         ).where(schedules.c.id.in_([c.id for c in candidates]), due_filter(req))
         won = conn.execute(
