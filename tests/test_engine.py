@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -33,10 +33,12 @@ def _reset_jobs() -> Iterator[None]:
     jobs.gate.set()
 
 
-def make_engine(store: SQLStore, clock: FakeClock | None, **settings: object) -> tuple[Engine, LocalExecutor]:
+def make_engine(
+    store: SQLStore, clock: FakeClock | None, membership: SingleMembership | None = None, **settings: object
+) -> tuple[Engine, LocalExecutor]:
     executor = LocalExecutor(max_workers=4)
     executor.start()
-    membership = SingleMembership()
+    membership = membership or SingleMembership()
     membership.start(store, "n1")
     values: dict[str, object] = {"node_id": "n1", "reap_interval": 3600.0}
     values.update(settings)
@@ -50,6 +52,21 @@ def engine(sqlite_store: SQLStore, clock: FakeClock) -> Iterator[Engine]:
     yield eng
     executor.shutdown(wait=False)
     eng.membership.stop()
+
+
+@pytest.fixture
+def new_engine(clock: FakeClock) -> Iterator[Callable[..., Engine]]:
+    """Make engines on the fake clock (``new_engine(store, **settings)``), stopped after the test."""
+    made: list[tuple[Engine, LocalExecutor]] = []
+
+    def make(store: SQLStore, membership: SingleMembership | None = None, **settings: object) -> Engine:
+        made.append(make_engine(store, clock, membership, **settings))
+        return made[-1][0]
+
+    yield make
+    for eng, executor in made:
+        executor.shutdown(wait=False)
+        eng.membership.stop()
 
 
 def add(store: SQLStore, function: str, expression: str = "* * * * *", **kw: object) -> None:
@@ -69,6 +86,15 @@ def step(engine: Engine) -> None:
     while engine.tick():
         pass
     engine.drain(5)
+
+
+def step_until_attempts(engine: Engine, attempts: int) -> None:
+    """Step until the job has been attempted ``attempts`` times (retries wait a real backoff)."""
+    deadline = time.monotonic() + 5
+    while len(jobs.attempts) < attempts and time.monotonic() < deadline:
+        step(engine)
+        time.sleep(0.02)
+    step(engine)
 
 
 def runs(store: SQLStore) -> list[RunRecord]:
@@ -272,11 +298,7 @@ def test_failed_runs_are_retried_with_backoff_and_each_attempt_recorded(
     jobs.attempts.clear()
     add(sqlite_store, "fails_twice", "0 * * * *", retries=3, retry_backoff=timedelta(seconds=0.05))
     clock.advance(3600)
-    deadline = time.monotonic() + 5
-    while len(jobs.attempts) < 3 and time.monotonic() < deadline:
-        step(engine)
-        time.sleep(0.02)
-    step(engine)
+    step_until_attempts(engine, 3)
     history = runs(sqlite_store)
     assert [(r.attempt, r.status) for r in history] == [
         (1, RunStatus.FAILED),
@@ -318,72 +340,62 @@ def test_run_now_while_running_fires_right_after_the_current_run(
 # -- claiming ahead of the due time (lookahead) ------------------------------------------------------
 
 
-def test_lookahead_claims_early_and_starts_exactly_on_time(sqlite_store: SQLStore, clock: FakeClock) -> None:
-    engine, executor = make_engine(sqlite_store, clock, lookahead=5.0)
-    try:
-        add(sqlite_store, "record")  # due at T0 + 60 s
-        clock.advance(54.9)
-        step(engine)
-        assert engine.held == [] and sqlite_store.get("record").state is ScheduleState.IDLE
-        clock.advance(3.1)  # 2 s before the due time (claims begin at about half the lookahead)
-        step(engine)
-        (claim,) = engine.held
-        assert claim.early and claim.scheduled_for == T0 + timedelta(minutes=1)
-        assert sqlite_store.get("record").state is ScheduleState.RUNNING
-        clock.advance(1.999)
-        step(engine)
-        assert jobs.calls == [] and len(engine.held) == 1
-        assert 0 < engine._sleep_seconds() <= 0.002  # wakes for the due time, not max_sleep
-        clock.advance(0.001)
-        step(engine)
-        engine.drain(5)
-        assert jobs.calls == ["record"] and engine.held == []
-        (run,) = runs(sqlite_store)
-        assert run.status is RunStatus.SUCCEEDED and run.started_at == T0 + timedelta(minutes=1)
-        assert sqlite_store.get("record").next_fire == T0 + timedelta(minutes=2)
-    finally:
-        executor.shutdown(wait=False)
-        engine.membership.stop()
+def test_lookahead_claims_early_and_starts_exactly_on_time(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
+    engine = new_engine(sqlite_store, lookahead=5.0)
+    add(sqlite_store, "record")  # due at T0 + 60 s
+    clock.advance(54.9)
+    step(engine)
+    assert engine.held == [] and sqlite_store.get("record").state is ScheduleState.IDLE
+    clock.advance(3.1)  # 2 s before the due time (claims begin at about half the lookahead)
+    step(engine)
+    (claim,) = engine.held
+    assert claim.early and claim.scheduled_for == T0 + timedelta(minutes=1)
+    assert sqlite_store.get("record").state is ScheduleState.RUNNING
+    clock.advance(1.999)
+    step(engine)
+    assert jobs.calls == [] and len(engine.held) == 1
+    assert 0 < engine._sleep_seconds() <= 0.002  # wakes for the due time, not max_sleep
+    clock.advance(0.001)
+    step(engine)
+    engine.drain(5)
+    assert jobs.calls == ["record"] and engine.held == []
+    (run,) = runs(sqlite_store)
+    assert run.status is RunStatus.SUCCEEDED and run.started_at == T0 + timedelta(minutes=1)
+    assert sqlite_store.get("record").next_fire == T0 + timedelta(minutes=2)
 
 
-def test_held_claims_count_against_max_in_flight(sqlite_store: SQLStore, clock: FakeClock) -> None:
-    engine, executor = make_engine(sqlite_store, clock, lookahead=10.0, max_in_flight=2)
-    try:
-        for name in ("record", "with_args", "boom"):
-            add(sqlite_store, name, arguments={"city": "x"} if name == "with_args" else {})
-        clock.advance(56)
-        step(engine)
-        assert len(engine.held) == 2
-        assert sum(s.state is ScheduleState.RUNNING for s in sqlite_store.list_schedules()) == 2
-    finally:
-        executor.shutdown(wait=False)
-        engine.membership.stop()
+def test_held_claims_count_against_max_in_flight(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
+    engine = new_engine(sqlite_store, lookahead=10.0, max_in_flight=2)
+    for name in ("record", "with_args", "boom"):
+        add(sqlite_store, name, arguments={"city": "x"} if name == "with_args" else {})
+    clock.advance(56)
+    step(engine)
+    assert len(engine.held) == 2
+    assert sum(s.state is ScheduleState.RUNNING for s in sqlite_store.list_schedules()) == 2
 
 
-def test_release_held_lets_another_node_run_the_fire_on_time(sqlite_store: SQLStore, clock: FakeClock) -> None:
-    early, executor = make_engine(sqlite_store, clock, lookahead=5.0)
-    try:
-        add(sqlite_store, "record")
-        clock.advance(58)
-        step(early)
-        assert len(early.held) == 1
-        assert early.release_held() == 1
-        assert early.held == [] and sqlite_store.history() == []
-        s = sqlite_store.get("record")
-        assert s.state is ScheduleState.IDLE and s.next_fire == T0 + timedelta(minutes=1)
-    finally:
-        executor.shutdown(wait=False)
-        early.membership.stop()
-    other, executor2 = make_engine(sqlite_store, clock, node_id="n2")
-    try:
-        clock.advance(2)
-        step(other)
-        assert jobs.calls == ["record"]
-        (run,) = runs(sqlite_store)
-        assert run.node == "n2" and run.status is RunStatus.SUCCEEDED
-    finally:
-        executor2.shutdown(wait=False)
-        other.membership.stop()
+def test_release_held_lets_another_node_run_the_fire_on_time(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
+    early = new_engine(sqlite_store, lookahead=5.0)
+    add(sqlite_store, "record")
+    clock.advance(58)
+    step(early)
+    assert len(early.held) == 1
+    assert early.release_held() == 1
+    assert early.held == [] and sqlite_store.history() == []
+    s = sqlite_store.get("record")
+    assert s.state is ScheduleState.IDLE and s.next_fire == T0 + timedelta(minutes=1)
+    other = new_engine(sqlite_store, node_id="n2")
+    clock.advance(2)
+    step(other)
+    assert jobs.calls == ["record"]
+    (run,) = runs(sqlite_store)
+    assert run.node == "n2" and run.status is RunStatus.SUCCEEDED
 
 
 def test_node_shutdown_gives_back_what_it_claimed_ahead(tmp_path: Path, clock: FakeClock) -> None:
@@ -407,23 +419,21 @@ def test_node_shutdown_gives_back_what_it_claimed_ahead(tmp_path: Path, clock: F
     store.close()
 
 
-def test_claims_ahead_once_a_fire_is_within_half_the_lookahead(sqlite_store: SQLStore, clock: FakeClock) -> None:
+def test_claims_ahead_once_a_fire_is_within_half_the_lookahead(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
     """Wake-ups in between (runs ending) do not claim one fire at a time."""
-    engine, executor = make_engine(sqlite_store, clock, lookahead=1.0)
-    try:
-        add(sqlite_store, "record")  # due at T0 + 60 s
-        engine.tick()
-        clock.advance(59.2)
-        # Wakes about half the lookahead before the due time (0.48-0.5 s, drawn per claim).
-        assert 0.3 <= engine._sleep_seconds() <= 0.32
-        engine.tick()
-        assert engine.held == [] and sqlite_store.get("record").state is ScheduleState.IDLE
-        clock.advance(0.32)
-        engine.tick()
-        assert [c.spec.name for c in engine.held] == ["record"]
-    finally:
-        executor.shutdown(wait=False)
-        engine.membership.stop()
+    engine = new_engine(sqlite_store, lookahead=1.0)
+    add(sqlite_store, "record")  # due at T0 + 60 s
+    engine.tick()
+    clock.advance(59.2)
+    # Wakes about half the lookahead before the due time (0.48-0.5 s, drawn per claim).
+    assert 0.3 <= engine._sleep_seconds() <= 0.32
+    engine.tick()
+    assert engine.held == [] and sqlite_store.get("record").state is ScheduleState.IDLE
+    clock.advance(0.32)
+    engine.tick()
+    assert [c.spec.name for c in engine.held] == ["record"]
 
 
 class _SwitchableMembership(SingleMembership):
@@ -435,139 +445,114 @@ class _SwitchableMembership(SingleMembership):
         return self.ok and super().healthy()
 
 
-def test_a_node_unsure_of_its_membership_does_not_start_held_fires(sqlite_store: SQLStore, clock: FakeClock) -> None:
-    executor = LocalExecutor(max_workers=2)
-    executor.start()
+def test_a_node_unsure_of_its_membership_does_not_start_held_fires(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
     membership = _SwitchableMembership()
-    membership.start(sqlite_store, "n1")
-    settings = EngineSettings(node_id="n1", reap_interval=3600.0, lookahead=5.0)
-    engine = Engine(sqlite_store, {"local": executor}, membership, settings, clock=clock)
-    try:
-        add(sqlite_store, "record")
-        clock.advance(58)
-        step(engine)
-        assert len(engine.held) == 1
-        membership.ok = False
-        clock.advance(2)
-        step(engine)
-        assert jobs.calls == [] and len(engine.held) == 1
-        assert engine._sleep_seconds() == 0.5  # re-checks, without spinning on the due fire
-        membership.ok = True
-        step(engine)
-        engine.drain(5)
-        assert jobs.calls == ["record"]
-    finally:
-        executor.shutdown(wait=False)
-        membership.stop()
+    engine = new_engine(sqlite_store, membership=membership, lookahead=5.0)
+    add(sqlite_store, "record")
+    clock.advance(58)
+    step(engine)
+    assert len(engine.held) == 1
+    membership.ok = False
+    clock.advance(2)
+    step(engine)
+    assert jobs.calls == [] and len(engine.held) == 1
+    assert engine._sleep_seconds() == 0.5  # re-checks, without spinning on the due fire
+    membership.ok = True
+    step(engine)
+    engine.drain(5)
+    assert jobs.calls == ["record"]
 
 
-def test_every_attempt_of_a_fire_claimed_ahead_records_its_start(sqlite_store: SQLStore, clock: FakeClock) -> None:
+def test_every_attempt_of_a_fire_claimed_ahead_records_its_start(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
     jobs.attempts.clear()
-    engine, executor = make_engine(sqlite_store, clock, lookahead=5.0)
-    try:
-        add(sqlite_store, "fails_twice", "0 * * * *", retries=3, retry_backoff=timedelta(seconds=0.05))
-        clock.advance(3598)
-        step(engine)
-        assert len(engine.held) == 1
-        clock.advance(2)
-        deadline = time.monotonic() + 5
-        while len(jobs.attempts) < 3 and time.monotonic() < deadline:
-            step(engine)
-            time.sleep(0.02)
-        step(engine)
-        history = runs(sqlite_store)
-        assert [(r.attempt, r.status) for r in history] == [
-            (1, RunStatus.FAILED),
-            (2, RunStatus.FAILED),
-            (3, RunStatus.SUCCEEDED),
-        ]
-        assert all(r.started_at == T0 + timedelta(hours=1) for r in history)
-    finally:
-        executor.shutdown(wait=False)
-        engine.membership.stop()
+    engine = new_engine(sqlite_store, lookahead=5.0)
+    add(sqlite_store, "fails_twice", "0 * * * *", retries=3, retry_backoff=timedelta(seconds=0.05))
+    clock.advance(3598)
+    step(engine)
+    assert len(engine.held) == 1
+    clock.advance(2)
+    step_until_attempts(engine, 3)
+    history = runs(sqlite_store)
+    assert [(r.attempt, r.status) for r in history] == [
+        (1, RunStatus.FAILED),
+        (2, RunStatus.FAILED),
+        (3, RunStatus.SUCCEEDED),
+    ]
+    assert all(r.started_at == T0 + timedelta(hours=1) for r in history)
 
 
-def test_held_fires_stay_held_when_they_cannot_be_given_back(tmp_path: Path, clock: FakeClock) -> None:
+def test_held_fires_stay_held_when_they_cannot_be_given_back(
+    tmp_path: Path, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
     store = SQLiteStore(str(tmp_path / "t.db"), clock=clock)
     store.upgrade()
     store.open()
-    engine, executor = make_engine(store, clock, lookahead=5.0)
-    try:
-        add(store, "record")
-        clock.advance(58)
-        step(engine)
-        store.close()  # the database is gone
-        with pytest.raises(StoreError):
-            engine.release_held()
-        assert len(engine.held) == 1  # still ours: the node releases them with its other claims
-        store.open()
-        assert engine.release_held() == 1 and engine.held == []
-    finally:
-        executor.shutdown(wait=False)
-        engine.membership.stop()
-        store.close()
+    engine = new_engine(store, lookahead=5.0)
+    add(store, "record")
+    clock.advance(58)
+    step(engine)
+    store.close()  # the database is gone
+    with pytest.raises(StoreError):
+        engine.release_held()
+    assert len(engine.held) == 1  # still ours: the node releases them with its other claims
+    store.open()
+    assert engine.release_held() == 1 and engine.held == []
+    store.close()
 
 
-def test_the_claim_lead_is_drawn_anew_after_each_drained_claim(sqlite_store: SQLStore, clock: FakeClock) -> None:
-    engine, executor = make_engine(sqlite_store, clock, lookahead=2.0)
-    try:
-        add(sqlite_store, "record")  # due at T0 + 60 s
-        clock.advance(59.5)
-        leads = set()
-        for _ in range(20):
-            leads.add(engine._claim_lead)
-            engine.tick()  # the first claim drains the window: a new lead is drawn
-        assert all(0.96 <= lead <= 1.0 for lead in leads) and len(leads) > 1
-    finally:
-        executor.shutdown(wait=False)
-        engine.membership.stop()
+def test_the_claim_lead_is_drawn_anew_after_each_drained_claim(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
+    engine = new_engine(sqlite_store, lookahead=2.0)
+    add(sqlite_store, "record")  # due at T0 + 60 s
+    clock.advance(59.5)
+    leads = set()
+    for _ in range(20):
+        leads.add(engine._claim_lead)
+        engine.tick()  # the first claim drains the window: a new lead is drawn
+    assert all(0.96 <= lead <= 1.0 for lead in leads) and len(leads) > 1
 
 
 def test_an_idle_owner_looks_again_soon_only_while_fires_are_held_elsewhere(
-    sqlite_store: SQLStore, clock: FakeClock
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
 ) -> None:
-    mine, executor = make_engine(sqlite_store, clock, lookahead=1.0, max_sleep=60.0)
-    other, executor2 = make_engine(sqlite_store, clock, lookahead=1.0, node_id="n2")
-    try:
-        mine.tick()
-        assert mine._sleep_seconds() == pytest.approx(0.25)  # just started: others may hold all
-        mine._due_seen_at -= 60
-        assert mine._sleep_seconds() > 30  # nothing scheduled for a minute: no polling
-        add(sqlite_store, "record")  # due at T0 + 60 s
-        mine.wake()  # what the store's change notification does
-        assert mine._sleep_seconds() == pytest.approx(60 - mine._claim_lead)
-        clock.advance(59.6)
-        other.tick()  # the other owner claims it ahead (claims are not notified)
-        assert len(other.held) == 1
-        mine._next_due_read_at -= 1  # the next due time read before is now too old to trust
-        assert mine._sleep_seconds() == pytest.approx(0.25)  # its end is not notified: look again
-    finally:
-        for eng, ex in ((mine, executor), (other, executor2)):
-            ex.shutdown(wait=False)
-            eng.membership.stop()
+    mine = new_engine(sqlite_store, lookahead=1.0, max_sleep=60.0)
+    other = new_engine(sqlite_store, lookahead=1.0, node_id="n2")
+    mine.tick()
+    assert mine._sleep_seconds() == pytest.approx(0.25)  # just started: others may hold all
+    mine._due_seen_at -= 60
+    assert mine._sleep_seconds() > 30  # nothing scheduled for a minute: no polling
+    add(sqlite_store, "record")  # due at T0 + 60 s
+    mine.wake()  # what the store's change notification does
+    assert mine._sleep_seconds() == pytest.approx(60 - mine._claim_lead)
+    clock.advance(59.6)
+    other.tick()  # the other owner claims it ahead (claims are not notified)
+    assert len(other.held) == 1
+    mine._next_due_read_at -= 1  # the next due time read before is now too old to trust
+    assert mine._sleep_seconds() == pytest.approx(0.25)  # its end is not notified: look again
 
 
 def test_the_next_due_time_is_read_again_only_after_a_change_or_when_old(
-    sqlite_store: SQLStore, clock: FakeClock
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
 ) -> None:
-    engine, executor = make_engine(sqlite_store, clock, lookahead=0.0)
-    try:
-        add(sqlite_store, "record")  # due at T0 + 60 s
-        engine.tick()
-        assert engine._sleep_seconds() == pytest.approx(60)
-        add(sqlite_store, "with_args", "*/15 * * * * *", arguments={"city": "x"})  # due at T0 + 15 s
-        assert engine._sleep_seconds() == pytest.approx(60)  # not notified yet, and fresh
-        engine.wake()
-        assert engine._sleep_seconds() == pytest.approx(15)
-        clock.advance(15)
-        engine.tick()  # claims and starts with_args
-        engine._sleep_seconds()  # reads again after the claim: record, at T0 + 60 s
-        assert engine._next_due == T0 + timedelta(seconds=60)
-        read_at = engine._next_due_read_at
-        engine.drain(5)  # with_args ends, due again at T0 + 30 s: folded in without a read
-        assert engine._next_due == T0 + timedelta(seconds=30)
-        engine._sleep_seconds()
-        assert engine._next_due_read_at == read_at
-    finally:
-        executor.shutdown(wait=False)
-        engine.membership.stop()
+    engine = new_engine(sqlite_store, lookahead=0.0)
+    add(sqlite_store, "record")  # due at T0 + 60 s
+    engine.tick()
+    assert engine._sleep_seconds() == pytest.approx(60)
+    add(sqlite_store, "with_args", "*/15 * * * * *", arguments={"city": "x"})  # due at T0 + 15 s
+    assert engine._sleep_seconds() == pytest.approx(60)  # not notified yet, and fresh
+    engine.wake()
+    assert engine._sleep_seconds() == pytest.approx(15)
+    clock.advance(15)
+    engine.tick()  # claims and starts with_args
+    engine._sleep_seconds()  # reads again after the claim: record, at T0 + 60 s
+    assert engine._next_due == T0 + timedelta(seconds=60)
+    read_at = engine._next_due_read_at
+    engine.drain(5)  # with_args ends, due again at T0 + 30 s: folded in without a read
+    assert engine._next_due == T0 + timedelta(seconds=30)
+    engine._sleep_seconds()
+    assert engine._next_due_read_at == read_at
