@@ -23,6 +23,10 @@ def default_node_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
+#: The longest ``[scheduler] lookahead``, in seconds.
+MAX_LOOKAHEAD = 60.0
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     """The ``[scheduler]`` table."""
@@ -182,9 +186,10 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
             f"{src}: scheduler.history_retention_days: must be >= 0 (0 keeps history forever), "
             f"got {sched_kwargs['history_retention_days']}"
         )
-    if "lookahead" in sched_kwargs and not 0 <= sched_kwargs["lookahead"] <= 60:
+    if "lookahead" in sched_kwargs and not 0 <= sched_kwargs["lookahead"] <= MAX_LOOKAHEAD:
         raise ConfigError(
-            f"{src}: scheduler.lookahead: must be between 0 and 60 seconds, got {sched_kwargs['lookahead']}"
+            f"{src}: scheduler.lookahead: must be between 0 and {MAX_LOOKAHEAD:g} seconds, "
+            f"got {sched_kwargs['lookahead']}"
         )
     if "node_id" in sched_kwargs and not sched_kwargs["node_id"].strip():
         raise ConfigError(f"{src}: scheduler.node_id: must not be empty")

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..config import SchedulerConfig
+from ..config import MAX_LOOKAHEAD, SchedulerConfig
 from ..errors import TickworkError
 from ..plugins import default_manager
 from .cells import RAW, SINGLE, STORES, WORKLOADS, Cell, Plan, expand
@@ -221,8 +221,8 @@ def plan_from(args: argparse.Namespace) -> Plan:
         raise UsageError(f"--nodes: expected integers, got {args.nodes!r}") from None
     if any(n < 1 for n in nodes):
         raise UsageError(f"--nodes: node counts must be >= 1, got {args.nodes}")
-    if not 0 <= args.lookahead <= 60:
-        raise UsageError(f"--lookahead: must be between 0 and 60 seconds, got {args.lookahead}")
+    if not 0 <= args.lookahead <= MAX_LOOKAHEAD:
+        raise UsageError(f"--lookahead: must be between 0 and {MAX_LOOKAHEAD:g} seconds, got {args.lookahead}")
     memberships = _list(args.membership or profile.memberships, "--membership")
     registered = default_manager().memberships.names()
     for membership in memberships:
