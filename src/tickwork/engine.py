@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from .abc import Executor, Membership, Store
 from .errors import StoreError, TickworkError
+from .listener import EngineListener, SafeListener, SkippedFire
 from .structures import Claim, Finish, JobCall, MisfirePolicy, Outcome, RunStatus
 from .triggers import get_trigger
 
@@ -91,8 +92,10 @@ class Engine:
         settings: EngineSettings,
         *,
         clock: Callable[[], datetime] | None = None,
+        listener: EngineListener | None = None,
     ) -> None:
         self.store = store
+        self.listener: EngineListener = SafeListener(listener) if listener is not None else EngineListener()
         self.clock = clock
         self.executors = executors
         self.membership = membership
@@ -167,6 +170,7 @@ class Engine:
                     log.warning("database reachable again; resuming")
                 self._db_backoff = 0.0
             except StoreError as exc:
+                self.listener.store_error(exc)
                 self._db_backoff = min(max(self._db_backoff * 2, 0.5), 10.0)
                 log.error("store error: %s; retrying in %.1fs", exc, self._db_backoff)
                 self._wake.wait(self._db_backoff)
@@ -233,12 +237,14 @@ class Engine:
         if not self._claim_window_open():
             return False
         limit = min(self.settings.batch_size, room)
+        claim_started = time.monotonic()
         claims = self.store.claim_due(
             self.settings.node_id,
             limit=limit,
             buckets=self.membership.owned_buckets(),
             ahead=self.settings.lookahead,
         )
+        self.listener.claimed(len(claims), time.monotonic() - claim_started)
         if claims:
             self._due_seen_at = time.monotonic()
             self._dispatch(claims)
@@ -347,6 +353,7 @@ class Engine:
         now_mono = time.monotonic()
         mono_claimed = now_mono if mono_claimed is None else mono_claimed
         immediate: list[Finish] = []
+        started: list[JobCall] = []
         for claim in claims:
             if claim.early and self._now(claim, mono_claimed, now_mono) < claim.scheduled_for:
                 self._hold(claim, mono_claimed)
@@ -397,11 +404,14 @@ class Engine:
                 timeout=timeout,
                 attempt=claim.attempt,
             )
+            started.append(call)
             try:
                 executor.submit(call, self._on_done_for(flight))
             except Exception as exc:  # an executor bug must not lose the claim
                 log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
                 self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
+        if started:
+            self.listener.runs_started(started)
         if immediate:
             self._end(immediate)
 
@@ -495,6 +505,7 @@ class Engine:
             raise
         self.finished += len(finishes)
         self.fenced_out += landed.count(False)
+        self._report_ends(finishes)
         if self._next_due_known:
             # The schedules released here are due at their next fire (or at a "run now" that
             # arrived meanwhile, which the next read, at most NEXT_DUE_MAX_AGE later, finds).
@@ -514,6 +525,20 @@ class Engine:
                     f" - {error[0][:200]}" if error else "",
                     "" if ok else " [claim had been taken over; end not applied]",
                 )
+
+    def _report_ends(self, finishes: list[Finish]) -> None:
+        """Tell the listener which runs ended and which fire times were recorded as skipped."""
+        results = [f for f in finishes if f.outcome.status is not RunStatus.SKIPPED]
+        skipped = [
+            SkippedFire(f.claim.spec.name, f.claim.scheduled_for, f.outcome.error or "skipped")
+            for f in finishes
+            if f.outcome.status is RunStatus.SKIPPED
+        ]
+        skipped += [SkippedFire(f.claim.spec.name, at, reason) for f in finishes for at, reason in f.skipped]
+        if results:
+            self.listener.runs_finished(results)
+        if skipped:
+            self.listener.fires_skipped(skipped)
 
     def _db_now(self) -> datetime:
         """The database clock (a lower bound, behind by well under a millisecond), read from the
