@@ -26,6 +26,7 @@ from .errors import (
 )
 from .hookspecs import hookimpl
 from .jobs import calendar, cron, every, schedule
+from .runcontext import RunContext, current_run
 from .structures import MisfirePolicy, RunStatus, ScheduleSpec
 from .triggers import next_fire_times
 
@@ -37,6 +38,7 @@ __all__ = [
     "ExecutorError",
     "MisfirePolicy",
     "PluginNotFoundError",
+    "RunContext",
     "RunStatus",
     "ScheduleExistsError",
     "ScheduleNotFoundError",
@@ -47,6 +49,7 @@ __all__ = [
     "TriggerError",
     "calendar",
     "cron",
+    "current_run",
     "every",
     "hookimpl",
     "next_fire_times",

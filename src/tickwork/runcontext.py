@@ -1,0 +1,62 @@
+"""The run a job is executing in: ``tickwork.current_run()`` and ``tickwork.RunContext``.
+
+Executors set the context around the target call (:func:`running`); a job reads it with
+:func:`current_run` or by declaring one parameter annotated :class:`RunContext`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from .structures import _check_aware
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """One run of a schedule, as recorded in the history.
+
+    :param schedule: the schedule's name
+    :param scheduled_for: the fire time this run is for (aware, UTC)
+    :param run_id: id of the history row of this attempt
+    :param attempt: 1 for the first attempt, 2 for the first retry, ...
+    :param node_id: the node that started the run
+    """
+
+    schedule: str
+    scheduled_for: datetime
+    run_id: int
+    attempt: int
+    node_id: str
+
+    def __post_init__(self) -> None:
+        _check_aware("scheduled_for", self.scheduled_for)
+        if self.attempt < 1:
+            raise ValueError(f"attempt: must be >= 1, got {self.attempt}")
+
+
+_current: contextvars.ContextVar[RunContext] = contextvars.ContextVar("tickwork_current_run")
+
+
+def current_run() -> RunContext:
+    """The run the calling job executes in.
+
+    :raises LookupError: when called outside a run
+    """
+    try:
+        return _current.get()
+    except LookupError:
+        raise LookupError("tickwork.current_run() was called outside a tickwork run") from None
+
+
+@contextmanager
+def running(context: RunContext) -> Iterator[RunContext]:
+    """Make ``context`` the current run for the code inside the ``with`` block (this thread or task)."""
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
