@@ -13,6 +13,7 @@ from typing import Any
 
 from alembic.util import CommandError
 
+from . import logformat
 from . import schedules as admin
 from .abc import Store
 from .config import Config, load, plugin_manager_for
@@ -154,12 +155,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(level: str | None, default: str) -> None:
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    logging.basicConfig(
-        level=level or default,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    logformat.configure(level or default)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -192,6 +188,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("run", "jobs") and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     if args.command == "run":
+        if config.logging.format != "text":
+            logformat.configure(args.log_level or "INFO", config.logging.format)
         Node(config).run(args.duration)
         return 0
     if args.command == "db":

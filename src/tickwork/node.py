@@ -1,20 +1,26 @@
-"""Building a node from the configuration and running it until stopped."""
+"""Building a node from the configuration; :class:`Node`, the public way to run one (the
+``tickwork run`` command, or embedded in an application: docs/embedding.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from types import FrameType
+from pathlib import Path
+from types import FrameType, TracebackType
 from typing import Any, TypeVar
 
 from .abc import Executor, Membership, Store
-from .config import Config, plugin_manager_for, validate_options
+from .banner import log_banner
+from .config import Config, find_config_file, parse, plugin_manager_for, read_toml, validate_options
 from .engine import Engine, EngineSettings
 from .errors import ConfigError, PluginNotFoundError
+from .hooks import HookListener, LifecycleHooks
 from .jobs import declared_in
 from .plugins import PluginManager
 from .schedules import SyncReport, sync_module
@@ -36,6 +42,37 @@ def _located(where: str, build: Callable[[], T]) -> T:
         raise ConfigError(f"{where}: {exc}") from exc
     except TypeError as exc:
         raise ConfigError(f"{where}: {exc}") from exc
+
+
+def config_from(
+    source: str | os.PathLike[str] | Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
+) -> Config:
+    """A :class:`Config` from a file (found as the CLI finds it when ``source`` is ``None``) or
+    from a dict shaped like the TOML, with ``overrides`` applied: a key naming a table
+    (``store``, ``membership``, ``metrics``, ...) whose value is a dict updates that table; any
+    other key is a ``[scheduler]`` key (``node_id="web-1"``, ``jobs=["myapp.jobs"]``)."""
+    path: Path | None = None
+    if isinstance(source, Mapping):
+        data: dict[str, Any] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in source.items()}
+    else:
+        path = find_config_file(source)
+        data = read_toml(path) if path is not None else {}
+    for key, value in (overrides or {}).items():
+        if key in TABLES and isinstance(value, Mapping):
+            table = data.setdefault(key, {})
+            if not isinstance(table, dict):
+                raise ConfigError(f"{path or '<config>'}: [{key}] must be a table")
+            table.update(value)
+        else:
+            scheduler = data.setdefault("scheduler", {})
+            if not isinstance(scheduler, dict):
+                raise ConfigError(f"{path or '<config>'}: [scheduler] must be a table")
+            scheduler[key] = list(value) if isinstance(value, tuple) else value
+    return parse(data, path)
+
+
+#: Top-level tables an override may update (see :func:`config_from`).
+TABLES = ("scheduler", "store", "membership", "executor", "plugins", "metrics", "logging")
 
 
 def build_store(config: Config, manager: PluginManager, **extra: Any) -> Store:
@@ -77,6 +114,15 @@ def build_executors(config: Config, manager: PluginManager) -> dict[str, Executo
 class Node:
     """A tickwork node: store + membership + executors + engine, built from a :class:`Config`.
 
+    Run it in the foreground with :meth:`run` (what ``tickwork run`` does), or embedded in an
+    application: :meth:`start` runs it in a background thread and :meth:`stop` ends it; ``with``
+    and ``async with`` do both::
+
+        async with tickwork.Node.from_config("tickwork.toml") as node:
+            ...
+
+    An embedded node leaves logging, signals and the event loop to the application.
+
     :param store: override the configured store (tests inject one with a fake clock)
     :param clock: tests only: the engine's "now" when computing next fire times
     """
@@ -96,6 +142,7 @@ class Node:
         self.store = store or build_store(config, self.manager)
         self.membership = membership or build_membership(config, self.manager)
         self.executors = executors if executors is not None else build_executors(config, self.manager)
+        self.hooks = LifecycleHooks(self.manager)
         s = config.scheduler
         self.node_id = s.node_id
         self.engine = Engine(
@@ -116,22 +163,53 @@ class Node:
                 history_retention=timedelta(days=s.history_retention_days) if s.history_retention_days else None,
             ),
             clock=clock,
+            listener=HookListener(self.hooks, s.node_id),
         )
-        self._started = False
+        self._opened = False
+        self._thread: threading.Thread | None = None
+        self._looping = False
+        self._stopped = threading.Event()
+        self._abort = threading.Event()
+        self._signals_seen = 0
+        self._signals_installed = False
+        self._grace: float | None = None
 
-    def start(self) -> list[SyncReport]:
-        """Open the store, clear this node's stale claims, sync declared jobs, start the parts."""
+    @classmethod
+    def from_config(cls, source: str | os.PathLike[str] | Mapping[str, Any] | None = None, /, **overrides: Any) -> Node:
+        """Build a node from a config file (``None``: ``$TICKWORK_CONFIG``, then ``./tickwork.toml``,
+        then the defaults, as the CLI finds it) or from a dict shaped like the TOML.
+
+        Keyword overrides update a table when they name one with a dict (``store={"path": ...}``);
+        any other keyword is a ``[scheduler]`` key (``node_id="web-1"``, ``jobs=["myapp.jobs"]``).
+
+        :raises tickwork.ConfigError: naming the file and key at fault
+        """
+        return cls(config_from(source, overrides))
+
+    # -- starting ---------------------------------------------------------------------------------
+
+    def open(self) -> list[SyncReport]:
+        """Open the store, clear this node's stale claims, sync declared jobs and start the parts,
+        without running the engine loop (tests and ``tickwork bench`` step the engine themselves)."""
         self.store.open()
-        released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
-        if released:
-            log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
-        reports = self.sync_jobs()
-        for executor in self.executors.values():
-            executor.start()
-        self.membership.start(self.store, self.node_id)
-        self.membership.on_change(self.engine.wake)
+        try:
+            released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
+            if released:
+                log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
+            reports = self.sync_jobs()
+            for executor in self.executors.values():
+                executor.start()
+            self.membership.start(self.store, self.node_id)
+        except BaseException:
+            self.store.close()
+            raise
+        self.membership.on_change(self._membership_changed)
         self.store.listen(self.engine.wake)
-        self._started = True
+        self._opened = True
+        self._stopped.clear()
+        log_banner(self, reports)
+        self.hooks.call("tickwork_node_started", node_id=self.node_id, config=self.config, node=self)
+        self._membership_changed()
         return reports
 
     def sync_jobs(self) -> list[SyncReport]:
@@ -145,54 +223,105 @@ class Node:
             reports.append(sync_module(self.store, module, jobs, self.manager))
         return reports
 
+    def start(self) -> Node:
+        """Open the node and run it in a background thread; returns once it runs.
+
+        :raises RuntimeError: if it is already running
+        :raises tickwork.TickworkError: when the store cannot be opened, a job module not imported, ...
+        """
+        if self._looping:
+            raise RuntimeError(f"node {self.node_id} is already running")
+        if not self._opened:
+            self.open()
+        self._looping = True
+        self._thread = threading.Thread(target=self._background, name=f"tickwork-node-{self.node_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _background(self) -> None:
+        try:
+            self.engine.run_forever()
+        except Exception:  # the engine survives store errors; this is a bug, not an outage
+            log.exception("node %s: the engine loop ended unexpectedly", self.node_id)
+        finally:
+            try:
+                self.shutdown(self._grace)
+            finally:
+                self._looping = False
+
     def run(self, duration: float | None = None, *, install_signals: bool = True) -> None:
-        """Start (if needed) and run until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds."""
+        """Run in this thread until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds, then stop
+        gracefully. A second SIGINT/SIGTERM while stopping stops at once."""
         previous: dict[signal.Signals, Any] = {}
         if install_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, self._on_signal)
-        if not self._started:
-            try:
-                self.start()
-            except BaseException:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-                raise
-        log.info(
-            "node %s running (store %s, membership %s)",
-            self.node_id,
-            self.config.store.plugin,
-            self.config.membership.plugin,
-        )
+            self._signals_installed = True
+        self._looping = True
         try:
+            if not self._opened:
+                self.open()
             until = None if duration is None else time.monotonic() + duration
             self.engine.run_forever(until)
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            self.shutdown()
+            try:
+                self.shutdown(self._grace)
+            finally:
+                self._looping = False
+                self._signals_installed = False
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    # -- stopping ---------------------------------------------------------------------------------
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        log.info("received %s; stopping after running jobs end", signal.Signals(signum).name)
-        self.stop()
+        self._signals_seen += 1
+        name = signal.Signals(signum).name
+        if self._signals_seen == 1:
+            log.info("received %s; stopping after running jobs end (send it again to stop at once)", name)
+            self.request_stop()
+        else:
+            log.warning("received %s again; stopping now, running runs are recorded abandoned", name)
+            self._abort.set()
+            self.engine.stop()
 
-    def stop(self) -> None:
+    def request_stop(self) -> None:
+        """Ask the node to stop (safe from a signal handler); it stops as :meth:`stop` describes."""
         self.engine.stop()
 
-    def shutdown(self, timeout: float = 30.0) -> None:
-        """Graceful stop: no new claims; wait for running jobs, record them, leave the cluster."""
-        if not self._started:
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop claiming, wait up to ``timeout`` seconds (default ``[scheduler] shutdown_grace``)
+        for running jobs and record them, give back claims, leave the cluster, close the store.
+        Runs still going after ``timeout`` are recorded ``abandoned``. Returns once stopped."""
+        self._grace = timeout
+        self.engine.stop()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+            self._thread = None
+        elif self._looping:
+            if thread is None:  # run() in another thread: it shuts down
+                self._stopped.wait()
+        elif self._opened:
+            self.shutdown(timeout)
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Graceful stop of an opened node (see :meth:`stop`), in this thread."""
+        if not self._opened:
             self.store.close()
+            self._stopped.set()
             return
-        self._started = False
+        self._opened = False
+        grace = self.config.scheduler.shutdown_grace if timeout is None else timeout
         self.engine.stop()
+        self.hooks.call("tickwork_node_stopping", node_id=self.node_id)
         try:
             # First, so that other nodes can still run them on time.
             self.engine.release_held()
         except Exception:
             log.exception("could not give back claims taken ahead of their time")
         try:
-            self.engine.drain(timeout)
+            self._drain(grace)
             self.engine.drop_retries()
         except Exception:  # the store may be gone; the next start releases what is left
             log.exception("could not record the last runs")
@@ -205,4 +334,85 @@ class Node:
             log.exception("could not release claims at shutdown")
         self.membership.stop()
         self.store.close()
+        self.hooks.call("tickwork_node_stopped", node_id=self.node_id)
         log.info("node %s stopped (%d fired, %d finished)", self.node_id, self.engine.fired, self.engine.finished)
+        self._stopped.set()
+
+    def _drain(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for running jobs (saying which), unless told to abort."""
+        running = self.engine.in_flight
+        if not running:
+            return
+        names = sorted({f.claim.spec.name for f in running.values()})
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        log.info(
+            "stopping: waiting up to %gs (scheduler.shutdown_grace) for %d running job(s) to end: %s%s",
+            grace,
+            len(running),
+            shown,
+            "; send SIGINT/SIGTERM again to stop now" if self._signals_installed else "",
+        )
+        deadline = time.monotonic() + grace
+        while self.engine.in_flight and not self._abort.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.engine.drain(min(0.1, left))
+        if self.engine.in_flight:
+            log.warning(
+                "stopped waiting with %d job(s) still running; they are recorded abandoned",
+                len(self.engine.in_flight),
+            )
+
+    # -- embedding --------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True from :meth:`start` (or :meth:`run`) until the node has stopped."""
+        return self._looping and self._opened
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, reason): the store answers and this node's heartbeat is fresh."""
+        if not self._opened:
+            return False, "node is not running"
+        if self.engine.stopping:
+            return False, "node is stopping"
+        try:
+            self.store.now()
+        except Exception as exc:
+            return False, f"store unreachable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        if not self.membership.healthy():
+            return False, "heartbeat is stale: this node could not renew its heartbeat in the store"
+        return True, "ok"
+
+    def members(self) -> list[str]:
+        """The live nodes as this node's membership sees them."""
+        live = getattr(self.membership, "live_nodes", None)
+        return sorted(live) if live else [self.node_id]
+
+    def _membership_changed(self) -> None:
+        self.engine.wake()
+        if self.hooks.implemented("tickwork_membership_changed"):
+            owned = self.membership.owned_buckets()
+            self.hooks.call(
+                "tickwork_membership_changed",
+                node_id=self.node_id,
+                members=self.members(),
+                owned=None if owned is None else list(owned),
+            )
+
+    def __enter__(self) -> Node:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Node:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)

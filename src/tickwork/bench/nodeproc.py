@@ -157,11 +157,11 @@ def run_node(args: argparse.Namespace) -> Counters:
     node = Node(config, manager=manager, store=store)
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        node.stop()
+        node.request_stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    node.start()
+    node.open()
     meter.reset()
     cpu0 = cpu_seconds()
     wall0 = time.monotonic()
