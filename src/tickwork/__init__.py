@@ -7,7 +7,8 @@ Declare jobs in code::
     @tickwork.cron("*/5 * * * *")
     def cleanup() -> None: ...
 
-and run ``tickwork run`` with ``[scheduler] jobs = ["myapp.jobs"]`` in ``tickwork.toml``.
+and run ``tickwork run`` with ``[scheduler] jobs = ["myapp.jobs"]`` in ``tickwork.toml``, or run a
+node inside your application with ``with tickwork.Node.from_config():`` (docs/embedding.md).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .errors import (
 )
 from .hookspecs import hookimpl
 from .jobs import calendar, cron, every, schedule
+from .node import Node
 from .runcontext import RunContext, current_run
 from .structures import MisfirePolicy, RunStatus, ScheduleSpec
 from .triggers import next_fire_times
@@ -37,6 +39,7 @@ __all__ = [
     "DeclarationError",
     "ExecutorError",
     "MisfirePolicy",
+    "Node",
     "PluginNotFoundError",
     "RunContext",
     "RunStatus",

@@ -34,7 +34,7 @@ def log_banner(node: Node, reports: list[SyncReport]) -> None:
     log.info(
         "node %s starting: config %s; store %s (%s); membership %s; executors %s",
         node.node_id,
-        config.source or "none (defaults)",
+        config.source.resolve() if config.source else "none (defaults)",
         store,
         config.store.plugin,
         config.membership.plugin,
