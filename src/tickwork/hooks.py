@@ -42,12 +42,15 @@ class LifecycleHooks:
     def implemented(self, hook_name: str) -> bool:
         return bool(self._impls[hook_name])
 
-    def call(self, hook_name: str, **kwargs: Any) -> None:
+    def call(self, hook_name: str, *, reraise: tuple[type[Exception], ...] = (), **kwargs: Any) -> None:
         """Call every implementation of ``hook_name`` with the arguments it asks for; an
-        exception is logged (with its traceback the first time per plugin and hook) and ignored."""
+        exception is logged (with its traceback the first time per plugin and hook) and ignored,
+        unless it is one of ``reraise``."""
         for plugin, function, argnames in self._impls[hook_name]:
             try:
                 function(**{name: kwargs[name] for name in argnames})
+            except reraise:
+                raise
             except Exception as exc:
                 key = (plugin, hook_name)
                 if key in self._warned:

@@ -208,7 +208,18 @@ class Node:
         self._opened = True
         self._stopped.clear()
         log_banner(self, reports)
-        self.hooks.call("tickwork_node_started", node_id=self.node_id, config=self.config, node=self)
+        try:
+            if self.config.metrics is not None and "metrics" not in self.manager.loaded:
+                raise ConfigError(
+                    f"{self.config.where('metrics')}: the metrics plugin is not loaded ([plugins] block lists it?)"
+                )
+            # A plugin's configuration error fails the start; anything else it raises is only logged.
+            self.hooks.call(
+                "tickwork_node_started", node_id=self.node_id, config=self.config, node=self, reraise=(ConfigError,)
+            )
+        except ConfigError:
+            self.shutdown(0)
+            raise
         self._membership_changed()
         return reports
 
