@@ -128,3 +128,22 @@ def test_a_declared_job_may_take_no_other_parameter() -> None:
 
         @tickwork.every("1s")
         def not_a_context(count: int) -> None: ...
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_a_failed_run_is_an_error_record_with_its_traceback(
+    node: tickwork.Node, caplog: pytest.LogCaptureFixture, mode: str
+) -> None:
+    caplog.set_level("INFO", "tickwork.runs")
+    add(
+        node.store,
+        ScheduleSpec("boom", "interval", "1s", "tests.context_jobs:explode", arguments={"_tickwork_mode": mode}),
+    )
+    wait_for(lambda: [r for r in caplog.records if r.levelname == "ERROR" and "boom" in r.getMessage()], "an error")
+    record = next(r for r in caplog.records if r.levelname == "ERROR" and "boom" in r.getMessage())
+    assert record.name == "tickwork.runs"
+    text = caplog.text
+    assert "ValueError: the job exploded on purpose" in text
+    assert 'raise ValueError("the job exploded on purpose")' in text  # the traceback, not just the message
+    assert (record.exc_info is not None) == (mode == "thread")  # exc_info when it raised in this process
+    assert record.__dict__["schedule"] == "boom" and record.__dict__["node"] == "ctx-node"

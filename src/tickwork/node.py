@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import os
 import signal
@@ -247,6 +248,9 @@ class Node:
         self._looping = True
         self._thread = threading.Thread(target=self._background, name=f"tickwork-node-{self.node_id}", daemon=True)
         self._thread.start()
+        # An application that exits without stopping the node must not leave it listed as alive,
+        # its schedules shown running until other nodes notice: stop it on the way out.
+        atexit.register(self.stop)
         return self
 
     def _background(self) -> None:
@@ -306,6 +310,7 @@ class Node:
         Runs still going after ``timeout`` are recorded ``abandoned``. Returns once stopped."""
         self._grace = timeout
         self.engine.stop()
+        atexit.unregister(self.stop)
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()

@@ -1,0 +1,174 @@
+"""Embedding a node in an application, as the examples in docs/embedding.md do: plain asyncio and
+FastAPI served by uvicorn (real processes, real HTTP), and an application that exits without
+stopping its node."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import tickwork
+from tests.pgserver import free_port
+from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
+from tickwork.config import parse
+from tickwork.node import build_store, plugin_manager_for
+from tickwork.structures import RunStatus, ScheduleState
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_config(tmp_path: Path, node_id: str) -> Path:
+    config = tmp_path / "tickwork.toml"
+    config.write_text(
+        textwrap.dedent(f"""
+        [scheduler]
+        node_id = "{node_id}"
+
+        [store]
+        path = "{tmp_path / "app.db"}"
+        """),
+        encoding="utf-8",
+    )
+    return config
+
+
+def app_env(config: Path) -> dict[str, str]:
+    env = dict(os.environ, TICKWORK_CONFIG=str(config), PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
+
+
+def assert_left_cleanly(tmp_path: Path, config: Path) -> None:
+    """Nothing is running in the store and no node is listed."""
+    store = build_store(parse({"store": {"path": str(tmp_path / "app.db")}}), plugin_manager_for(parse({})))
+    store.open()
+    try:
+        assert [s.name for s in store.list_schedules() if s.state is ScheduleState.RUNNING] == []
+        assert [r for r in store.history(limit=1000) if r.status is RunStatus.RUNNING] == []
+    finally:
+        store.close()
+    nodes = subprocess.run(
+        [*tickwork_command(), "nodes"], env=app_env(config), capture_output=True, text=True, check=True
+    )
+    assert nodes.stdout == ""
+
+
+def test_the_asyncio_example_fires_and_leaves_no_trace(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "asyncio-app")
+    result = subprocess.run(
+        [sys.executable, "-m", "examples.embedding.asyncio_app"],
+        cwd=tmp_path,
+        env=app_env(config),
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["daily-report fired", "node stopped"]
+    assert "report for ops@example.com" in result.stderr  # the job ran, with current_run()
+    assert "ping " in result.stderr  # the declared job received its RunContext
+    assert "alembic" not in result.stderr  # the app logs at INFO; Alembic's lines stay out
+    assert_left_cleanly(tmp_path, config)
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def test_the_fastapi_example_under_uvicorn(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "fastapi-app")
+    port = free_port()
+    log_path = tmp_path / "uvicorn.log"
+    with log_path.open("w", encoding="utf-8") as log_file:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "examples.embedding.fastapi_app:app", "--port", str(port)],
+            cwd=tmp_path,
+            env=app_env(config),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + PROCESS_TIMEOUT_S
+            while get(f"{base}/healthz")[0] != 200:
+                assert server.poll() is None, log_path.read_text()
+                assert time.monotonic() < deadline, "uvicorn never answered"
+                time.sleep(0.1)
+            assert json.loads(get(f"{base}/healthz")[1]) == {"ok": True, "reason": "ok"}
+            request = urllib.request.Request(f"{base}/reports/ops", method="POST")
+            with urllib.request.urlopen(request, timeout=5) as response:
+                assert json.loads(response.read())["name"] == "report-ops"
+            while not [r for r in json.loads(get(f"{base}/runs/report-ops")[1]) if r["status"] == "succeeded"]:
+                assert time.monotonic() < deadline, "the report never ran"
+                time.sleep(0.1)
+        finally:
+            server.send_signal(signal.SIGINT)  # uvicorn ends the lifespan: the node stops
+            server.wait(timeout=PROCESS_TIMEOUT_S)
+    output = log_path.read_text(encoding="utf-8")
+    assert server.returncode == 0, output
+    assert "Traceback" not in output
+    assert_left_cleanly(tmp_path, config)
+
+
+EXITS_WITHOUT_STOP = """
+import time
+import tickwork
+
+node = tickwork.Node.from_config()
+node.start()
+while not node.store.history(limit=1):
+    time.sleep(0.05)
+print("started; exiting without stop()", flush=True)
+"""
+
+
+def test_an_application_that_exits_without_stopping_leaves_no_ghost_node(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "forgetful-app")
+    jobs = 'import tickwork\n\n\n@tickwork.every("1s", name="p")\ndef p() -> None:\n    pass\n'
+    (tmp_path / "forgetful_jobs.py").write_text(jobs, encoding="utf-8")
+    config.write_text(config.read_text().replace("[scheduler]", '[scheduler]\njobs = ["forgetful_jobs"]'))
+    env = app_env(config)
+    env["PYTHONPATH"] += os.pathsep + str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", EXITS_WITHOUT_STOP],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "started; exiting without stop()\n"
+    assert_left_cleanly(tmp_path, config)
+
+
+def test_from_config_takes_a_dict_and_overrides(tmp_path: Path) -> None:
+    node = tickwork.Node.from_config({"store": {"path": str(tmp_path / "a.db")}}, node_id="n-1", max_in_flight=5)
+    assert (node.node_id, node.config.scheduler.max_in_flight) == ("n-1", 5)
+    with node:
+        assert node.running and node.health() == (True, "ok")
+    assert not node.running and node.health() == (False, "node is not running")
+    with pytest.raises(tickwork.ConfigError, match=r"scheduler\.max_inflight: unknown key"):
+        tickwork.Node.from_config({"store": {"path": str(tmp_path / "a.db")}}, max_inflight=5)
+    with pytest.raises(tickwork.ConfigError, match=r"nope\.toml.*does not exist"):
+        tickwork.Node.from_config(tmp_path / "nope.toml")
