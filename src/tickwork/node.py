@@ -25,6 +25,7 @@ from .hooks import HookListener, LifecycleHooks
 from .jobs import declared_in
 from .plugins import PluginManager
 from .schedules import SyncReport, sync_module
+from .shutdown import leave
 
 log = logging.getLogger("tickwork.node")
 
@@ -331,54 +332,10 @@ class Node:
         grace = self.config.scheduler.shutdown_grace if timeout is None else timeout
         self.engine.stop()
         self.hooks.call("tickwork_node_stopping", node_id=self.node_id)
-        try:
-            # First, so that other nodes can still run them on time.
-            self.engine.release_held()
-        except Exception:
-            log.exception("could not give back claims taken ahead of their time")
-        try:
-            self._drain(grace)
-            self.engine.drop_retries()
-        except Exception:  # the store may be gone; the next start releases what is left
-            log.exception("could not record the last runs")
-        for executor in self.executors.values():
-            executor.shutdown(wait=False)
-        try:
-            if self.engine.in_flight or self.engine.held:
-                self.store.release_node(self.node_id, f"node {self.node_id} stopped before the run ended")
-        except Exception:
-            log.exception("could not release claims at shutdown")
-        self.membership.stop()
-        self.store.close()
+        leave(self, grace, self._abort, announce_signals=self._signals_installed)
         self.hooks.call("tickwork_node_stopped", node_id=self.node_id)
         log.info("node %s stopped (%d fired, %d finished)", self.node_id, self.engine.fired, self.engine.finished)
         self._stopped.set()
-
-    def _drain(self, grace: float) -> None:
-        """Wait up to ``grace`` seconds for running jobs (saying which), unless told to abort."""
-        running = self.engine.in_flight
-        if not running:
-            return
-        names = sorted({f.claim.spec.name for f in running.values()})
-        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        log.info(
-            "stopping: waiting up to %gs (scheduler.shutdown_grace) for %d running job(s) to end: %s%s",
-            grace,
-            len(running),
-            shown,
-            "; send SIGINT/SIGTERM again to stop now" if self._signals_installed else "",
-        )
-        deadline = time.monotonic() + grace
-        while self.engine.in_flight and not self._abort.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            self.engine.drain(min(0.1, left))
-        if self.engine.in_flight:
-            log.warning(
-                "stopped waiting with %d job(s) still running; they are recorded abandoned",
-                len(self.engine.in_flight),
-            )
 
     # -- embedding --------------------------------------------------------------------------------
 
