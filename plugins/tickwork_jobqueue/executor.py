@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from tickwork.abc import Executor
-from tickwork.calls import ReportOnce, call_arguments
+from tickwork.calls import ReportOnce, call_arguments, context_parameter
 from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.structures import JobCall, Outcome, RunStatus
@@ -104,6 +104,11 @@ class JobQueueExecutor(Executor):
                 exc,
             )
             return
+        if context_parameter(func) is not None:
+            raise ExecutorError(
+                f"jobqueue target {target!r}: takes a tickwork.RunContext parameter, but queue workers run jobs "
+                f"later, outside the run, and pass none (read schedule and run id from stored arguments instead)"
+            )
         try:
             call_arguments(func, arguments)
         except TypeError as exc:
