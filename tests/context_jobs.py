@@ -61,3 +61,7 @@ def explode() -> None:
 @tickwork.every("1s", name="declared-with-context")
 def declared_with_context(run: tickwork.RunContext) -> None:
     DECLARED_OUT.append(json.dumps(_as_dict(run)))
+
+
+def noop() -> None:
+    pass
