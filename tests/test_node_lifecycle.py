@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import tickwork
 from tests.test_run_process import PROCESS_TIMEOUT_S, lines, tickwork_command
 from tickwork.config import parse
 from tickwork.node import build_store, plugin_manager_for
@@ -141,7 +142,7 @@ def test_the_banner_names_config_store_membership_and_jobs(tmp_path: Path) -> No
     assert f"config {project / 'tickwork.toml'}" in err
     assert f"store SQLite database '{project / 'lc.db'}'" in err
     assert "membership single" in err
-    assert "jobs from lc_jobs: 3 created" in err
+    assert "synced lc_jobs: 3 created" in err
     assert "job quick: cron '* * * * * *' UTC, next fire 20" in err
     assert "job failing: cron '* * * * * *' UTC, next fire never" in err  # disabled
     assert "alembic" not in err.lower()
@@ -247,3 +248,21 @@ def test_a_plugin_installed_as_a_dist_info_receives_the_hooks(tmp_path: Path) ->
     assert "observer bug in runs_started" in result.stderr
     quick = [r for r in history(project) if r.schedule == "quick"]
     assert len(finished) == len(quick) >= 2
+
+
+def test_the_banner_lists_twenty_jobs_then_counts_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    lines_ = ["import tickwork", ""]
+    for i in range(25):
+        lines_ += ["", f'@tickwork.every("{i + 1}m", name="job-{i:02d}")', f"def job_{i}() -> None:", "    pass", ""]
+    (tmp_path / "many_jobs.py").write_text("\n".join(lines_), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    caplog.set_level("INFO", "tickwork.node")
+    node = tickwork.Node.from_config({"store": {"path": str(tmp_path / "many.db")}}, jobs=["many_jobs"])
+    node.open()
+    node.shutdown()
+    listed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("  job ")]
+    assert len(listed) == 20
+    assert listed[0].startswith("  job job-00: interval '1m' UTC, next fire 20")
+    assert "  ... and 5 more declared job(s) (tickwork jobs list shows them all)" in caplog.messages

@@ -25,7 +25,8 @@ def _when(value: datetime | None) -> str:
 
 def log_banner(node: Node, reports: list[SyncReport]) -> None:
     """Log the config file, the store (no password), the membership and the declared jobs with
-    their next fire times (the first :data:`BANNER_JOBS`, then a count)."""
+    their next fire times (the first :data:`BANNER_JOBS`, then a count). What the sync changed
+    was logged by the sync itself."""
     if not log.isEnabledFor(logging.INFO):
         return
     config = node.config
@@ -40,11 +41,6 @@ def log_banner(node: Node, reports: list[SyncReport]) -> None:
         config.membership.plugin,
         ", ".join(sorted(node.executors)),
     )
-    for report in reports:
-        changes = [f"{len(names)} {what}" for what, names in (
-            ("created", report.created), ("updated", report.updated), ("removed", report.removed)
-        ) if names]  # fmt: skip
-        log.info("jobs from %s: %s", report.module, ", ".join(changes) or "unchanged")
     names = [name for r in reports for name in (*r.created, *r.updated, *r.unchanged)]
     for name in names[:BANNER_JOBS]:
         try:
