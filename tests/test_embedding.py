@@ -20,7 +20,7 @@ import pytest
 import tickwork
 from tests.pgserver import free_port
 from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
-from tickwork.config import parse
+from tickwork.config import MetricsConfig, parse
 from tickwork.node import build_store, plugin_manager_for
 from tickwork.structures import RunStatus, ScheduleState
 
@@ -172,3 +172,12 @@ def test_from_config_takes_a_dict_and_overrides(tmp_path: Path) -> None:
         tickwork.Node.from_config({"store": {"path": str(tmp_path / "a.db")}}, max_inflight=5)
     with pytest.raises(tickwork.ConfigError, match=r"nope\.toml.*does not exist"):
         tickwork.Node.from_config(tmp_path / "nope.toml")
+
+
+def test_from_config_overrides_update_the_file_s_tables(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "from-file")
+    node = tickwork.Node.from_config(config, store={"busy_timeout": 9.0}, metrics={"port": 0})
+    assert node.config.store.options == {"path": str(tmp_path / "app.db"), "busy_timeout": 9.0}
+    assert (node.node_id, node.config.metrics) == ("from-file", MetricsConfig(port=0))
+    other = tickwork.Node.from_config(config, store={"plugin": "postgres", "url": "postgresql://u@h/db"})
+    assert other.config.store.options == {"url": "postgresql://u@h/db"}  # not the SQLite path

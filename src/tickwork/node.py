@@ -51,8 +51,9 @@ def config_from(
 ) -> Config:
     """A :class:`Config` from a file (found as the CLI finds it when ``source`` is ``None``) or
     from a dict shaped like the TOML, with ``overrides`` applied: a key naming a table
-    (``store``, ``membership``, ``metrics``, ...) whose value is a dict updates that table; any
-    other key is a ``[scheduler]`` key (``node_id="web-1"``, ``jobs=["myapp.jobs"]``)."""
+    (``store``, ``membership``, ``metrics``, ...) whose value is a dict updates that table (or
+    replaces it when it names another ``plugin``); any other key is a ``[scheduler]`` key
+    (``node_id="web-1"``, ``jobs=["myapp.jobs"]``)."""
     path: Path | None = None
     if isinstance(source, Mapping):
         data: dict[str, Any] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in source.items()}
@@ -64,6 +65,8 @@ def config_from(
             table = data.setdefault(key, {})
             if not isinstance(table, dict):
                 raise ConfigError(f"{path or '<config>'}: [{key}] must be a table")
+            if "plugin" in value and value["plugin"] != table.get("plugin"):
+                table.clear()  # another plugin: the file's options were for the one it replaces
             table.update(value)
         else:
             scheduler = data.setdefault("scheduler", {})
