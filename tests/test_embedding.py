@@ -181,3 +181,63 @@ def test_from_config_overrides_update_the_file_s_tables(tmp_path: Path) -> None:
     assert (node.node_id, node.config.metrics) == ("from-file", MetricsConfig(port=0))
     other = tickwork.Node.from_config(config, store={"plugin": "postgres", "url": "postgresql://u@h/db"})
     assert other.config.store.options == {"url": "postgresql://u@h/db"}  # not the SQLite path
+
+
+DJANGO_SITE = REPO / "examples" / "embedding" / "django_site"
+
+WAITS_FOR_A_RUN = """
+import time
+from django.apps import apps
+
+node = apps.get_app_config("reports").tickwork
+while not [r for r in node.store.history(schedule="reports.refresh") if r.status.value == "succeeded"]:
+    time.sleep(0.05)
+print("refreshed; exiting", flush=True)
+"""
+
+
+def django_env(config: Path, **extra: str) -> dict[str, str]:
+    env = app_env(config)
+    env["PYTHONPATH"] = os.pathsep.join([str(DJANGO_SITE), env["PYTHONPATH"]])
+    env.update(extra)
+    return env
+
+
+def test_the_django_app_config_runs_a_node_in_the_django_process(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "django-embedded")
+    result = subprocess.run(
+        [sys.executable, str(DJANGO_SITE / "manage.py"), "shell", "-c", WAITS_FOR_A_RUN],
+        cwd=tmp_path,
+        env=django_env(config, TICKWORK_EMBED="1"),
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("refreshed; exiting\n")  # Django's shell may print a line first
+    assert "refreshing reports for ops@example.com" in result.stderr  # the job saw Django's settings
+    assert_left_cleanly(tmp_path, config)  # stopped at exit, without the app calling stop()
+
+
+def test_the_django_management_command_runs_a_node_until_sigterm(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "django-command")
+    log_path = tmp_path / "command.log"
+    with log_path.open("w", encoding="utf-8") as log_file:
+        command = subprocess.Popen(
+            [sys.executable, str(DJANGO_SITE / "manage.py"), "tickwork_node"],
+            cwd=tmp_path,
+            env=django_env(config),
+            stderr=log_file,
+        )
+        try:
+            deadline = time.monotonic() + PROCESS_TIMEOUT_S
+            while "refreshing reports for ops@example.com" not in log_path.read_text(encoding="utf-8"):
+                assert command.poll() is None, log_path.read_text(encoding="utf-8")
+                assert time.monotonic() < deadline, "the job never ran"
+                time.sleep(0.05)
+        finally:
+            command.send_signal(signal.SIGTERM)
+            command.wait(timeout=PROCESS_TIMEOUT_S)
+    assert command.returncode == 0, log_path.read_text(encoding="utf-8")
+    assert_left_cleanly(tmp_path, config)
