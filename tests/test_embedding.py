@@ -241,3 +241,11 @@ def test_the_django_management_command_runs_a_node_until_sigterm(tmp_path: Path)
             command.wait(timeout=PROCESS_TIMEOUT_S)
     assert command.returncode == 0, log_path.read_text(encoding="utf-8")
     assert_left_cleanly(tmp_path, config)
+
+
+def test_a_stopped_node_does_not_start_again(tmp_path: Path) -> None:
+    node = tickwork.Node.from_config({"store": {"path": str(tmp_path / "once.db")}}, node_id="once")
+    with node:
+        pass
+    with pytest.raises(RuntimeError, match="node once was stopped; build a new Node to run again"):
+        node.start()

@@ -195,7 +195,12 @@ class Node:
 
     def open(self) -> list[SyncReport]:
         """Open the store, clear this node's stale claims, sync declared jobs and start the parts,
-        without running the engine loop (tests and ``tickwork bench`` step the engine themselves)."""
+        without running the engine loop (tests and ``tickwork bench`` step the engine themselves).
+
+        :raises RuntimeError: if the node was stopped before (a node runs once: build a new one)
+        """
+        if self._stopped.is_set():
+            raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
         self.store.open()
         try:
             released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
@@ -211,7 +216,6 @@ class Node:
         self.membership.on_change(self._membership_changed)
         self.store.listen(self.engine.wake)
         self._opened = True
-        self._stopped.clear()
         log_banner(self, reports)
         try:
             if self.config.metrics is not None and "metrics" not in self.manager.loaded:
