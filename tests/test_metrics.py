@@ -186,3 +186,10 @@ def test_a_port_in_use_fails_the_start_naming_the_key(tmp_path: Path) -> None:
         with pytest.raises(tickwork.ConfigError, match=rf"metrics\.port: cannot listen on 127\.0\.0\.1:{port}"):
             node.start()
     assert not node.running
+
+
+def test_a_metrics_table_with_the_plugin_blocked_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(tickwork.ConfigError, match=r"metrics: the metrics plugin is not loaded"):
+        tickwork.Node.from_config(
+            {"store": {"path": str(tmp_path / "m.db")}, "metrics": {}, "plugins": {"block": ["metrics"]}}
+        )

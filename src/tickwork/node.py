@@ -148,6 +148,10 @@ class Node:
         self.membership = membership or build_membership(config, self.manager)
         self.executors = executors if executors is not None else build_executors(config, self.manager)
         self.hooks = LifecycleHooks(self.manager)
+        if config.metrics is not None and "metrics" not in self.manager.loaded:
+            raise ConfigError(
+                f"{config.where('metrics')}: the metrics plugin is not loaded ([plugins] block lists it?)"
+            )
         s = config.scheduler
         self.node_id = s.node_id
         self.engine = Engine(
@@ -218,10 +222,6 @@ class Node:
         self._opened = True
         log_banner(self, reports)
         try:
-            if self.config.metrics is not None and "metrics" not in self.manager.loaded:
-                raise ConfigError(
-                    f"{self.config.where('metrics')}: the metrics plugin is not loaded ([plugins] block lists it?)"
-                )
             # A plugin's configuration error fails the start; anything else it raises is only logged.
             self.hooks.call(
                 "tickwork_node_started", node_id=self.node_id, config=self.config, node=self, reraise=(ConfigError,)
