@@ -206,6 +206,7 @@ class Node:
         if self._stopped.is_set():
             raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
         self.store.open()
+        started: list[Executor] = []
         try:
             released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
             if released:
@@ -213,8 +214,12 @@ class Node:
             reports = self.sync_jobs()
             for executor in self.executors.values():
                 executor.start()
+                started.append(executor)
             self.membership.start(self.store, self.node_id)
         except BaseException:
+            # An application may retry start(): leave no threads or connections behind.
+            for executor in started:
+                executor.shutdown(wait=False)
             self.store.close()
             raise
         self.membership.on_change(self._membership_changed)
