@@ -8,6 +8,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from .errors import StoreError
+
 if TYPE_CHECKING:
     from .node import Node
 
@@ -21,11 +23,15 @@ def leave(node: Node, grace: float, abort: threading.Event, *, announce_signals:
     try:
         # First, so that other nodes can still run them on time.
         engine.release_held()
+    except StoreError as exc:
+        log.warning("cannot reach the store to give back fires claimed ahead (%s); other nodes release them", exc)
     except Exception:
         log.exception("could not give back claims taken ahead of their time")
     try:
         drain(node, grace, abort, announce_signals=announce_signals)
         engine.drop_retries()
+    except StoreError as exc:
+        log.warning("cannot reach the store to record the last runs (%s); the next start releases them", exc)
     except Exception:
         log.exception("could not record the last runs")
     for executor in node.executors.values():
@@ -34,6 +40,8 @@ def leave(node: Node, grace: float, abort: threading.Event, *, announce_signals:
         if engine.in_flight or engine.held:
             # Runs still going are recorded abandoned (a second signal, or past the grace).
             node.store.release_node(node.node_id, f"node {node.node_id} stopped before the run ended")
+    except StoreError as exc:
+        log.warning("cannot reach the store to release this node's claims (%s); other nodes release them", exc)
     except Exception:
         log.exception("could not release claims at shutdown")
     node.membership.stop()
