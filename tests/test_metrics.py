@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import tickwork
 from tests.pgserver import PostgresServer, free_port, start_throwaway
 from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
+from tickwork.structures import ScheduleSpec
 
 pytestmark = pytest.mark.slow
 
@@ -193,3 +194,24 @@ def test_a_metrics_table_with_the_plugin_blocked_is_an_error(tmp_path: Path) -> 
         tickwork.Node.from_config(
             {"store": {"path": str(tmp_path / "m.db")}, "metrics": {}, "plugins": {"block": ["metrics"]}}
         )
+
+
+def test_an_embedded_node_on_sqlite_serves_on_a_free_port(tmp_path: Path) -> None:
+    from tickwork_metrics.plugin import port_of
+
+    node = tickwork.Node.from_config(
+        {"store": {"path": str(tmp_path / "m.db")}, "metrics": {"port": 0}}, node_id="sqlite-metrics"
+    )
+    with node:
+        node.store.add(ScheduleSpec("on", "interval", "1h", "tests.context_jobs:noop"), None)
+        node.store.add(ScheduleSpec("off", "interval", "1h", "tests.context_jobs:noop", enabled=False), None)
+        port = port_of("sqlite-metrics")
+        assert port is not None and port > 0
+        status, text = get(f"http://127.0.0.1:{port}/metrics")
+        assert status == 200
+        counts = {labels["state"]: value for labels, value in samples(text)["tickwork_schedules"]}
+        assert counts == {"idle": 1, "running": 0, "disabled": 1}
+        assert get(f"http://127.0.0.1:{port}/nope")[0] == 404
+    assert port_of("sqlite-metrics") is None
+    with socket.socket() as probe:  # closed with the node
+        assert probe.connect_ex(("127.0.0.1", port)) != 0

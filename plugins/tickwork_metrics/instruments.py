@@ -35,8 +35,16 @@ class ScheduleCounts(Collector):
         self._count = count
         self._cached: tuple[float, dict[str, int]] | None = None
 
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily("tickwork_schedules", "Schedules in the store by state", labels=["state"])
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        """What it serves, without querying (registering would otherwise count, and cache, at once)."""
+        yield self._family()
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        family = GaugeMetricFamily("tickwork_schedules", "Schedules in the store by state", labels=["state"])
+        family = self._family()
         now = time.monotonic()
         if self._cached is None or now - self._cached[0] > SCHEDULE_COUNT_MAX_AGE:
             # The store may be down (/healthz says so): then the last counts stay.
