@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ import httpx
 import pytest
 import standardwebhooks
 import standardwebhooks.webhooks
+from tests import planted
 
 from tickwork import signature
 from tickwork.errors import ConfigError, ExecutorError
@@ -51,6 +53,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: bytes
+    query: str = ""
 
 
 @dataclass
@@ -87,9 +90,10 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         state = self.server.state
+        path, _, query = self.path.partition("?")
         with state.lock:
-            state.requests.append(Seen(self.command, self.path, dict(self.headers.items()), body))
-        parts = self.path.strip("/").split("/")
+            state.requests.append(Seen(self.command, path, dict(self.headers.items()), body, query))
+        parts = path.strip("/").split("/")
         route = parts[0]
         if route == "ok":
             self._respond(200, b"done")
@@ -118,6 +122,17 @@ class Handler(BaseHTTPRequestHandler):
             self._huge(int(parts[1]))
         elif route == "gate":
             self._gate()
+        elif route == "encoded":
+            # An error page compressed although the request asked for identity.
+            text = b"error body: " + b"z" * 2000
+            packed = {
+                "gzip": zlib.compress(text, 9, zlib.MAX_WBITS | 16),
+                "deflate": zlib.compress(text),
+                "raw-deflate": zlib.compress(text, 9, -zlib.MAX_WBITS),
+                "br": b"\x8b\x02\x80not-really-brotli",
+            }[parts[1]]
+            encoding = "deflate" if parts[1] == "raw-deflate" else parts[1]
+            self._respond(500, packed, headers={"Content-Encoding": encoding})
         else:
             self._respond(404, b"no such route")
 
@@ -255,11 +270,12 @@ class Collector:
 
 
 def make_call(url: str, run_id: int = 42, timeout: float = WAIT, attempt: int = 1) -> JobCall:
+    """A call whose target carries the planted query token (tests/planted.py), as real webhook URLs often do."""
     return JobCall(
         run_id=run_id,
         schedule="nightly-report",
         scheduled_for=datetime(2024, 3, 1, 2, 30, tzinfo=UTC),
-        target=url,
+        target=planted.with_token(url),
         arguments={"region": "eu", "limit": 3},
         timeout=timeout,
         attempt=attempt,
@@ -337,7 +353,7 @@ def test_a_query_string_is_not_part_of_the_signed_target(
     run_one(make_executor(), server.base + "/ok?api_token=tok-in-query#frag")
 
     [seen] = server.state.requests
-    assert seen.path == "/ok?api_token=tok-in-query"
+    assert seen.query == f"api_token=tok-in-query&api_token={planted.TOKEN}"
     assert json.loads(seen.body)["target"] == server.base + "/ok"
 
 
@@ -474,6 +490,41 @@ def test_zero_max_response_bytes_reads_no_body(server: Server, make_executor: Ca
     assert outcome == Outcome(RunStatus.FAILED, error="HTTP 500 Internal Server Error")
 
 
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
+def test_a_compressed_answer_is_decoded_within_the_cap(
+    server: Server, make_executor: Callable[..., HTTPExecutor], encoding: str
+) -> None:
+    outcome = run_one(make_executor(max_response_bytes=1000), f"{server.base}/encoded/{encoding}")
+
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.error is not None
+    assert outcome.error == "HTTP 500: error body: " + "z" * 488 + "…"
+
+
+def test_an_encoding_we_cannot_bound_is_not_decoded(server: Server, make_executor: Callable[..., HTTPExecutor]) -> None:
+    outcome = run_one(make_executor(), f"{server.base}/encoded/br")
+    assert outcome == Outcome(RunStatus.FAILED, error="HTTP 500: [body in Content-Encoding br not shown]")
+
+
+def test_a_gzip_bomb_grows_the_node_by_a_few_times_the_cap_at_most() -> None:
+    # The benchmark's own harness, small: a loopback server, the executor in a child process whose
+    # peak RSS is compared before and after a 64 MiB bomb (about 64 KiB on the wire).
+    cap = 1 << 20
+    script = Path(__file__).parents[2] / "benchmarks" / "http_gzip_bomb.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--mib", "64", "--cap", str(cap), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+
+    assert measured["error"].startswith("HTTP 500: AAAA")  # the bomb was really read and decoded
+    # Unbounded decoding grew it by about 128 MiB here (twice the bomb).
+    assert measured["growth_bytes"] < 4 * cap
+
+
 # -- transport errors -------------------------------------------------------------------------------
 
 
@@ -596,6 +647,22 @@ def test_secrets_never_reach_outcomes_or_logs(
     assert "127.0.0.1" in caplog.text  # the logs did describe the requests
     for secret in (SECRET, token, password, basic):
         assert secret not in emitted
+
+
+def test_httpx_request_lines_show_the_url_without_query_or_credentials(
+    server: Server, make_executor: Callable[..., HTTPExecutor], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    port = server.server_address[1]
+
+    run_one(make_executor(), f"http://user:pw-in-url-7731@127.0.0.1:{port}/ok?sig=q-secret-55#frag-secret-66")
+
+    [seen] = server.state.requests
+    assert "sig=q-secret-55" in seen.query  # the server did get the query
+    lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
+    assert lines == [f'HTTP Request: POST http://127.0.0.1:{port}/ok "HTTP/1.1 200 OK"']
+    for secret in ("pw-in-url-7731", "q-secret-55", "frag-secret-66", planted.TOKEN):
+        assert secret not in caplog.text
 
 
 # -- concurrency and lifecycle ----------------------------------------------------------------------
@@ -909,7 +976,7 @@ def _fire(run_id: int, schedule: str, hour: int, attempt: int, url: str) -> JobC
         run_id=run_id,
         schedule=schedule,
         scheduled_for=datetime(2024, 3, 1, hour, 0, tzinfo=UTC),
-        target=url,
+        target=planted.with_token(url),
         arguments={"n": run_id},
         timeout=WAIT,
         attempt=attempt,
