@@ -13,6 +13,7 @@ from sqlalchemy.exc import DBAPIError
 
 from tickwork import dburl
 from tickwork.errors import ConfigError
+from tickwork.sql.filemode import create_private
 
 from .schema import jobs, metadata
 
@@ -69,6 +70,7 @@ def create_queue_engine(url: URL, *, pool_size: int = 5) -> Engine:
         parent = Path(url.database).parent
         if not parent.is_dir():
             raise ConfigError(f"url: the directory {str(parent)!r} of the SQLite queue {describe(url)} does not exist")
+        create_private(Path(url.database))
         engine = create_engine(url, connect_args={"timeout": DEFAULT_BUSY_TIMEOUT})
 
         @event.listens_for(engine, "connect")
