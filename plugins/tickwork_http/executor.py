@@ -234,7 +234,10 @@ class HTTPExecutor(Executor):
                 logger.warning("[executor.http] has no secret_env: requests are sent unsigned")
             else:
                 value, self._keys = secret
-                self._redact = Redactor([*value.split(), *sensitive_values(self.headers)])
+                parts = value.split()
+                # Also bare: an echo of the key material without its prefix must not pass either.
+                bare = [part.removeprefix(signature.SECRET_PREFIX) for part in parts]
+                self._redact = Redactor([*parts, *bare, *sensitive_values(self.headers)])
             logfilter.install(self._redact)
             self._client = httpx.AsyncClient(
                 event_hooks={"request": [self._guard_redirect]},
