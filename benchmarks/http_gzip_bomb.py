@@ -52,8 +52,15 @@ def serve(bomb: bytes, small: bytes) -> ThreadingHTTPServer:
             with contextlib.suppress(OSError):  # the executor hangs up once it has read enough
                 self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Bomb)
-    server.daemon_threads = True
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # The executor hangs up on purpose once it has read enough; other errors are worth a traceback.
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                super().handle_error(request, client_address)
+
+    server = Server(("127.0.0.1", 0), Bomb)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server
 
