@@ -18,6 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import tickwork
+from tests import planted
 from tests.pgserver import PostgresServer, free_port, start_throwaway
 from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
 from tickwork.structures import ScheduleSpec
@@ -68,7 +69,9 @@ def own_postgres() -> Iterator[tuple[PostgresServer, str]]:
 
         with psycopg.connect(server.conninfo("postgres"), autocommit=True) as conn:
             conn.execute("CREATE DATABASE metrics")
-        yield server, server.url("metrics")
+        # A password the trusting test server never checks: it must show up nowhere (banner,
+        # /healthz reasons, logs of the outage).
+        yield server, planted.with_password(server.url("metrics"))
     finally:
         server.throwaway.stop()
 
@@ -161,6 +164,8 @@ def test_metrics_and_health_of_a_running_node(tmp_path: Path, own_postgres: tupl
     err = log_path.read_text(encoding="utf-8")
     assert process.returncode == 0, err
     assert f"metrics of node metrics-node on http://127.0.0.1:{port}/metrics" in err
+    assert "store PostgreSQL database postgresql+psycopg://postgres:***@" in err  # the banner, masked
+    assert planted.leaks([err, *down]) == []
     with socket.socket() as probe:  # the server was closed with the node
         assert probe.connect_ex(("127.0.0.1", port)) != 0
 
