@@ -249,3 +249,16 @@ def test_a_stopped_node_does_not_start_again(tmp_path: Path) -> None:
         pass
     with pytest.raises(RuntimeError, match="node once was stopped; build a new Node to run again"):
         node.start()
+
+
+def test_shutdown_of_a_started_node_waits_for_its_loop_thread(tmp_path: Path) -> None:
+    node = tickwork.Node.from_config({"store": {"path": str(tmp_path / "s.db")}}, node_id="shut")
+    node.start()
+    node.shutdown()  # as code written for open() + shutdown() does
+    assert not node.running
+    fresh = build_store(parse({"store": {"path": str(tmp_path / "s.db")}}), plugin_manager_for(parse({})))
+    fresh.open()
+    try:
+        assert fresh.nodes() == []
+    finally:
+        fresh.close()

@@ -336,6 +336,10 @@ class Node:
 
     def shutdown(self, timeout: float | None = None) -> None:
         """Graceful stop of an opened node (see :meth:`stop`), in this thread."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            self.stop(timeout)  # the loop's own thread shuts down; two at once would race
+            return
         if not self._opened:
             self.store.close()
             self._stopped.set()
