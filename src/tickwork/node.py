@@ -7,13 +7,14 @@ import asyncio
 import atexit
 import logging
 import os
+import queue
 import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any, TypeVar
 
 from .abc import Executor, Membership, Store
@@ -179,7 +180,6 @@ class Node:
         self._looping = False
         self._stopped = threading.Event()
         self._abort = threading.Event()
-        self._signals_seen = 0
         self._signals_installed = False
         self._grace: float | None = None
 
@@ -281,9 +281,14 @@ class Node:
         """Run in this thread until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds, then stop
         gracefully. A second SIGINT/SIGTERM while stopping stops at once."""
         previous: dict[signal.Signals, Any] = {}
+        signals: queue.SimpleQueue[int | None] = queue.SimpleQueue()
         if install_signals and threading.current_thread() is threading.main_thread():
+            # The handler only queues the signal (SimpleQueue.put is safe in a signal handler); a
+            # thread acts on it. Acting in the handler could deadlock: it interrupts the main
+            # thread anywhere, possibly holding the very lock engine.stop() needs.
+            threading.Thread(target=self._act_on_signals, args=(signals,), name="tickwork-signals", daemon=True).start()
             for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, self._on_signal)
+                previous[sig] = signal.signal(sig, lambda signum, _frame: signals.put(signum))
             self._signals_installed = True
         self._looping = True
         try:
@@ -299,19 +304,22 @@ class Node:
                 self._signals_installed = False
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
+                signals.put(None)
 
     # -- stopping ---------------------------------------------------------------------------------
 
-    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        self._signals_seen += 1
-        name = signal.Signals(signum).name
-        if self._signals_seen == 1:
-            log.info("received %s; stopping after running jobs end (send it again to stop at once)", name)
-            self.request_stop()
-        else:
-            log.warning("received %s again; stopping now, running runs are recorded abandoned", name)
-            self._abort.set()
-            self.engine.stop()
+    def _act_on_signals(self, signals: queue.SimpleQueue[int | None]) -> None:
+        seen = 0
+        while (signum := signals.get()) is not None:
+            seen += 1
+            name = signal.Signals(signum).name
+            if seen == 1:
+                log.info("received %s; stopping after running jobs end (send it again to stop at once)", name)
+                self.request_stop()
+            else:
+                log.warning("received %s again; stopping now, running runs are recorded abandoned", name)
+                self._abort.set()
+                self.engine.stop()
 
     def request_stop(self) -> None:
         """Ask the node to stop (safe from a signal handler); it stops as :meth:`stop` describes."""
