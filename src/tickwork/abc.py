@@ -18,7 +18,18 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from .structures import Claim, Finish, JobCall, NodeInfo, Outcome, RunRecord, Schedule, ScheduleSpec
+from .structures import (
+    Claim,
+    Finish,
+    JobCall,
+    NodeInfo,
+    Outcome,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    ScheduleSpec,
+    ScheduleState,
+)
 
 
 class Trigger(ABC):
@@ -325,7 +336,93 @@ class Store(ABC):
     def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
         """Return the most recent runs first."""
 
+    # -- read queries of the admin API (tickwork.admin) -----------------------------------------
+    #
+    # Not abstract, so a third-party store written before them keeps working: each default is
+    # correct but reads every row into Python. A store holding many schedules or runs overrides
+    # them with queries (the SQL store does).
+
+    def database_exists(self) -> bool:
+        """Tell, without creating anything, whether the database already exists.
+
+        Read-only commands check it first so that they never create an empty database (a SQLite
+        file, say) in the wrong place. Stores that cannot tell return ``True``.
+        """
+        return True
+
+    def find_schedules(
+        self,
+        *,
+        state: ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Schedule]:
+        """Return schedules ordered by next fire time (those without one last), then name.
+
+        :param search: keep schedules whose name or target contains this text (any case)
+        :param limit: at most this many (``None``: all); ``offset`` skips the first ones
+        """
+        found = [s for s in self.list_schedules() if _schedule_matches(s, state, enabled, search)]
+        found.sort(key=lambda s: (s.next_fire is None, s.next_fire or datetime.min, s.name))
+        return found[offset:] if limit is None else found[offset : offset + limit]
+
+    def count_schedules(
+        self, *, state: ScheduleState | None = None, enabled: bool | None = None, search: str | None = None
+    ) -> int:
+        """How many schedules :meth:`find_schedules` would return without a limit."""
+        return len(self.find_schedules(state=state, enabled=enabled, search=search))
+
+    def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
+        """The most recently recorded run of each of these schedules that has one, by schedule id."""
+        wanted = set(schedule_ids)
+        names = {s.id: s.name for s in self.list_schedules() if s.id in wanted}
+        out: dict[int, RunRecord] = {}
+        for schedule_id, name in names.items():
+            records = self.history(limit=1, schedule=name)
+            if records:
+                out[schedule_id] = records[0]
+        return out
+
+    def find_runs(
+        self,
+        *,
+        schedule: str | None = None,
+        status: Sequence[RunStatus] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        node: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """Return runs, latest scheduled time first (then latest attempt).
+
+        :param status: keep runs with one of these statuses
+        :param since: keep runs scheduled at or after this instant; ``until``: strictly before it
+        """
+        records = [
+            r
+            for r in self.history(limit=2**62, schedule=schedule)
+            if (not status or r.status in status)
+            and (since is None or r.scheduled_for >= since)
+            and (until is None or r.scheduled_for < until)
+            and (node is None or r.node == node)
+        ]
+        records.sort(key=lambda r: (r.scheduled_for, r.attempt, r.id), reverse=True)
+        return records[:limit]
+
     @abstractmethod
     def listen(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` (from any thread) whenever another process adds, changes, enables or
         triggers a schedule, so a sleeping engine can re-check at once. Called once per node."""
+
+
+def _schedule_matches(
+    schedule: Schedule, state: ScheduleState | None, enabled: bool | None, search: str | None
+) -> bool:
+    spec = schedule.spec
+    if state is not None and schedule.state is not state:
+        return False
+    if enabled is not None and spec.enabled is not enabled:
+        return False
+    return not search or search.lower() in spec.name.lower() or search.lower() in spec.target.lower()
