@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
+from .errors import TickworkError
 from .structures import (
     Claim,
     Finish,
@@ -186,6 +187,21 @@ class Store(ABC):
     @abstractmethod
     def upgrade(self) -> None:
         """Apply all pending schema migrations."""
+
+    def schema_revisions(self) -> tuple[str | None, str]:
+        """Return the database's schema revision (``None``: no schema yet) and the latest one
+        this tickwork knows, without migrating (``tickwork db current``).
+
+        :raises tickwork.errors.TickworkError: if this store has no versioned schema (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store has no versioned schema")
+
+    def upgrade_sql(self) -> str:
+        """Return the statements :meth:`upgrade` would run, as text (``tickwork db upgrade --sql``).
+
+        :raises tickwork.errors.TickworkError: if this store cannot tell (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store cannot print its migrations as SQL")
 
     @abstractmethod
     def now(self) -> datetime:

@@ -111,23 +111,10 @@ class Admin:
         """The open store. A read (``write=False``) refuses a database that does not exist yet."""
         if not self._opened:
             if not write and not self._store.database_exists():
-                raise DatabaseMissingError(self._missing_message())
+                raise DatabaseMissingError(missing_message(self.config, self._store))
             self._store.open()
             self._opened = True
         return self._store
-
-    def _missing_message(self) -> str:
-        describe = getattr(self._store, "describe", None)
-        what = str(describe()) if callable(describe) else f"the {self.config.store.plugin} database"
-        if self.config.source is None:
-            return (
-                f"{what} does not exist: no config file was given or found ($TICKWORK_CONFIG, ./tickwork.toml), "
-                "so the default store was used; pass the config file your node uses (-c FILE)"
-            )
-        return (
-            f"{what} does not exist (the store of {self.config.source}); start a node with that config "
-            "or run `tickwork db upgrade` to create it"
-        )
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -429,6 +416,21 @@ class Admin:
 
     def _info(self, schedule: Schedule) -> ScheduleInfo:
         return ScheduleInfo.of(schedule, self.store().last_runs([schedule.id]).get(schedule.id))
+
+
+def missing_message(config: Config, store: Store) -> str:
+    """Why a read found no database: which one, and which configuration pointed there."""
+    describe = getattr(store, "describe", None)
+    what = str(describe()) if callable(describe) else f"the {config.store.plugin} database"
+    if config.source is None:
+        return (
+            f"{what} does not exist: no config file was given or found ($TICKWORK_CONFIG, ./tickwork.toml), "
+            "so the default store was used; pass the config file your node uses (-c FILE)"
+        )
+    return (
+        f"{what} does not exist (the store of {config.source}); start a node with that config "
+        "or run `tickwork db upgrade` to create it"
+    )
 
 
 def connect(config: ConfigSource = None, *, path: str | os.PathLike[str] | None = None) -> Admin:

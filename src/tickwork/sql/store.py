@@ -311,6 +311,23 @@ class SQLStore(Store):
         except CommandError as exc:  # e.g. stamped with a revision this tickwork does not know
             raise StoreError(f"cannot migrate {self.describe()}: {exc}") from exc
 
+    def schema_revisions(self) -> tuple[str | None, str]:
+        if self._engine is None:
+            self._engine = self._create_engine()
+        try:
+            with self.engine.connect() as conn:
+                current = migrations.current_revision(conn)
+        except (OperationalError, DBAPIError) as exc:
+            raise StoreError(f"cannot open {self.describe()}: {exc.orig or exc}") from exc
+        return current, migrations.head_revision()
+
+    def upgrade_sql(self) -> str:
+        current, _head = self.schema_revisions()
+        try:
+            return migrations.upgrade_sql(self.engine.dialect.name, current)
+        except CommandError as exc:
+            raise StoreError(f"cannot migrate {self.describe()}: {exc}") from exc
+
     @transient_retry
     def now(self) -> datetime:
         with self._tx() as conn:
