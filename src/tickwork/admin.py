@@ -31,7 +31,7 @@ from .info import NodeInfo, ScheduleInfo
 from .node import build_executors, build_membership, build_store
 from .plugins import PluginManager
 from .structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, utc
-from .triggers import detect_kind, get_trigger
+from .triggers import check_zone, detect_kind, get_trigger
 
 #: Node liveness when the membership plugin has no ``node_ttl`` (the heartbeat plugins' default).
 DEFAULT_NODE_TTL = 4.0
@@ -391,6 +391,7 @@ class Admin:
         return self._checked(spec)
 
     def _checked(self, spec: ScheduleSpec) -> ScheduleSpec:
+        check_zone(spec.timezone)
         get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
         self.executor(spec.executor).validate_target(spec.target, spec.arguments)
         return spec
