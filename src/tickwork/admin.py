@@ -24,14 +24,14 @@ from types import TracebackType
 from typing import Any
 
 from . import schedules
-from .abc import Executor, Store
+from .abc import Store
+from .adminspec import SpecBuilder
 from .config import Config, load, parse, plugin_manager_for
 from .errors import ConfigError, DatabaseMissingError, ScheduleNotFoundError, TickworkError
 from .info import NodeInfo, ScheduleInfo
-from .node import build_executors, build_membership, build_store
+from .node import build_membership, build_store
 from .plugins import PluginManager
 from .structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, utc
-from .triggers import check_zone, detect_kind, get_trigger
 
 #: Node liveness when the membership plugin has no ``node_ttl`` (the heartbeat plugins' default).
 DEFAULT_NODE_TTL = 4.0
@@ -91,7 +91,8 @@ class Admin:
         self.manager = manager or plugin_manager_for(config)
         self._store = store or build_store(config, self.manager)
         self._opened = False
-        self._executors: dict[str, Executor] | None = None
+        #: Builds and validates specs against this configuration's triggers and executors.
+        self.specs = SpecBuilder(config, self.manager)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -259,7 +260,7 @@ class Admin:
     ) -> builtins.list[ScheduleInfo]:
         """Add several schedules: each a :class:`ScheduleSpec` or a dict of :meth:`add`'s
         arguments. All are validated before the first is written (writes are not one transaction)."""
-        checked = [self._checked(s) if isinstance(s, ScheduleSpec) else self.spec(**s) for s in specs]
+        checked = [self.specs.check(s) if isinstance(s, ScheduleSpec) else self.spec(**s) for s in specs]
         names = [s.name for s in checked]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -348,72 +349,9 @@ class Admin:
 
     # -- validation -----------------------------------------------------------------------------
 
-    def spec(
-        self,
-        name: str,
-        expression: str,
-        target: str,
-        *,
-        kind: str | None = None,
-        tz: str = "UTC",
-        executor: str | None = None,
-        args: Mapping[str, Any] | None = None,
-        timeout: float | timedelta = 300,
-        retries: int = 0,
-        retry_backoff: float | timedelta = 10,
-        misfire: str | MisfirePolicy | None = None,
-        enabled: bool = True,
-        module: str | None = None,
-    ) -> ScheduleSpec:
-        """Build and check the :class:`ScheduleSpec` that :meth:`add` would store."""
-        if args is not None and not isinstance(args, Mapping):
-            raise ConfigError(f"args: must be a mapping of argument names to values, got {type(args).__name__}")
-        try:
-            spec = ScheduleSpec(
-                name=name,
-                trigger_kind=kind or detect_kind(expression, self.manager),
-                expression=expression,
-                timezone=tz,
-                executor=executor or self.config.scheduler.default_executor,
-                target=target,
-                arguments=dict(args or {}),
-                timeout=timeout if isinstance(timeout, timedelta) else timedelta(seconds=timeout),
-                module=module,
-                enabled=enabled,
-                misfire=MisfirePolicy(misfire) if misfire is not None else None,
-                retries=retries,
-                retry_backoff=retry_backoff
-                if isinstance(retry_backoff, timedelta)
-                else timedelta(seconds=retry_backoff),
-            )
-        except (ValueError, TypeError) as exc:
-            raise ConfigError(str(exc)) from exc
-        return self._checked(spec)
-
-    def _checked(self, spec: ScheduleSpec) -> ScheduleSpec:
-        check_zone(spec.timezone)
-        get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
-        self.executor(spec.executor).validate_target(spec.target, spec.arguments)
-        return spec
-
-    def executor(self, name: str) -> Executor:
-        """The configured executor ``name`` (built, not started).
-
-        :raises tickwork.PluginNotFoundError: if no executor plugin has that name
-        :raises tickwork.ConfigError: if it is registered but not configured
-        """
-        if self._executors is None:
-            self._executors = build_executors(self.config, self.manager)
-        found = self._executors.get(name)
-        if found is not None:
-            return found
-        self.manager.executors.get(name)  # an unknown name: the error lists the registered ones
-        configured = ", ".join(sorted(self._executors))
-        where = self.config.source or "the configuration"
-        raise ConfigError(
-            f"executor {name!r} is not configured in {where}, so no node would run it: add an "
-            f"[executor.{name}] table (configured executors: {configured})"
-        )
+    def spec(self, name: str, expression: str, target: str, **options: Any) -> ScheduleSpec:
+        """Build and check the :class:`ScheduleSpec` that :meth:`add` would store (same arguments)."""
+        return self.specs.build(name, expression, target, **options)
 
     def _info(self, schedule: Schedule) -> ScheduleInfo:
         return ScheduleInfo.of(schedule, self.store().last_runs([schedule.id]).get(schedule.id))

@@ -54,10 +54,12 @@ def _setup_logging(level: str | None, default: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 state error, 2 invalid input)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["bench"]:
+    bench_at = _command_index(argv)
+    if argv[bench_at : bench_at + 1] == ["bench"]:
+        # The harness parses its own options; global options before it do not apply to it.
         from .bench import cli as bench_cli
 
-        return bench_cli.main(argv[1:], prog="tickwork bench")
+        return bench_cli.main(argv[bench_at + 1 :], prog="tickwork bench")
     args = build_parser().parse_args(argv)
     try:
         _setup_logging(args.log_level, "INFO" if args.command == "run" else "WARNING")
@@ -76,6 +78,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+
+
+def _command_index(argv: Sequence[str]) -> int:
+    """The position of the command word, past any global options before it."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("-c", "--config", "--log-level"):
+            i += 2
+        elif word == "--json" or word.startswith(("--config=", "--log-level=")):
+            i += 1
+        else:
+            break
+    return i
 
 
 def _error(exc: Exception, code: int) -> int:
