@@ -221,6 +221,8 @@ def test_reads_never_create_a_store(capsys: pytest.CaptureFixture[str], workdir:
             "($TICKWORK_CONFIG, ./tickwork.toml), so the default store was used; pass the config file your "
             "node uses (-c FILE)"
         )
+    sql = tw(capsys, "db", "upgrade", "--sql")
+    assert sql.code == 0 and "CREATE TABLE tickwork_schedules" in sql.out
     write(workdir / "examples.toml", '[store]\npath = "demo.db"\n')
     err = one_error(tw(capsys, "history", "-c", "examples.toml"), 1)
     assert err == (

@@ -322,9 +322,10 @@ class SQLStore(Store):
         return current, migrations.head_revision()
 
     def upgrade_sql(self) -> str:
-        current, _head = self.schema_revisions()
+        # A database that does not exist yet gets the whole schema, and is not created by asking.
+        current = self.schema_revisions()[0] if self.database_exists() else None
         try:
-            return migrations.upgrade_sql(self.engine.dialect.name, current)
+            return migrations.upgrade_sql(self.dialect_name, current)
         except CommandError as exc:
             raise StoreError(f"cannot migrate {self.describe()}: {exc}") from exc
 
