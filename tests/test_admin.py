@@ -305,3 +305,27 @@ def test_the_http_executor_is_accepted_once_configured(tmp_path: Path) -> None:
     with tickwork.connect(config) as admin:
         info = admin.add("hook", "0 3 * * *", "https://example.com/hook", executor="http")
         assert (info.executor, info.target) == ("http", "https://example.com/hook")
+
+
+def test_the_list_benchmark_runs_on_a_tiny_store() -> None:
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "bench_admin_list.py"), "--schedules", "30", "--repeat", "1"],
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "sqlite, 30 schedules, page 50, median of 1"
+    assert [line.split("  ")[1].strip() for line in lines[1:]] == [
+        "list first page",
+        "list page at half",
+        "list search page",
+        "count",
+        "get",
+    ]
