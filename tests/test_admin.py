@@ -216,6 +216,9 @@ def test_history_filters_and_last_run(admin: tickwork.Admin, config: dict[str, A
     assert [r.scheduled_for for r in admin.history(since=latest)] == [latest]
     assert latest not in [r.scheduled_for for r in admin.history(until=latest)]
     assert len(admin.history(until=latest)) == 2
+    # A timedelta is that long before the database clock.
+    assert admin.history(since=timedelta(hours=1)) == runs
+    assert admin.history(until=timedelta(hours=1)) == []
     with pytest.raises(ValueError, match="since: must be a timezone-aware datetime"):
         admin.history(since=datetime(2026, 1, 1))
     with pytest.raises(ValueError, match="'exploded' is not a valid RunStatus"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
@@ -64,9 +64,11 @@ def load_config(source: ConfigSource = None) -> Config:
     return load(source)
 
 
-def _as_utc(name: str, value: datetime | None) -> datetime | None:
+def _as_utc(name: str, value: datetime | timedelta | None, now: Callable[[], datetime]) -> datetime | None:
     if value is None:
         return None
+    if isinstance(value, timedelta):
+        return now() - value
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"{name}: must be a timezone-aware datetime, got {value!r}")
     return utc(value)
@@ -168,15 +170,16 @@ class Admin:
         self,
         schedule: str | None = None,
         status: str | RunStatus | Iterable[str | RunStatus] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: datetime | timedelta | None = None,
+        until: datetime | timedelta | None = None,
         node: str | None = None,
         limit: int = 100,
     ) -> builtins.list[RunRecord]:
         """Runs, latest scheduled time first (the latest attempt first within one fire).
 
         :param status: one status or several (``failed``, ``timed_out``, ...)
-        :param since: runs scheduled at or after this aware datetime; ``until``: strictly before
+        :param since: runs scheduled at or after this aware datetime, or this long before now by
+            the database clock (a timedelta); ``until``: strictly before, the same way
         :param node: runs started by this node
         :raises tickwork.ScheduleNotFoundError: if ``schedule`` names no schedule
         """
@@ -188,8 +191,8 @@ class Admin:
         return store.find_runs(
             schedule=schedule,
             status=_enum_list(RunStatus, status),
-            since=_as_utc("since", since),
-            until=_as_utc("until", until),
+            since=_as_utc("since", since, store.now),
+            until=_as_utc("until", until, store.now),
             node=node,
             limit=limit,
         )

@@ -46,12 +46,12 @@ def parse_time(text: str) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def parse_since(text: str) -> datetime:
+def parse_since(text: str) -> datetime | timedelta:
     """``--since``/``--until``: an ISO-8601 time, or an age such as ``90s``, ``15m``, ``1h``, ``2d``
-    meaning that long before now (this machine's clock: the filter is for reading, not firing)."""
+    (returned as a timedelta: that long before the database's clock)."""
     match = _RELATIVE.match(text)
     if match:
-        return datetime.now(UTC) - timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2]])
+        return timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2]])
     try:
         return parse_time(text)
     except argparse.ArgumentTypeError:
