@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +78,8 @@ def test_next_fires(admin: tickwork.Admin) -> None:
     fires = admin.next_fires("nightly")
     trigger = get_trigger("cron", "0 2 * * *", "Europe/Oslo")
     assert len(fires) == 10 and fires[0] == info.next_fire
-    assert all(trigger.next_after(a) == b for a, b in zip(fires, fires[1:], strict=False))
-    assert all(f.utcoffset() is not None and f.utcoffset().total_seconds() == 0 for f in fires)  # type: ignore[union-attr]
+    assert all(trigger.next_after(a) == b for a, b in pairwise(fires))
+    assert all(f.utcoffset() == timedelta(0) for f in fires)
     # "Run now" moves the stored next fire: it comes first, then the trigger's times again.
     due = admin.trigger("nightly").next_fire
     assert admin.next_fires("nightly", 3) == [due, fires[0], fires[1]]
