@@ -15,6 +15,7 @@ from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreEr
 
 from . import data
 from .actions import ACTIONS, perform
+from .auth import clean_name
 from .queries import MAX_LIMIT, BadQuery, api_schedule_filter, integer, run_filter, statuses
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def authorize(request: Request) -> Response | str:
         )
     if not guard.token_matches(given.strip()):
         return error(403, "the bearer token is not valid")
-    user = request.headers.get("x-tickwork-user", "").strip()[:40]
+    user = clean_name(request.headers.get("x-tickwork-user", ""))
     return f"{user} (API token)" if user else "API token"
 
 

@@ -22,6 +22,12 @@ SESSION_SECONDS = 12 * 3600
 MAX_NAME = 40
 
 
+def clean_name(text: str) -> str:
+    """A user-given name as the action log shows it: one line, whitespace collapsed, at most
+    :data:`MAX_NAME` characters (it must not be able to forge log lines)."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())[:MAX_NAME]
+
+
 def _b64(text: str) -> str:
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
@@ -64,7 +70,7 @@ class Guard:
 
     def new_session(self, name: str) -> tuple[Session, str]:
         """A session and its cookie value."""
-        session = Session(secrets.token_hex(16), name.strip()[:MAX_NAME], int(time.time()))
+        session = Session(secrets.token_hex(16), clean_name(name), int(time.time()))
         body = f"{session.issued}.{session.nonce}.{_b64(session.name)}"
         return session, f"{body}.{self._sign('session|' + body)}"
 

@@ -3,6 +3,7 @@ script fetches every few seconds to refresh itself (static/tickwork.js)."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
@@ -20,6 +21,8 @@ from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter,
 
 if TYPE_CHECKING:
     from .application import Dashboard
+
+log = logging.getLogger("tickwork.web.actions")
 
 #: Seconds between refreshes of a page's live part.
 REFRESH_SECONDS = 3
@@ -164,9 +167,12 @@ async def login(request: Request) -> Response:
         return problem(request, 403, "actions are disabled: the dashboard has no token configured (read-only)")
     form = await request.form()
     token = str(form.get("token", ""))
+    address = request.client.host if request.client else "-"
     if not guard.token_matches(token.strip()):
+        log.warning("login refused from %s: wrong token", address)
         return render(request, "login.html", status=403, failed=True)
-    _, cookie = guard.new_session(str(form.get("name", "")))
+    session, cookie = guard.new_session(str(form.get("name", "")))
+    log.info("login of %s from %s", session.who, address)
     response = _redirect(request, "/", "login")
     response.set_cookie(
         COOKIE,
