@@ -27,7 +27,7 @@ log = logging.getLogger("tickwork.web.actions")
 #: Seconds between refreshes of a page's live part.
 REFRESH_SECONDS = 3
 DONE = {
-    "trigger": "Run requested: a node starts it now.",
+    "trigger": "Run requested: the schedule is due now, and a live node starts it.",
     "enable": "Schedule enabled.",
     "disable": "Schedule disabled.",
     "remove": "Schedule removed.",

@@ -111,6 +111,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _db(args, config)
     plugin_command: type[Command] | None = getattr(args, "plugin_command", None)
     if plugin_command is not None:
+        # The parser is built before the config is read, so `[plugins] block` is honoured here.
+        owner = default_manager().commands.owner(args.command)
+        if owner in config.blocked_plugins:
+            raise ConfigError(
+                f"command {args.command!r} comes from plugin {owner!r}, which [plugins] block lists in "
+                f"{config.source or 'the configuration'}"
+            )
         return plugin_command().run(args, config)
     with Admin(config) as admin:
         if args.command == "jobs":

@@ -88,6 +88,12 @@ def test_bad_settings_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "web.prot: unknown option (did you mean `port`?)" in one_error(run(["-c", str(typo), "web"], tmp_path))
 
 
+def test_a_blocked_web_plugin_has_no_command(tmp_path: Path) -> None:
+    config = write_config(tmp_path, extra='[plugins]\nblock = ["web"]\n')
+    line = one_error(run(["-c", str(config), "web"], tmp_path))
+    assert "command 'web' comes from plugin 'web', which [plugins] block lists" in line
+
+
 def test_help_lists_the_command(tmp_path: Path) -> None:
     done = run(["web", "--help"], tmp_path)
     assert done.returncode == 0
