@@ -16,6 +16,7 @@ from tests.web.webhelpers import RECORD, TOKEN, populate, write_config
 import tickwork
 import tickwork_web
 from tickwork.errors import ConfigError
+from tickwork_postgres.store import PostgresStore
 
 NAMES = ["broken", "late", "nightly-report", "paused"]
 
@@ -386,3 +387,24 @@ def test_run_time_schedule_added_after_start_appears(fresh: Path) -> None:
         with tickwork.connect(fresh) as admin:
             admin.add("added-later", "* * * * *", RECORD)
         assert names_in(c.get("/").text) == ["added-later", *before]
+
+
+def test_the_dashboard_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    config = tmp_path / "tickwork.toml"
+    config.write_text(
+        f'[scheduler]\nnode_id = "pg-web-node"\n\n[store]\nplugin = "postgres"\nurl = "{postgres_url}"\n\n'
+        "[executor.local]\n",
+        encoding="utf-8",
+    )
+    store = PostgresStore(postgres_url)
+    store.upgrade()
+    store.close()
+    populate(config)
+    with client(config, TOKEN) as c:
+        body = c.get("/api/schedules").json()
+        assert body["total"] == 4 and [s["name"] for s in body["schedules"]] == by_next_fire(config, NAMES)
+        assert [s["name"] for s in c.get("/api/schedules?failing=true").json()["schedules"]] == ["broken"]
+        assert "ValueError: the job failed on purpose" in c.get("/schedules/broken").text
+        assert names_in(c.get("/?show=failing").text) == ["broken"]
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        assert c.post("/api/schedules/late/disable", headers=auth).json()["schedule"]["enabled"] is False
