@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import sqlite
 
 from tickwork.errors import ConfigError, StoreError
+from tickwork.sql.filemode import create_private
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
 from tickwork.structures import Finish
@@ -94,6 +95,7 @@ class SQLiteStore(SQLStore):
     def _create_engine(self) -> Engine:
         if not self.path.parent.exists():
             raise StoreError(f"cannot open {self.describe()}: directory {str(self.path.parent)!r} does not exist")
+        create_private(self.path)
         engine = create_engine(f"sqlite+pysqlite:///{self.path}", connect_args={"timeout": self.busy_timeout})
         busy_ms = int(self.busy_timeout * 1000)
 
