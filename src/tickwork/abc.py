@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from .errors import TickworkError
 from .structures import (
+    FAILING,
     Claim,
     Finish,
     JobCall,
@@ -152,6 +153,12 @@ class Membership(ABC):
 
     def on_change(self, callback: Callable[[], None]) -> None:  # noqa: B027 - optional hook
         """Register ``callback`` to be called when the owned buckets change."""
+
+    def buckets_for(self, node_id: str, live: Sequence[str]) -> Sequence[int] | None:
+        """Return the buckets ``node_id`` owns while ``live`` are the live nodes, or ``None`` for
+        all of them. Called by readers (the admin API, the dashboard), never by the engine; the
+        default says "all", which is right for memberships that do not partition."""
+        return None
 
 
 class Store(ABC):
@@ -374,21 +381,32 @@ class Store(ABC):
         search: str | None = None,
         limit: int | None = None,
         offset: int = 0,
+        failing: bool | None = None,
     ) -> list[Schedule]:
         """Return schedules ordered by next fire time (those without one last), then name.
 
         :param search: keep schedules whose name or target contains this text (any case)
         :param limit: at most this many (``None``: all); ``offset`` skips the first ones
+        :param failing: keep those whose last recorded run failed or timed out (``True``), or
+            the others (``False``)
         """
         found = [s for s in self.list_schedules() if _schedule_matches(s, state, enabled, search)]
+        if failing is not None:
+            last = self.last_runs([s.id for s in found])
+            found = [s for s in found if (s.id in last and last[s.id].status in FAILING) is failing]
         found.sort(key=lambda s: (s.next_fire is None, s.next_fire or datetime.min, s.name))
         return found[offset:] if limit is None else found[offset : offset + limit]
 
     def count_schedules(
-        self, *, state: ScheduleState | None = None, enabled: bool | None = None, search: str | None = None
+        self,
+        *,
+        state: ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        failing: bool | None = None,
     ) -> int:
         """How many schedules :meth:`find_schedules` would return without a limit."""
-        return len(self.find_schedules(state=state, enabled=enabled, search=search))
+        return len(self.find_schedules(state=state, enabled=enabled, search=search, failing=failing))
 
     def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
         """The most recently recorded run of each of these schedules that has one, by schedule id."""

@@ -135,6 +135,7 @@ class Admin:
         search: str | None = None,
         limit: int | None = None,
         offset: int = 0,
+        failing: bool | None = None,
     ) -> builtins.list[ScheduleInfo]:
         """Schedules ordered by next fire time (disabled and finished ones last), then name.
 
@@ -142,6 +143,7 @@ class Admin:
         :param enabled: only enabled (``True``) or disabled (``False``) ones
         :param search: only those whose name or target contains this text, in any case
         :param limit: at most this many; ``offset`` skips the first ones (pagination)
+        :param failing: only those whose last run failed or timed out (``True``), or the others
         """
         if limit is not None and limit < 0:
             raise ValueError(f"limit: must be >= 0, got {limit}")
@@ -154,17 +156,68 @@ class Admin:
             search=search,
             limit=limit,
             offset=offset,
+            # Passed only when used: a third-party store written before `failing` existed keeps working.
+            **({} if failing is None else {"failing": failing}),
         )
         last = store.last_runs([s.id for s in found])
         return [ScheduleInfo.of(s, last.get(s.id)) for s in found]
 
     def count(
-        self, *, state: str | ScheduleState | None = None, enabled: bool | None = None, search: str | None = None
+        self,
+        *,
+        state: str | ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        failing: bool | None = None,
     ) -> int:
         """How many schedules :meth:`list` matches without a limit (for a pager)."""
         return self.store().count_schedules(
-            state=None if state is None else ScheduleState(state), enabled=enabled, search=search
+            state=None if state is None else ScheduleState(state),
+            enabled=enabled,
+            search=search,
+            **({} if failing is None else {"failing": failing}),
         )
+
+    def next_fires(self, name: str, n: int = 10) -> builtins.list[datetime]:
+        """The next ``n`` fire times of a schedule (aware UTC): its stored next fire (which a
+        "run now" may have moved), then its trigger's times after it. A disabled schedule's are
+        computed from now by the database clock: what it would do once enabled.
+
+        :raises tickwork.ScheduleNotFoundError: if there is no such schedule
+        """
+        if n < 0:
+            raise ValueError(f"n: must be >= 0, got {n}")
+        store = self.store()
+        schedule = store.get(name)
+        spec = schedule.spec
+        trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+        out: builtins.list[datetime] = []
+        current = schedule.next_fire if spec.enabled else None
+        if current is None:
+            current = trigger.next_after(store.now())
+        while current is not None and len(out) < n:
+            out.append(utc(current))
+            current = trigger.next_after(current)
+        return out
+
+    def in_flight(self) -> dict[str, int]:
+        """How many schedules each node holds right now (claimed, running or about to run)."""
+        counts: dict[str, int] = {}
+        for schedule in self.store().find_schedules(state=ScheduleState.RUNNING):
+            if schedule.claimed_by is not None:
+                counts[schedule.claimed_by] = counts.get(schedule.claimed_by, 0) + 1
+        return counts
+
+    def owned_buckets(self, nodes: Iterable[NodeInfo] | None = None) -> dict[str, int | None]:
+        """How many of the hash buckets each live node owns under the configured membership
+        (``None``: all of them, for memberships that do not partition, such as ``single``)."""
+        live = sorted(n.id for n in (self.nodes() if nodes is None else nodes) if n.live)
+        membership = build_membership(self.config, self.manager)
+        out: dict[str, int | None] = {}
+        for node_id in live:
+            owned = membership.buckets_for(node_id, live)
+            out[node_id] = None if owned is None else len(owned)
+        return out
 
     def history(
         self,

@@ -15,6 +15,7 @@ from typing import Any
 from .admin import Admin
 from .clioutput import Listing, iso_z, one_line
 from .cliparser import LOG_LEVEL_ENV, LOG_LEVELS, build_parser
+from .commands import Command
 from .config import load
 from .dbschema import describe_store, schema_status, upgrade_with_report
 from .errors import (
@@ -26,6 +27,7 @@ from .errors import (
 )
 from .info import ScheduleInfo
 from .node import Node
+from .plugins import default_manager
 from .structures import RunRecord
 from .triggers import detect_kind, get_trigger, next_fire_times
 
@@ -60,9 +62,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .bench import cli as bench_cli
 
         return bench_cli.main(argv[bench_at + 1 :], prog="tickwork bench")
-    args = build_parser().parse_args(argv)
     try:
-        _setup_logging(args.log_level, "INFO" if args.command == "run" else "WARNING")
+        # Plugins may add commands (`tickwork web`); a broken plugin is one error line, not a traceback.
+        parser = build_parser(default_manager().commands)
+    except ConfigError as exc:
+        return _error(exc, EXIT_USAGE)
+    args = parser.parse_args(argv)
+    plugin_command: type[Command] | None = getattr(args, "plugin_command", None)
+    try:
+        default_level = "INFO" if args.command == "run" else "WARNING"
+        if plugin_command is not None:
+            default_level = plugin_command.default_log_level
+        _setup_logging(args.log_level, default_level)
         code = _dispatch(args)
         sys.stdout.flush()  # inside the try: a reader that went away surfaces here
         return code
@@ -114,6 +125,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "db":
         return _db(args, config)
+    plugin_command: type[Command] | None = getattr(args, "plugin_command", None)
+    if plugin_command is not None:
+        # The parser is built before the config is read, so `[plugins] block` is honoured here.
+        owner = default_manager().commands.owner(args.command)
+        if owner in config.blocked_plugins:
+            raise ConfigError(
+                f"command {args.command!r} comes from plugin {owner!r}, which [plugins] block lists in "
+                f"{config.source or 'the configuration'}"
+            )
+        return plugin_command().run(args, config)
     with Admin(config) as admin:
         if args.command == "jobs":
             return _jobs(args, admin)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 from . import __version__
+from .commands import Command
+from .errors import ConfigError
 from .structures import MisfirePolicy, RunStatus, ScheduleState
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -187,7 +189,8 @@ def _schedule_options(parser: argparse.ArgumentParser, *, update: bool) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[tuple[str, type[Command]]] = ()) -> argparse.ArgumentParser:
+    """The ``tickwork`` parser; ``commands`` are the plugins' subcommands (name, class)."""
     parser = argparse.ArgumentParser(
         prog="tickwork",
         description="Periodic jobs, fired exactly once per due time across a cluster of nodes.",
@@ -286,4 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="benchmark claim strategies and memberships with real node processes (docs/benchmarks.md)",
     )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)  # main() hands these over untouched
+
+    for name, command in commands:
+        if name in sub.choices:
+            raise ConfigError(f"command {name!r} of plugin command class {command.__qualname__} is a built-in command")
+        extra = _command(sub, name, command.help or f"the {name} command")
+        command.add_arguments(extra)
+        extra.set_defaults(plugin_command=command)
     return parser

@@ -81,9 +81,15 @@ class Config:
     membership: PluginChoice = field(default_factory=lambda: PluginChoice("single"))
     executors: dict[str, dict[str, Any]] = field(default_factory=dict)
     blocked_plugins: tuple[str, ...] = ()
+    #: The ``[web]`` table (dashboard: ``host``, ``port``, ``token_env``), checked by :data:`WEB_KEYS`.
+    web: dict[str, Any] = field(default_factory=dict)
 
     def where(self, key: str) -> str:
         return f"{self.source or '<defaults>'}: {key}"
+
+
+#: Keys of the ``[web]`` table (docs/web.md); the dashboard plugin reads them.
+WEB_KEYS: dict[str, type | tuple[type, ...]] = {"host": str, "port": int, "token_env": str}
 
 
 def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | None:
@@ -157,7 +163,7 @@ def _table(source: str, data: dict[str, Any], key: str) -> dict[str, Any]:
 def parse(data: dict[str, Any], source: Path | None = None) -> Config:
     """Build a :class:`Config` from parsed TOML, checking every key and type."""
     src = str(source) if source else "<config>"
-    known_tables = {"scheduler", "store", "membership", "executor", "plugins"}
+    known_tables = {"scheduler", "store", "membership", "executor", "plugins", "web"}
     for key in data:
         if key not in known_tables:
             raise ConfigError(
@@ -232,6 +238,8 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
     if not isinstance(block, list) or not all(isinstance(b, str) for b in block):
         raise ConfigError(f"{src}: plugins.block: must be a list of plugin names")
 
+    web = validate_options(f"{src}: web", dict(_table(src, data, "web")), WEB_KEYS)
+
     return Config(
         source=source,
         scheduler=SchedulerConfig(**sched_kwargs),
@@ -239,6 +247,7 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
         membership=membership,
         executors=executors,
         blocked_plugins=tuple(block),
+        web=web,
     )
 
 

@@ -41,6 +41,10 @@ class RunStatus(Choice):
         return self is not RunStatus.RUNNING
 
 
+#: A schedule whose last recorded run ended with one of these is "failing" (admin filters, dashboard).
+FAILING = frozenset({RunStatus.FAILED, RunStatus.TIMED_OUT})
+
+
 class ScheduleState(Choice):
     IDLE = "idle"
     RUNNING = "running"

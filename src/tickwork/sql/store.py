@@ -46,6 +46,7 @@ from ..errors import (
     StoreError,
 )
 from ..structures import (
+    FAILING,
     Claim,
     Finish,
     MisfirePolicy,
@@ -791,9 +792,16 @@ class SQLStore(Store):
     # -- admin read queries (tickwork.admin) ------------------------------------------------------
 
     def _schedule_filters(
-        self, state: ScheduleState | None, enabled: bool | None, search: str | None
+        self, state: ScheduleState | None, enabled: bool | None, search: str | None, failing: bool | None = None
     ) -> list[ColumnElement[bool]]:
         conditions: list[ColumnElement[bool]] = []
+        if failing is not None:
+            # "Last run" as last_runs() defines it: the schedule's highest run id.
+            latest = select(func.max(runs.c.id)).group_by(runs.c.schedule_id)
+            failed = select(runs.c.schedule_id).where(
+                runs.c.id.in_(latest), runs.c.status.in_(sorted(s.value for s in FAILING))
+            )
+            conditions.append(schedules.c.id.in_(failed) if failing else schedules.c.id.not_in(failed))
         if state is not None:
             conditions.append(schedules.c.state == state.value)
         if enabled is not None:
@@ -817,11 +825,12 @@ class SQLStore(Store):
         search: str | None = None,
         limit: int | None = None,
         offset: int = 0,
+        failing: bool | None = None,
     ) -> list[Schedule]:
         # NULLS LAST spelled as a CASE: MySQL/MariaDB have no NULLS LAST.
         query = (
             select(schedules)
-            .where(*self._schedule_filters(state, enabled, search))
+            .where(*self._schedule_filters(state, enabled, search, failing))
             .order_by(case((schedules.c.next_fire.is_(None), 1), else_=0), schedules.c.next_fire, schedules.c.name)
             .offset(offset)
         )
@@ -832,9 +841,16 @@ class SQLStore(Store):
 
     @transient_retry
     def count_schedules(
-        self, *, state: ScheduleState | None = None, enabled: bool | None = None, search: str | None = None
+        self,
+        *,
+        state: ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        failing: bool | None = None,
     ) -> int:
-        query = select(func.count()).select_from(schedules).where(*self._schedule_filters(state, enabled, search))
+        query = (
+            select(func.count()).select_from(schedules).where(*self._schedule_filters(state, enabled, search, failing))
+        )
         with self._tx() as conn:
             return int(conn.execute(query).scalar_one())
 
