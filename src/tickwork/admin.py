@@ -32,6 +32,7 @@ from .info import NodeInfo, ScheduleInfo
 from .node import build_membership, build_store
 from .plugins import PluginManager
 from .structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, utc
+from .triggers import get_trigger
 
 #: Node liveness when the membership plugin has no ``node_ttl`` (the heartbeat plugins' default).
 DEFAULT_NODE_TTL = 4.0
