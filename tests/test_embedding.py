@@ -22,7 +22,6 @@ from tests.pgserver import free_port
 from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
 from tickwork.config import MetricsConfig, parse
 from tickwork.node import build_store, plugin_manager_for
-from tickwork.structures import RunStatus, ScheduleState
 
 pytestmark = pytest.mark.slow
 
@@ -51,18 +50,15 @@ def app_env(config: Path) -> dict[str, str]:
 
 
 def assert_left_cleanly(tmp_path: Path, config: Path) -> None:
-    """Nothing is running in the store and no node is listed."""
-    store = build_store(parse({"store": {"path": str(tmp_path / "app.db")}}), plugin_manager_for(parse({})))
-    store.open()
-    try:
-        assert [s.name for s in store.list_schedules() if s.state is ScheduleState.RUNNING] == []
-        assert [r for r in store.history(limit=1000) if r.status is RunStatus.RUNNING] == []
-    finally:
-        store.close()
+    """Nothing is running in the store and ``tickwork nodes --json`` lists no live node."""
+    with tickwork.connect(config) as admin:
+        assert [s.name for s in admin.list(state="running")] == []
+        assert admin.history(status="running") == []
+        assert admin.history(limit=1)  # something did run
     nodes = subprocess.run(
-        [*tickwork_command(), "nodes"], env=app_env(config), capture_output=True, text=True, check=True
+        [*tickwork_command(), "nodes", "--json"], env=app_env(config), capture_output=True, text=True, check=True
     )
-    assert nodes.stdout == ""
+    assert [json.loads(line) for line in nodes.stdout.splitlines() if json.loads(line)["live"]] == []
 
 
 def test_the_asyncio_example_fires_and_leaves_no_trace(tmp_path: Path) -> None:
@@ -135,7 +131,7 @@ import tickwork
 
 node = tickwork.Node.from_config()
 node.start()
-while not node.store.history(limit=1):
+while not [r for r in node.admin.history(limit=5) if r.status.value == "succeeded"]:
     time.sleep(0.05)
 print("started; exiting without stop()", flush=True)
 """

@@ -9,16 +9,15 @@ import asyncio
 import logging
 
 import tickwork
-from tickwork.schedules import add
-from tickwork.structures import ScheduleSpec
 
 
 async def main() -> None:
     # Found like the CLI finds it: $TICKWORK_CONFIG, then ./tickwork.toml.
     async with tickwork.Node.from_config(jobs=["examples.embedding.jobs"]) as node:
-        add(node.store, ScheduleSpec("daily-report", "interval", "1s", "examples.embedding.jobs:report",
-                                     arguments={"recipient": "ops@example.com"}))  # fmt: skip
-        while not [r for r in node.store.history(schedule="daily-report") if r.status.final]:
+        # node.admin is tickwork.connect() on the node's configuration.
+        node.admin.add("daily-report", "1s", "examples.embedding.jobs:report", kind="interval",
+                       args={"recipient": "ops@example.com"})  # fmt: skip
+        while not [r for r in node.admin.history(schedule="daily-report") if r.status.final]:
             await asyncio.sleep(0.1)  # the application does its own work meanwhile
         print("daily-report fired", flush=True)
     # Leaving the block stopped the node: runs recorded, claims released, node record removed.

@@ -14,8 +14,6 @@ from typing import Any
 from fastapi import FastAPI, Request
 
 import tickwork
-from tickwork.schedules import add
-from tickwork.structures import ScheduleSpec
 
 
 @asynccontextmanager
@@ -31,17 +29,17 @@ app = FastAPI(lifespan=lifespan)
 
 @app.post("/reports/{recipient}")
 def schedule_report(recipient: str, request: Request) -> dict[str, Any]:
-    node: tickwork.Node = request.app.state.tickwork
-    spec = ScheduleSpec(f"report-{recipient}", "interval", "1s", "examples.embedding.jobs:report",
-                        arguments={"recipient": recipient})  # fmt: skip
-    schedule = add(node.store, spec)
-    return {"name": schedule.name, "next_fire": schedule.next_fire}
+    # An Admin per request: it is not thread-safe, and FastAPI runs sync endpoints in a thread pool.
+    with tickwork.connect(request.app.state.tickwork.config) as admin:
+        info = admin.add(f"report-{recipient}", "1s", "examples.embedding.jobs:report", kind="interval",
+                         args={"recipient": recipient})  # fmt: skip
+    return {"name": info.name, "next_fire": info.next_fire}
 
 
 @app.get("/runs/{schedule}")
 def runs(schedule: str, request: Request) -> list[dict[str, Any]]:
-    node: tickwork.Node = request.app.state.tickwork
-    return [r.as_json() for r in node.store.history(schedule=schedule)]
+    with tickwork.connect(request.app.state.tickwork.config) as admin:
+        return [r.as_json() for r in admin.history(schedule=schedule)]
 
 
 @app.get("/healthz")

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .abc import Executor, Membership, Store, Trigger
+    from .commands import Command
     from .config import Config
     from .listener import SkippedFire
     from .node import Node
@@ -80,6 +81,15 @@ def tickwork_register_memberships(registry: Registry[type[Membership]]) -> None:
     """Register membership classes by name, e.g. ``registry.add("hashring", HashRing)``.
 
     Called once when plugins are loaded. ``[membership] plugin`` is looked up here.
+    """
+
+
+@hookspec
+def tickwork_register_commands(registry: Registry[type[Command]]) -> None:
+    """Register ``tickwork`` subcommands by name, e.g. ``registry.add("web", WebCommand)``.
+
+    Called once when plugins are loaded. The command line adds each as ``tickwork NAME``; a name
+    that a built-in command already uses is an error. See :class:`tickwork.commands.Command`.
     """
 
 

@@ -54,7 +54,7 @@ class JsonFormatter(logging.Formatter):
 _handler: logging.Handler | None = None
 
 
-def configure(level: str, fmt: str = "text") -> None:
+def configure(level: str | int, fmt: str = "text") -> None:
     """Set up logging for the command line: stderr, ``fmt`` ``text`` or ``json``. Like
     :func:`logging.basicConfig`, it adds no handler when the root logger already has one (other
     than its own from an earlier call, whose format it changes)."""

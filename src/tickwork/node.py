@@ -15,18 +15,22 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .abc import Executor, Membership, Store
 from .banner import log_banner
 from .config import Config, find_config_file, parse, plugin_manager_for, read_toml, validate_options
 from .engine import Engine, EngineSettings
-from .errors import ConfigError, PluginNotFoundError
+from .errors import ConfigError, DeclarationError, PluginNotFoundError
 from .hooks import HookListener, LifecycleHooks
-from .jobs import declared_in
+from .importerrors import function_location
+from .jobs import DeclaredJob, declared_in
 from .plugins import PluginManager
 from .schedules import SyncReport, sync_module
 from .shutdown import leave
+
+if TYPE_CHECKING:
+    from .admin import Admin
 
 log = logging.getLogger("tickwork.node")
 
@@ -117,6 +121,22 @@ def build_executors(config: Config, manager: PluginManager) -> dict[str, Executo
     return executors
 
 
+def unconfigured_executor(config: Config, manager: PluginManager, job: DeclaredJob) -> DeclarationError:
+    """The error for a declared job whose executor this node does not run: every one of its runs
+    would fail, so the node refuses to start."""
+    name = job.spec.executor
+    func = job.function
+    where = f"{func.__module__}.{func.__qualname__} ({function_location(func)})"
+    configured = ", ".join(sorted({*config.executors, config.scheduler.default_executor}))
+    if name not in manager.executors.names():
+        registered = ", ".join(sorted(manager.executors.names()))
+        return DeclarationError(f"{where}: unknown executor {name!r} (registered executors: {registered})")
+    return DeclarationError(
+        f"{where}: executor {name!r} is not configured in {config.source or 'the configuration'}: "
+        f"add an [executor.{name}] table (configured executors: {configured})"
+    )
+
+
 class Node:
     """A tickwork node: store + membership + executors + engine, built from a :class:`Config`.
 
@@ -182,6 +202,7 @@ class Node:
         self._abort = threading.Event()
         self._signals_installed = False
         self._grace: float | None = None
+        self._admin: Admin | None = None
 
     @classmethod
     def from_config(cls, source: str | os.PathLike[str] | Mapping[str, Any] | None = None, /, **overrides: Any) -> Node:
@@ -243,8 +264,9 @@ class Node:
             jobs = declared_in(module)
             for job in jobs:
                 executor = self.executors.get(job.spec.executor)
-                if executor is not None:
-                    executor.validate_target(job.spec.target, job.spec.arguments)
+                if executor is None:
+                    raise unconfigured_executor(self.config, self.manager, job)
+                executor.validate_target(job.spec.target, job.spec.arguments)
             reports.append(sync_module(self.store, module, jobs, self.manager))
         return reports
 
@@ -357,11 +379,25 @@ class Node:
         self.engine.stop()
         self.hooks.call("tickwork_node_stopping", node_id=self.node_id)
         leave(self, grace, self._abort, announce_signals=self._signals_installed)
+        if self._admin is not None:
+            self._admin.close()
         self.hooks.call("tickwork_node_stopped", node_id=self.node_id)
         log.info("node %s stopped (%d fired, %d finished)", self.node_id, self.engine.fired, self.engine.finished)
         self._stopped.set()
 
     # -- embedding --------------------------------------------------------------------------------
+
+    @property
+    def admin(self) -> Admin:
+        """The admin API (what :func:`tickwork.connect` returns) on this node's configuration:
+        ``node.admin.add(...)``, ``node.admin.history(...)``. It has its own connections, closed
+        when the node stops; like any ``Admin`` it is not thread-safe (give other threads their
+        own ``tickwork.connect()``)."""
+        if self._admin is None:
+            from .admin import Admin  # admin builds stores with this module's helpers
+
+            self._admin = Admin(self.config, manager=self.manager)
+        return self._admin
 
     @property
     def running(self) -> bool:
