@@ -35,8 +35,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from tickwork.calls import call_arguments
-from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
+from tickwork.tracebacks import format_exception
 
 from . import queries
 from .database import create_queue_engine, describe, ensure_table, parse_url

@@ -22,10 +22,10 @@ from typing import Any
 
 from tickwork.abc import Executor
 from tickwork.calls import ReportOnce, call_arguments
-from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.plugins import load_object
 from tickwork.structures import JobCall, Outcome, RunStatus
+from tickwork.tracebacks import format_exception
 
 from .deadlines import Deadline, Deadlines
 from .pool import Pool, PoolShutDown

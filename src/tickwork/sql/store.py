@@ -163,7 +163,8 @@ class SQLStore(Store):
 
     :param claim: claim strategy name (default: the first of :attr:`claim_strategies`)
     :param batch_size: most schedules claimed per statement
-    :param clock: tests only — replaces the database clock with a function returning aware UTC
+    :param clock: replaces the database clock with a function returning aware UTC datetimes
+        (e.g. :class:`tickwork.testing.FakeClock`), read at every statement's execution
     """
 
     dialect_name: ClassVar[str]
@@ -245,18 +246,18 @@ class SQLStore(Store):
 
     def _statement(self, key: str, build: Callable[[], S]) -> S:
         """The statement ``build()`` returns, built once per store: constructing a statement
-        costs more Python than executing its cached compiled form (hot paths only).
-        A test clock is bound into statements as a value, so under one they are built afresh."""
-        if self.clock is not None:
-            return build()
+        costs more Python than executing its cached compiled form (hot paths only)."""
         stmt = self._built.get(key)
         if stmt is None:
             stmt = self._built[key] = build()
         return stmt
 
     def now_expr(self) -> ColumnElement[Any]:
+        """The clock every statement reads: the database's, or a ``clock`` given to the store,
+        bound as a parameter whose value is read at each execution — so a statement built once
+        and cached runs under a test clock exactly as it does in production."""
         if self.clock is not None:
-            return bindparam("tickwork_now", value=self.clock(), type_=UTCDateTime)
+            return bindparam("tickwork_now", callable_=self.clock, type_=UTCDateTime)
         return self._db_now()
 
     @contextmanager
