@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import (
     ARRAY,
+    CTE,
     BigInteger,
     ColumnElement,
     Connection,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     Text,
     Update,
     bindparam,
+    cast,
     create_engine,
     func,
     literal,
@@ -32,10 +34,12 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql.base import PGDialect
 from sqlalchemy.engine import make_url
 
 from tickwork.errors import ConfigError
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, run_started_at
+from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
 from tickwork.structures import Finish
@@ -43,6 +47,10 @@ from tickwork.structures import Finish
 log = logging.getLogger("tickwork.postgres")
 
 CHANNEL = "tickwork_changes"
+# First key of the two-key advisory lock space, so tickwork's locks cannot meet an application's.
+LOCK_NAMESPACE = 0x7469636B  # "tick"
+
+declare(PGDialect, SQLTraits(epoch_micros=False))
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -60,7 +68,7 @@ class PostgresStore(SQLStore):
     :param pool_size: connections kept open per node
     """
 
-    dialect_name = "postgresql"
+    database_label = "postgresql"
     claim_strategies = ("skip-locked", "optimistic", "unique-fire", "advisory", "mark")
     options = {"url": str, "claim": str, "batch_size": int, "pool_size": int}
 
@@ -116,8 +124,14 @@ class PostgresStore(SQLStore):
     def _plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
         return type_coerce(value + func.make_interval(0, 0, 0, 0, 0, 0, seconds), UTCDateTime)
 
-    def _insert_ignore(self, table: Any) -> Any:
+    def insert_ignore(self, table: Any) -> Any:
         return postgresql.insert(table).on_conflict_do_nothing()
+
+    def materialized(self, cte: CTE) -> CTE:
+        return cte.prefix_with("MATERIALIZED")
+
+    def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
+        return func.pg_try_advisory_xact_lock(literal(LOCK_NAMESPACE, Integer), cast(row_id % 2147483647, Integer))
 
     def _insert_runs(self, conn: Connection, params: list[dict[str, Any]]) -> dict[int, int]:
         # INSERT ... SELECT FROM unnest(arrays): one fixed statement (cached by SQLAlchemy and

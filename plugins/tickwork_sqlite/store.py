@@ -31,8 +31,10 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects.sqlite.base import SQLiteDialect
 
 from tickwork.errors import ConfigError, StoreError
+from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
 from tickwork.structures import Finish
@@ -41,6 +43,9 @@ log = logging.getLogger("tickwork.sqlite")
 
 # julianday('now') is fixed for the duration of one statement, like PostgreSQL's statement clock.
 _NOW_MICROS = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+
+# No timestamp type: times are integer microseconds since the epoch.
+declare(SQLiteDialect, SQLTraits(epoch_micros=True))
 
 
 class SQLiteStore(SQLStore):
@@ -53,7 +58,7 @@ class SQLiteStore(SQLStore):
         ``tickwork db upgrade``)
     """
 
-    dialect_name = "sqlite"
+    database_label = "sqlite"
     claim_strategies = ("optimistic", "unique-fire", "mark")
     options = {
         "path": str,
@@ -117,7 +122,7 @@ class SQLiteStore(SQLStore):
         # .op keeps the operand's own type, so a bound datetime is still stored as microseconds.
         return value.op("+", return_type=UTCDateTime)(seconds * 1_000_000)
 
-    def _insert_ignore(self, table: Any) -> Any:
+    def insert_ignore(self, table: Any) -> Any:
         return sqlite.insert(table).on_conflict_do_nothing()
 
     def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:

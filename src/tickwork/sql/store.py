@@ -17,6 +17,7 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from alembic.util.exc import CommandError
 from sqlalchemy import (
+    CTE,
     ColumnElement,
     Connection,
     Engine,
@@ -167,7 +168,7 @@ class SQLStore(Store):
         (e.g. :class:`tickwork.testing.FakeClock`), read at every statement's execution
     """
 
-    dialect_name: ClassVar[str]
+    database_label: ClassVar[str]
     #: Create the schema in a database that has none (never migrates an existing older one).
     create_empty: bool = False
 
@@ -181,7 +182,7 @@ class SQLStore(Store):
         strategy_name = claim or self.claim_strategies[0]
         if strategy_name not in self.claim_strategies:
             raise ConfigError(
-                f"claim strategy {strategy_name!r} is not supported by the {self.dialect_name} store; "
+                f"claim strategy {strategy_name!r} is not supported by the {self.database_label} store; "
                 f"it supports: {', '.join(self.claim_strategies)}"
             )
         if batch_size < 1:
@@ -268,7 +269,7 @@ class SQLStore(Store):
         except IntegrityError:
             raise
         except (OperationalError, DBAPIError) as exc:
-            raise StoreError(f"{self.dialect_name} store: {exc.orig or exc}") from exc
+            raise StoreError(f"{self.database_label} store: {exc.orig or exc}") from exc
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -293,7 +294,7 @@ class SQLStore(Store):
                 )
 
     def describe(self) -> str:
-        return f"{self.dialect_name} database"
+        return f"{self.database_label} database"
 
     def close(self) -> None:
         if self._engine is not None:
@@ -425,7 +426,7 @@ class SQLStore(Store):
             due_by = None
             if ahead > 0:
                 due_by = self._plus_seconds(now, bindparam("claim_ahead", ahead, type_=Float))
-            req = ClaimRequest(node_id, limit, self._owned(buckets), now, due_by)
+            req = ClaimRequest(node_id, limit, self._owned(buckets), now, due_by, sql=self)
             strategy = self.strategy
             if not strategy.single_update:
                 won = strategy.claim(conn, req)
@@ -519,12 +520,23 @@ class SQLStore(Store):
         """Insert running run rows, skipping (schedule, fire, attempt) already recorded; return
         ``{schedule_id: run_id}`` of those inserted. executemany: one cached statement that
         SQLAlchemy batches into multi-row INSERTs."""
-        result = conn.execute(self._insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
+        result = conn.execute(self.insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
         return {r.schedule_id: r.id for r in result}
 
     @abstractmethod
-    def _insert_ignore(self, table: Any) -> Any:
-        """An INSERT that skips rows violating a unique constraint (``ON CONFLICT DO NOTHING``)."""
+    def insert_ignore(self, table: Any) -> Any:
+        """An INSERT that skips rows violating a unique constraint (``ON CONFLICT DO NOTHING``).
+        Part of :class:`~tickwork.sql.claims.ClaimSQL`: claim strategies ask the store for it."""
+
+    def materialized(self, cte: CTE) -> CTE:
+        """``cte`` evaluated once, before the statement that uses it (PostgreSQL needs the
+        ``MATERIALIZED`` keyword for that; most databases do it anyway)."""
+        return cte
+
+    def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
+        """A transaction-scoped try-lock on ``row_id`` (the ``advisory`` strategy); only stores
+        that list that strategy provide one."""
+        raise NotImplementedError(f"the {self.database_label} store has no transaction-scoped row try-lock")
 
     @transient_retry
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
@@ -580,7 +592,7 @@ class SQLStore(Store):
                 for t, reason in f.skipped
             ]
             if skipped:
-                conn.execute(self._insert_ignore(runs), skipped)
+                conn.execute(self.insert_ignore(runs), skipped)
                 self.statements += 1
         return [f.claim.schedule_id in landed for f in finishes]
 
@@ -639,7 +651,7 @@ class SQLStore(Store):
                 .values(claimed_at=self.now_expr())
             )
             run_id = conn.execute(
-                self._insert_ignore(runs)
+                self.insert_ignore(runs)
                 .from_select(
                     ["schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status"], fenced
                 )
@@ -731,7 +743,7 @@ class SQLStore(Store):
             ).scalar()
             if value is None:
                 value = conn.execute(
-                    self._insert_ignore(nodes)
+                    self.insert_ignore(nodes)
                     .values(id=node_id, started_at=now, heartbeat_at=now)
                     .returning(nodes.c.heartbeat_at)
                 ).scalar()
