@@ -26,7 +26,6 @@ from sqlalchemy import (
     Update,
     bindparam,
     cast,
-    create_engine,
     func,
     literal,
     select,
@@ -40,8 +39,10 @@ from sqlalchemy.engine import make_url
 from tickwork.errors import ConfigError
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, run_started_at
 from tickwork.sql.dialects import SQLTraits, declare
+from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
+from tickwork.sql.watch import ChangeWatcher
 from tickwork.structures import Finish
 
 log = logging.getLogger("tickwork.postgres")
@@ -88,8 +89,7 @@ class PostgresStore(SQLStore):
         if pool_size < 1:
             raise ConfigError(f"pool_size: must be >= 1, got {pool_size}")
         self.pool_size = pool_size
-        self._listener: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._watcher = ChangeWatcher("tickwork-pg-listen")
 
     def describe(self) -> str:
         return f"PostgreSQL database {make_url(self.url).render_as_string(hide_password=True)}"
@@ -99,16 +99,7 @@ class PostgresStore(SQLStore):
             import psycopg  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise ConfigError("the postgres store needs psycopg: pip install 'tickwork[postgres]'") from exc
-        return create_engine(
-            self.url,
-            pool_size=self.pool_size,
-            max_overflow=2,
-            # No pre-ping: it costs a round trip per transaction (5% of a node's CPU in a burst).
-            # A connection broken by a server restart fails one statement, is invalidated with
-            # the pool, and the engine's retry with backoff takes a fresh one.
-            pool_pre_ping=False,
-            connect_args={"connect_timeout": 5},
-        )
+        return pooled_engine(self.url, pool_size=self.pool_size, connect_args={"connect_timeout": 5})
 
     def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
         # One array parameter instead of hundreds of IN placeholders: the statement text stays
@@ -249,34 +240,27 @@ class PostgresStore(SQLStore):
         conn.execute(select(func.pg_notify(CHANNEL, "")))
 
     def listen(self, wake: Callable[[], None]) -> None:
-        if self._listener is not None:
-            return
-        self._stop.clear()
-        self._listener = threading.Thread(target=self._watch, args=(wake,), name="tickwork-pg-listen", daemon=True)
-        self._listener.start()
+        self._watcher.start(self._watch, wake)
 
-    def _watch(self, wake: Callable[[], None]) -> None:
+    def _watch(self, wake: Callable[[], None], stop: threading.Event) -> None:
         import psycopg
 
         dsn = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
         backoff = 0.5
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     backoff = 0.5
                     wake()  # changes may have happened while we were not listening
-                    while not self._stop.is_set():
+                    while not stop.is_set():
                         for _ in conn.notifies(timeout=0.5, stop_after=1000):
                             wake()
             except psycopg.Error as exc:
                 log.warning("LISTEN connection lost (%s); retrying in %.1fs", exc, backoff)
-                self._stop.wait(backoff)
+                stop.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
 
     def close(self) -> None:
-        self._stop.set()
-        if self._listener is not None:
-            self._listener.join(timeout=3)
-            self._listener = None
+        self._watcher.stop()
         super().close()

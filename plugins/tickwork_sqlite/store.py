@@ -22,8 +22,6 @@ from sqlalchemy import (
     Select,
     Update,
     bindparam,
-    create_engine,
-    event,
     func,
     literal_column,
     select,
@@ -35,8 +33,10 @@ from sqlalchemy.dialects.sqlite.base import SQLiteDialect
 
 from tickwork.errors import ConfigError, StoreError
 from tickwork.sql.dialects import SQLTraits, declare
+from tickwork.sql.engines import sqlite_file_engine
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
+from tickwork.sql.watch import ChangeWatcher, poll_loop
 from tickwork.structures import Finish
 
 log = logging.getLogger("tickwork.sqlite")
@@ -87,8 +87,7 @@ class SQLiteStore(SQLStore):
         self.busy_timeout = float(busy_timeout)
         self.poll_interval = float(poll_interval)
         self.create_empty = create
-        self._listener: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._watcher = ChangeWatcher("tickwork-sqlite-watch", join_timeout=2)
 
     def describe(self) -> str:
         return f"SQLite database {str(self.path)!r}"
@@ -96,24 +95,7 @@ class SQLiteStore(SQLStore):
     def _create_engine(self) -> Engine:
         if not self.path.parent.exists():
             raise StoreError(f"cannot open {self.describe()}: directory {str(self.path.parent)!r} does not exist")
-        engine = create_engine(f"sqlite+pysqlite:///{self.path}", connect_args={"timeout": self.busy_timeout})
-        busy_ms = int(self.busy_timeout * 1000)
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-            cur = dbapi_conn.cursor()
-            cur.execute(f"PRAGMA busy_timeout = {busy_ms}")
-            cur.execute("PRAGMA journal_mode = WAL")
-            cur.execute("PRAGMA synchronous = NORMAL")
-            cur.execute("PRAGMA foreign_keys = ON")
-            cur.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-        return engine
+        return sqlite_file_engine(self.path, busy_timeout=self.busy_timeout)
 
     def _db_now(self) -> ColumnElement[Any]:
         return type_coerce(literal_column(_NOW_MICROS), UTCDateTime)
@@ -191,13 +173,9 @@ class SQLiteStore(SQLStore):
         """Nothing to send: listeners watch the file's ``data_version``."""
 
     def listen(self, wake: Callable[[], None]) -> None:
-        if self._listener is not None:
-            return
-        self._stop.clear()
-        self._listener = threading.Thread(target=self._watch, args=(wake,), name="tickwork-sqlite-watch", daemon=True)
-        self._listener.start()
+        self._watcher.start(self._watch, wake)
 
-    def _watch(self, wake: Callable[[], None]) -> None:
+    def _watch(self, wake: Callable[[], None], stop: threading.Event) -> None:
         # PRAGMA data_version changes whenever another connection commits: a cheap poll of the
         # WAL index, no disk reads. It also fires on other nodes' claims; a spurious wake only
         # costs the engine one "what is due next" query.
@@ -207,22 +185,10 @@ class SQLiteStore(SQLStore):
             log.error("cannot watch %s for changes: %s", self.describe(), exc)
             return
         try:
-            last = conn.execute("PRAGMA data_version").fetchone()[0]
-            while not self._stop.wait(self.poll_interval):
-                try:
-                    current = conn.execute("PRAGMA data_version").fetchone()[0]
-                except sqlite3.Error as exc:
-                    log.warning("change watch on %s failed: %s", self.describe(), exc)
-                    continue
-                if current != last:
-                    last = current
-                    wake()
+            poll_loop(lambda: conn.execute("PRAGMA data_version").fetchone()[0], self.poll_interval)(wake, stop)
         finally:
             conn.close()
 
     def close(self) -> None:
-        self._stop.set()
-        if self._listener is not None:
-            self._listener.join(timeout=2)
-            self._listener = None
+        self._watcher.stop()
         super().close()

@@ -148,9 +148,8 @@ def transient_retry(method: F) -> F:
                 return method(self, *args, **kwargs)
             except StoreError as exc:
                 cause = exc.__cause__
-                code = getattr(getattr(cause, "orig", None), "sqlstate", None)
-                stale = isinstance(cause, DBAPIError) and cause.connection_invalidated
-                if attempt == _ATTEMPTS or not (code in _TRANSIENT_SQLSTATES or stale):
+                transient = isinstance(cause, DBAPIError) and (cause.connection_invalidated or self.is_transient(cause))
+                if attempt == _ATTEMPTS or not transient:
                     raise
                 log.info("%s: retrying after a transient database error: %s", method.__name__, exc)
                 time.sleep(0.01 * attempt)
@@ -222,6 +221,11 @@ class SQLStore(Store):
 
         :return: the schedule ids whose release landed
         """
+
+    def is_transient(self, error: DBAPIError) -> bool:
+        """Whether ``error`` rolled the transaction back in a way worth rerunning it (a deadlock,
+        a serialization failure). Default: the SQLSTATE the driver reports."""
+        return getattr(error.orig, "sqlstate", None) in _TRANSIENT_SQLSTATES
 
     def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
         """The ownership filter of the due query (PostgreSQL overrides it with ``= ANY(array)``)."""
