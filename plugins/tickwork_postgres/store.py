@@ -115,6 +115,10 @@ class PostgresStore(SQLStore):
     def _plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
         return type_coerce(value + func.make_interval(0, 0, 0, 0, 0, 0, seconds), UTCDateTime)
 
+    def refresh_statistics(self) -> None:
+        with self._tx() as conn:
+            conn.exec_driver_sql("ANALYZE tickwork_schedules")
+
     def insert_ignore(self, table: Any) -> Any:
         return postgresql.insert(table).on_conflict_do_nothing()
 

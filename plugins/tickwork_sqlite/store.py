@@ -104,6 +104,10 @@ class SQLiteStore(SQLStore):
         # .op keeps the operand's own type, so a bound datetime is still stored as microseconds.
         return value.op("+", return_type=UTCDateTime)(seconds * 1_000_000)
 
+    def refresh_statistics(self) -> None:
+        with self._tx() as conn:
+            conn.exec_driver_sql("ANALYZE tickwork_schedules")
+
     def insert_ignore(self, table: Any) -> Any:
         return sqlite.insert(table).on_conflict_do_nothing()
 

@@ -222,6 +222,16 @@ class SQLStore(Store):
         :return: the schedule ids whose release landed
         """
 
+    @abstractmethod
+    def refresh_statistics(self) -> None:
+        """Refresh the planner statistics of the schedules table (after a bulk change: tools and
+        benchmarks that write rows directly)."""
+
+    def announce_changes(self) -> None:
+        """Tell listening nodes that schedules changed (after rows were written directly)."""
+        with self._tx() as conn:
+            self._notify(conn)
+
     def is_transient(self, error: DBAPIError) -> bool:
         """Whether ``error`` rolled the transaction back in a way worth rerunning it (a deadlock,
         a serialization failure). Default: the SQLSTATE the driver reports."""
