@@ -12,10 +12,11 @@ import pytest
 from tickwork.abc import Store
 from tickwork.sql.store import SQLStore
 from tickwork.testing import FakeClock, MemoryStore
+from tickwork_mysql.store import MySQLStore
 from tickwork_postgres.store import PostgresStore
 from tickwork_sqlite.store import SQLiteStore
 
-pytest_plugins = ["tests.pgserver"]
+pytest_plugins = ["tests.pgserver", "tests.mysqlserver"]
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -31,6 +32,7 @@ def clock() -> FakeClock:
 STORE_PARAMS = [
     *(pytest.param(("sqlite", c), id=f"sqlite-{c}") for c in SQLiteStore.claim_strategies),
     *(pytest.param(("postgres", c), id=f"postgres-{c}") for c in PostgresStore.claim_strategies),
+    *(pytest.param(("mysql", c), id=f"mysql-{c}") for c in MySQLStore.claim_strategies),
 ]
 
 
@@ -45,6 +47,8 @@ def make_store(kind: str, claim: str, request: pytest.FixtureRequest, tmp_path: 
         store = MemoryStore(claim=claim, **kw)  # type: ignore[arg-type]
     elif kind == "sqlite":
         store = SQLiteStore(str(tmp_path / "tickwork.db"), claim=claim, **kw)  # type: ignore[arg-type]
+    elif kind == "mysql":
+        store = MySQLStore(request.getfixturevalue("mysql_url"), claim=claim, **kw)  # type: ignore[arg-type]
     else:
         url = request.getfixturevalue("postgres_url")
         store = PostgresStore(url, claim=claim, **kw)  # type: ignore[arg-type]

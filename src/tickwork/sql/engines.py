@@ -41,7 +41,12 @@ def sqlite_file_engine(path: str | Path, *, busy_timeout: float, immediate: bool
 
 
 def pooled_engine(
-    url: str | URL, *, pool_size: int, pre_ping: bool = False, connect_args: dict[str, Any] | None = None
+    url: str | URL,
+    *,
+    pool_size: int,
+    pre_ping: bool = False,
+    connect_args: dict[str, Any] | None = None,
+    isolation_level: str | None = None,
 ) -> Engine:
     """An engine on a database server with a connection pool; connects lazily.
 
@@ -49,11 +54,14 @@ def pooled_engine(
         transaction (5 % of a node's CPU in a burst); a connection broken by a server restart fails
         one statement and is invalidated with the pool, and the store's retry takes a fresh one.
         Code that does not retry its statements turns it on.
+    :param isolation_level: the transactions' isolation level (default: the database's)
     """
+    extra: dict[str, Any] = {} if isolation_level is None else {"isolation_level": isolation_level}
     return create_engine(
         url,
         pool_size=pool_size,
         max_overflow=2,
         pool_pre_ping=pre_ping,
         connect_args=connect_args or {},
+        **extra,
     )

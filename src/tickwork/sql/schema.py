@@ -91,10 +91,12 @@ schedules = Table(
     Column("executor", String(64), nullable=False),
     Column("target", Text, nullable=False),
     Column("arguments", JSON, nullable=False),
-    Column("timeout_s", Float, nullable=False),
+    # Float(53): a double everywhere (MySQL's plain FLOAT is single precision); PostgreSQL and
+    # SQLite get exactly the type plain Float gave them.
+    Column("timeout_s", Float(53), nullable=False),
     Column("misfire", String(8), nullable=True),
     Column("retries", Integer, nullable=False, server_default="0"),
-    Column("retry_backoff_s", Float, nullable=False, server_default="10"),
+    Column("retry_backoff_s", Float(53), nullable=False, server_default="10"),
     Column("enabled", Boolean, nullable=False, server_default=text("true")),
     Column("next_fire", UTCDateTime, nullable=True),
     Column("state", String(16), nullable=False, server_default="idle"),

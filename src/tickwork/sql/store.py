@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +25,7 @@ from sqlalchemy import (
     Float,
     Row,
     RowMapping,
+    Select,
     Update,
     bindparam,
     case,
@@ -143,16 +145,18 @@ def transient_retry(method: F) -> F:
 
     @functools.wraps(method)
     def wrapper(self: SQLStore, *args: Any, **kwargs: Any) -> Any:
-        for attempt in range(1, _ATTEMPTS + 1):
+        attempts = self.transient_attempts
+        for attempt in range(1, attempts + 1):
             try:
                 return method(self, *args, **kwargs)
             except StoreError as exc:
                 cause = exc.__cause__
                 transient = isinstance(cause, DBAPIError) and (cause.connection_invalidated or self.is_transient(cause))
-                if attempt == _ATTEMPTS or not transient:
+                if attempt == attempts or not transient:
                     raise
                 log.info("%s: retrying after a transient database error: %s", method.__name__, exc)
-                time.sleep(0.01 * attempt)
+                # Jittered: two transactions that deadlocked must not meet again in lockstep.
+                time.sleep(0.01 * attempt * random.uniform(0.5, 1.5))
         raise AssertionError("unreachable")
 
     return wrapper  # type: ignore[return-value]
@@ -170,6 +174,8 @@ class SQLStore(Store):
     database_label: ClassVar[str]
     #: Create the schema in a database that has none (never migrates an existing older one).
     create_empty: bool = False
+    #: Runs of an operation before a transient error (:meth:`is_transient`) propagates.
+    transient_attempts: ClassVar[int] = _ATTEMPTS
 
     def __init__(
         self,
@@ -236,6 +242,71 @@ class SQLStore(Store):
         """Whether ``error`` rolled the transaction back in a way worth rerunning it (a deadlock,
         a serialization failure). Default: the SQLSTATE the driver reports."""
         return getattr(error.orig, "sqlstate", None) in _TRANSIENT_SQLSTATES
+
+    def _release_and_end_by_fences(
+        self, conn: Connection, finishes: Sequence[Finish], *, lock: bool = False
+    ) -> set[int]:
+        """:meth:`_release_and_end` for a database without UPDATE ... RETURNING or whose
+        transaction already holds the write lock: read the fences in one SELECT (``lock``: FOR
+        UPDATE, so they cannot change before the UPDATEs), then release the rows that still carry
+        ours and end their runs with one executemany of one cached statement each."""
+        ids = [f.claim.schedule_id for f in finishes]
+        key = f"fences/{lock}"
+        current = {
+            row.id: row.claim_seq
+            for row in conn.execute(self._statement(key, lambda: self._fences(lock)), {"ids": ids})
+            if row.state == "running"
+        }
+        mine = [f for f in finishes if current.get(f.claim.schedule_id) == f.claim.claim_seq]
+        self.statements += 1
+        if mine:
+            releases = [{"b_id": f.claim.schedule_id, "b_seq": f.claim.claim_seq, "b_next": f.next_fire} for f in mine]
+            conn.execute(self._statement("release_many", self._release_many), releases)
+            self.statements += 1
+        ends = [
+            {
+                "b_id": f.claim.run_id,
+                "b_status": f.outcome.status.value,
+                "b_error": cap(f.outcome.error),
+                "b_started": f.started_at,
+            }
+            for f in mine
+            if f.claim.run_id is not None
+        ]
+        if ends:
+            conn.execute(self._statement("end_runs_many", self._end_many), ends)
+            self.statements += 1
+        return {f.claim.schedule_id for f in mine}
+
+    @staticmethod
+    def _fences(lock: bool) -> Select[Any]:
+        query = select(schedules.c.id, schedules.c.claim_seq, schedules.c.state).where(
+            schedules.c.id.in_(bindparam("ids", expanding=True))
+        )
+        return query.with_for_update() if lock else query
+
+    def _release_many(self) -> Update:
+        return (
+            update(schedules)
+            .where(
+                schedules.c.id == bindparam("b_id"),
+                schedules.c.claim_seq == bindparam("b_seq"),
+                schedules.c.state == "running",
+            )
+            .values(**self.release_values(bindparam("b_next", type_=UTCDateTime)))
+        )
+
+    def _end_many(self) -> Update:
+        return (
+            update(runs)
+            .where(runs.c.id == bindparam("b_id"))
+            .values(
+                status=bindparam("b_status"),
+                error=bindparam("b_error"),
+                finished_at=self.now_expr(),
+                started_at=func.coalesce(bindparam("b_started", type_=UTCDateTime), runs.c.started_at),
+            )
+        )
 
     def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
         """The ownership filter of the due query (PostgreSQL overrides it with ``= ANY(array)``)."""
