@@ -14,7 +14,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Dialect,
-    Float,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -91,12 +91,12 @@ schedules = Table(
     Column("executor", String(64), nullable=False),
     Column("target", Text, nullable=False),
     Column("arguments", JSON, nullable=False),
-    # Float(53): a double everywhere (MySQL's plain FLOAT is single precision); PostgreSQL and
-    # SQLite get exactly the type plain Float gave them.
-    Column("timeout_s", Float(53), nullable=False),
+    # Double: MySQL's plain FLOAT is single precision; PostgreSQL and SQLite get exactly the
+    # type plain Float gave them (double precision, REAL affinity).
+    Column("timeout_s", Double(), nullable=False),
     Column("misfire", String(8), nullable=True),
     Column("retries", Integer, nullable=False, server_default="0"),
-    Column("retry_backoff_s", Float(53), nullable=False, server_default="10"),
+    Column("retry_backoff_s", Double(), nullable=False, server_default="10"),
     Column("enabled", Boolean, nullable=False, server_default=text("true")),
     Column("next_fire", UTCDateTime, nullable=True),
     Column("state", String(16), nullable=False, server_default="idle"),
