@@ -18,7 +18,6 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
-    Integer,
     RowMapping,
     bindparam,
     delete,
@@ -38,7 +37,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from tickwork.errors import ConfigError, ScheduleExistsError, ScheduleNotFoundError
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
-from tickwork.sql.schema import UTCDateTime, nodes, runs, schedules
+from tickwork.sql.schema import UTCDateTime, claimable, nodes, runs, schedules
 from tickwork.sql.store import UNHELD, SQLStore, schedule_from_row, spec_values, transient_retry
 from tickwork.sql.watch import ChangeWatcher, poll_loop
 from tickwork.structures import Claim, Finish, RunStatus, Schedule, ScheduleSpec
@@ -165,14 +164,19 @@ class MySQLStore(SQLStore):
         """Nothing to send: listeners poll."""
 
     def listen(self, wake: Callable[[], None]) -> None:
-        marker = select(func.count(), func.max(schedules.c.updated_at), func.sum(schedules.c.enabled.cast(Integer)))
+        # What a sleeping engine needs to hear about: a new schedule (the highest id moves) or an
+        # earlier claimable fire time (added, enabled, fired now, released, given back). Both are
+        # index lookups, so polling costs the same whatever the table holds; a change that only
+        # makes something due later is not worth a wake.
+        marker = select(
+            select(func.max(schedules.c.id)).scalar_subquery(),
+            select(func.min(schedules.c.next_fire)).where(claimable()).scalar_subquery(),
+        )
 
         def read() -> object:
             with self.engine.connect() as conn:
                 return tuple(conn.execute(marker).one())
 
-        # Schedules added, changed, enabled or fired move updated_at or the counts; a release
-        # of a dead node's claims is found by the engine's own next-due reads.
         self._watcher.start(poll_loop(read, self.poll_interval), wake)
 
     def close(self) -> None:
