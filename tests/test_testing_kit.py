@@ -15,6 +15,7 @@ from tests import harness_jobs
 from tickwork import RunStatus, ScheduleSpec, next_fire_times
 from tickwork.errors import ConfigError
 from tickwork.testing import FakeClock, MemoryStore, SchedulerHarness, StoreContract
+from tickwork_sqlite.store import SQLiteStore
 
 START = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -86,6 +87,24 @@ def test_the_harness_runs_on_a_store_and_clock_of_your_own() -> None:
     harness = SchedulerHarness(jobs=[harness_jobs.tick.__module__], store=store, clock=clock)
     assert len([r for r in harness.advance(30) if r.schedule == "harness.tick"]) == 3
     assert store.get("harness.tick").next_fire == START + timedelta(seconds=40)
+
+
+def test_the_harness_drives_a_sql_store_on_the_fake_clock(tmp_path: Path) -> None:
+    """The SQL store reads the harness clock through its public ``clock`` seam, in the same cached
+    statements it runs in production."""
+    clock = FakeClock(START)
+    store = SQLiteStore(str(tmp_path / "harness.db"), clock=clock)
+    store.open()
+    try:
+        harness = SchedulerHarness(jobs=[harness_jobs.tick.__module__], store=store, clock=clock)
+        first = [r.scheduled_for for r in harness.advance(30) if r.schedule == "harness.tick"]
+        second = [r.scheduled_for for r in harness.advance(30) if r.schedule == "harness.tick"]
+        assert first + second == [START + timedelta(seconds=10 * i) for i in range(1, 7)]
+        recorded = [r for r in store.history(limit=100) if r.schedule == "harness.tick"]
+        assert {r.status for r in recorded} == {RunStatus.SUCCEEDED}
+        assert sorted(r.finished_at for r in recorded if r.finished_at) == first + second
+    finally:
+        store.close()
 
 
 def test_a_target_that_cannot_be_loaded_is_named() -> None:
