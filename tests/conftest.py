@@ -3,12 +3,14 @@ strategy, so the contract suite runs against all of them (APScheduler's pattern)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests import planted
 from tickwork.abc import Store
 from tickwork.sql.store import SQLStore
 from tickwork.testing import FakeClock, MemoryStore
@@ -50,7 +52,7 @@ def make_store(kind: str, claim: str, request: pytest.FixtureRequest, tmp_path: 
     elif kind == "mysql":
         store = MySQLStore(request.getfixturevalue("mysql_url"), claim=claim, **kw)  # type: ignore[arg-type]
     else:
-        url = request.getfixturevalue("postgres_url")
+        url = planted.with_password(request.getfixturevalue("postgres_url"))
         store = PostgresStore(url, claim=claim, **kw)  # type: ignore[arg-type]
     store.upgrade()
     store.open()
@@ -88,3 +90,56 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[]
     own real clock (the contract's ``make_store``)."""
     kind, claim = request.param
     return lambda: make_store(kind, claim, request, tmp_path)
+
+
+# -- planted secrets: no log line or output of the HTTP, store and jobqueue tests may show one --------
+
+_LOG_LINES = pytest.StashKey[list[str]]()
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture(autouse=True)
+def _collect_every_log_line(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In the guarded modules, record every log line at DEBUG for the check in the report hook."""
+    if request.node.path.name not in planted.GUARDED:
+        yield
+        return
+    root, statements = logging.getLogger(), logging.getLogger("sqlalchemy")
+    handler, levels = _Collect(), (root.level, statements.level)
+    root.addHandler(handler)
+    # SQL statements at INFO would only slow the store suite down; they carry no URL.
+    root.setLevel(logging.DEBUG)
+    statements.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(levels[0])
+        statements.setLevel(levels[1])
+        request.node.stash[_LOG_LINES] = handler.lines
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "teardown" or item.path.name not in planted.GUARDED:
+        return
+    # The sections hold the captured stdout, stderr and log of every phase so far.
+    texts = [*item.stash.get(_LOG_LINES, []), *(content for _, content in report.sections)]
+    found = planted.leaks(texts)
+    if found and report.outcome != "failed":
+        shown = "\n".join(
+            line.replace(planted.PASSWORD, "<PASSWORD>").replace(planted.TOKEN, "<TOKEN>") for line in found
+        )
+        report.outcome = "failed"
+        report.longrepr = f"a planted secret appeared in {len(found)} captured line(s):\n{shown}"

@@ -27,12 +27,14 @@ def test_urls_pin_pymysql_and_utf8mb4() -> None:
     [
         ("", "url: the mysql store needs url"),
         ("postgresql://u@h/db", "url: expected a mysql:// URL, got 'postgresql'://"),
+        ("mysql://u:s3cret@h:port/db", "url: the port of the database URL is not a number"),
         ("mysql://u@h:3306", "url: name the database"),
     ],
 )
-def test_bad_urls_are_named(url: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
+def test_bad_urls_are_named_without_their_secrets(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
         MySQLStore(url)
+    assert "s3cret" not in str(info.value)
 
 
 def test_advisory_is_not_offered() -> None:

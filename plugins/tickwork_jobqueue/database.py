@@ -7,9 +7,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import URL, Connection, Engine, func, inspect, make_url, select
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy import URL, Connection, Engine, func, inspect, select
+from sqlalchemy.exc import DBAPIError
 
+from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.sql.engines import pooled_engine, sqlite_file_engine
 
@@ -34,12 +35,8 @@ def parse_url(url: str, where: str = "url") -> URL:
     """
     if not isinstance(url, str) or not url.strip():
         raise ConfigError(f'{where}: the jobqueue needs its queue database, e.g. url = "sqlite:///jobs.db"')
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise ConfigError(
-            f"{where}: {url!r} is not a database URL (expected sqlite:///PATH or postgresql://...)"
-        ) from None
+    # Never echo the URL: after ${ENV} expansion it holds the password.
+    parsed = dburl.parse(url, where, "sqlite:///PATH or postgresql://user:password@host/db")
     backend, _, driver = parsed.drivername.partition("+")
     if backend == "sqlite":
         if driver not in ("", "pysqlite"):
@@ -72,6 +69,7 @@ def create_queue_engine(url: URL, *, pool_size: int = 5) -> Engine:
         parent = Path(url.database).parent
         if not parent.is_dir():
             raise ConfigError(f"url: the directory {str(parent)!r} of the SQLite queue {describe(url)} does not exist")
+        # Created 0600 by the shared setup (tickwork.sql.filemode).
         return sqlite_file_engine(url.database, busy_timeout=DEFAULT_BUSY_TIMEOUT)
     try:
         import psycopg  # noqa: F401

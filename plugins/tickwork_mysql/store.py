@@ -32,8 +32,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects import mysql
 from sqlalchemy.dialects.mysql.base import MySQLDialect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from tickwork import dburl
 from tickwork.errors import ConfigError, ScheduleExistsError, ScheduleNotFoundError
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
@@ -56,18 +57,17 @@ _TRANSIENT_ERRORS = {1213, 1205}  # deadlock found, lock wait timeout
 
 
 def sqlalchemy_url(url: str) -> str:
-    """Accept ``mysql://`` / ``mariadb://`` URLs and pin the PyMySQL driver (utf8mb4)."""
-    for prefix in ("mysql+pymysql://", "mysql://", "mariadb://", "mariadb+pymysql://"):
-        if url.startswith(prefix):
-            try:
-                parsed = make_url("mysql+pymysql://" + url[len(prefix) :])
-            except ArgumentError as exc:
-                raise ConfigError(f"url: {exc}") from None
-            if not parsed.database:
-                raise ConfigError("url: name the database, e.g. mysql://user:password@host:3306/tickwork")
-            query = {"charset": "utf8mb4", **parsed.query}
-            return parsed.set(query=query).render_as_string(hide_password=False)
-    raise ConfigError(f"url: expected a mysql:// URL, got {url.split('://')[0]!r}://...")
+    """Accept ``mysql://`` / ``mariadb://`` URLs and pin the PyMySQL driver (utf8mb4).
+
+    Errors name the part that is wrong, never the URL: after ``${ENV}`` expansion it holds the password.
+    """
+    parsed = dburl.parse(url, "url", "mysql://user:password@host:port/dbname")
+    if parsed.drivername not in ("mysql", "mysql+pymysql", "mariadb", "mariadb+pymysql"):
+        raise ConfigError(f"url: expected a mysql:// URL, got {parsed.drivername!r}://...")
+    if not parsed.database:
+        raise ConfigError("url: name the database, e.g. mysql://user:password@host:3306/tickwork")
+    query = {"charset": "utf8mb4", **parsed.query}
+    return parsed.set(drivername="mysql+pymysql", query=query).render_as_string(hide_password=False)
 
 
 class MySQLStore(SQLStore):

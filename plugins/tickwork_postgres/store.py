@@ -36,6 +36,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql.base import PGDialect
 from sqlalchemy.engine import make_url
 
+from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, run_started_at
 from tickwork.sql.dialects import SQLTraits, declare
@@ -55,11 +56,14 @@ declare(PGDialect, SQLTraits(epoch_micros=False))
 
 
 def sqlalchemy_url(url: str) -> str:
-    """Accept ``postgresql://`` / ``postgres://`` URLs and pin the psycopg 3 driver."""
-    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    raise ConfigError(f"url: expected a postgresql:// URL, got {url.split('://')[0]!r}://...")
+    """Accept ``postgresql://`` / ``postgres://`` URLs and pin the psycopg 3 driver.
+
+    Errors name the part that is wrong, never the URL: after ``${ENV}`` expansion it holds the password.
+    """
+    parsed = dburl.parse(url, "url", "postgresql://user:password@host:port/dbname")
+    if parsed.drivername not in ("postgresql+psycopg", "postgresql", "postgres"):
+        raise ConfigError(f"url: expected a postgresql:// URL, got {parsed.drivername!r}://...")
+    return "postgresql+psycopg://" + url.partition("://")[2]
 
 
 class PostgresStore(SQLStore):

@@ -89,6 +89,7 @@ class SQLiteStore(SQLStore):
     def _create_engine(self) -> Engine:
         if not self.path.parent.exists():
             raise StoreError(f"cannot open {self.describe()}: directory {str(self.path.parent)!r} does not exist")
+        # The file is created 0600 by the shared setup (tickwork.sql.filemode).
         return sqlite_file_engine(self.path, busy_timeout=self.busy_timeout)
 
     def _db_now(self) -> ColumnElement[Any]:

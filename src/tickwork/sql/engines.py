@@ -8,6 +8,8 @@ from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event
 
+from .filemode import create_private
+
 
 def sqlite_file_engine(path: str | Path, *, busy_timeout: float, immediate: bool = True) -> Engine:
     """An engine on a SQLite file shared by several processes of one machine.
@@ -16,8 +18,12 @@ def sqlite_file_engine(path: str | Path, *, busy_timeout: float, immediate: bool
     starts with ``BEGIN IMMEDIATE``, so two processes never both read a snapshot and then race to
     upgrade it to a write (in WAL mode that upgrade fails at once instead of waiting).
 
+    The file is created with mode 0600 if missing (:mod:`tickwork.sql.filemode`: it holds the code
+    nodes run and its arguments); an existing file keeps its mode.
+
     :param busy_timeout: seconds a writer waits for another process's write lock
     """
+    create_private(Path(path))
     engine = create_engine(f"sqlite+pysqlite:///{path}", connect_args={"timeout": busy_timeout})
     busy_ms = int(busy_timeout * 1000)
 
