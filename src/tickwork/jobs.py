@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from .errors import DeclarationError, TickworkError
+from .importerrors import describe_failure, failure_location, function_location
 from .structures import DEFAULT_TIMEOUT, MisfirePolicy, ScheduleSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,7 +66,9 @@ def schedule(
     """
 
     def decorate(func: F) -> F:
-        where = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)!s}"
+        where = (
+            f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)!s} ({function_location(func)})"
+        )
         if not callable(func):
             raise DeclarationError(f"@{kind} must decorate a function, got {func!r}")
         params = inspect.signature(func).parameters
@@ -73,8 +76,12 @@ def schedule(
             raise DeclarationError(
                 f"{where}: a declared job must take no parameters, but it takes ({', '.join(params)})"
             )
-        from .triggers import get_trigger  # deferred: loads trigger plugins on first use
+        from .triggers import check_zone, get_trigger  # deferred: loads trigger plugins on first use
 
+        try:
+            check_zone(timezone)
+        except TickworkError as exc:
+            raise DeclarationError(f"{where}: timezone: {exc}") from exc
         try:
             get_trigger(kind, expression, timezone)
         except TickworkError as exc:
@@ -135,8 +142,14 @@ def declared_in(module: str) -> list[DeclaredJob]:
     """
     try:
         importlib.import_module(module)
-    except ImportError as exc:
-        raise DeclarationError(f"cannot import job module {module!r} (scheduler.jobs): {exc}") from exc
+    except DeclarationError:
+        raise  # a decorator's own message already names the function, file and line
+    except Exception as exc:  # a job module may raise anything while it is imported
+        located = failure_location(module, exc)
+        at = f" at {located}" if located else ""
+        raise DeclarationError(
+            f"cannot import job module {module!r} (scheduler.jobs){at}: {describe_failure(exc)}"
+        ) from exc
     with _lock:
         return [
             job

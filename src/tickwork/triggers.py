@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .abc import Trigger
 from .errors import TriggerError
@@ -22,6 +23,15 @@ def detect_kind(expression: str, manager: PluginManager | None = None) -> str:
     raise TriggerError(
         f"cannot tell the kind of {expression!r}; give it explicitly (one of: {', '.join(manager.triggers.names())})"
     )
+
+
+@lru_cache(maxsize=1024)
+def check_zone(tz: str) -> None:
+    """:raises tickwork.errors.TriggerError: naming ``tz`` if it is not an IANA time zone"""
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise TriggerError(f"unknown IANA zone {tz!r} (expected a name such as 'Europe/Berlin' or 'UTC')") from None
 
 
 @lru_cache(maxsize=65536)
