@@ -314,7 +314,7 @@ def test_history_filters_by_status_time_and_node(
     admin.trigger("good")
     admin.trigger("bad")
     node = Node(load())
-    node.start()
+    node.open()  # stepped by hand below: no loop thread
     try:
         node.engine.tick()
     finally:

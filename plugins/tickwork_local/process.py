@@ -26,9 +26,9 @@ def _child(
 
     os.setsid()  # its own process group, so a timeout also kills what the job started
 
-    from tickwork.engine import format_exception
     from tickwork.plugins import load_object
     from tickwork.runcontext import running
+    from tickwork.tracebacks import format_exception
 
     try:
         func = load_object(target)

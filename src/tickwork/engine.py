@@ -14,7 +14,6 @@ import queue
 import random
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -24,6 +23,7 @@ from .errors import StoreError, TickworkError
 from .listener import EngineListener, SafeListener, SkippedFire
 from .runlog import log_run_ends
 from .structures import Claim, Finish, JobCall, MisfirePolicy, Outcome, RunStatus
+from .tracebacks import format_exception as format_exception  # re-exported: older plugins import it here
 from .triggers import get_trigger
 
 log = logging.getLogger("tickwork.engine")
@@ -637,13 +637,3 @@ class Engine:
                 else:
                     if pruned:
                         log.info("pruned %d history rows older than %s", pruned, self.settings.history_retention)
-
-
-def format_exception(exc: BaseException, limit: int = 4000) -> str:
-    """``Type: message`` plus a traceback, capped to ``limit`` characters (kept from the end)."""
-    head = f"{type(exc).__qualname__}: {exc}"
-    tb = "".join(traceback.format_exception(exc))
-    text = f"{head}\n{tb}"
-    if len(text) > limit:
-        text = head[: limit // 2] + "\n... [traceback cut] ...\n" + tb[-(limit // 2) :]
-    return text
