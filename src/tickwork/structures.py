@@ -149,6 +149,8 @@ class Schedule:
     claim_seq: int
     created_at: datetime
     updated_at: datetime
+    #: Why the schedule is parked (it fires no more until fixed), ``None`` when it is not.
+    fault: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("next_fire", "claimed_at", "created_at", "updated_at"):

@@ -100,6 +100,9 @@ schedules = Table(
     Column("claim_seq", BigInteger, nullable=False, server_default="0"),
     # A "run now" that arrived while a run was active; the end of that run honours it.
     Column("fire_requested_at", UTCDateTime, nullable=True),
+    # Why the schedule is parked (next_fire NULL): handling one of its claims failed on a node.
+    # Cleared when the definition changes or the schedule is enabled again.
+    Column("fault", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint("state IN ('idle', 'running')", name="state"),

@@ -99,6 +99,7 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
         claim_seq=row.claim_seq,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        fault=row.fault,
     )
 
 
@@ -331,7 +332,8 @@ class SQLStore(Store):
         return schedule_from_row(row)
 
     def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
-        values = spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr()}
+        # A new definition is a fix: a parked schedule fires again.
+        values = spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr(), "fault": None}
         with self._tx() as conn:
             row = conn.execute(
                 update(schedules).where(schedules.c.name == spec.name).values(**values).returning(*schedules.c)
@@ -372,7 +374,7 @@ class SQLStore(Store):
             row = conn.execute(
                 update(schedules)
                 .where(schedules.c.name == name)
-                .values(enabled=enabled, next_fire=next_fire, updated_at=self.now_expr())
+                .values(enabled=enabled, next_fire=next_fire, updated_at=self.now_expr(), fault=None)
                 .returning(*schedules.c)
             ).first()
             if row is None:
@@ -644,6 +646,19 @@ class SQLStore(Store):
                 )
                 .returning(runs.c.id)
             ).scalar()
+            if run_id is None:
+                # Opened before under this very claim (the answer was lost): the same attempt.
+                run_id = conn.execute(
+                    select(runs.c.id).where(
+                        runs.c.schedule_id == claim.schedule_id,
+                        runs.c.scheduled_for == claim.scheduled_for,
+                        runs.c.attempt == claim.attempt,
+                        runs.c.claim_seq == claim.claim_seq,
+                        runs.c.node == node_id,
+                        runs.c.status == "running",
+                        fenced.exists(),
+                    )
+                ).scalar()
         return None if run_id is None else int(run_id)
 
     @transient_retry
@@ -688,6 +703,74 @@ class SQLStore(Store):
             if released:
                 self._notify(conn)
         return int(released or 0)
+
+    @transient_retry
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+        if not parks:
+            return []
+        now = self.now_expr()
+        with self._tx() as conn:
+            landed: list[bool] = []
+            for finish, fault in parks:
+                claim = finish.claim
+                parked = conn.execute(
+                    update(schedules)
+                    .where(
+                        schedules.c.id == claim.schedule_id,
+                        schedules.c.claim_seq == claim.claim_seq,
+                        schedules.c.state == "running",
+                    )
+                    .values(**UNHELD, next_fire=None, fire_requested_at=None, fault=cap(fault, 1000))
+                ).rowcount
+                landed.append(bool(parked))
+                if claim.run_id is not None and parked:
+                    values: dict[str, Any] = {
+                        "status": finish.outcome.status.value,
+                        "error": cap(finish.outcome.error),
+                        "finished_at": now,
+                    }
+                    if finish.started_at is not None:
+                        values["started_at"] = finish.started_at
+                    conn.execute(update(runs).where(runs.c.id == claim.run_id).values(**values))
+            if any(landed):
+                self._notify(conn)
+        return landed
+
+    @transient_retry
+    def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
+        keep = {(c.schedule_id, c.claim_seq) for c in tracked}
+        with self._tx() as conn:
+            held = conn.execute(
+                select(schedules.c.id, schedules.c.claim_seq).where(
+                    schedules.c.claimed_by == node_id, schedules.c.state == "running"
+                )
+            ).all()
+            stranded = [(r.id, r.claim_seq) for r in held if (r.id, r.claim_seq) not in keep]
+            if not stranded:
+                return 0
+            released = conn.execute(
+                update(schedules)
+                .where(
+                    tuple_(schedules.c.id, schedules.c.claim_seq).in_(stranded),
+                    schedules.c.claimed_by == node_id,
+                    schedules.c.state == "running",
+                )
+                .values(**UNHELD)
+                .returning(schedules.c.id, schedules.c.claim_seq)
+            ).all()
+            fences = [(r.id, r.claim_seq) for r in released]
+            if fences:
+                conn.execute(
+                    update(runs)
+                    .where(
+                        tuple_(runs.c.schedule_id, runs.c.claim_seq).in_(fences),
+                        runs.c.node == node_id,
+                        runs.c.status == "running",
+                    )
+                    .values(status=RunStatus.ABANDONED.value, finished_at=self.now_expr(), error=reason)
+                )
+                self._notify(conn)
+        return len(fences)
 
     @transient_retry
     def reap_expired(self, grace_seconds: float) -> int:

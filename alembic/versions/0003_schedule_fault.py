@@ -1,0 +1,26 @@
+"""Parked schedules: the fault that stopped a schedule from firing.
+
+Revision ID: 0003
+Revises: 0002
+Create Date: 2026-11-24
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0003"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("tickwork_schedules") as batch:
+        batch.add_column(sa.Column("fault", sa.Text, nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("tickwork_schedules") as batch:
+        batch.drop_column("fault")
