@@ -321,6 +321,7 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
         "state": "idle",
         "claimed_by": None,
         "module": None,
+        "fault": None,
     }
     assert isinstance(row["next_fire"], str)
     assert parse_z(row["next_fire"]) == next_fire_times("*/10 * * * *", after=before)[0]

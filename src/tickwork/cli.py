@@ -257,6 +257,7 @@ def _row(s: Schedule) -> dict[str, Any]:
         "state": s.state.value,
         "claimed_by": s.claimed_by,
         "module": s.spec.module,
+        "fault": s.fault,
     }
 
 
@@ -270,6 +271,8 @@ def _jobs(args: argparse.Namespace, config: Config, store: Store) -> int:
         else:
             for r in rows:
                 flag = "" if r["enabled"] else " (disabled)"
+                if r["fault"]:
+                    flag += f" (parked: {r['fault']})"
                 print(
                     f"{r['name']}\t{r['kind']} {r['expression']!r} {r['timezone']}\t{r['executor']}:{r['target']}\t"
                     f"next {r['next_fire'] or '-'}\t{r['state']}{flag}"

@@ -90,7 +90,9 @@ def sync_module(
             report.unchanged.append(spec.name)
             continue
         next_fire = current.next_fire
-        if _trigger_key(wanted) != _trigger_key(current.spec) and wanted.enabled:
+        # A new trigger starts from now; so does a parked schedule (its new definition is the fix).
+        retimed = _trigger_key(wanted) != _trigger_key(current.spec) or current.fault is not None
+        if retimed and wanted.enabled:
             next_fire = first_fire(wanted, now, manager)
         store.update(wanted, next_fire)
         report.updated.append(spec.name)

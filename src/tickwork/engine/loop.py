@@ -130,8 +130,7 @@ class Engine:
         return self._stopping.is_set()
 
     def run_forever(self, until: float | None = None) -> None:
-        """Loop until :meth:`stop` (or the monotonic time ``until``). Survives database outages
-        and any other error of a pass: logged (with its traceback the first time), backed off."""
+        """Loop until :meth:`stop` (or the monotonic time ``until``); see :meth:`run_once`."""
         # Everything built so far (modules, plugins, the store's engine and metadata) lives as long
         # as the node: keep it out of the garbage collector's full passes, which otherwise stop
         # this thread for 50-70 ms every few seconds under load, right when due runs are to be
@@ -142,29 +141,60 @@ class Engine:
             if until is not None and mono() >= until:
                 break
             self._wake.clear()
-            try:
-                busy = self.tick()
-                # Reading the next due time is a query too: an outage may surface here first.
-                timeout = 0.0 if busy else self.sleep_seconds()
-            except StoreError as exc:
-                self.listener.store_error(exc)
-                self._back_off()
-                log.error("store error: %s; retrying in %.1fs", exc, self._backoff)
-                self._wake.wait(self._backoff)
-                continue
-            except Exception as exc:
-                self._back_off()
-                self._errors.log(f"engine pass failed; retrying in {self._backoff:.1f}s", exc)
-                self._wake.wait(self._backoff)
-                continue
-            if self._backoff:
-                log.warning("engine pass succeeded again; resuming")
-            self._backoff = 0.0
-            if busy:
+            wait = self.run_once()
+            if wait <= 0.0:
                 continue
             if until is not None:
-                timeout = min(timeout, max(0.0, until - mono()))
-            self._wake.wait(clamp_wait(timeout))
+                wait = min(wait, max(0.0, until - mono()))
+            self._wake.wait(wait)
+
+    def run_once(self) -> float:
+        """One pass of the loop: :meth:`tick`, then how long to wait before the next pass (0: at
+        once). Never raises an :class:`Exception`: a store error (an outage) or any other error of
+        the pass is logged (with its traceback the first time) and answered with a growing
+        back-off, so a node stops only when asked."""
+        try:
+            busy = self.tick()
+            # Reading the next due time is a query too: an outage may surface here first.
+            wait = 0.0 if busy else self.sleep_seconds()
+        except StoreError as exc:
+            self.listener.store_error(exc)
+            self._back_off()
+            log.error("store error: %s; retrying in %.1fs", exc, self._backoff)
+            return self._backoff
+        except Exception as exc:
+            self._back_off()
+            self._errors.log(f"engine pass failed; retrying in {self._backoff:.1f}s", exc)
+            return self._backoff
+        if self._backoff:
+            log.warning("engine pass succeeded again; resuming")
+        self._backoff = 0.0
+        return wait
+
+    def shutdown(self, timeout: float) -> None:
+        """Graceful stop of the loop's work: give back held claims (first, so other nodes can
+        run them on time), wait up to ``timeout`` seconds for running jobs and record them, give
+        up pending retries, then release whatever else this node still holds in the store (see
+        :meth:`reconcile`). Each step runs even if an earlier one failed.
+
+        :raises tickwork.errors.StoreError: the first store error met (after all steps ran)
+        """
+        self.stop()
+        failed: list[Exception] = []
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("give back claims taken ahead of their time", self.release_held),
+            ("record the last runs", lambda: self.drain(timeout)),
+            ("give up pending retries", self.drop_retries),
+            ("release untracked claims", self.reconcile),
+        ]
+        for what, step in steps:
+            try:
+                step()
+            except Exception as exc:
+                failed.append(exc)
+                self._errors.log(f"shutdown: could not {what}", exc)
+        if failed:
+            raise failed[0]
 
     def _back_off(self) -> None:
         self._backoff = min(max(self._backoff * 2, 0.5), 10.0)
