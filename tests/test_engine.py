@@ -44,6 +44,7 @@ def make_engine(
     executor.start()
     membership = membership or SingleMembership()
     membership.start(store, "n1")
+    manager = settings.pop("manager", None)
     values: dict[str, object] = {"node_id": "n1", "reap_interval": 3600.0}
     values.update(settings)
     engine = Engine(
@@ -53,6 +54,7 @@ def make_engine(
         EngineSettings(**values),  # type: ignore[arg-type]
         clock=clock,
         monotonic=monotonic,
+        manager=manager,  # type: ignore[arg-type]
     )
     return engine, executor
 

@@ -164,7 +164,7 @@ class Engine:
             return self._backoff
         except Exception as exc:
             self._back_off()
-            self._errors.log(f"engine pass failed; retrying in {self._backoff:.1f}s", exc)
+            self._errors.log("engine pass failed; backing off", exc)
             return self._backoff
         if self._backoff:
             log.warning("engine pass succeeded again; resuming")
