@@ -201,9 +201,8 @@ class Runs:
         try:
             trigger = self._trigger(claim.spec)
             now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
-            if outcome.status is RunStatus.FAILED and self._retry(
-                claim, trigger, outcome, now, mono_claimed, started_at
-            ):
+            failed = retry and outcome.status is RunStatus.FAILED
+            if failed and self._retry(claim, trigger, outcome, now, mono_claimed, started_at):
                 return
             finishes.append(self._finish_for(claim, trigger, outcome, now, started_at))
         except Exception as exc:
