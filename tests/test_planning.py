@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tickwork.engine.planning import (
-    MAX_RETRIES,
     MAX_RETRY_DELAY,
     FirePlan,
     misfire_reason,
@@ -15,7 +14,7 @@ from tickwork.engine.planning import (
     plan_retry,
     retry_delay,
 )
-from tickwork.structures import MisfirePolicy
+from tickwork.structures import MAX_RETRIES, MisfirePolicy
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -24,6 +24,7 @@ from tickwork.abc import Executor
 from tickwork.calls import ReportOnce, call_arguments
 from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
+from tickwork.numbers import integer
 from tickwork.plugins import load_object
 from tickwork.structures import JobCall, Outcome, RunStatus
 
@@ -61,8 +62,7 @@ class LocalExecutor(Executor):
 
     def __init__(self, max_workers: int = 8, mode: str = "thread") -> None:
         super().__init__(max_workers=max_workers, mode=mode)
-        if max_workers < 1:
-            raise ConfigError(f"executor.local.max_workers: must be >= 1, got {max_workers}")
+        integer("executor.local.max_workers", max_workers, low=1, high=10_000)
         if mode not in MODES:
             raise ConfigError(f"executor.local.mode: {mode!r} is not one of {', '.join(MODES)}")
         self.max_workers = max_workers

@@ -10,6 +10,7 @@ from typing import Any
 
 from tickwork.abc import Membership, Store
 from tickwork.errors import ConfigError, TickworkError
+from tickwork.numbers import number
 
 log = logging.getLogger("tickwork.membership")
 
@@ -25,8 +26,8 @@ class HeartbeatMembership(Membership):
 
     def __init__(self, heartbeat_interval: float = 1.0, node_ttl: float = 4.0, **options: Any) -> None:
         super().__init__(heartbeat_interval=heartbeat_interval, node_ttl=node_ttl, **options)
-        if heartbeat_interval <= 0:
-            raise ConfigError(f"membership.heartbeat_interval: must be > 0, got {heartbeat_interval}")
+        heartbeat_interval = number("membership.heartbeat_interval", heartbeat_interval, low=0.05, high=3600.0)
+        node_ttl = number("membership.node_ttl", node_ttl, low=0.0, high=86400.0, low_open=True)
         if node_ttl <= heartbeat_interval * 2:
             raise ConfigError(
                 f"membership.node_ttl ({node_ttl}) must exceed two heartbeat intervals ({heartbeat_interval})"

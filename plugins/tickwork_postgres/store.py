@@ -35,6 +35,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 
 from tickwork.errors import ConfigError
+from tickwork.numbers import integer
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, run_started_at
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
@@ -49,7 +50,12 @@ def sqlalchemy_url(url: str) -> str:
     """Accept ``postgresql://`` / ``postgres://`` URLs and pin the psycopg 3 driver."""
     for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
+            pinned = "postgresql+psycopg://" + url[len(prefix) :]
+            try:
+                make_url(pinned).port  # noqa: B018 - parses the port: a non-numeric one raises here
+            except ValueError as exc:
+                raise ConfigError(f"url: not a valid PostgreSQL URL ({exc})") from None
+            return pinned
     raise ConfigError(f"url: expected a postgresql:// URL, got {url.split('://')[0]!r}://...")
 
 
@@ -77,8 +83,7 @@ class PostgresStore(SQLStore):
         if not url:
             raise ConfigError('url: the postgres store needs url = "postgresql://..."')
         self.url = sqlalchemy_url(url)
-        if pool_size < 1:
-            raise ConfigError(f"pool_size: must be >= 1, got {pool_size}")
+        integer("pool_size", pool_size, low=1, high=1000)
         self.pool_size = pool_size
         self._listener: threading.Thread | None = None
         self._stop = threading.Event()

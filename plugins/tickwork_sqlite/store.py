@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import sqlite
 
 from tickwork.errors import ConfigError, StoreError
+from tickwork.numbers import number
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
 from tickwork.structures import Finish
@@ -79,8 +80,9 @@ class SQLiteStore(SQLStore):
         if not path:
             raise ConfigError("path: must name a database file")
         self.path = Path(path)
-        self.busy_timeout = float(busy_timeout)
-        self.poll_interval = float(poll_interval)
+        # A poll every few milliseconds would keep a core busy; waits beyond an hour mean a typo.
+        self.busy_timeout = number("busy_timeout", busy_timeout, low=0.0, high=3600.0, unit="seconds")
+        self.poll_interval = number("poll_interval", poll_interval, low=0.01, high=60.0, unit="seconds")
         self.create_empty = create
         self._listener: threading.Thread | None = None
         self._stop = threading.Event()

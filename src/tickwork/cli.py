@@ -75,6 +75,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _non_negative_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     logs = argparse.ArgumentParser(add_help=False)
     logs.add_argument(
@@ -120,7 +130,10 @@ def _parser() -> argparse.ArgumentParser:
     ja.add_argument("--misfire", choices=[p.value for p in MisfirePolicy])
     ja.add_argument("--retries", type=_count(0), default=0, help="retries of a failed run (default 0)")
     ja.add_argument(
-        "--retry-backoff", type=float, default=10.0, help="seconds before the first retry, doubled after (default 10)"
+        "--retry-backoff",
+        type=_non_negative_seconds,
+        default=10.0,
+        help="seconds before the first retry, doubled after (default 10)",
     )
     ja.add_argument("--disabled", action="store_true", help="create it disabled")
     for action, text in (

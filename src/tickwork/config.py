@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .numbers import DAY, YEAR, integer, number
 from .plugins import PluginManager, default_manager
 from .structures import MisfirePolicy
 
@@ -44,6 +45,19 @@ class SchedulerConfig:
     default_executor: str = "local"
     lookahead: float = 1.0
 
+
+#: The range of every numeric ``[scheduler]`` key: (low, high, low excluded), in seconds (days
+#: for ``history_retention_days``, where 0 keeps the history forever).
+_SCHEDULER_RANGES: dict[str, tuple[float, float, bool]] = {
+    "max_sleep": (0.0, DAY, True),
+    "misfire_grace": (0.0, YEAR, True),
+    "hard_timeout_grace": (1.0, YEAR, False),
+    "reap_interval": (0.1, DAY, False),
+    "renew_interval": (0.1, DAY, False),
+    "history_retention_days": (0.0, 36500.0, False),
+    "lookahead": (0.0, MAX_LOOKAHEAD, False),
+}
+MAX_IN_FLIGHT = 1_000_000
 
 _SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
     "jobs": list,
@@ -176,21 +190,12 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
             raise ConfigError(
                 f"{src}: scheduler.misfire: {sched_kwargs['misfire']!r} is not one of {allowed}"
             ) from None
-    for key in ("max_sleep", "misfire_grace", "hard_timeout_grace", "reap_interval", "renew_interval"):
-        if key in sched_kwargs and sched_kwargs[key] <= 0:
-            raise ConfigError(f"{src}: scheduler.{key}: must be > 0, got {sched_kwargs[key]}")
-    if "max_in_flight" in sched_kwargs and sched_kwargs["max_in_flight"] < 1:
-        raise ConfigError(f"{src}: scheduler.max_in_flight: must be >= 1, got {sched_kwargs['max_in_flight']}")
-    if "history_retention_days" in sched_kwargs and sched_kwargs["history_retention_days"] < 0:
-        raise ConfigError(
-            f"{src}: scheduler.history_retention_days: must be >= 0 (0 keeps history forever), "
-            f"got {sched_kwargs['history_retention_days']}"
-        )
-    if "lookahead" in sched_kwargs and not 0 <= sched_kwargs["lookahead"] <= MAX_LOOKAHEAD:
-        raise ConfigError(
-            f"{src}: scheduler.lookahead: must be between 0 and {MAX_LOOKAHEAD:g} seconds, "
-            f"got {sched_kwargs['lookahead']}"
-        )
+    for key, value in list(sched_kwargs.items()):
+        if key in _SCHEDULER_RANGES:
+            low, high, low_open = _SCHEDULER_RANGES[key]
+            sched_kwargs[key] = number(f"{src}: scheduler.{key}", value, low=low, high=high, low_open=low_open)
+    if "max_in_flight" in sched_kwargs:
+        integer(f"{src}: scheduler.max_in_flight", sched_kwargs["max_in_flight"], low=1, high=MAX_IN_FLIGHT)
     if "node_id" in sched_kwargs and not sched_kwargs["node_id"].strip():
         raise ConfigError(f"{src}: scheduler.node_id: must not be empty")
 

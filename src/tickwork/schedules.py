@@ -13,13 +13,16 @@ from .errors import DeclarationError, ScheduleExistsError, ScheduleNotFoundError
 from .jobs import DeclaredJob
 from .plugins import PluginManager
 from .structures import Schedule, ScheduleSpec
-from .triggers import get_trigger
+from .triggers import check_period, get_trigger
 
 log = logging.getLogger("tickwork.schedules")
 
 
 def first_fire(spec: ScheduleSpec, now: datetime, manager: PluginManager | None = None) -> datetime | None:
-    return get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager).next_after(now)
+    """The first fire after ``now``; refuses a trigger that fires less than a second apart."""
+    trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager)
+    check_period(trigger, now)
+    return trigger.next_after(now)
 
 
 def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) -> Schedule:

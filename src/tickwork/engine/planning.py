@@ -12,12 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..structures import MisfirePolicy
+from ..structures import MAX_RETRIES, MisfirePolicy
 from .settings import MAX_SKIPPED_RECORDS
 
-#: Most retries of one fire, whatever a stored row says (rows written before this limit existed).
-MAX_RETRIES = 100
-#: Longest wait before a retry, in seconds (a day).
+#: Longest wait before a retry, in seconds (a day). At most MAX_RETRIES retries are planned,
+#: whatever a stored row says (rows written before these limits existed).
 MAX_RETRY_DELAY = 86400.0
 
 NextAfter = Callable[[datetime], datetime | None]

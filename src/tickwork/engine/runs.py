@@ -19,7 +19,7 @@ from ..errors import StoreError, TickworkError
 from ..listener import EngineListener
 from ..plugins import PluginManager
 from ..structures import Claim, Finish, JobCall, MisfirePolicy, Outcome, RunStatus, ScheduleSpec
-from ..triggers import get_trigger
+from ..triggers import checked_period, get_trigger
 from .clock import DatabaseClock
 from .ends import Counters, EndWriter
 from .faults import OnceLogger, describe
@@ -81,8 +81,9 @@ class Runs:
 
     # -- dispatch ---------------------------------------------------------------------------------
 
-    def _trigger(self, spec: ScheduleSpec) -> Trigger:
-        return get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+    def _trigger(self, spec: ScheduleSpec, after: datetime) -> Trigger:
+        trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+        return checked_period(trigger, after)
 
     def dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None) -> None:
         now_mono = self.clock.monotonic()
@@ -108,7 +109,7 @@ class Runs:
             self.held.hold(claim, mono_claimed)
             return
         self.counters.fired += 1
-        trigger = self._trigger(claim.spec)  # an unknown kind or zone parks it before it runs
+        trigger = self._trigger(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it before it runs
         if claim.run_id is None:
             log.error(
                 "%s: a run for %s is already recorded; not running it again (invariant 1)",
@@ -199,7 +200,7 @@ class Runs:
     ) -> None:
         """Plan a retry or the next fire of an ended run; a fault doing so parks the schedule."""
         try:
-            trigger = self._trigger(claim.spec)
+            trigger = self._trigger(claim.spec, claim.scheduled_for)
             now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
             failed = retry and outcome.status is RunStatus.FAILED
             if failed and self._retry(claim, trigger, outcome, now, mono_claimed, started_at):

@@ -44,6 +44,7 @@ from ..errors import (
     SchemaOutdatedError,
     StoreError,
 )
+from ..numbers import integer
 from ..structures import (
     Claim,
     Finish,
@@ -184,8 +185,7 @@ class SQLStore(Store):
                 f"claim strategy {strategy_name!r} is not supported by the {self.dialect_name} store; "
                 f"it supports: {', '.join(self.claim_strategies)}"
             )
-        if batch_size < 1:
-            raise ConfigError(f"batch_size: must be >= 1, got {batch_size}")
+        integer("batch_size", batch_size, low=1, high=100_000)
         self.strategy: ClaimStrategy = STRATEGIES[strategy_name]()
         self.batch_size = batch_size
         self.clock = clock
