@@ -105,8 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", parents=[common], help="run a scheduler node")
     run.add_argument("--for", dest="duration", type=_seconds, metavar="SECONDS", help="stop cleanly after SECONDS")
 
-    # `next` is a pure function of its arguments: it reads no configuration and no database.
-    nxt = sub.add_parser("next", parents=[logs], help="print the next fire times of an expression")
+    # `next` is a function of its arguments; a configuration only decides which plugins are
+    # loaded (`[plugins] block`), and no database is read.
+    nxt = sub.add_parser("next", parents=[common], help="print the next fire times of an expression")
     nxt.add_argument("expression")
     nxt.add_argument("--kind", help="trigger kind (cron, calendar, interval, once); recognised when omitted")
     nxt.add_argument("--tz", default=None, help="IANA time zone the expression is evaluated in (default UTC)")
@@ -243,9 +244,11 @@ def _describe(store: Store) -> str:
 
 
 def _next(args: argparse.Namespace) -> int:
+    # Lookups without an explicit manager use the process's one, built here from the config.
+    manager = plugin_manager_for(load(args.config))
     if args.normalize:
-        kind = args.kind or detect_kind(args.expression)
-        print(get_trigger(kind, args.expression, args.tz or "UTC").normalized())
+        kind = args.kind or detect_kind(args.expression, manager)
+        print(get_trigger(kind, args.expression, args.tz or "UTC", manager).normalized())
         return 0
     after = args.after or datetime.now(UTC)
     times = next_fire_times(args.expression, kind=args.kind, tz=args.tz, after=after, n=args.n)

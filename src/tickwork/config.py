@@ -12,7 +12,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .numbers import DAY, YEAR, integer, number
-from .plugins import PluginManager, default_manager
+from .plugins import PluginManager, manager_for_blocks
 from .structures import MisfirePolicy
 
 ENV_VAR = "TICKWORK_CONFIG"
@@ -251,7 +251,6 @@ def load(explicit: str | os.PathLike[str] | None = None) -> Config:
 
 
 def plugin_manager_for(config: Config) -> PluginManager:
-    """The default manager, or a fresh one honouring ``[plugins] block``."""
-    if not config.blocked_plugins:
-        return default_manager()
-    return PluginManager(block=config.blocked_plugins)
+    """The process's plugin manager for ``config``, honouring ``[plugins] block`` (built once per
+    process; see :func:`tickwork.plugins.manager_for_blocks`)."""
+    return manager_for_blocks(config.blocked_plugins)
