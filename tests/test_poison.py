@@ -152,3 +152,12 @@ class Misspelled:
 def test_a_misspelled_hook_implementation_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r"tickwork plugin 'Misspelled': .*tickwork_register_trigers"):
         PluginManager(extra=[Misspelled()], entry_points_enabled=False)
+
+
+def test_decorators_work_before_any_configuration_was_read(tmp_path: Path) -> None:
+    """The process's manager is built on first use when no configuration built it (no deadlock)."""
+    code = "import tickwork\n@tickwork.every('2s')\ndef job():\n    pass\nprint('declared')\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=PROCESS_TIMEOUT_S
+    )
+    assert (result.returncode, result.stdout) == (0, "declared\n"), result.stderr

@@ -82,7 +82,7 @@ class PluginManager:
 
 
 _default: PluginManager | None = None
-_default_lock = threading.Lock()
+_default_lock = threading.RLock()
 # Managers built for a configuration, by the plugins it blocks: a process builds one.
 _for_blocks: dict[frozenset[str], PluginManager] = {}
 
