@@ -1,4 +1,5 @@
-"""Parked schedules: the fault that stopped a schedule from firing.
+"""Parked schedules (the fault that stopped a schedule from firing), trigger changes made while a
+run was active (``retimed``), and a per-process instance token for node records.
 
 Revision ID: 0003
 Revises: 0002
@@ -19,8 +20,14 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("tickwork_schedules") as batch:
         batch.add_column(sa.Column("fault", sa.Text, nullable=True))
+        batch.add_column(sa.Column("retimed", sa.Boolean, nullable=False, server_default=sa.text("false")))
+    with op.batch_alter_table("tickwork_nodes") as batch:
+        batch.add_column(sa.Column("instance", sa.String(64), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("tickwork_nodes") as batch:
+        batch.drop_column("instance")
     with op.batch_alter_table("tickwork_schedules") as batch:
+        batch.drop_column("retimed")
         batch.drop_column("fault")

@@ -68,10 +68,14 @@ class HeartbeatMembership(Membership):
             if node.id == self.node_id or not judge or (now - node.heartbeat_at).total_seconds() <= self.node_ttl:
                 live.append(node.id)
                 continue
-            released = self.store.release_node(
-                node.id, f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned"
+            released = self.store.release_dead_node(
+                node.id,
+                self.node_ttl,
+                f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned",
             )
-            self.store.remove_node(node.id)
+            if released is None:  # it beat since it was read: alive after all
+                live.append(node.id)
+                continue
             log.warning(
                 "node %s is dead (no heartbeat for %.1fs); released %d claim(s)",
                 node.id,

@@ -339,6 +339,28 @@ class Store(ABC):
         """Create or refresh the node record; return the database time of the heartbeat."""
 
     @abstractmethod
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+        """Create this process's node record, unless another live process already uses the id.
+
+        :param instance: a random token of this process
+        :param live_within: a record of another instance whose heartbeat is younger than this many
+            seconds (database clock) is live
+        :return: ``None`` when the record is now this process's; the live record otherwise
+            (nothing is changed then)
+        :raises tickwork.errors.StoreError: on a database error
+        """
+
+    @abstractmethod
+    def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
+        """Like :meth:`release_node`, only if ``node_id`` has not heartbeaten for ``stale_after``
+        seconds (database clock), judged in the same transaction as the release; its node record
+        is removed with it.
+
+        :return: the number of schedules released, or ``None`` if the node is alive
+        :raises tickwork.errors.StoreError: on a database error (nothing is released then)
+        """
+
+    @abstractmethod
     def nodes(self) -> list[NodeInfo]:
         """Return every known node record."""
 

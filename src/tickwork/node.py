@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import signal
 import threading
 import time
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 from .abc import Executor, Membership, Store
 from .config import Config, plugin_manager_for, validate_options
 from .engine import Engine, EngineSettings
-from .errors import ConfigError, PluginNotFoundError
+from .errors import ConfigError, NodeIdInUseError, PluginNotFoundError
 from .jobs import declared_in
 from .plugins import PluginManager
 from .schedules import SyncReport, sync_module
@@ -23,6 +24,9 @@ from .schedules import SyncReport, sync_module
 log = logging.getLogger("tickwork.node")
 
 T = TypeVar("T")
+
+#: Seconds a node record counts as live when the membership does not say (no heartbeat TTL).
+DEFAULT_NODE_TTL = 4.0
 
 
 def _located(where: str, build: Callable[[], T]) -> T:
@@ -120,10 +124,14 @@ class Node:
             manager=self.manager,
         )
         self._started = False
+        #: A token of this process, recorded with the node id (see :meth:`Store.register_node`).
+        self.instance = secrets.token_hex(8)
 
     def start(self) -> list[SyncReport]:
         """Open the store, clear this node's stale claims, sync declared jobs, start the parts."""
         self.store.open()
+        # Before anything else: releasing "this node's" claims would release a live namesake's.
+        self._register()
         released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
         if released:
             log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
@@ -135,6 +143,16 @@ class Node:
         self.store.listen(self.engine.wake)
         self._started = True
         return reports
+
+    def _register(self) -> None:
+        ttl = getattr(self.membership, "node_ttl", DEFAULT_NODE_TTL)
+        live = self.store.register_node(self.node_id, self.instance, float(ttl))
+        if live is not None:
+            age = (self.store.now() - live.heartbeat_at).total_seconds()
+            raise NodeIdInUseError(
+                f"node id {self.node_id!r} is in use by a live node (last heartbeat {age:.1f}s ago); give each "
+                f"node its own scheduler.node_id, or wait {ttl:g}s if that node has just stopped"
+            )
 
     def sync_jobs(self) -> list[SyncReport]:
         reports = []

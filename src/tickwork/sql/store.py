@@ -23,14 +23,18 @@ from sqlalchemy import (
     Float,
     Row,
     RowMapping,
+    Text,
     Update,
+    and_,
     bindparam,
     case,
     delete,
     func,
     insert,
     literal,
+    or_,
     select,
+    true,
     tuple_,
     update,
 )
@@ -66,7 +70,7 @@ log = logging.getLogger("tickwork.store")
 #: Longest error text kept in the history.
 MAX_ERROR_CHARS = 4000
 #: The SET clause that leaves a schedule held by no node, its next fire time unchanged.
-UNHELD: dict[str, Any] = {"state": "idle", "claimed_by": None, "claimed_at": None}
+UNHELD: dict[str, Any] = {"state": "idle", "claimed_by": None, "claimed_at": None, "retimed": False}
 
 
 def spec_from_row(r: RowMapping) -> ScheduleSpec:
@@ -229,11 +233,18 @@ class SQLStore(Store):
         return schedules.c.bucket.in_(bindparam("owned_buckets", list(buckets), expanding=True))
 
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:
-        """The SET clause of a fenced release; a pending "run now" makes the schedule due at once."""
+        """The SET clause of a fenced release; a pending "run now" makes the schedule due at once,
+        and a trigger changed during the run keeps the next fire :meth:`update` set."""
         return {
             **UNHELD,
             "fire_requested_at": None,
-            "next_fire": case((schedules.c.fire_requested_at.is_not(None), self.now_expr()), else_=next_fire),
+            # A trigger changed meanwhile (sync, update) set the next fire: the run's, computed
+            # from the old trigger, does not overwrite it.
+            "next_fire": case(
+                (schedules.c.fire_requested_at.is_not(None), self.now_expr()),
+                (schedules.c.retimed, schedules.c.next_fire),
+                else_=next_fire,
+            ),
         }
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -332,8 +343,19 @@ class SQLStore(Store):
         return schedule_from_row(row)
 
     def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
-        # A new definition is a fix: a parked schedule fires again.
-        values = spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr(), "fault": None}
+        # A new definition is a fix: a parked schedule fires again. A new trigger while a run is
+        # active marks the row retimed, so that the run's release keeps this next fire.
+        retriggered = or_(
+            schedules.c.trigger_kind != spec.trigger_kind,
+            schedules.c.expression != spec.expression,
+            schedules.c.timezone != spec.timezone,
+        )
+        values = spec_values(spec) | {
+            "next_fire": next_fire,
+            "updated_at": self.now_expr(),
+            "fault": None,
+            "retimed": case((and_(schedules.c.state == "running", retriggered), true()), else_=schedules.c.retimed),
+        }
         with self._tx() as conn:
             row = conn.execute(
                 update(schedules).where(schedules.c.name == spec.name).values(**values).returning(*schedules.c)
@@ -554,8 +576,14 @@ class SQLStore(Store):
                     .values(status=bindparam("b_status"), finished_at=now),
                     late_runs,
                 )
+                # Appended: the reason the reaper or a dead-node release wrote stays readable.
                 conn.execute(
-                    update(runs).where(runs.c.id == bindparam("b_id")).values(error=bindparam("b_error")),
+                    update(runs)
+                    .where(runs.c.id == bindparam("b_id"))
+                    .values(
+                        error=func.coalesce(runs.c.error + literal("\n", Text), literal("", Text))
+                        + bindparam("b_error", type_=Text)
+                    ),
                     late_runs,
                 )
                 for f in finishes:
@@ -825,6 +853,47 @@ class SQLStore(Store):
         return value
 
     @transient_retry
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+        now = self.now_expr()
+        fresh = nodes.c.heartbeat_at > self._plus_seconds(now, literal(-live_within))
+        with self._tx() as conn:
+            live = conn.execute(
+                select(nodes).where(nodes.c.id == node_id, fresh, nodes.c.instance.is_distinct_from(instance))
+            ).first()
+            if live is not None:
+                return NodeInfo(id=live.id, started_at=live.started_at, heartbeat_at=live.heartbeat_at)
+            conn.execute(delete(nodes).where(nodes.c.id == node_id))
+            conn.execute(insert(nodes).values(id=node_id, started_at=now, heartbeat_at=now, instance=instance))
+        return None
+
+    @transient_retry
+    def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
+        now = self.now_expr()
+        with self._tx() as conn:
+            # The judgement and the release in one transaction: a node that beats in between
+            # either beat first (then this deletes nothing) or waits for this to commit.
+            dead = conn.execute(
+                delete(nodes)
+                .where(nodes.c.id == node_id, nodes.c.heartbeat_at < self._plus_seconds(now, literal(-stale_after)))
+                .returning(nodes.c.id)
+            ).first()
+            if dead is None:
+                return None
+            conn.execute(
+                update(runs)
+                .where(runs.c.node == node_id, runs.c.status == "running")
+                .values(status=RunStatus.ABANDONED.value, finished_at=now, error=reason)
+            )
+            released = conn.execute(
+                update(schedules)
+                .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
+                .values(**UNHELD)
+            ).rowcount
+            if released:
+                self._notify(conn)
+        return int(released or 0)
+
+    @transient_retry
     def nodes(self) -> list[NodeInfo]:
         with self._tx() as conn:
             return [
@@ -869,8 +938,17 @@ class SQLStore(Store):
     def prune_history(self, older_than: timedelta) -> int:
         """Delete finished runs that finished more than ``older_than`` ago (database clock)."""
         cutoff = self._plus_seconds(self.now_expr(), literal(-older_than.total_seconds()))
+        # A row at or after its schedule's next fire fences that fire (an abandoned fire released
+        # with its fire time unchanged): without it the fire would run again. Kept, however old.
+        fences_a_fire = (
+            select(schedules.c.id)
+            .where(schedules.c.id == runs.c.schedule_id, schedules.c.next_fire <= runs.c.scheduled_for)
+            .exists()
+        )
         with self._tx() as conn:
-            result = conn.execute(delete(runs).where(runs.c.status != "running", runs.c.finished_at < cutoff))
+            result = conn.execute(
+                delete(runs).where(runs.c.status != "running", runs.c.finished_at < cutoff, ~fences_a_fire)
+            )
         return int(result.rowcount or 0)
 
 
