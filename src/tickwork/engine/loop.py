@@ -167,7 +167,7 @@ class Engine:
             self._errors.log("engine pass failed; backing off", exc)
             return self._backoff
         if self._backoff:
-            log.warning("engine pass succeeded again; resuming")
+            log.warning("database reachable again; resuming")
         self._backoff = 0.0
         return wait
 
@@ -291,7 +291,8 @@ class Engine:
         deadline = self.runs.earliest_deadline()
         if deadline is not None:
             sleep = min(sleep, deadline - mono())
-        sleep = min(sleep, self.housekeeping.seconds_until_next(busy=bool(self.in_flight or self.held_fires)))
+        busy = bool(self.in_flight or self.held_fires or self.retries)
+        sleep = min(sleep, self.housekeeping.seconds_until_next(busy=busy))
         if not self.membership.healthy():
             return clamp_wait(min(sleep, 0.5))  # nothing starts meanwhile; check again soon
         for part in (self.retries, self.held_fires):
