@@ -3,13 +3,15 @@ strategy, so the contract suite runs against all of them (APScheduler's pattern)
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from tests import planted
 from tickwork.sql.store import SQLStore
 from tickwork_postgres.store import PostgresStore
 from tickwork_sqlite.store import SQLiteStore
@@ -70,7 +72,7 @@ def make_store(kind: str, claim: str, request: pytest.FixtureRequest, tmp_path: 
     if kind == "sqlite":
         store = SQLiteStore(str(tmp_path / "tickwork.db"), claim=claim, **kw)  # type: ignore[arg-type]
     else:
-        url = request.getfixturevalue("postgres_url")
+        url = planted.with_password(request.getfixturevalue("postgres_url"))
         store = PostgresStore(url, claim=claim, **kw)  # type: ignore[arg-type]
     store.upgrade()
     store.open()
@@ -99,3 +101,56 @@ def sqlite_store(tmp_path: Path, clock: FakeClock) -> Iterator[SQLStore]:
     s.open()
     yield s
     s.close()
+
+
+# -- planted secrets: no log line or output of the HTTP, store and jobqueue tests may show one --------
+
+_LOG_LINES = pytest.StashKey[list[str]]()
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture(autouse=True)
+def _collect_every_log_line(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In the guarded modules, record every log line at DEBUG for the check in the report hook."""
+    if request.node.path.name not in planted.GUARDED:
+        yield
+        return
+    root, statements = logging.getLogger(), logging.getLogger("sqlalchemy")
+    handler, levels = _Collect(), (root.level, statements.level)
+    root.addHandler(handler)
+    # SQL statements at INFO would only slow the store suite down; they carry no URL.
+    root.setLevel(logging.DEBUG)
+    statements.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(levels[0])
+        statements.setLevel(levels[1])
+        request.node.stash[_LOG_LINES] = handler.lines
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "teardown" or item.path.name not in planted.GUARDED:
+        return
+    # The sections hold the captured stdout, stderr and log of every phase so far.
+    texts = [*item.stash.get(_LOG_LINES, []), *(content for _, content in report.sections)]
+    found = planted.leaks(texts)
+    if found and report.outcome != "failed":
+        shown = "\n".join(
+            line.replace(planted.PASSWORD, "<PASSWORD>").replace(planted.TOKEN, "<TOKEN>") for line in found
+        )
+        report.outcome = "failed"
+        report.longrepr = f"a planted secret appeared in {len(found)} captured line(s):\n{shown}"

@@ -42,7 +42,7 @@ pytestmark = pytest.mark.usefixtures("workdir")
         (
             "store",
             'plugin = "postgres"\nurl = "postgresql://u@localhost:port/db"',
-            "store: url: not a valid PostgreSQL",
+            "store: url: the port of the database URL is not a number",
         ),
     ],
 )

@@ -23,11 +23,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from tickwork import signature
 from tickwork.abc import Executor
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.structures import JobCall, Outcome, RunStatus
 
-from . import outcomes, payload
+from . import bodies, logfilter, outcomes, payload
 from .options import OPTIONS
 from .redact import Redactor, safe_url, sensitive_values
 
@@ -151,7 +152,7 @@ class HTTPExecutor(Executor):
             headers=self.headers,
             verify_tls=self.verify_tls,
         )
-        self._secret: bytes | None = None
+        self._keys: list[bytes] | None = None
         self._redact = Redactor(sensitive_values(self.headers))
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -199,7 +200,8 @@ class HTTPExecutor(Executor):
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def _read_secret(self) -> bytes | None:
+    def _read_secret(self) -> tuple[str, list[bytes]] | None:
+        """The secret_env variable's value and the signing keys it holds (``whsec_...``, space-separated)."""
         if self.secret_env is None:
             return None
         value = os.environ.get(self.secret_env)
@@ -207,9 +209,16 @@ class HTTPExecutor(Executor):
             raise ConfigError(
                 f"[executor.http] secret_env names the environment variable {self.secret_env!r}, which is not set"
             )
-        if not value:
+        if not value.strip():
             raise ConfigError(f"[executor.http] the environment variable {self.secret_env!r} (secret_env) is empty")
-        return value.encode("utf-8")
+        try:
+            keys = signature.keys(value)
+        except ValueError as exc:
+            # The message names the position of the bad secret, never its value.
+            raise ConfigError(
+                f"[executor.http] the environment variable {self.secret_env!r} (secret_env): {exc}"
+            ) from None
+        return value, keys
 
     def start(self) -> None:
         """Read the secret, open the client and start the loop thread.
@@ -220,11 +229,16 @@ class HTTPExecutor(Executor):
         with self._lock:
             if self._state != "new":
                 raise ExecutorError(f"http executor: start() called while {self._state}")
-            self._secret = self._read_secret()
-            if self._secret is None:
+            secret = self._read_secret()
+            if secret is None:
                 logger.warning("[executor.http] has no secret_env: requests are sent unsigned")
             else:
-                self._redact = Redactor([self._secret.decode("utf-8"), *sensitive_values(self.headers)])
+                value, self._keys = secret
+                parts = value.split()
+                # Also bare: an echo of the key material without its prefix must not pass either.
+                bare = [part.removeprefix(signature.SECRET_PREFIX) for part in parts]
+                self._redact = Redactor([*parts, *bare, *sensitive_values(self.headers)])
+            logfilter.install(self._redact)
             self._client = httpx.AsyncClient(
                 event_hooks={"request": [self._guard_redirect]},
                 verify=self.verify_tls,
@@ -391,7 +405,7 @@ class HTTPExecutor(Executor):
     async def _exchange(self, call: JobCall, budget: float) -> Outcome:
         assert self._client is not None
         body = payload.body_for(call, budget)
-        headers = payload.headers_for(call, body, self._secret, self.headers)
+        headers = payload.headers_for(call, body, self._keys, self.headers)
         url = httpx.URL(call.target)
         auth: httpx.BasicAuth | None = None
         if url.userinfo:
@@ -418,26 +432,14 @@ class HTTPExecutor(Executor):
                 request.headers.pop(name, None)
 
     async def _read_capped(self, response: httpx.Response) -> tuple[bytes, bool]:
-        """Read at most ``max_response_bytes`` of the body; tell whether more was left unread.
+        """Read at most ``max_response_bytes`` of the body, decoded with a bound; tell whether more was left.
 
         Leaving the ``stream`` block with the body unread closes the connection, so the rest is
         never transferred beyond what the socket buffers already hold.
         """
-        cap = self.max_response_bytes
-        declared = response.headers.get("content-length")
-        chunks: list[bytes] = []
-        size = 0
-        if cap > 0:
-            async for chunk in response.aiter_bytes():
-                room = cap - size
-                if len(chunk) > room:
-                    chunks.append(chunk[:room])
-                    return b"".join(chunks), True
-                chunks.append(chunk)
-                size += len(chunk)
-                if size == cap:
-                    break
-            else:
-                return b"".join(chunks), False
-        complete = declared is not None and declared.isdigit() and int(declared) == size
-        return b"".join(chunks), not complete
+        return await bodies.read_capped(
+            response.aiter_raw(),
+            response.headers.get("content-encoding"),
+            response.headers.get("content-length"),
+            self.max_response_bytes,
+        )

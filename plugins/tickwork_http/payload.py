@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -10,6 +11,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from tickwork import signature
 from tickwork.structures import JobCall, utc
+
+from .redact import safe_url
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 RUN_ID_HEADER = "X-Tickwork-Run-Id"
@@ -26,6 +29,7 @@ RESERVED_HEADERS = frozenset(
         IDEMPOTENCY_HEADER,
         RUN_ID_HEADER,
         ATTEMPT_HEADER,
+        signature.ID_HEADER,
         signature.TIMESTAMP_HEADER,
         signature.SIGNATURE_HEADER,
     )
@@ -66,8 +70,20 @@ def iso_utc(value: datetime) -> str:
     return utc(value).isoformat().replace("+00:00", "Z")
 
 
+def fire_id(schedule: str, scheduled_for: datetime) -> str:
+    """The ``webhook-id`` of a fire: the same for every attempt of one (schedule, due time).
+
+    A digest rather than the name itself, so any schedule name makes a valid header value.
+    """
+    digest = hashlib.sha256(f"{schedule}\0{iso_utc(scheduled_for)}".encode()).hexdigest()
+    return f"tw_{digest[:40]}"
+
+
 def body_for(call: JobCall, timeout: float) -> bytes:
     """The JSON body of ``call``: compact, UTF-8, no NaN (strict parsers reject it).
+
+    ``target`` (the URL without user info, query or fragment) is signed with the rest, so a
+    receiver that checks it refuses a request replayed to another endpoint sharing the secret.
 
     :param timeout: seconds the executor will wait for the response, sent so the receiver can tell
         whether it should answer early (e.g. 202) and work in the background
@@ -75,6 +91,7 @@ def body_for(call: JobCall, timeout: float) -> bytes:
     """
     document = {
         "schedule": call.schedule,
+        "target": safe_url(call.target),
         "scheduled_for": iso_utc(call.scheduled_for),
         "run_id": call.run_id,
         "attempt": call.attempt,
@@ -87,16 +104,18 @@ def body_for(call: JobCall, timeout: float) -> bytes:
 def headers_for(
     call: JobCall,
     body: bytes,
-    secret: bytes | None,
+    keys: list[bytes] | None,
     extra: Mapping[str, str],
     *,
     timestamp: int | None = None,
 ) -> dict[str, str]:
-    """The request headers of ``call``; signed over ``body`` when a ``secret`` is configured.
+    """The request headers of ``call``; signed over ``body`` (one signature per key) when keys are configured.
 
-    The idempotency key is the run id alone, so every attempt of one fire shares it: a receiver that
-    already did the work for attempt 1 (whose response was lost) can recognise attempt 2.
+    The ``webhook-id`` and the idempotency key are the fire's identity, so every attempt of one fire
+    shares them: a receiver that already did the work for attempt 1 (whose response was lost)
+    recognises attempt 2. Only ``webhook-id`` is signed.
     """
+    msg_id = fire_id(call.schedule, call.scheduled_for)
     headers = {
         "User-Agent": USER_AGENT,
         # A compressed answer could expand far beyond max_response_bytes while it is decoded.
@@ -106,11 +125,13 @@ def headers_for(
     headers.update(
         {
             "Content-Type": "application/json",
-            IDEMPOTENCY_HEADER: str(call.run_id),
+            IDEMPOTENCY_HEADER: msg_id,
             RUN_ID_HEADER: str(call.run_id),
             ATTEMPT_HEADER: str(call.attempt),
         }
     )
-    if secret is not None:
-        headers.update(signature.sign(secret, body, timestamp))
+    if keys:
+        headers.update(signature.sign(keys, msg_id, body, timestamp))
+    else:
+        headers[signature.ID_HEADER] = msg_id
     return headers

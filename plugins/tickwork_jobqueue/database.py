@@ -8,10 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import URL, Connection, Engine, create_engine, event, func, inspect, make_url, select
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy import URL, Connection, Engine, create_engine, event, func, inspect, select
+from sqlalchemy.exc import DBAPIError
 
+from tickwork import dburl
 from tickwork.errors import ConfigError
+from tickwork.sql.filemode import create_private
 
 from .schema import jobs, metadata
 
@@ -34,12 +36,8 @@ def parse_url(url: str, where: str = "url") -> URL:
     """
     if not isinstance(url, str) or not url.strip():
         raise ConfigError(f'{where}: the jobqueue needs its queue database, e.g. url = "sqlite:///jobs.db"')
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise ConfigError(
-            f"{where}: {url!r} is not a database URL (expected sqlite:///PATH or postgresql://...)"
-        ) from None
+    # Never echo the URL: after ${ENV} expansion it holds the password.
+    parsed = dburl.parse(url, where, "sqlite:///PATH or postgresql://user:password@host/db")
     backend, _, driver = parsed.drivername.partition("+")
     if backend == "sqlite":
         if driver not in ("", "pysqlite"):
@@ -72,6 +70,7 @@ def create_queue_engine(url: URL, *, pool_size: int = 5) -> Engine:
         parent = Path(url.database).parent
         if not parent.is_dir():
             raise ConfigError(f"url: the directory {str(parent)!r} of the SQLite queue {describe(url)} does not exist")
+        create_private(Path(url.database))
         engine = create_engine(url, connect_args={"timeout": DEFAULT_BUSY_TIMEOUT})
 
         @event.listens_for(engine, "connect")

@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from tickwork.abc import Executor
+from tickwork.allowed import allowed_modules as allowed_modules_of
 from tickwork.calls import ReportOnce, call_arguments
 from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
@@ -45,6 +46,8 @@ class JobQueueExecutor(Executor):
         must exist already (a DBA manages the schema)
     :param import_targets: whether :meth:`validate_target` imports a target to check it; with
         ``false`` only its ``module:function`` syntax is checked
+    :param allowed_modules: when set, only targets in these packages (``["myapp."]``) are accepted
+        and enqueued; give the workers the same list (``--allowed-modules``), which check it again
     """
 
     options: ClassVar[dict[str, type | tuple[type, ...]]] = {
@@ -52,16 +55,28 @@ class JobQueueExecutor(Executor):
         "threads": int,
         "create_table": bool,
         "import_targets": bool,
+        "allowed_modules": list,
     }
 
     def __init__(
-        self, url: str = "", *, threads: int = 2, create_table: bool = True, import_targets: bool = True
+        self,
+        url: str = "",
+        *,
+        threads: int = 2,
+        create_table: bool = True,
+        import_targets: bool = True,
+        allowed_modules: list[str] | None = None,
     ) -> None:
         self.url = parse_url(url, "url")
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ConfigError(f"threads: must be an integer >= 1, got {threads!r}")
+        self.allowed = allowed_modules_of(allowed_modules, "[executor.jobqueue] allowed_modules")
         super().__init__(
-            url=describe(self.url), threads=threads, create_table=create_table, import_targets=import_targets
+            url=describe(self.url),
+            threads=threads,
+            create_table=create_table,
+            import_targets=import_targets,
+            allowed_modules=allowed_modules,
         )
         self.threads = threads
         self.create_table = create_table
@@ -88,6 +103,8 @@ class JobQueueExecutor(Executor):
         :raises tickwork.errors.ExecutorError: naming the problem
         """
         split_target(target)
+        if self.allowed is not None:
+            self.allowed.check(target)  # before resolve(): importing a module runs its code
         try:
             json.dumps(arguments, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -161,6 +178,13 @@ class JobQueueExecutor(Executor):
 
     def _enqueue(self, call: JobCall, report: ReportOnce) -> None:
         assert self._engine is not None
+        if self.allowed is not None:
+            # Again at run time: the schedules table may have been written without tickwork.
+            try:
+                self.allowed.check(call.target)
+            except ExecutorError as exc:
+                report(Outcome(RunStatus.FAILED, error=f"not enqueued: {exc}"))
+                return
         try:
             result = queries.enqueue(self._engine, call, timeout=call.timeout)
         except DBAPIError as exc:

@@ -34,6 +34,7 @@ from types import FrameType
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from tickwork.allowed import allowed_modules as allowed_modules_of
 from tickwork.calls import call_arguments
 from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
@@ -48,6 +49,8 @@ log = logging.getLogger("tickwork.jobqueue.worker")
 
 #: Environment variable read when ``--url`` is not given (keeps a password out of ``ps``).
 URL_ENV = "TICKWORK_JOBQUEUE_URL"
+#: Environment variable read when ``--allowed-modules`` is not given.
+ALLOWED_ENV = "TICKWORK_JOBQUEUE_ALLOWED_MODULES"
 #: Longest error text (message plus traceback) stored for a failed job.
 MAX_ERROR_CHARS = 4000
 #: Attempts at recording a job's end while the database is unreachable.
@@ -70,6 +73,9 @@ class Worker:
         failed as abandoned; must be the same on every worker of a queue, and longer than any
         pause a live worker could take (heartbeats are sent every ``min(10, stale_after / 3)`` s)
     :param create_table: create the queue table when missing
+    :param allowed_modules: when set, only jobs whose target is in these packages (``["myapp."]``)
+        are imported and run; others are failed unrun (anyone who can write the queue table could
+        otherwise have any importable function run)
     """
 
     def __init__(
@@ -81,8 +87,10 @@ class Worker:
         poll_interval: float = 1.0,
         stale_after: float = 300.0,
         create_table: bool = True,
+        allowed_modules: list[str] | None = None,
     ) -> None:
         self.url = parse_url(url, "--url")
+        self.allowed = allowed_modules_of(allowed_modules, "--allowed-modules")
         if concurrency < 1:
             raise ConfigError(f"--concurrency: must be >= 1, got {concurrency}")
         if poll_interval <= 0:
@@ -148,6 +156,8 @@ class Worker:
         log.info("job %d (%s, run %d): starting %s", job.id, job.schedule, job.run_id, job.target)
         error: str | None = None
         try:
+            if self.allowed is not None:
+                self.allowed.check(job.target)  # before resolve(): importing a module runs its code
             func = resolve(job.target)
             result = func(**call_arguments(func, job.arguments))
             if inspect.iscoroutine(result):
@@ -275,6 +285,12 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds without heartbeat after which a running job is failed as abandoned (default 300)",
     )
     parser.add_argument("--no-create-table", action="store_true", help="require the queue table to exist")
+    parser.add_argument(
+        "--allowed-modules",
+        default=os.environ.get(ALLOWED_ENV),
+        metavar="PKG[,PKG...]",
+        help=f"run only targets in these packages, e.g. myapp.,reports.jobs (default: ${ALLOWED_ENV}; unset: any)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -295,6 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             poll_interval=args.poll_interval,
             stale_after=args.stale_after,
             create_table=not args.no_create_table,
+            allowed_modules=None if args.allowed_modules is None else args.allowed_modules.split(","),
         )
     except (ConfigError, ExecutorError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwork.abc import Executor
+from tickwork.allowed import allowed_modules as allowed_modules_of
 from tickwork.calls import ReportOnce, call_arguments
 from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
@@ -56,12 +57,15 @@ class LocalExecutor(Executor):
 
     :param max_workers: threads for plain functions (and concurrent child processes)
     :param mode: ``thread`` (default) or ``process``
+    :param allowed_modules: when set, only targets in these packages (``["myapp."]``) are imported
+        and run; others are refused when added and again at run time (see docs/security.md)
     """
 
-    options = {"max_workers": int, "mode": str}
+    options = {"max_workers": int, "mode": str, "allowed_modules": list}
 
-    def __init__(self, max_workers: int = 8, mode: str = "thread") -> None:
-        super().__init__(max_workers=max_workers, mode=mode)
+    def __init__(self, max_workers: int = 8, mode: str = "thread", allowed_modules: list[str] | None = None) -> None:
+        super().__init__(max_workers=max_workers, mode=mode, allowed_modules=allowed_modules)
+        self.allowed = allowed_modules_of(allowed_modules, "[executor.local] allowed_modules")
         integer("executor.local.max_workers", max_workers, low=1, high=10_000)
         if mode not in MODES:
             raise ConfigError(f"executor.local.mode: {mode!r} is not one of {', '.join(MODES)}")
@@ -75,6 +79,8 @@ class LocalExecutor(Executor):
         self._cache: dict[str, tuple[Callable[..., Any], bool]] = {}
 
     def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
+        if self.allowed is not None:
+            self.allowed.check(target)  # before resolve(): importing a module runs its code
         mode = arguments.get("_tickwork_mode", self.mode)
         if mode not in MODES:
             raise ExecutorError(f"argument _tickwork_mode: {mode!r} is not one of {', '.join(MODES)}")
@@ -101,6 +107,9 @@ class LocalExecutor(Executor):
         """The target's function and whether it is a coroutine function, resolved once."""
         found = self._cache.get(target)
         if found is None:
+            # Again at run time: the schedules table may have been written without tickwork.
+            if self.allowed is not None:
+                self.allowed.check(target)
             func = resolve(target)
             found = self._cache[target] = (func, inspect.iscoroutinefunction(func))
         return found

@@ -34,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 
+from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.numbers import integer
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, run_started_at
@@ -47,16 +48,14 @@ CHANNEL = "tickwork_changes"
 
 
 def sqlalchemy_url(url: str) -> str:
-    """Accept ``postgresql://`` / ``postgres://`` URLs and pin the psycopg 3 driver."""
-    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            pinned = "postgresql+psycopg://" + url[len(prefix) :]
-            try:
-                make_url(pinned).port  # noqa: B018 - parses the port: a non-numeric one raises here
-            except ValueError as exc:
-                raise ConfigError(f"url: not a valid PostgreSQL URL ({exc})") from None
-            return pinned
-    raise ConfigError(f"url: expected a postgresql:// URL, got {url.split('://')[0]!r}://...")
+    """Accept ``postgresql://`` / ``postgres://`` URLs and pin the psycopg 3 driver.
+
+    Errors name the part that is wrong, never the URL: after ``${ENV}`` expansion it holds the password.
+    """
+    parsed = dburl.parse(url, "url", "postgresql://user:password@host:port/dbname")
+    if parsed.drivername not in ("postgresql+psycopg", "postgresql", "postgres"):
+        raise ConfigError(f"url: expected a postgresql:// URL, got {parsed.drivername!r}://...")
+    return "postgresql+psycopg://" + url.partition("://")[2]
 
 
 class PostgresStore(SQLStore):

@@ -34,6 +34,7 @@ from sqlalchemy.dialects import sqlite
 
 from tickwork.errors import ConfigError, StoreError
 from tickwork.numbers import number
+from tickwork.sql.filemode import create_private
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
 from tickwork.structures import Finish
@@ -93,6 +94,7 @@ class SQLiteStore(SQLStore):
     def _create_engine(self) -> Engine:
         if not self.path.parent.exists():
             raise StoreError(f"cannot open {self.describe()}: directory {str(self.path.parent)!r} does not exist")
+        create_private(self.path)
         engine = create_engine(f"sqlite+pysqlite:///{self.path}", connect_args={"timeout": self.busy_timeout})
         busy_ms = int(self.busy_timeout * 1000)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
+from tests import planted
 
 from tickwork.structures import JobCall, Outcome
 from tickwork_jobqueue.database import create_queue_engine, parse_url
@@ -29,7 +30,7 @@ def queue_url_for(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> 
     """
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'queue.db'}"
-    url: str = request.getfixturevalue("postgres_url")
+    url: str = planted.with_password(request.getfixturevalue("postgres_url"))
     return "postgresql://" + url.split("://", 1)[1]
 
 

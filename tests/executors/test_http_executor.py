@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +25,9 @@ from typing import Any
 
 import httpx
 import pytest
+import standardwebhooks
+import standardwebhooks.webhooks
+from tests import planted
 
 from tickwork import signature
 from tickwork.errors import ConfigError, ExecutorError
@@ -32,7 +36,7 @@ from tickwork.structures import JobCall, Outcome, RunStatus
 from tickwork_http import HTTPExecutor
 from tickwork_http import plugin as http_plugin
 
-SECRET = "s3cret-signing-key-8d41f0"
+SECRET = "whsec_" + base64.b64encode(b"tickwork-test-signing-key-8d41f0").decode()
 SECRET_ENV = "TICKWORK_TEST_HTTP_SECRET"
 HUGE_BYTES = 50 * 1024 * 1024
 WAIT = 10.0  # upper bound for waiting on an outcome; a passing test never comes near it
@@ -49,6 +53,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: bytes
+    query: str = ""
 
 
 @dataclass
@@ -85,9 +90,10 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         state = self.server.state
+        path, _, query = self.path.partition("?")
         with state.lock:
-            state.requests.append(Seen(self.command, self.path, dict(self.headers.items()), body))
-        parts = self.path.strip("/").split("/")
+            state.requests.append(Seen(self.command, path, dict(self.headers.items()), body, query))
+        parts = path.strip("/").split("/")
         route = parts[0]
         if route == "ok":
             self._respond(200, b"done")
@@ -103,8 +109,10 @@ class Handler(BaseHTTPRequestHandler):
         elif route == "loop":
             self._respond(307, headers={"Location": "/loop"})
         elif route == "echo":
-            # A careless server that echoes request headers in its error page.
-            self._respond(401, json.dumps(dict(self.headers.items())).encode())
+            # A careless server that echoes request headers (credentials first) in its error page.
+            headers = dict(self.headers.items())
+            first = {name: headers.pop(name) for name in ("Authorization", "X-Api-Key") if name in headers}
+            self._respond(401, json.dumps({**first, **headers}).encode())
         elif route == "slow":
             state.release.wait(WAIT)
             self._respond(200, b"late")
@@ -114,6 +122,17 @@ class Handler(BaseHTTPRequestHandler):
             self._huge(int(parts[1]))
         elif route == "gate":
             self._gate()
+        elif route == "encoded":
+            # An error page compressed although the request asked for identity.
+            text = b"error body: " + b"z" * 2000
+            packed = {
+                "gzip": zlib.compress(text, 9, zlib.MAX_WBITS | 16),
+                "deflate": zlib.compress(text),
+                "raw-deflate": zlib.compress(text, 9, -zlib.MAX_WBITS),
+                "br": b"\x8b\x02\x80not-really-brotli",
+            }[parts[1]]
+            encoding = "deflate" if parts[1] == "raw-deflate" else parts[1]
+            self._respond(500, packed, headers={"Content-Encoding": encoding})
         else:
             self._respond(404, b"no such route")
 
@@ -251,11 +270,12 @@ class Collector:
 
 
 def make_call(url: str, run_id: int = 42, timeout: float = WAIT, attempt: int = 1) -> JobCall:
+    """A call whose target carries the planted query token (tests/planted.py), as real webhook URLs often do."""
     return JobCall(
         run_id=run_id,
         schedule="nightly-report",
         scheduled_for=datetime(2024, 3, 1, 2, 30, tzinfo=UTC),
-        target=url,
+        target=planted.with_token(url),
         arguments={"region": "eu", "limit": 3},
         timeout=timeout,
         attempt=attempt,
@@ -307,21 +327,48 @@ def test_success_posts_a_signed_json_document(
     assert (seen.method, seen.path) == ("POST", "/ok")
     document = json.loads(seen.body)
     assert document["schedule"] == "nightly-report"
+    assert document["target"] == server.base + "/ok"
     assert document["scheduled_for"] == "2024-03-01T02:30:00Z"
     assert document["run_id"] == 42
     assert document["attempt"] == 2
     assert document["arguments"] == {"region": "eu", "limit": 3}
     assert 0 < document["timeout"] <= 30
-    assert seen.headers["Idempotency-Key"] == "42"
+    assert seen.headers["webhook-id"].startswith("tw_")
+    assert seen.headers["Idempotency-Key"] == seen.headers["webhook-id"]
+    assert seen.headers["X-Tickwork-Run-Id"] == "42"
     assert seen.headers["X-Tickwork-Attempt"] == "2"
     assert seen.headers["Content-Type"] == "application/json"
     assert seen.headers["X-Team"] == "billing"
-    assert seen.headers["X-Tickwork-Signature"].startswith("v1=")
-    signature.verify(SECRET, seen.body, seen.headers)
+    assert seen.headers["webhook-signature"].startswith("v1,")
+    assert signature.verify(SECRET, seen.body, seen.headers) == seen.headers["webhook-id"]
     with pytest.raises(signature.SignatureError):
-        signature.verify("another-secret", seen.body, seen.headers)
+        signature.verify(signature.new_secret(), seen.body, seen.headers)
     with pytest.raises(signature.SignatureError):
         signature.verify(SECRET, seen.body.replace(b'"eu"', b'"us"'), seen.headers)
+
+
+def test_a_query_string_is_not_part_of_the_signed_target(
+    server: Server, make_executor: Callable[..., HTTPExecutor]
+) -> None:
+    run_one(make_executor(), server.base + "/ok?api_token=tok-in-query#frag")
+
+    [seen] = server.state.requests
+    assert seen.query == f"api_token=tok-in-query&api_token={planted.TOKEN}"
+    assert json.loads(seen.body)["target"] == server.base + "/ok"
+
+
+def test_several_secrets_sign_once_each_for_rotation(
+    server: Server, make_executor: Callable[..., HTTPExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new = signature.new_secret()
+    monkeypatch.setenv(SECRET_ENV, f"{new} {SECRET}")
+
+    run_one(make_executor(secret_env=SECRET_ENV), server.base + "/ok")
+
+    [seen] = server.state.requests
+    assert len(seen.headers["webhook-signature"].split(" ")) == 2
+    signature.verify(SECRET, seen.body, seen.headers)  # a receiver still on the old secret
+    signature.verify(new, seen.body, seen.headers)  # and one already on the new
 
 
 def test_without_secret_env_requests_are_unsigned(
@@ -333,9 +380,9 @@ def test_without_secret_env_requests_are_unsigned(
 
     assert outcome.status is RunStatus.SUCCEEDED
     [seen] = server.state.requests
-    assert "X-Tickwork-Signature" not in seen.headers
-    assert "X-Tickwork-Timestamp" not in seen.headers
-    assert seen.headers["Idempotency-Key"] == "42"
+    assert "webhook-signature" not in seen.headers
+    assert "webhook-timestamp" not in seen.headers
+    assert seen.headers["webhook-id"] == seen.headers["Idempotency-Key"]
 
 
 def test_unset_secret_env_fails_at_start_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -347,6 +394,23 @@ def test_unset_secret_env_fails_at_start_naming_the_variable(monkeypatch: pytest
     monkeypatch.setenv("TICKWORK_EMPTY_SECRET", "")
     with pytest.raises(ConfigError, match=r"TICKWORK_EMPTY_SECRET.*empty"):
         HTTPExecutor(secret_env="TICKWORK_EMPTY_SECRET").start()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("plain-old-secret-string-1234", "secret 1: must start with 'whsec_'"),
+        (f"{SECRET} whsec_c2hvcnQ=", "secret 2: decodes to 5 bytes"),
+    ],
+)
+def test_a_secret_not_in_the_standard_form_fails_at_start_without_quoting_it(
+    monkeypatch: pytest.MonkeyPatch, value: str, message: str
+) -> None:
+    monkeypatch.setenv("TICKWORK_ODD_SECRET", value)
+    with pytest.raises(ConfigError, match=rf"\[executor.http\] .*'TICKWORK_ODD_SECRET'.*{message}") as caught:
+        HTTPExecutor(secret_env="TICKWORK_ODD_SECRET").start()
+    for part in value.split():
+        assert part.removeprefix("whsec_") not in str(caught.value)
 
 
 # -- status mapping ---------------------------------------------------------------------------------
@@ -424,6 +488,41 @@ def test_huge_response_is_not_read_to_the_end(
 def test_zero_max_response_bytes_reads_no_body(server: Server, make_executor: Callable[..., HTTPExecutor]) -> None:
     outcome = run_one(make_executor(max_response_bytes=0), f"{server.base}/status/500")
     assert outcome == Outcome(RunStatus.FAILED, error="HTTP 500 Internal Server Error")
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
+def test_a_compressed_answer_is_decoded_within_the_cap(
+    server: Server, make_executor: Callable[..., HTTPExecutor], encoding: str
+) -> None:
+    outcome = run_one(make_executor(max_response_bytes=1000), f"{server.base}/encoded/{encoding}")
+
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.error is not None
+    assert outcome.error == "HTTP 500: error body: " + "z" * 488 + "…"
+
+
+def test_an_encoding_we_cannot_bound_is_not_decoded(server: Server, make_executor: Callable[..., HTTPExecutor]) -> None:
+    outcome = run_one(make_executor(), f"{server.base}/encoded/br")
+    assert outcome == Outcome(RunStatus.FAILED, error="HTTP 500: [body in Content-Encoding br not shown]")
+
+
+def test_a_gzip_bomb_grows_the_node_by_a_few_times_the_cap_at_most() -> None:
+    # The benchmark's own harness, small: a loopback server, the executor in a child process whose
+    # peak RSS is compared before and after a 64 MiB bomb (about 64 KiB on the wire).
+    cap = 1 << 20
+    script = Path(__file__).parents[2] / "benchmarks" / "http_gzip_bomb.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--mib", "64", "--cap", str(cap), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+
+    assert measured["error"].startswith("HTTP 500: AAAA")  # the bomb was really read and decoded
+    # Unbounded decoding grew it by about 128 MiB here (twice the bomb).
+    assert measured["growth_bytes"] < 4 * cap
 
 
 # -- transport errors -------------------------------------------------------------------------------
@@ -548,6 +647,22 @@ def test_secrets_never_reach_outcomes_or_logs(
     assert "127.0.0.1" in caplog.text  # the logs did describe the requests
     for secret in (SECRET, token, password, basic):
         assert secret not in emitted
+
+
+def test_httpx_request_lines_show_the_url_without_query_or_credentials(
+    server: Server, make_executor: Callable[..., HTTPExecutor], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    port = server.server_address[1]
+
+    run_one(make_executor(), f"http://user:pw-in-url-7731@127.0.0.1:{port}/ok?sig=q-secret-55#frag-secret-66")
+
+    [seen] = server.state.requests
+    assert "sig=q-secret-55" in seen.query  # the server did get the query
+    lines = [record.getMessage() for record in caplog.records if record.name == "httpx"]
+    assert lines == [f'HTTP Request: POST http://127.0.0.1:{port}/ok "HTTP/1.1 200 OK"']
+    for secret in ("pw-in-url-7731", "q-secret-55", "frag-secret-66", planted.TOKEN):
+        assert secret not in caplog.text
 
 
 # -- concurrency and lifecycle ----------------------------------------------------------------------
@@ -706,7 +821,8 @@ def test_invalid_target_at_run_time_fails_the_run(make_executor: Callable[..., H
         ({"secret_env": ""}, "secret_env: must be the name of an environment variable"),
         ({"headers": ["X-A: b"]}, "headers: must be a table"),
         ({"headers": {"Idempotency-Key": "x"}}, "set by the executor"),
-        ({"headers": {"x-tickwork-signature": "x"}}, "set by the executor"),
+        ({"headers": {"Webhook-Signature": "x"}}, "set by the executor"),
+        ({"headers": {"webhook-id": "x"}}, "set by the executor"),
         ({"headers": {"Bad Name": "x"}}, "not a valid HTTP header name"),
         ({"headers": {"X-A": 3}}, "must have a string value"),
     ],
@@ -750,41 +866,192 @@ def _docs_receiver() -> str:
     return after.split("```python\n", 1)[1].split("```", 1)[0]
 
 
+def _serve_handler(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=receiver.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    return receiver, thread
+
+
+def _stop(receiver: ThreadingHTTPServer, thread: threading.Thread) -> None:
+    receiver.shutdown()
+    receiver.server_close()
+    thread.join(WAIT)
+
+
 def test_docs_receiver_example_accepts_once_and_rejects_forgeries(
     make_executor: Callable[..., HTTPExecutor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/hook"
     monkeypatch.setenv("TICKWORK_HTTP_SECRET", SECRET)
+    monkeypatch.setenv("HOOK_URL", url)
     namespace: dict[str, Any] = {"__name__": "docs_receiver"}
     exec(compile(_docs_receiver(), "docs/http-executor.md", "exec"), namespace)
     ran: list[dict[str, Any]] = []
     namespace["run_job"] = ran.append
     namespace["Hook"].log_message = lambda *args: None
-    receiver = ThreadingHTTPServer(("127.0.0.1", 0), namespace["Hook"])
+    receiver = ThreadingHTTPServer(("127.0.0.1", port), namespace["Hook"])
     thread = threading.Thread(target=receiver.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        url = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
         signed = make_executor(secret_env="TICKWORK_HTTP_SECRET")
 
         first = run_one(signed, url, run_id=7)
-        retry = run_one(signed, url, run_id=7, attempt=2)
-        unsigned = run_one(make_executor(), url, run_id=8)
-        body = json.dumps({"schedule": "nightly-report", "run_id": 9}).encode()
-        stale = httpx.post(url, content=body, headers=signature.sign(SECRET, body, int(time.time()) - 600))
-        tampered_headers = signature.sign(SECRET, body)
-        tampered = httpx.post(url, content=body.replace(b"9", b"10"), headers=tampered_headers)
+        retry = run_one(signed, url, run_id=8, attempt=2)  # a retry is a new run of the same fire
+        unsigned = run_one(make_executor(), url, run_id=9)
+        body = json.dumps({"schedule": "nightly-report", "target": url, "run_id": 10}).encode()
+        stale = httpx.post(url, content=body, headers=signature.sign(SECRET, "tw_x", body, int(time.time()) - 600))
+        tampered = httpx.post(url, content=body.replace(b"10", b"11"), headers=signature.sign(SECRET, "tw_y", body))
+        elsewhere = body.replace(b"/hook", b"/other")
+        misdirected = httpx.post(url, content=elsewhere, headers=signature.sign(SECRET, "tw_z", elsewhere))
     finally:
-        receiver.shutdown()
-        receiver.server_close()
-        thread.join(WAIT)
+        _stop(receiver, thread)
 
     assert first == retry == Outcome(RunStatus.SUCCEEDED, detail="HTTP 204")
     assert [(job["run_id"], job["attempt"]) for job in ran] == [(7, 1)]
     assert unsigned.status is RunStatus.FAILED
     assert unsigned.error is not None and unsigned.error.startswith("HTTP 401: ")
-    assert "missing X-Tickwork-Timestamp" in unsigned.error
+    assert "missing webhook-timestamp" in unsigned.error
     assert stale.status_code == 401 and "outside the tolerance" in stale.text
     assert tampered.status_code == 401 and "does not match" in tampered.text
+    assert misdirected.status_code == 403
+
+
+class StandardReceiver(BaseHTTPRequestHandler):
+    """A receiver built only on the reference ``standardwebhooks`` package, as in another service."""
+
+    protocol_version = "HTTP/1.1"
+    server: StandardServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        headers = {name: value for name, value in self.headers.items()}
+        with self.server.lock:
+            self.server.received.append((self.path, body, headers))
+        try:
+            document = standardwebhooks.Webhook(self.server.secret).verify(body, headers)
+        except standardwebhooks.webhooks.WebhookVerificationError as exc:
+            return self._answer(401, str(exc))
+        if document["target"] != self.server.url:
+            return self._answer(403, "sent to another endpoint")
+        with self.server.lock:
+            self.server.accepted.append((headers["webhook-id"], document))
+        self._answer(204, "")
+
+    def _answer(self, status: int, text: str) -> None:
+        body = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class StandardServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, secret: str) -> None:
+        super().__init__(("127.0.0.1", 0), StandardReceiver)
+        self.secret = secret
+        self.url = f"http://127.0.0.1:{self.server_address[1]}/hook"
+        self.lock = threading.Lock()
+        self.accepted: list[tuple[str, dict[str, Any]]] = []
+        self.received: list[tuple[str, bytes, dict[str, str]]] = []
+
+
+@pytest.fixture
+def standard_server() -> Iterator[StandardServer]:
+    server = StandardServer(SECRET)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield server
+    _stop(server, thread)
+
+
+def _fire(run_id: int, schedule: str, hour: int, attempt: int, url: str) -> JobCall:
+    return JobCall(
+        run_id=run_id,
+        schedule=schedule,
+        scheduled_for=datetime(2024, 3, 1, hour, 0, tzinfo=UTC),
+        target=planted.with_token(url),
+        arguments={"n": run_id},
+        timeout=WAIT,
+        attempt=attempt,
+    )
+
+
+def test_the_reference_standardwebhooks_receiver_accepts_every_request_of_a_run(
+    standard_server: StandardServer, make_executor: Callable[..., HTTPExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    executor = make_executor(secret_env=SECRET_ENV)
+    url = standard_server.url
+    # Two fires of one schedule, one of another, and two retries of the first fire (new runs, same fire).
+    calls = [
+        _fire(1, "report", 2, 1, url),
+        _fire(2, "report", 2, 2, url),
+        _fire(3, "report", 2, 3, url),
+        _fire(4, "report", 3, 1, url),
+        _fire(5, "cleanup", 2, 1, url),
+    ]
+    collector = Collector()
+    for call in calls:
+        executor.submit(call, collector.for_run(call.run_id))
+    outcomes = collector.wait(len(calls))
+
+    assert {outcome.status for outcome in outcomes.values()} == {RunStatus.SUCCEEDED}
+    ids = {document["run_id"]: msg_id for msg_id, document in standard_server.accepted}
+    assert sorted(ids) == [1, 2, 3, 4, 5]
+    assert ids[1] == ids[2] == ids[3]  # every attempt of one fire carries one id
+    assert len({ids[1], ids[4], ids[5]}) == 3  # distinct fires never share one
+
+
+@pytest.mark.parametrize("forgery", ["tampered body", "changed webhook-id", "stale timestamp", "other target"])
+def test_the_reference_receiver_rejects_a_forged_replay(
+    standard_server: StandardServer,
+    make_executor: Callable[..., HTTPExecutor],
+    monkeypatch: pytest.MonkeyPatch,
+    forgery: str,
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    executor = make_executor(secret_env=SECRET_ENV)
+    base = standard_server.url.rsplit("/", 1)[0]
+    # A genuine request, captured on the wire: to this endpoint, or to another one sharing the secret.
+    run_one(executor, base + ("/other" if forgery == "other target" else "/hook"))
+    [(_, body, headers)] = standard_server.received
+    headers = {k: v for k, v in headers.items() if k.lower() not in ("host", "content-length")}
+    # Replayed unchanged it still verifies (the receiver's dedupe on webhook-id handles it) ...
+    control = httpx.post(base + "/other", content=body, headers=headers)
+    assert control.status_code == (204 if forgery != "other target" else 403)
+
+    # ... so each rejection below is down to the one thing the attacker changed.
+    if forgery == "tampered body":
+        assert b'"region":"eu"' in body
+        body = body.replace(b'"region":"eu"', b'"region":"us"')
+    elif forgery == "changed webhook-id":
+        headers["webhook-id"] = "tw_" + "0" * 40
+    elif forgery == "stale timestamp":
+        headers["webhook-timestamp"] = str(int(time.time()) - 600)
+    answer = httpx.post(standard_server.url, content=body, headers=headers)
+
+    assert answer.status_code == (403 if forgery == "other target" else 401), answer.text
+    if forgery == "stale timestamp":
+        assert "too old" in answer.text or "No matching signature" in answer.text
+
+
+def test_a_request_signed_ten_minutes_ago_is_too_old_for_the_reference_receiver(
+    standard_server: StandardServer,
+) -> None:
+    body = json.dumps({"schedule": "x", "target": standard_server.url}).encode()
+    headers = signature.sign(SECRET, "tw_old", body, int(time.time()) - 600)
+
+    answer = httpx.post(standard_server.url, content=body, headers=headers)
+
+    assert answer.status_code == 401 and "too old" in answer.text
+    assert standard_server.accepted == []
 
 
 def test_without_httpx_the_plugin_loads_and_names_the_install_command() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests import planted
 from tests.executors.jobqueue_helpers import Outcomes, call, queue_url_for, rows
 
 from tickwork.config import parse
@@ -91,7 +92,8 @@ def build(table: dict[str, Any]) -> JobQueueExecutor:
     [
         (
             {"url": "sqlite:///q.db", "thread": 2},
-            "executor.jobqueue.thread: unknown option (known options: create_table, import_targets, threads, url)",
+            "executor.jobqueue.thread: unknown option "
+            "(known options: allowed_modules, create_table, import_targets, threads, url)",
         ),
         ({"url": "sqlite:///q.db", "threads": "4"}, "executor.jobqueue.threads: expected int, got str '4'"),
         ({"url": "sqlite:///q.db", "threads": 0}, "executor.jobqueue: threads: must be an integer >= 1, got 0"),
@@ -110,7 +112,26 @@ def build(table: dict[str, Any]) -> JobQueueExecutor:
         ),
         (
             {"url": "not a url"},
-            "executor.jobqueue: url: 'not a url' is not a database URL (expected sqlite:///PATH or postgresql://...)",
+            "executor.jobqueue: url: the database URL contains whitespace or a control character",
+        ),
+        (
+            {"url": "notaurl"},
+            "executor.jobqueue: url: the database URL does not start with a scheme; "
+            "expected sqlite:///PATH or postgresql://user:password@host/db",
+        ),
+        (
+            # A one-character typo, after ${PW} was expanded: the password must not be echoed.
+            {"url": f"postgresql:/app:{planted.PASSWORD}@db/app"},
+            "executor.jobqueue: url: 'postgresql:' must be followed by '//' "
+            "(expected sqlite:///PATH or postgresql://user:password@host/db)",
+        ),
+        (
+            {"url": f"postgresql://app:{planted.PASSWORD}@db:54x2/app"},
+            "executor.jobqueue: url: the port of the database URL is not a number",
+        ),
+        (
+            {"url": f"postgresql://app:{planted.PASSWORD}@x@db/app"},
+            "executor.jobqueue: url: the user or password of the database URL holds an '@'; write it as %40",
         ),
     ],
 )
