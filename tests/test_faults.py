@@ -3,6 +3,7 @@ the others go on; the loop survives anything; no claim of the node is stranded."
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
@@ -28,6 +29,10 @@ from tickwork.structures import RunStatus, ScheduleSpec, ScheduleState
 from tickwork_membership.single import SingleMembership
 
 
+def fields_of(spec: ScheduleSpec) -> dict[str, object]:
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+
+
 @pytest.fixture(autouse=True)
 def _reset_jobs() -> Iterator[None]:
     jobs.calls.clear()
@@ -38,7 +43,7 @@ def _reset_jobs() -> Iterator[None]:
 def add_raw(store: SQLStore, name: str, kind: str = "cron", expression: str = "* * * * *", **kw: object) -> None:
     """Store a schedule as an older or differently equipped node could have (no checks here)."""
     base = ScheduleSpec(name, "cron", "* * * * *", "tests.jobs_for_tests:record")
-    spec = ScheduleSpec.stored(**{**base.__dict__, "trigger_kind": kind, "expression": expression, **kw})
+    spec = ScheduleSpec.stored(**{**fields_of(base), "trigger_kind": kind, "expression": expression, **kw})
     store.add(spec, T0 + timedelta(minutes=1) if expression == "* * * * *" else T0 + timedelta(hours=1))
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tickwork.structures import RunStatus
+from tickwork.config import Config, PluginChoice, SchedulerConfig
+from tickwork.node import Node
+from tickwork.structures import RunStatus, ScheduleSpec, ScheduleState
 from tickwork_sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.slow
@@ -81,3 +83,27 @@ def _nodes(path: Path) -> list[str]:
         return []
     finally:
         store.close()
+
+
+def test_a_restart_after_a_crash_waits_for_the_dead_record_then_releases_what_it_left(tmp_path: Path) -> None:
+    path = str(tmp_path / "crash.db")
+    store = SQLiteStore(path)
+    store.upgrade()
+    store.open()
+    store.add(ScheduleSpec("a", "cron", "0 0 1 1 *", "m:f"), store.now())
+    assert store.register_node("n1", "the-crashed-process", 1.0) is None
+    store.claim_due("n1", limit=1, buckets=None)  # then it was killed: its record stops beating
+    store.close()
+    config = Config(
+        scheduler=SchedulerConfig(node_id="n1"),
+        store=PluginChoice("sqlite", {"path": path}),
+        membership=PluginChoice("single", {"heartbeat_interval": 0.2, "node_ttl": 1.0}),
+    )
+    node = Node(config)
+    node.start()
+    try:
+        assert node.store.get("a").state is ScheduleState.IDLE
+        (run,) = node.store.history()
+        assert run.status is RunStatus.ABANDONED and "restarted" in (run.error or "")
+    finally:
+        node.shutdown()

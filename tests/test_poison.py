@@ -4,6 +4,7 @@ plugin and leaves nothing ``running``."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -45,6 +46,10 @@ import os
 open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "imported.txt"), "w").close()
 raise ImportError("broken_plugin needs a library that is not installed")
 """
+
+
+def fields_of(spec: ScheduleSpec) -> dict[str, object]:
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
 
 
 def make_project(tmp_path: Path, block: bool, extra_scheduler: str = "") -> tuple[Path, dict[str, str]]:
@@ -90,7 +95,7 @@ def add_rows(path: Path) -> None:
     store.upgrade()
     store.open()
     try:
-        base = ScheduleSpec("healthy", "interval", "1s", "poison_jobs:healthy").__dict__
+        base = fields_of(ScheduleSpec("healthy", "interval", "1s", "poison_jobs:healthy"))
         rows = {
             "healthy": {},
             "unknown-kind": {"trigger_kind": "sundial", "expression": "noon"},

@@ -132,6 +132,16 @@ class Node:
         self.store.open()
         # Before anything else: releasing "this node's" claims would release a live namesake's.
         self._register()
+        try:
+            return self._start_registered()
+        except BaseException:
+            # A failed start (a bad job module, ...) must not leave a record that makes the next
+            # start wait for it to go stale.
+            with contextlib.suppress(Exception):
+                self.store.remove_node(self.node_id)
+            raise
+
+    def _start_registered(self) -> list[SyncReport]:
         released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
         if released:
             log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
@@ -145,13 +155,22 @@ class Node:
         return reports
 
     def _register(self) -> None:
-        ttl = getattr(self.membership, "node_ttl", DEFAULT_NODE_TTL)
-        live = self.store.register_node(self.node_id, self.instance, float(ttl))
+        """Record this process under the node id, unless a live process uses it. A record whose
+        heartbeat is fresh but no longer advances is a predecessor that crashed (a restart with a
+        fixed id): wait for it to go stale, at most ``node_ttl``. One that advances is live."""
+        ttl = float(getattr(self.membership, "node_ttl", DEFAULT_NODE_TTL))
+        live = self.store.register_node(self.node_id, self.instance, ttl)
+        if live is None:
+            return
+        seen = live.heartbeat_at
+        deadline = time.monotonic() + ttl
+        while live is not None and live.heartbeat_at == seen and time.monotonic() < deadline:
+            time.sleep(min(0.25, ttl / 8))
+            live = self.store.register_node(self.node_id, self.instance, ttl)
         if live is not None:
-            age = (self.store.now() - live.heartbeat_at).total_seconds()
             raise NodeIdInUseError(
-                f"node id {self.node_id!r} is in use by a live node (last heartbeat {age:.1f}s ago); give each "
-                f"node its own scheduler.node_id, or wait {ttl:g}s if that node has just stopped"
+                f"node id {self.node_id!r} is in use by a live node (it is heartbeating); give each node "
+                "its own scheduler.node_id"
             )
 
     def sync_jobs(self) -> list[SyncReport]:
