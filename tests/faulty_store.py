@@ -37,6 +37,8 @@ class FaultyStore(SQLiteStore):
         super().__init__(path, clock=clock)
         self.rng = rng or random.Random(0)
         self.rate = 0.0
+        #: With ``rate``: fail ``"before"`` calls, ``"after"`` them (lost answers) or ``"both"``.
+        self.mode = "both"
         self.fail_next: list[str] = []
         self.lost_next: list[str] = []
         self.injected = 0
@@ -50,7 +52,8 @@ class FaultyStore(SQLiteStore):
         elif after:
             self.lost_next.remove(name)
         elif self.rate and self.rng.random() < self.rate:
-            before, after = (True, False) if self.rng.random() < 0.5 else (False, True)
+            lost = self.mode == "after" or (self.mode == "both" and self.rng.random() < 0.5)
+            before, after = not lost, lost
         if before:
             self.injected += 1
             raise StoreError(f"injected failure before {name}")

@@ -1,6 +1,6 @@
 """Deterministic fault injection: the engine driven for thousands of steps on a fake clock over a
-real SQLite store that fails at seeded random call sites (before a call, or after it committed with
-the answer lost), with quick, slow, flaky and failing jobs. After every run, whatever failed:
+real SQLite store that fails at seeded random call sites — before a call, after it committed with
+the answer lost, or both, in separate runs — with quick, slow, flaky and failing jobs. After every run, whatever failed:
 
 - no (schedule, fire time, attempt) was executed twice;
 - the loop never gave up (``run_once`` never raises);
@@ -94,8 +94,8 @@ SCHEDULES = {
 }
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_injected_store_faults_never_duplicate_strand_or_lose_a_fire(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "mode"), [(1, "before"), (2, "after"), (3, "both")])
+def test_injected_store_faults_never_duplicate_strand_or_lose_a_fire(tmp_path: Path, seed: int, mode: str) -> None:
     clock = FakeClock()
     ticker = Ticker()
     store = FaultyStore(str(tmp_path / "t.db"), clock=clock, rng=random.Random(seed))
@@ -106,7 +106,7 @@ def test_injected_store_faults_never_duplicate_strand_or_lose_a_fire(tmp_path: P
     executor = StepExecutor()
     settings = EngineSettings(node_id="n1", lookahead=1.0, reap_interval=2.0, renew_interval=1.0)
     engine = Engine(store, {"step": executor}, Solo(), settings, clock=clock, monotonic=ticker)
-    store.rate = 0.05
+    store.rate, store.mode = 0.05, mode
     for _ in range(2000):
         clock.advance(STEP)
         ticker.advance(STEP)
@@ -118,7 +118,7 @@ def test_injected_store_faults_never_duplicate_strand_or_lose_a_fire(tmp_path: P
     executor.finish_all()
     engine.shutdown(timeout=1.0)
 
-    assert store.injected > 20 and store.lost > 20, "the faults were not injected"
+    assert (store.injected > 20) == (mode != "after") and (store.lost > 20) == (mode != "before")
     executed = Counter(executor.executed)
     assert [key for key, n in executed.items() if n > 1] == [], "a fire attempt was executed twice"
     assert [s.name for s in store.list_schedules() if s.state is ScheduleState.RUNNING] == []
