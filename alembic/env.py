@@ -23,7 +23,18 @@ def _run(conn: object) -> None:
         context.run_migrations()
 
 
-if connection is not None:
+if context.is_offline_mode():
+    # `tickwork db upgrade --sql`: the statements as text, for a DBA to review and run.
+    context.configure(
+        dialect_name=config.attributes["dialect_name"],
+        literal_binds=True,
+        target_metadata=metadata,
+        version_table="tickwork_alembic_version",
+        render_as_batch=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+elif connection is not None:
     _run(connection)
 else:
     engine = create_engine(config.get_main_option("sqlalchemy.url") or "sqlite:///tickwork.db")

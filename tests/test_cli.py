@@ -316,11 +316,18 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
         "timezone": "UTC",
         "executor": "local",
         "target": f"{jobs_module}:ok",
+        "arguments": {},
         "enabled": True,
         "next_fire": row["next_fire"],
         "state": "idle",
         "claimed_by": None,
         "module": None,
+        "timeout": 300.0,
+        "retries": 0,
+        "retry_backoff": 10.0,
+        "misfire": None,
+        "last_status": None,
+        "last_run_at": None,
         "fault": None,
     }
     assert isinstance(row["next_fire"], str)
@@ -328,7 +335,7 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
     text = tw("jobs", "list")
     assert text.code == 0
     [line] = text.lines
-    assert line.startswith(f"tick\tcron '*/10 * * * *' UTC\tlocal:{jobs_module}:ok\tnext {row['next_fire']}\tidle")
+    assert line == f"tick\tcron\t*/10 * * * *\tUTC\t{row['next_fire']}\tidle\t-\tlocal\t{jobs_module}:ok"
 
 
 def test_jobs_add_with_every_option(tw: Tickwork, jobs_module: str) -> None:
@@ -346,7 +353,7 @@ def test_jobs_add_with_every_option(tw: Tickwork, jobs_module: str) -> None:
     assert spec.timeout == timedelta(seconds=12.5)
     assert (spec.misfire, spec.retries, spec.enabled, spec.module) == (MisfirePolicy.ONCE, 2, False, None)
     assert s.next_fire is None
-    assert tw("jobs", "list").lines[0].endswith("(disabled)")
+    assert tw("jobs", "list").lines[0].split("\t")[4:6] == ["-", "disabled"]
 
 
 @pytest.mark.parametrize(
@@ -364,11 +371,16 @@ def test_jobs_add_with_every_option(tw: Tickwork, jobs_module: str) -> None:
         (["* * * * *", "{mod}:ok", "--tz", "Mars/Olympus"], "unknown IANA zone 'Mars/Olympus'"),
         (["* * * * *", "{mod}:ok", "--executor", "grpc"], "unknown executor plugin 'grpc'; registered executor"),
         (["* * * * *", "ftp://example.com/x", "--executor", "http"], "must use http or https, not 'ftp'"),
+        (["* * * * *", "{mod}:needs", "--args", '{"regoin": "eu"}'], "it does not accept regoin (it accepts: region)"),
+        (["* * * * *", "{mod}:ok", "--executor", "jobqueue"], "executor 'jobqueue' is not configured in tickwork.toml"),
+        (["* * * * *", "{mod}:ok", "--tz", "Europe/Berln"], "unknown IANA zone 'Europe/Berln'"),
     ],
 )
 def test_jobs_add_rejects_bad_input_with_exit_2_and_stores_nothing(
     tw: Tickwork, jobs_module: str, args: list[str], reason: str
 ) -> None:
+    write_config(Path("tickwork.toml"), "[executor.http]\n")
+    assert tw("db", "upgrade").code == 0
     args = [a.replace("{mod}", jobs_module) for a in args]
     assert reason.replace("{mod}", jobs_module) in error_of(tw("jobs", "add", "bad", *args), 2)
     assert listed(tw) == {}
@@ -383,7 +395,13 @@ def test_jobs_add_recognises_each_kind(tw: Tickwork, jobs_module: str) -> None:
     assert listed(tw)["o"]["next_fire"] == "2099-01-01T00:00:00Z"
 
 
-def test_jobs_add_accepts_an_http_target(tw: Tickwork) -> None:
+def test_jobs_add_accepts_an_http_target_once_the_http_executor_is_configured(tw: Tickwork) -> None:
+    err = error_of(tw("jobs", "add", "hook", "0 3 * * *", "https://example.com/hooks/x", "--executor", "http"), 2)
+    assert err == (
+        "tickwork: error: executor 'http' is not configured in the configuration, so no node would run it: "
+        "add an [executor.http] table (configured executors: local)\n"
+    )
+    write_config(Path("tickwork.toml"), "[executor.http]\n")
     assert tw("jobs", "add", "hook", "0 3 * * *", "https://example.com/hooks/x", "--executor", "http").code == 0
     row = listed(tw)["hook"]
     assert (row["executor"], row["target"]) == ("http", "https://example.com/hooks/x")
@@ -516,7 +534,14 @@ def test_history_json_has_one_object_per_run_with_the_documented_fields(tw: Tick
     assert json.loads(only)["schedule"] == "bad"
     text = tw("history", "--schedule", "bad").lines
     assert len(text) == 1
-    assert "\tbad\tfailed\tcli-test-node\tRuntimeError: boom from job" in text[0]
+    scheduled, schedule, attempt, status, node, started, finished, error = text[0].split("\t")
+    assert (scheduled, started, finished) == (
+        runs["bad"]["scheduled_for"],
+        runs["bad"]["started_at"],
+        runs["bad"]["finished_at"],
+    )
+    assert (schedule, attempt, status, node) == ("bad", "1", "failed", "cli-test-node")
+    assert error.startswith("RuntimeError: boom from job")
 
 
 def test_history_limit_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
@@ -536,17 +561,27 @@ def test_nodes_lists_running_nodes(tw: Tickwork) -> None:
         node.shutdown()
     assert result.code == 0
     [line] = result.lines
-    node_id, started, heartbeat = line.split("\t")
-    assert node_id == NODE_ID
-    assert started.startswith("started 20") and started.endswith("Z")
-    assert heartbeat.startswith("heartbeat 20") and heartbeat.endswith("Z")
-    assert tw("nodes").out == ""  # a node that stopped cleanly leaves the list
+    node_id, status, age, started, heartbeat = line.split("\t")
+    assert (node_id, status) == (NODE_ID, "live")
+    assert age.endswith("s")
+    assert parse_z(started) <= parse_z(heartbeat)
+    # A node that stopped cleanly leaves the list; the empty result is said on stderr.
+    gone = tw("nodes")
+    assert (gone.code, gone.out) == (0, "")
+    assert gone.err == "tickwork: no nodes (none is running, or none has started on this store yet)\n"
 
 
 def test_db_upgrade_creates_and_then_keeps_the_schema(tw: Tickwork, workdir: Path) -> None:
-    for _ in range(2):
-        result = tw("db", "upgrade")
-        assert (result.code, result.out) == (0, "SQLite database 'tickwork.db' is at the latest schema\n")
+    result = tw("db", "upgrade")
+    assert (result.code, result.out) == (
+        0,
+        "created the tickwork schema in SQLite database 'tickwork.db' (revision 0003)\n",
+    )
+    result = tw("db", "upgrade")
+    assert (result.code, result.out) == (
+        0,
+        "SQLite database 'tickwork.db' is already at the latest schema (revision 0003); nothing to do\n",
+    )
     assert (workdir / "tickwork.db").is_file()
 
 
@@ -595,7 +630,7 @@ def test_postgres_node_refuses_an_out_of_date_schema_naming_db_upgrade(
     assert "PostgreSQL database" in err
     assert "none (empty database)" in err and "run `tickwork db upgrade`" in err
     upgraded = tw("db", "upgrade", "--config", str(config))
-    assert upgraded.code == 0 and upgraded.out.startswith("PostgreSQL database ")
+    assert upgraded.code == 0 and upgraded.out.startswith("created the tickwork schema in PostgreSQL database ")
     assert tw("run", "--for", "0.2", "--config", str(config)).code == 0
 
     import sqlalchemy
@@ -630,7 +665,7 @@ def test_tickwork_config_environment_variable_is_used(
 ) -> None:
     config = write_config(workdir / "elsewhere.toml", '[store]\npath = "from-env.db"\n')
     monkeypatch.setenv("TICKWORK_CONFIG", str(config))
-    assert tw("db", "upgrade").out == "SQLite database 'from-env.db' is at the latest schema\n"
+    assert tw("db", "upgrade").out == "created the tickwork schema in SQLite database 'from-env.db' (revision 0003)\n"
     assert not (workdir / "tickwork.db").exists()
 
 

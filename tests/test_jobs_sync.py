@@ -30,7 +30,10 @@ def test_decorator_declares_a_schedule_with_defaults_and_options() -> None:
 
 
 def test_a_job_with_parameters_is_a_declaration_error_naming_it() -> None:
-    with pytest.raises(DeclarationError, match=r"needs_args: a declared job must take no parameters.*\(x\)"):
+    with pytest.raises(
+        DeclarationError,
+        match=r"needs_args \(tests/test_jobs_sync\.py:\d+\): a declared job must take no parameters.*\(x\)",
+    ):
 
         @tickwork.cron("* * * * *")
         def needs_args(x: int) -> None:
@@ -38,7 +41,9 @@ def test_a_job_with_parameters_is_a_declaration_error_naming_it() -> None:
 
 
 def test_a_bad_expression_is_a_declaration_error_naming_the_function() -> None:
-    with pytest.raises(DeclarationError, match=r"bad_expr: invalid cron expression '61 \* \* \* \*'"):
+    with pytest.raises(
+        DeclarationError, match=r"bad_expr \(tests/test_jobs_sync\.py:\d+\): invalid cron expression '61 \* \* \* \*'"
+    ):
 
         @tickwork.cron("61 * * * *")
         def bad_expr() -> None:

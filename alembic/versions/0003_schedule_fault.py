@@ -18,11 +18,13 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("tickwork_schedules") as batch:
-        batch.add_column(sa.Column("fault", sa.Text, nullable=True))
-        batch.add_column(sa.Column("retimed", sa.Boolean, nullable=False, server_default=sa.text("false")))
-    with op.batch_alter_table("tickwork_nodes") as batch:
-        batch.add_column(sa.Column("instance", sa.String(64), nullable=True))
+    # Plain ADD COLUMNs on both databases: a batch would make Alembic rebuild the SQLite table for
+    # the expression default, which needs reflection (impossible with `tickwork db upgrade --sql`).
+    op.add_column("tickwork_schedules", sa.Column("fault", sa.Text, nullable=True))
+    op.add_column(
+        "tickwork_schedules", sa.Column("retimed", sa.Boolean, nullable=False, server_default=sa.text("false"))
+    )
+    op.add_column("tickwork_nodes", sa.Column("instance", sa.String(64), nullable=True))
 
 
 def downgrade() -> None:

@@ -75,11 +75,15 @@ class CronFields:
     years: frozenset[int] | None
     dom_star: bool
     dow_star: bool
+    #: The hour field was written starting with ``*`` (``*``, ``*/2``): Vixie cron's "wildcard"
+    #: job, which follows the clock across DST changes (see docs/triggers.md).
+    hour_star: bool = False
 
     @property
     def every_hour(self) -> bool:
-        """True when the hour field matches every hour (decides the DST rule, see docs)."""
-        return len(self.hours) == 24
+        """True when the schedule follows the clock across DST changes: its hour field starts
+        with ``*`` (Vixie cron's rule, whatever the values; decides the DST rule, see docs)."""
+        return self.hour_star
 
 
 def _unsupported(item: str, field: FieldDef) -> TriggerError | None:
@@ -197,18 +201,22 @@ def parse(expression: str) -> CronFields:
         years=None if year_text == "*" else parse_field(year_text, YEAR),
         dom_star=parts[3] == "*",
         dow_star=parts[5] == "*",
+        hour_star=parts[2].startswith("*"),
     )
 
 
-def _render_set(values: frozenset[int], low: int, high: int, star: bool) -> str:
-    """Render a value set deterministically, so equal sets always give equal text."""
+def _render_set(values: frozenset[int], low: int, high: int, star: bool, star_step: bool = True) -> str:
+    """Render a value set deterministically, so equal sets always give equal text.
+
+    :param star_step: a step from the field's start may be written ``*/n``
+    """
     if star:
         return "*"
     ordered = sorted(values)
     if len(ordered) >= 3:
         step = ordered[1] - ordered[0]
         if step > 1 and all(b - a == step for a, b in pairwise(ordered)):
-            if ordered[0] == low and ordered[-1] + step > high:
+            if star_step and ordered[0] == low and ordered[-1] + step > high:
                 return f"*/{step}"
             return f"{ordered[0]}-{ordered[-1]}/{step}"
     parts: list[str] = []
@@ -223,6 +231,20 @@ def _render_set(values: frozenset[int], low: int, high: int, star: bool) -> str:
     return ",".join(parts)
 
 
+def _render_hours(fields: CronFields) -> str:
+    """The hour field, starting with ``*`` exactly when it was written so (the DST rule depends on
+    it): ``0-23`` stays ``0-23`` and ``0-22/2`` stays a range, while ``*/2`` stays ``*/2``."""
+    hours = fields.hours
+    if not fields.hour_star:
+        return _render_set(hours, 0, 23, False, star_step=False)
+    text = _render_set(hours, 0, 23, len(hours) == 24)
+    if text.startswith("*"):
+        return text
+    # A list led by a star item (`*/5,3`): every star item includes hour 0, which `*/24` says alone.
+    rest = hours - {0}
+    return "*/24" + (f",{_render_set(rest, 0, 23, False, star_step=False)}" if rest else "")
+
+
 def render(fields: CronFields) -> str:
     """The canonical text of ``fields``: 6 fields with seconds first, plus the year when restricted.
 
@@ -233,7 +255,7 @@ def render(fields: CronFields) -> str:
     out = [
         _render_set(fields.seconds, 0, 59, len(fields.seconds) == 60),
         _render_set(fields.minutes, 0, 59, len(fields.minutes) == 60),
-        _render_set(fields.hours, 0, 23, len(fields.hours) == 24),
+        _render_hours(fields),
         _render_set(fields.days, 1, 31, fields.dom_star),
         _render_set(fields.months, 1, 12, len(fields.months) == 12),
         _render_set(fields.weekdays, 0, 6, fields.dow_star),

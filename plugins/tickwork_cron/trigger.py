@@ -1,13 +1,13 @@
 """The ``cron`` trigger: classic cron expressions evaluated in an IANA time zone.
 
 DST rules (see docs/triggers.md), following Vixie cron's split between "clock-following" and
-"fixed-time" schedules, decided by the hour field:
+"fixed-time" schedules, decided by how the hour field is written:
 
-* hour field matches every hour (``*``, ``*/1``, ``0-23``): the schedule follows the clock as it
+* hour field starting with ``*`` (``*``, ``*/2``, ``*/3``): the schedule follows the clock as it
   is. Wall times skipped by a spring-forward gap do not fire; wall times repeated by a fall-back
   fire at both occurrences (an hourly job still runs every real hour).
-* any other hour field: a wall time that does not exist fires once at the first instant after the
-  gap; a repeated wall time fires once, at its first occurrence.
+* any other hour field (``2``, ``1-23/2``, ``0-23``): a wall time that does not exist fires once
+  at the first instant after the gap; a repeated wall time fires once, at its first occurrence.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Any
 
 from tickwork.abc import Executor
 from tickwork.allowed import allowed_modules as allowed_modules_of
-from tickwork.calls import ReportOnce, call_arguments
+from tickwork.calls import ReportOnce, call_arguments, check_arguments
 from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.numbers import integer
@@ -86,7 +86,7 @@ class LocalExecutor(Executor):
             raise ExecutorError(f"argument _tickwork_mode: {mode!r} is not one of {', '.join(MODES)}")
         func = resolve(target)
         try:
-            call_arguments(func, arguments)
+            check_arguments(func, arguments)
         except TypeError as exc:
             raise ExecutorError(f"target {target!r}: {exc}") from exc
 

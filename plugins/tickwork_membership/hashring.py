@@ -65,3 +65,6 @@ class HashRingMembership(HeartbeatMembership):
     def owned_buckets(self) -> Sequence[int] | None:
         with self._lock:
             return self._owned
+
+    def buckets_for(self, node_id: str, live: Sequence[str]) -> Sequence[int] | None:
+        return BucketRing(live, vnodes=self.vnodes, owners=self.owners).buckets_of(node_id)

@@ -91,6 +91,9 @@ class SQLiteStore(SQLStore):
     def describe(self) -> str:
         return f"SQLite database {str(self.path)!r}"
 
+    def database_exists(self) -> bool:
+        return self.path.is_file()
+
     def _create_engine(self) -> Engine:
         if not self.path.parent.exists():
             raise StoreError(f"cannot open {self.describe()}: directory {str(self.path.parent)!r} does not exist")

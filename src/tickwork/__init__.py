@@ -12,8 +12,10 @@ and run ``tickwork run`` with ``[scheduler] jobs = ["myapp.jobs"]`` in ``tickwor
 
 from __future__ import annotations
 
+from .admin import Admin, connect
 from .errors import (
     ConfigError,
+    DatabaseMissingError,
     DeclarationError,
     ExecutorError,
     PluginNotFoundError,
@@ -25,29 +27,37 @@ from .errors import (
     TriggerError,
 )
 from .hookspecs import hookimpl
+from .info import NodeInfo, ScheduleInfo
 from .jobs import calendar, cron, every, schedule
 from .runcontext import RunContext, current_run
-from .structures import MisfirePolicy, RunStatus, ScheduleSpec
+from .structures import MisfirePolicy, RunRecord, RunStatus, ScheduleSpec, ScheduleState
 from .triggers import next_fire_times
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Admin",
     "ConfigError",
+    "DatabaseMissingError",
     "DeclarationError",
     "ExecutorError",
     "MisfirePolicy",
+    "NodeInfo",
     "PluginNotFoundError",
     "RunContext",
+    "RunRecord",
     "RunStatus",
     "ScheduleExistsError",
+    "ScheduleInfo",
     "ScheduleNotFoundError",
     "ScheduleSpec",
+    "ScheduleState",
     "SchemaOutdatedError",
     "StoreError",
     "TickworkError",
     "TriggerError",
     "calendar",
+    "connect",
     "cron",
     "current_run",
     "every",

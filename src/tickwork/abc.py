@@ -18,7 +18,20 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from .structures import Claim, Finish, JobCall, NodeInfo, Outcome, RunRecord, Schedule, ScheduleSpec
+from .errors import TickworkError
+from .structures import (
+    FAILING,
+    Claim,
+    Finish,
+    JobCall,
+    NodeInfo,
+    Outcome,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    ScheduleSpec,
+    ScheduleState,
+)
 
 
 class Trigger(ABC):
@@ -141,6 +154,12 @@ class Membership(ABC):
     def on_change(self, callback: Callable[[], None]) -> None:  # noqa: B027 - optional hook
         """Register ``callback`` to be called when the owned buckets change."""
 
+    def buckets_for(self, node_id: str, live: Sequence[str]) -> Sequence[int] | None:
+        """Return the buckets ``node_id`` owns while ``live`` are the live nodes, or ``None`` for
+        all of them. Called by readers (the admin API, the dashboard), never by the engine; the
+        default says "all", which is right for memberships that do not partition."""
+        return None
+
 
 class Store(ABC):
     """Persists schedules, claims and the run history.
@@ -175,6 +194,21 @@ class Store(ABC):
     @abstractmethod
     def upgrade(self) -> None:
         """Apply all pending schema migrations."""
+
+    def schema_revisions(self) -> tuple[str | None, str]:
+        """Return the database's schema revision (``None``: no schema yet) and the latest one
+        this tickwork knows, without migrating (``tickwork db current``).
+
+        :raises tickwork.errors.TickworkError: if this store has no versioned schema (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store has no versioned schema")
+
+    def upgrade_sql(self) -> str:
+        """Return the statements :meth:`upgrade` would run, as text (``tickwork db upgrade --sql``).
+
+        :raises tickwork.errors.TickworkError: if this store cannot tell (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store cannot print its migrations as SQL")
 
     @abstractmethod
     def now(self) -> datetime:
@@ -374,7 +408,104 @@ class Store(ABC):
     def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
         """Return the most recent runs first."""
 
+    # -- read queries of the admin API (tickwork.admin) -----------------------------------------
+    #
+    # Not abstract, so a third-party store written before them keeps working: each default is
+    # correct but reads every row into Python. A store holding many schedules or runs overrides
+    # them with queries (the SQL store does).
+
+    def database_exists(self) -> bool:
+        """Tell, without creating anything, whether the database already exists.
+
+        Read-only commands check it first so that they never create an empty database (a SQLite
+        file, say) in the wrong place. Stores that cannot tell return ``True``.
+        """
+        return True
+
+    def find_schedules(
+        self,
+        *,
+        state: ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        failing: bool | None = None,
+    ) -> list[Schedule]:
+        """Return schedules ordered by next fire time (those without one last), then name.
+
+        :param search: keep schedules whose name or target contains this text (any case)
+        :param limit: at most this many (``None``: all); ``offset`` skips the first ones
+        :param failing: keep those whose last recorded run failed or timed out (``True``), or
+            the others (``False``)
+        """
+        found = [s for s in self.list_schedules() if _schedule_matches(s, state, enabled, search)]
+        if failing is not None:
+            last = self.last_runs([s.id for s in found])
+            found = [s for s in found if (s.id in last and last[s.id].status in FAILING) is failing]
+        found.sort(key=lambda s: (s.next_fire is None, s.next_fire or datetime.min, s.name))
+        return found[offset:] if limit is None else found[offset : offset + limit]
+
+    def count_schedules(
+        self,
+        *,
+        state: ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        failing: bool | None = None,
+    ) -> int:
+        """How many schedules :meth:`find_schedules` would return without a limit."""
+        return len(self.find_schedules(state=state, enabled=enabled, search=search, failing=failing))
+
+    def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
+        """The most recently recorded run of each of these schedules that has one, by schedule id."""
+        wanted = set(schedule_ids)
+        names = {s.id: s.name for s in self.list_schedules() if s.id in wanted}
+        out: dict[int, RunRecord] = {}
+        for schedule_id, name in names.items():
+            records = self.history(limit=1, schedule=name)
+            if records:
+                out[schedule_id] = records[0]
+        return out
+
+    def find_runs(
+        self,
+        *,
+        schedule: str | None = None,
+        status: Sequence[RunStatus] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        node: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """Return runs, latest scheduled time first (then latest attempt).
+
+        :param status: keep runs with one of these statuses
+        :param since: keep runs scheduled at or after this instant; ``until``: strictly before it
+        """
+        records = [
+            r
+            for r in self.history(limit=2**62, schedule=schedule)
+            if (not status or r.status in status)
+            and (since is None or r.scheduled_for >= since)
+            and (until is None or r.scheduled_for < until)
+            and (node is None or r.node == node)
+        ]
+        records.sort(key=lambda r: (r.scheduled_for, r.attempt, r.id), reverse=True)
+        return records[:limit]
+
     @abstractmethod
     def listen(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` (from any thread) whenever another process adds, changes, enables or
         triggers a schedule, so a sleeping engine can re-check at once. Called once per node."""
+
+
+def _schedule_matches(
+    schedule: Schedule, state: ScheduleState | None, enabled: bool | None, search: str | None
+) -> bool:
+    spec = schedule.spec
+    if state is not None and schedule.state is not state:
+        return False
+    if enabled is not None and spec.enabled is not enabled:
+        return False
+    return not search or search.lower() in spec.name.lower() or search.lower() in spec.target.lower()

@@ -49,6 +49,21 @@ def call_arguments(func: Callable[..., Any], arguments: Mapping[str, Any]) -> di
     return kwargs
 
 
+def check_arguments(func: Callable[..., Any], arguments: Mapping[str, Any]) -> None:
+    """Refuse stored arguments ``func`` would never receive (a typo would otherwise be dropped
+    silently at every run) and required parameters without one.
+
+    :raises TypeError: naming the unknown arguments and the parameters ``func`` accepts
+    """
+    names, var_keyword, _required = _signature(func)
+    if not var_keyword:
+        unknown = sorted(k for k in arguments if not k.startswith(RESERVED_PREFIX) and k not in names)
+        if unknown:
+            accepted = ", ".join(sorted(names)) or "no arguments"
+            raise TypeError(f"it does not accept {', '.join(unknown)} (it accepts: {accepted})")
+    call_arguments(func, arguments)
+
+
 class ReportOnce:
     """Wraps an executor's ``on_done`` so it runs exactly once, whichever of the result, a
     deadline or a shutdown comes first; an exception from the callback is logged, not raised

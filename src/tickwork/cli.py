@@ -1,4 +1,5 @@
-"""The ``tickwork`` command line."""
+"""The ``tickwork`` command line (reference: docs/cli.md). Schedules, history and nodes go through
+the public admin API (:mod:`tickwork.admin`), so the CLI can do nothing a program cannot."""
 
 from __future__ import annotations
 
@@ -7,15 +8,16 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from alembic.util import CommandError
-
-from . import schedules as admin
-from .abc import Store
-from .config import Config, load, plugin_manager_for
+from .admin import Admin
+from .clioutput import Listing, iso_z, one_line
+from .cliparser import LOG_LEVEL_ENV, LOG_LEVELS, build_parser
+from .commands import Command
+from .config import load, plugin_manager_for
+from .dbschema import describe_store, schema_status, upgrade_with_report
 from .errors import (
     ConfigError,
     DeclarationError,
@@ -23,152 +25,27 @@ from .errors import (
     TickworkError,
     TriggerError,
 )
-from .node import Node, build_executors, build_store
-from .structures import MisfirePolicy, Schedule, ScheduleSpec
+from .info import ScheduleInfo
+from .node import Node
+from .plugins import default_manager
+from .structures import RunRecord
 from .triggers import detect_kind, get_trigger, next_fire_times
 
 log = logging.getLogger("tickwork.cli")
 
 #: Exit status for invalid input (bad expression, config, arguments).
 EXIT_USAGE = 2
-
-
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-
-def iso_z(value: datetime | None) -> str:
-    """ISO-8601 in UTC with a trailing ``Z``; ``-`` for no value."""
-    if value is None:
-        return "-"
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def parse_time(text: str) -> datetime:
-    """``--after``: an ISO-8601 date-time; without an offset it is UTC."""
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _count(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
-def _non_negative_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text}")
-    return value
-
-
-def _parser() -> argparse.ArgumentParser:
-    logs = argparse.ArgumentParser(add_help=False)
-    logs.add_argument(
-        "--log-level",
-        type=str.upper,
-        choices=LOG_LEVELS,
-        default=None,
-        help="DEBUG, INFO (default for run), WARNING (default), ERROR",
-    )
-    common = argparse.ArgumentParser(add_help=False, parents=[logs])
-    common.add_argument(
-        "--config", "-c", metavar="FILE", help="TOML config (default: $TICKWORK_CONFIG, ./tickwork.toml)"
-    )
-
-    parser = argparse.ArgumentParser(prog="tickwork", description="Periodic jobs, exactly once per due time.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    run = sub.add_parser("run", parents=[common], help="run a scheduler node")
-    run.add_argument("--for", dest="duration", type=_seconds, metavar="SECONDS", help="stop cleanly after SECONDS")
-
-    # `next` is a function of its arguments; a configuration only decides which plugins are
-    # loaded (`[plugins] block`), and no database is read.
-    nxt = sub.add_parser("next", parents=[common], help="print the next fire times of an expression")
-    nxt.add_argument("expression")
-    nxt.add_argument("--kind", help="trigger kind (cron, calendar, interval, once); recognised when omitted")
-    nxt.add_argument("--tz", default=None, help="IANA time zone the expression is evaluated in (default UTC)")
-    nxt.add_argument("--after", type=parse_time, help="ISO-8601 start (default: now)")
-    nxt.add_argument("-n", type=_count(0), default=1, help="how many fire times (default 1)")
-    nxt.add_argument("--normalize", action="store_true", help="print the normalized expression instead")
-
-    jobs = sub.add_parser("jobs", help="manage schedules")
-    jsub = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
-    jl = jsub.add_parser("list", parents=[common], help="list schedules")
-    jl.add_argument("--json", action="store_true")
-    ja = jsub.add_parser("add", parents=[common], help="add a run-time schedule")
-    ja.add_argument("name")
-    ja.add_argument("expression")
-    ja.add_argument("target", help="executor target, e.g. package.module:function or a URL")
-    ja.add_argument("--kind")
-    ja.add_argument("--tz", default="UTC")
-    ja.add_argument("--executor", default=None, help="executor plugin (default: scheduler.default_executor)")
-    ja.add_argument("--args", default="{}", help="JSON object of arguments")
-    ja.add_argument("--timeout", type=_seconds, default=300.0, help="soft timeout in seconds (default 300)")
-    ja.add_argument("--misfire", choices=[p.value for p in MisfirePolicy])
-    ja.add_argument("--retries", type=_count(0), default=0, help="retries of a failed run (default 0)")
-    ja.add_argument(
-        "--retry-backoff",
-        type=_non_negative_seconds,
-        default=10.0,
-        help="seconds before the first retry, doubled after (default 10)",
-    )
-    ja.add_argument("--disabled", action="store_true", help="create it disabled")
-    for action, text in (
-        ("remove", "delete a schedule and its history"),
-        ("enable", "enable a schedule (next fire computed from now)"),
-        ("disable", "disable a schedule"),
-        ("trigger", "make a schedule due now (a run now)"),
-    ):
-        p = jsub.add_parser(action, parents=[common], help=text)
-        p.add_argument("name")
-
-    hist = sub.add_parser("history", parents=[common], help="show recent runs")
-    hist.add_argument("--json", action="store_true", help="one JSON object per line")
-    hist.add_argument("--limit", type=_count(1), default=20, help="most recent runs shown (default 20)")
-    hist.add_argument("--schedule", help="only this schedule")
-
-    db = sub.add_parser("db", help="database schema")
-    dsub = db.add_subparsers(dest="action", required=True, metavar="ACTION")
-    dsub.add_parser("upgrade", parents=[common], help="apply pending migrations")
-
-    sub.add_parser("nodes", parents=[common], help="list nodes and their heartbeats")
-
-    # The harness's options live in tickwork.bench.cli, imported only when it runs.
-    bench = sub.add_parser(
-        "bench",
-        add_help=False,
-        help="benchmark claim strategies and memberships with real node processes (docs/benchmarks.md)",
-    )
-    bench.add_argument("bench_args", nargs=argparse.REMAINDER)  # main() hands these over untouched
-    return parser
+#: Exit status for a state the command cannot act on (unknown name, old schema, missing store).
+EXIT_STATE = 1
 
 
 def _setup_logging(level: str | None, default: str) -> None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    env = os.environ.get(LOG_LEVEL_ENV, "").strip().upper()
+    if level is None and env:
+        if env not in LOG_LEVELS:
+            raise ConfigError(f"${LOG_LEVEL_ENV}: {env!r} is not one of {', '.join(LOG_LEVELS)}")
+        level = env
     logging.basicConfig(
         level=level or default,
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
@@ -177,24 +54,84 @@ def _setup_logging(level: str | None, default: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 failed, 2 invalid input)."""
+    """Run the command line; returns the exit status (0 ok, 1 state error, 2 invalid input)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["bench"]:
+    bench_at = _command_index(argv)
+    if argv[bench_at : bench_at + 1] == ["bench"]:
+        # The harness parses its own options; global options before it do not apply to it.
         from .bench import cli as bench_cli
 
-        return bench_cli.main(argv[1:], prog="tickwork bench")
-    args = _parser().parse_args(argv)
-    _setup_logging(args.log_level, "INFO" if args.command == "run" else "WARNING")
+        return bench_cli.main(argv[bench_at + 1 :], prog="tickwork bench")
     try:
-        return _dispatch(args)
+        # Plugins may add commands (`tickwork web`); a broken plugin is one error line, not a
+        # traceback. The process's manager is built from the configuration first, so that a
+        # plugin its `[plugins] block` lists is never imported.
+        parser = build_parser(plugin_manager_for(load(_config_option(argv))).commands)
+    except ConfigError as exc:
+        if argv[bench_at : bench_at + 1] and argv[bench_at] in BUILTIN_COMMANDS:
+            parser = build_parser()  # the command itself reports the configuration's error
+        else:
+            return _error(exc, EXIT_USAGE)
+    args = parser.parse_args(argv)
+    plugin_command: type[Command] | None = getattr(args, "plugin_command", None)
+    try:
+        default_level = "INFO" if args.command == "run" else "WARNING"
+        if plugin_command is not None:
+            default_level = plugin_command.default_log_level
+        _setup_logging(args.log_level, default_level)
+        code = _dispatch(args)
+        sys.stdout.flush()  # inside the try: a reader that went away surfaces here
+        return code
     except (ConfigError, TriggerError, DeclarationError, ExecutorError) as exc:
-        print(f"tickwork: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _error(exc, EXIT_USAGE)
     except TickworkError as exc:  # a state the command cannot act on: unknown name, old schema, ...
-        print(f"tickwork: error: {exc}", file=sys.stderr)
-        return 1
+        return _error(exc, EXIT_STATE)
+    except BrokenPipeError:
+        # `tickwork jobs list | head -1`: the reader is gone, which is not an error. Point stdout
+        # at /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         return 130
+
+
+def _config_option(argv: Sequence[str]) -> str | None:
+    """The ``-c/--config`` value among ``argv`` (global options may follow the command too)."""
+    found: str | None = None
+    for i, word in enumerate(argv):
+        if word in ("-c", "--config") and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif word.startswith("--config="):
+            found = word.partition("=")[2]
+        elif word == "--":
+            break
+    return found
+
+
+def _command_index(argv: Sequence[str]) -> int:
+    """The position of the command word, past any global options before it."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("-c", "--config", "--log-level"):
+            i += 2
+        elif word == "--json" or word.startswith(("--config=", "--log-level=")):
+            i += 1
+        else:
+            break
+    return i
+
+
+#: The commands of tickwork itself (plugins may add more).
+BUILTIN_COMMANDS = frozenset({"run", "next", "jobs", "history", "db", "nodes", "bench"})
+
+
+def _error(exc: Exception, code: int) -> int:
+    # One line, whatever the underlying message held.
+    text = " ".join(str(exc).split("\n"))
+    print(f"tickwork: error: {text}", file=sys.stderr)
+    return code
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -209,155 +146,273 @@ def _dispatch(args: argparse.Namespace) -> int:
         Node(config).run(args.duration)
         return 0
     if args.command == "db":
-        return _upgrade(config)
-    store = build_store(config, plugin_manager_for(config))
-    store.open()
-    try:
+        return _db(args, config)
+    plugin_command: type[Command] | None = getattr(args, "plugin_command", None)
+    if plugin_command is not None:
+        # The parser is built before the config is read, so `[plugins] block` is honoured here.
+        owner = default_manager().commands.owner(args.command)
+        if owner in config.blocked_plugins:
+            raise ConfigError(
+                f"command {args.command!r} comes from plugin {owner!r}, which [plugins] block lists in "
+                f"{config.source or 'the configuration'}"
+            )
+        return plugin_command().run(args, config)
+    with Admin(config) as admin:
         if args.command == "jobs":
-            return _jobs(args, config, store)
+            return _jobs(args, admin)
         if args.command == "history":
-            return _history(args, store)
+            return _history(args, admin)
         if args.command == "nodes":
-            for node in store.nodes():
-                print(f"{node.id}\tstarted {iso_z(node.started_at)}\theartbeat {iso_z(node.heartbeat_at)}")
-            return 0
-    finally:
-        store.close()
+            return _nodes(args, admin)
     raise AssertionError(args.command)
 
 
-def _upgrade(config: Config) -> int:
-    store = build_store(config, plugin_manager_for(config))
-    try:
-        store.upgrade()
-    except CommandError as exc:  # e.g. a revision this tickwork does not know (written by a newer one)
-        raise TickworkError(f"cannot migrate {_describe(store)}: {exc}") from exc
-    finally:
-        store.close()
-    print(f"{_describe(store)} is at the latest schema")
-    return 0
-
-
-def _describe(store: Store) -> str:
-    describe = getattr(store, "describe", None)
-    return str(describe()) if callable(describe) else f"the {type(store).__name__} database"
+# -- next -----------------------------------------------------------------------------------------
 
 
 def _next(args: argparse.Namespace) -> int:
-    # Lookups without an explicit manager use the process's one, built here from the config.
+    # The configuration only decides which plugins are loaded (`[plugins] block`); lookups without
+    # an explicit manager then use this one, the process's.
     manager = plugin_manager_for(load(args.config))
     if args.normalize:
         kind = args.kind or detect_kind(args.expression, manager)
-        print(get_trigger(kind, args.expression, args.tz or "UTC", manager).normalized())
+        normalized = get_trigger(kind, args.expression, args.tz or "UTC", manager).normalized()
+        print(json.dumps({"kind": kind, "normalized": normalized}) if args.json else normalized)
         return 0
     after = args.after or datetime.now(UTC)
     times = next_fire_times(args.expression, kind=args.kind, tz=args.tz, after=after, n=args.n)
     for value in times:
-        print(iso_z(value))
+        print(json.dumps({"fire_time": iso_z(value)}) if args.json else iso_z(value))
     if len(times) < args.n:
         # stdout stays machine-readable: only fire times, one per line.
         print(f"tickwork: {args.expression!r} fires {len(times)} time(s) after {iso_z(after)}", file=sys.stderr)
     return 0
 
 
-def _row(s: Schedule) -> dict[str, Any]:
-    return {
-        "name": s.name,
-        "kind": s.spec.trigger_kind,
-        "expression": s.spec.expression,
-        "timezone": s.spec.timezone,
-        "executor": s.spec.executor,
-        "target": s.spec.target,
-        "enabled": s.spec.enabled,
-        "next_fire": iso_z(s.next_fire) if s.next_fire else None,
-        "state": s.state.value,
-        "claimed_by": s.claimed_by,
-        "module": s.spec.module,
-        "fault": s.fault,
-    }
+# -- jobs -----------------------------------------------------------------------------------------
 
 
-def _jobs(args: argparse.Namespace, config: Config, store: Store) -> int:
-    manager = plugin_manager_for(config)
-    if args.action == "list":
-        rows = [_row(s) for s in store.list_schedules()]
+def _state(info: ScheduleInfo) -> str:
+    if info.running_on:
+        return f"running on {info.running_on}"
+    if info.fault:
+        return f"parked: {info.fault}"
+    return info.state.value if info.enabled else "disabled"
+
+
+def _last(info: ScheduleInfo) -> str:
+    if info.last_run is None:
+        return "-"
+    return f"{info.last_run.status.value} {iso_z(info.last_run.scheduled_for)}"
+
+
+def _schedules_listing(infos: Sequence[ScheduleInfo], empty: str) -> Listing:
+    return Listing(
+        header=("NAME", "KIND", "EXPRESSION", "TZ", "NEXT FIRE", "STATE", "LAST RUN", "EXECUTOR", "TARGET"),
+        rows=[
+            (i.name, i.kind, i.expression, i.timezone, iso_z(i.next_fire), _state(i), _last(i), i.executor, i.target)
+            for i in infos
+        ],
+        objects=[i.as_json() for i in infos],
+        empty=empty,
+    )
+
+
+def _show(info: ScheduleInfo, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(info.as_json()))
+        return
+    last = info.last_run
+    fields: list[tuple[str, Any]] = [
+        ("name", info.name),
+        ("trigger", f"{info.kind} {info.expression!r} in {info.timezone}"),
+        ("enabled", "yes" if info.enabled else "no"),
+        ("next fire", iso_z(info.next_fire)),
+        ("state", _state(info)),
+        ("executor", info.executor),
+        ("target", info.target),
+        ("arguments", json.dumps(info.arguments)),
+        ("timeout", f"{info.timeout:g}s"),
+        ("retries", f"{info.retries} (backoff {info.retry_backoff:g}s, doubled)"),
+        ("misfire", info.misfire.value if info.misfire else "default (scheduler.misfire)"),
+        ("declared in", info.module or "- (run-time schedule)"),
+        ("last run", "-" if last is None else f"{last.status.value}, scheduled {iso_z(last.scheduled_for)}"),
+    ]
+    if last is not None and last.error:
+        fields.append(("last error", one_line(last.error, 200)))
+    fields += [("created", iso_z(info.created_at)), ("updated", iso_z(info.updated_at))]
+    width = max(len(k) for k, _ in fields)
+    for key, value in fields:
+        print(f"{key + ':':<{width + 1}} {value}")
+
+
+def _arguments(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--args: not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ConfigError("--args: must be a JSON object")
+    return value
+
+
+def _said(verb: str, info: ScheduleInfo, as_json: bool, extra: str = "") -> None:
+    if as_json:
+        print(json.dumps(info.as_json()))
+    else:
+        print(f"{verb} {info.name}; next fire {iso_z(info.next_fire)}{extra}")
+
+
+def _declared_note(info: ScheduleInfo, what: str) -> None:
+    if info.module:
+        print(
+            f"tickwork: note: {info.name} is declared in {info.module}; the next node start {what} "
+            f"unless the declaration changes",
+            file=sys.stderr,
+        )
+
+
+def _jobs(args: argparse.Namespace, admin: Admin) -> int:
+    action = args.action
+    if action == "list":
+        infos = admin.list(
+            state=args.state, enabled=args.enabled, search=args.search, limit=args.limit, offset=args.offset
+        )
+        filtered = any(v is not None for v in (args.state, args.enabled, args.search, args.limit)) or args.offset
+        empty = "no schedules match" if filtered else "no schedules"
+        _schedules_listing(infos, empty).print(as_json=args.json)
+    elif action == "show":
+        _show(admin.get(args.name), args.json)
+    elif action == "add":
+        info = admin.add(
+            args.name,
+            args.expression,
+            args.target,
+            kind=args.kind,
+            tz=args.tz,
+            executor=args.executor,
+            args=_arguments(args.args),
+            timeout=args.timeout,
+            retries=args.retries,
+            retry_backoff=args.retry_backoff,
+            misfire=args.misfire,
+            enabled=not args.disabled,
+            replace=args.replace,
+        )
+        _said("added", info, args.json)
+    elif action == "update":
+        fields = {
+            key: value
+            for key, value in {
+                "expression": args.expression,
+                "target": args.target,
+                "kind": args.kind,
+                "tz": args.tz,
+                "executor": args.executor,
+                "args": _arguments(args.args),
+                "timeout": args.timeout,
+                "retries": args.retries,
+                "retry_backoff": args.retry_backoff,
+                "misfire": args.misfire,
+                "enabled": args.enabled,
+            }.items()
+            if value is not None
+        }
+        if not fields:
+            raise ConfigError("jobs update: nothing to change; give at least one option (tickwork jobs update --help)")
+        info = admin.update(args.name, **fields)
+        _said("updated", info, args.json)
+        _declared_note(info, "puts the declared definition back")
+    elif action == "remove":
+        info = admin.remove(args.name)
+        print(json.dumps(info.as_json()) if args.json else f"removed {info.name}")
+        _declared_note(info, "re-creates it")
+    elif action in ("enable", "disable"):
+        info = admin.enable(args.name) if action == "enable" else admin.disable(args.name)
+        _said(f"{action}d", info, args.json)
+    elif action == "trigger":
+        info = admin.trigger(args.name)
         if args.json:
-            for row in rows:
-                print(json.dumps(row))
+            print(json.dumps(info.as_json()))
         else:
-            for r in rows:
-                flag = "" if r["enabled"] else " (disabled)"
-                if r["fault"]:
-                    flag += f" (parked: {r['fault']})"
-                print(
-                    f"{r['name']}\t{r['kind']} {r['expression']!r} {r['timezone']}\t{r['executor']}:{r['target']}\t"
-                    f"next {r['next_fire'] or '-'}\t{r['state']}{flag}"
-                )
-        return 0
-    if args.action == "add":
-        try:
-            arguments = json.loads(args.args)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--args: not valid JSON: {exc}") from exc
-        if not isinstance(arguments, dict):
-            raise ConfigError("--args: must be a JSON object")
-        kind = args.kind or detect_kind(args.expression, manager)
-        get_trigger(kind, args.expression, args.tz, manager)
-        executor_name = args.executor or config.scheduler.default_executor
-        executors = build_executors(config, manager)
-        if executor_name not in executors:
-            executors[executor_name] = manager.executors.get(executor_name)()
-        executors[executor_name].validate_target(args.target, arguments)
-        try:
-            spec = ScheduleSpec(
-                name=args.name,
-                trigger_kind=kind,
-                expression=args.expression,
-                timezone=args.tz,
-                executor=executor_name,
-                target=args.target,
-                arguments=arguments,
-                timeout=timedelta(seconds=args.timeout),
-                enabled=not args.disabled,
-                misfire=MisfirePolicy(args.misfire) if args.misfire else None,
-                retries=args.retries,
-                retry_backoff=timedelta(seconds=args.retry_backoff),
-            )
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
-        s = admin.add(store, spec, manager)
-        print(f"added {s.name}; next fire {iso_z(s.next_fire)}")
-        return 0
-    if args.action == "remove":
-        module = store.get(args.name).spec.module
-        store.remove(args.name)
-        print(f"removed {args.name}")
-        if module:
-            print(
-                f"tickwork: note: {args.name} is declared in {module}; the next node start re-creates it "
-                f"unless the declaration is removed (disable it to keep it off)",
-                file=sys.stderr,
-            )
-    elif args.action in ("enable", "disable"):
-        s = admin.set_enabled(store, args.name, args.action == "enable", manager)
-        print(f"{args.action}d {s.name}; next fire {iso_z(s.next_fire)}")
-    elif args.action == "trigger":
-        # A disabled schedule is never claimed, so making it due would silently do nothing.
-        if not store.get(args.name).spec.enabled:
-            raise TickworkError(f"schedule {args.name!r} is disabled; enable it first (tickwork jobs enable)")
-        s = store.fire_now(args.name)
-        print(f"triggered {s.name}; due {iso_z(s.next_fire)}")
+            print(f"triggered {info.name}; due {iso_z(info.next_fire)}")
     return 0
 
 
-def _history(args: argparse.Namespace, store: Store) -> int:
-    records = store.history(limit=args.limit, schedule=args.schedule)
-    for r in records:
+# -- history / nodes ------------------------------------------------------------------------------
+
+
+def _history(args: argparse.Namespace, admin: Admin) -> int:
+    records: list[RunRecord] = admin.history(
+        schedule=args.schedule,
+        status=args.status,
+        since=args.since,
+        until=args.until,
+        node=args.node,
+        limit=args.limit,
+    )
+    Listing(
+        header=("SCHEDULED FOR", "SCHEDULE", "ATTEMPT", "STATUS", "NODE", "STARTED", "FINISHED", "ERROR"),
+        rows=[
+            (
+                iso_z(r.scheduled_for),
+                r.schedule,
+                str(r.attempt),
+                r.status.value,
+                r.node or "-",
+                iso_z(r.started_at),
+                iso_z(r.finished_at),
+                one_line(r.error),
+            )
+            for r in records
+        ],
+        objects=[r.as_json() for r in records],
+        empty="no runs match",
+    ).print(as_json=args.json)
+    return 0
+
+
+def _age(value: float) -> str:
+    if value < 120:
+        return f"{value:.1f}s"
+    if value < 7200:
+        return f"{value / 60:.0f}m"
+    return f"{value / 3600:.1f}h"
+
+
+def _nodes(args: argparse.Namespace, admin: Admin) -> int:
+    nodes = admin.nodes()
+    Listing(
+        header=("NODE", "STATUS", "HEARTBEAT AGE", "STARTED", "LAST HEARTBEAT"),
+        rows=[
+            (n.id, "live" if n.live else "dead", _age(n.heartbeat_age), iso_z(n.started_at), iso_z(n.heartbeat_at))
+            for n in nodes
+        ],
+        objects=[n.as_json() for n in nodes],
+        empty="no nodes (none is running, or none has started on this store yet)",
+    ).print(as_json=args.json)
+    return 0
+
+
+# -- db -------------------------------------------------------------------------------------------
+
+
+def _db(args: argparse.Namespace, config: Any) -> int:
+    if args.action == "current":
+        status = schema_status(config)
         if args.json:
-            print(json.dumps(r.as_json()))
+            print(json.dumps(status.as_json()))
         else:
-            err = f"\t{(r.error or '').splitlines()[0][:100]}" if r.error else ""
-            print(f"{iso_z(r.scheduled_for)}\t{r.schedule}\t{r.status.value}\t{r.node or '-'}{err}")
+            print(status.sentence())
+        return 0 if status.latest else EXIT_STATE
+    if args.sql:
+        sql = upgrade_with_report(config, sql_only=True)
+        sys.stdout.write(sql)
+        return 0
+    report = upgrade_with_report(config, sql_only=False)
+    print(json.dumps({"store": describe_store(config), "result": report}) if args.json else report)
     return 0
 
 

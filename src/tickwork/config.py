@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import socket
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,9 +95,15 @@ class Config:
     membership: PluginChoice = field(default_factory=lambda: PluginChoice("single"))
     executors: dict[str, dict[str, Any]] = field(default_factory=dict)
     blocked_plugins: tuple[str, ...] = ()
+    #: The ``[web]`` table (dashboard: ``host``, ``port``, ``token_env``), checked by :data:`WEB_KEYS`.
+    web: dict[str, Any] = field(default_factory=dict)
 
     def where(self, key: str) -> str:
         return f"{self.source or '<defaults>'}: {key}"
+
+
+#: Keys of the ``[web]`` table (docs/web.md); the dashboard plugin reads them.
+WEB_KEYS: dict[str, type | tuple[type, ...]] = {"host": str, "port": int, "token_env": str}
 
 
 def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | None:
@@ -113,6 +121,12 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
         return path
     local = Path(DEFAULT_FILE)
     return local if local.is_file() else None
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`` (did you mean `max_sleep`?)`` for a near miss among ``known``; empty when none is close."""
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
 
 
 def _check_type(where: str, value: Any, expected: type | tuple[type, ...]) -> None:
@@ -148,7 +162,7 @@ def validate_options(
     for key, value in options.items():
         if key not in allowed:
             known = ", ".join(sorted(allowed)) or "none"
-            raise ConfigError(f"{where}.{key}: unknown option (known options: {known})")
+            raise ConfigError(f"{where}.{key}: unknown option{did_you_mean(key, allowed)}; known options: {known}")
         _check_type(f"{where}.{key}", value, allowed[key])
     return {k: expand_env(f"{where}.{k}", v) for k, v in options.items()}
 
@@ -163,17 +177,21 @@ def _table(source: str, data: dict[str, Any], key: str) -> dict[str, Any]:
 def parse(data: dict[str, Any], source: Path | None = None) -> Config:
     """Build a :class:`Config` from parsed TOML, checking every key and type."""
     src = str(source) if source else "<config>"
-    known_tables = {"scheduler", "store", "membership", "executor", "plugins"}
+    known_tables = {"scheduler", "store", "membership", "executor", "plugins", "web"}
     for key in data:
         if key not in known_tables:
-            raise ConfigError(f"{src}: unknown table or key {key!r} (known: {', '.join(sorted(known_tables))})")
+            raise ConfigError(
+                f"{src}: unknown table or key {key!r}{did_you_mean(key, known_tables)}; "
+                f"known: {', '.join(sorted(known_tables))}"
+            )
 
     sched_raw = _table(src, data, "scheduler")
     sched_kwargs: dict[str, Any] = {}
     for key, value in sched_raw.items():
         if key not in _SCHEDULER_TYPES:
             raise ConfigError(
-                f"{src}: scheduler.{key}: unknown key (known keys: {', '.join(sorted(_SCHEDULER_TYPES))})"
+                f"{src}: scheduler.{key}: unknown key{did_you_mean(key, _SCHEDULER_TYPES)}; "
+                f"known keys: {', '.join(sorted(_SCHEDULER_TYPES))}"
             )
         _check_type(f"{src}: scheduler.{key}", value, _SCHEDULER_TYPES[key])
         sched_kwargs[key] = expand_env(f"{src}: scheduler.{key}", value)
@@ -220,10 +238,12 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
     plugins_raw = _table(src, data, "plugins")
     for key in plugins_raw:
         if key != "block":
-            raise ConfigError(f"{src}: plugins.{key}: unknown key (known keys: block)")
+            raise ConfigError(f"{src}: plugins.{key}: unknown key{did_you_mean(key, ['block'])}; known keys: block")
     block = plugins_raw.get("block", [])
     if not isinstance(block, list) or not all(isinstance(b, str) for b in block):
         raise ConfigError(f"{src}: plugins.block: must be a list of plugin names")
+
+    web = validate_options(f"{src}: web", dict(_table(src, data, "web")), WEB_KEYS)
 
     return Config(
         source=source,
@@ -232,6 +252,7 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
         membership=membership,
         executors=executors,
         blocked_plugins=tuple(block),
+        web=web,
     )
 
 
@@ -245,9 +266,22 @@ def load(explicit: str | os.PathLike[str] | None = None) -> Config:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        line = data_line(path, exc.start)
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line}); TOML files must be UTF-8"
+        ) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
     return parse(data, path)
+
+
+def data_line(path: Path, offset: int) -> int:
+    """The 1-based line of byte ``offset`` in ``path``."""
+    try:
+        return path.read_bytes()[:offset].count(b"\n") + 1
+    except OSError:
+        return 0
 
 
 def plugin_manager_for(config: Config) -> PluginManager:

@@ -43,6 +43,10 @@ class SchemaOutdatedError(StoreError):
     """The database schema is older than this version of tickwork expects."""
 
 
+class DatabaseMissingError(StoreError):
+    """A read-only operation found no database where the configuration points (it never creates one)."""
+
+
 class ScheduleNotFoundError(TickworkError, LookupError):
     """No schedule with the given name exists."""
 

@@ -19,6 +19,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from .abc import Executor, Membership, Store, Trigger
+    from .commands import Command
     from .registry import Registry
 
 NAME = "tickwork"
@@ -58,4 +59,13 @@ def tickwork_register_memberships(registry: Registry[type[Membership]]) -> None:
     """Register membership classes by name, e.g. ``registry.add("hashring", HashRing)``.
 
     Called once when plugins are loaded. ``[membership] plugin`` is looked up here.
+    """
+
+
+@hookspec
+def tickwork_register_commands(registry: Registry[type[Command]]) -> None:
+    """Register ``tickwork`` subcommands by name, e.g. ``registry.add("web", WebCommand)``.
+
+    Called once when plugins are loaded. The command line adds each as ``tickwork NAME``; a name
+    that a built-in command already uses is an error. See :class:`tickwork.commands.Command`.
     """

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from .errors import ConfigError, DeclarationError, TickworkError
+from .importerrors import describe_failure, failure_location, function_location
 from .numbers import number
 from .structures import DEFAULT_TIMEOUT, MAX_RETRY_BACKOFF, MAX_TIMEOUT, MisfirePolicy, ScheduleSpec
 
@@ -72,7 +73,9 @@ def schedule(
     """
 
     def decorate(func: F) -> F:
-        where = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)!s}"
+        where = (
+            f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)!s} ({function_location(func)})"
+        )
         if not callable(func):
             raise DeclarationError(f"@{kind} must decorate a function, got {func!r}")
         params = inspect.signature(func).parameters
@@ -80,8 +83,12 @@ def schedule(
             raise DeclarationError(
                 f"{where}: a declared job must take no parameters, but it takes ({', '.join(params)})"
             )
-        from .triggers import check_period, get_trigger  # deferred: loads trigger plugins on first use
+        from .triggers import check_period, check_zone, get_trigger  # deferred: loads trigger plugins on first use
 
+        try:
+            check_zone(timezone)
+        except TickworkError as exc:
+            raise DeclarationError(f"{where}: timezone: {exc}") from exc
         try:
             check_period(get_trigger(kind, expression, timezone), datetime.now(UTC))
         except TickworkError as exc:
@@ -142,8 +149,14 @@ def declared_in(module: str) -> list[DeclaredJob]:
     """
     try:
         importlib.import_module(module)
-    except ImportError as exc:
-        raise DeclarationError(f"cannot import job module {module!r} (scheduler.jobs): {exc}") from exc
+    except DeclarationError:
+        raise  # a decorator's own message already names the function, file and line
+    except Exception as exc:  # a job module may raise anything while it is imported
+        located = failure_location(module, exc)
+        at = f" at {located}" if located else ""
+        raise DeclarationError(
+            f"cannot import job module {module!r} (scheduler.jobs){at}: {describe_failure(exc)}"
+        ) from exc
     with _lock:
         return [
             job

@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 from .abc import Executor, Membership, Store
 from .config import Config, plugin_manager_for, validate_options
 from .engine import Engine, EngineSettings
-from .errors import ConfigError, NodeIdInUseError, PluginNotFoundError
-from .jobs import declared_in
+from .errors import ConfigError, DeclarationError, NodeIdInUseError, PluginNotFoundError
+from .importerrors import function_location
+from .jobs import DeclaredJob, declared_in
 from .plugins import PluginManager
 from .schedules import SyncReport, sync_module
 
@@ -77,6 +78,22 @@ def build_executors(config: Config, manager: PluginManager) -> dict[str, Executo
 
         executors[name] = _located(where, build)
     return executors
+
+
+def unconfigured_executor(config: Config, manager: PluginManager, job: DeclaredJob) -> DeclarationError:
+    """The error for a declared job whose executor this node does not run: every one of its runs
+    would fail, so the node refuses to start."""
+    name = job.spec.executor
+    func = job.function
+    where = f"{func.__module__}.{func.__qualname__} ({function_location(func)})"
+    configured = ", ".join(sorted({*config.executors, config.scheduler.default_executor}))
+    if name not in manager.executors.names():
+        registered = ", ".join(sorted(manager.executors.names()))
+        return DeclarationError(f"{where}: unknown executor {name!r} (registered executors: {registered})")
+    return DeclarationError(
+        f"{where}: executor {name!r} is not configured in {config.source or 'the configuration'}: "
+        f"add an [executor.{name}] table (configured executors: {configured})"
+    )
 
 
 class Node:
@@ -179,8 +196,9 @@ class Node:
             jobs = declared_in(module)
             for job in jobs:
                 executor = self.executors.get(job.spec.executor)
-                if executor is not None:
-                    executor.validate_target(job.spec.target, job.spec.arguments)
+                if executor is None:
+                    raise unconfigured_executor(self.config, self.manager, job)
+                executor.validate_target(job.spec.target, job.spec.arguments)
             reports.append(sync_module(self.store, module, jobs, self.manager))
         return reports
 

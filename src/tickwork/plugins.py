@@ -7,11 +7,13 @@ import threading
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 from types import ModuleType
+from typing import Any
 
 import pluggy
 
 from . import hookspecs
 from .abc import Executor, Membership, Store, Trigger
+from .commands import Command
 from .errors import ConfigError
 from .registry import Registry
 
@@ -59,13 +61,16 @@ class PluginManager:
         self.triggers: Registry[type[Trigger]] = Registry("trigger")
         self.executors: Registry[type[Executor]] = Registry("executor")
         self.memberships: Registry[type[Membership]] = Registry("membership")
+        self.commands: Registry[type[Command]] = Registry("command")
         hook = self._pm.hook
-        for hook_name, registry in (
+        registries: tuple[tuple[str, Registry[Any]], ...] = (
             ("tickwork_register_stores", self.stores),
             ("tickwork_register_triggers", self.triggers),
             ("tickwork_register_executors", self.executors),
             ("tickwork_register_memberships", self.memberships),
-        ):
+            ("tickwork_register_commands", self.commands),
+        )
+        for hook_name, registry in registries:
             caller = getattr(hook, hook_name)
             # Call plugin by plugin so a duplicate name can be blamed on the plugin that added it.
             for impl in reversed(caller.get_hookimpls()):

@@ -31,6 +31,17 @@ def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) 
     return store.add(spec, next_fire)
 
 
+def update(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None, *, recompute: bool) -> Schedule:
+    """Replace a schedule's definition. With ``recompute`` (a new trigger, or enabling) the next
+    fire is the first after now; otherwise the stored one is kept, so a pending "run now" stays."""
+    next_fire = store.get(spec.name).next_fire
+    if not spec.enabled:
+        next_fire = None
+    elif recompute or next_fire is None:
+        next_fire = first_fire(spec, store.now(), manager)
+    return store.update(spec, next_fire)
+
+
 def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
     """Enabling computes the next fire from now (Docspell): time spent disabled is not caught up."""
     spec = store.get(name).spec

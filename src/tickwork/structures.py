@@ -23,7 +23,15 @@ MAX_RETRIES = 100
 MAX_RETRY_BACKOFF = timedelta(days=1)
 
 
-class RunStatus(enum.StrEnum):
+class Choice(enum.StrEnum):
+    """A string enum whose error for an unknown value lists the valid ones."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        raise ValueError(f"{value!r} is not a valid {cls.__name__}; choose one of: {', '.join(m.value for m in cls)}")
+
+
+class RunStatus(Choice):
     """Status of one run in the history table."""
 
     RUNNING = "running"
@@ -38,12 +46,16 @@ class RunStatus(enum.StrEnum):
         return self is not RunStatus.RUNNING
 
 
-class ScheduleState(enum.StrEnum):
+#: A schedule whose last recorded run ended with one of these is "failing" (admin filters, dashboard).
+FAILING = frozenset({RunStatus.FAILED, RunStatus.TIMED_OUT})
+
+
+class ScheduleState(Choice):
     IDLE = "idle"
     RUNNING = "running"
 
 
-class MisfirePolicy(enum.StrEnum):
+class MisfirePolicy(Choice):
     """What to do with fire times that passed while no node could run them (see docs/cluster.md)."""
 
     SKIP = "skip"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .abc import Trigger
 from .errors import TriggerError
@@ -32,6 +33,15 @@ PERIOD_SAMPLES = 60
 
 def _shown(expression: str) -> str:
     return repr(expression if len(expression) <= 60 else expression[:57] + "...")
+
+
+@lru_cache(maxsize=1024)
+def check_zone(tz: str) -> None:
+    """:raises tickwork.errors.TriggerError: naming ``tz`` if it is not an IANA time zone"""
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise TriggerError(f"unknown IANA zone {tz!r} (expected a name such as 'Europe/Berlin' or 'UTC')") from None
 
 
 @lru_cache(maxsize=65536)

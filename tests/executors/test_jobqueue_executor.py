@@ -92,8 +92,8 @@ def build(table: dict[str, Any]) -> JobQueueExecutor:
     [
         (
             {"url": "sqlite:///q.db", "thread": 2},
-            "executor.jobqueue.thread: unknown option "
-            "(known options: allowed_modules, create_table, import_targets, threads, url)",
+            "executor.jobqueue.thread: unknown option (did you mean `threads`?); "
+            "known options: allowed_modules, create_table, import_targets, threads, url",
         ),
         ({"url": "sqlite:///q.db", "threads": "4"}, "executor.jobqueue.threads: expected int, got str '4'"),
         ({"url": "sqlite:///q.db", "threads": 0}, "executor.jobqueue: threads: must be an integer >= 1, got 0"),

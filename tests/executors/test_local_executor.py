@@ -49,7 +49,13 @@ def test_validate_target_errors_name_the_problem(target: str, arguments: dict[st
 def test_validate_target_accepts_a_callable_with_its_arguments() -> None:
     executor = LocalExecutor()
     executor.validate_target(f"{JOBS}:needs", {"city": "Oslo"})
-    executor.validate_target(f"{JOBS}:needs", {"city": "Oslo", "days": 2, "unused": True, "_tickwork_mode": "process"})
+    executor.validate_target(f"{JOBS}:needs", {"city": "Oslo", "days": 2, "_tickwork_mode": "process"})
+
+
+def test_validate_target_refuses_arguments_the_callable_does_not_take() -> None:
+    # Dropped silently at every run before; a typo'd key is refused when the schedule is added.
+    with pytest.raises(ExecutorError, match=r"it does not accept unused \(it accepts: city, days\)"):
+        LocalExecutor().validate_target(f"{JOBS}:needs", {"city": "Oslo", "unused": True})
 
 
 @pytest.mark.parametrize(

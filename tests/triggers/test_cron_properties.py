@@ -47,7 +47,7 @@ def must_fire(trigger: CronTrigger, instant: datetime) -> bool:
     zone = ZoneInfo(trigger.timezone)
     local = instant.astimezone(zone)
     wall = local.replace(tzinfo=None)
-    every_hour = len(trigger.fields.hours) == 24
+    every_hour = trigger.fields.hour_star
     if wall_matches(trigger.fields, wall):
         repeated = local.replace(fold=1 - local.fold).utcoffset() != local.utcoffset()
         return every_hour or not (repeated and local.fold == 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from alembic import command
@@ -48,3 +49,16 @@ def upgrade(connection: Connection, revision: str = "head") -> None:
 
 def downgrade(connection: Connection, revision: str = "base") -> None:
     command.downgrade(_config(connection), revision)
+
+
+def upgrade_sql(dialect_name: str, current: str | None) -> str:
+    """The SQL that migrates a database of ``dialect_name`` from ``current`` (``None``: empty) to
+    the head revision, as text (Alembic's offline mode); empty when there is nothing to do."""
+    if current == head_revision():
+        return ""
+    buffer = io.StringIO()
+    cfg = Config(output_buffer=buffer)
+    cfg.set_main_option("script_location", str(script_location()))
+    cfg.attributes["dialect_name"] = dialect_name
+    command.upgrade(cfg, "head" if current is None else f"{current}:head", sql=True)
+    return buffer.getvalue()

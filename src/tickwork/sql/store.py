@@ -50,6 +50,7 @@ from ..errors import (
 )
 from ..numbers import integer
 from ..structures import (
+    FAILING,
     Claim,
     Finish,
     MisfirePolicy,
@@ -320,6 +321,24 @@ class SQLStore(Store):
         except (OperationalError, DBAPIError) as exc:
             raise StoreError(f"cannot migrate {self.describe()}: {exc.orig or exc}") from exc
         except CommandError as exc:  # e.g. stamped with a revision this tickwork does not know
+            raise StoreError(f"cannot migrate {self.describe()}: {exc}") from exc
+
+    def schema_revisions(self) -> tuple[str | None, str]:
+        if self._engine is None:
+            self._engine = self._create_engine()
+        try:
+            with self.engine.connect() as conn:
+                current = migrations.current_revision(conn)
+        except (OperationalError, DBAPIError) as exc:
+            raise StoreError(f"cannot open {self.describe()}: {exc.orig or exc}") from exc
+        return current, migrations.head_revision()
+
+    def upgrade_sql(self) -> str:
+        # A database that does not exist yet gets the whole schema, and is not created by asking.
+        current = self.schema_revisions()[0] if self.database_exists() else None
+        try:
+            return migrations.upgrade_sql(self.dialect_name, current)
+        except CommandError as exc:
             raise StoreError(f"cannot migrate {self.describe()}: {exc}") from exc
 
     @transient_retry
@@ -919,20 +938,120 @@ class SQLStore(Store):
         if schedule is not None:
             query = query.where(schedules.c.name == schedule)
         with self._tx() as conn:
-            return [
-                RunRecord(
-                    id=r.id,
-                    schedule=r.schedule_name,
-                    scheduled_for=r.scheduled_for,
-                    started_at=r.started_at,
-                    finished_at=r.finished_at,
-                    node=r.node,
-                    status=RunStatus(r.status),
-                    error=r.error,
-                    attempt=r.attempt,
+            return [_run_record(r) for r in conn.execute(query)]
+
+    # -- admin read queries (tickwork.admin) ------------------------------------------------------
+
+    def _schedule_filters(
+        self, state: ScheduleState | None, enabled: bool | None, search: str | None, failing: bool | None = None
+    ) -> list[ColumnElement[bool]]:
+        conditions: list[ColumnElement[bool]] = []
+        if failing is not None:
+            # "Last run" as last_runs() defines it: the schedule's highest run id.
+            latest = select(func.max(runs.c.id)).group_by(runs.c.schedule_id)
+            failed = select(runs.c.schedule_id).where(
+                runs.c.id.in_(latest), runs.c.status.in_(sorted(s.value for s in FAILING))
+            )
+            conditions.append(schedules.c.id.in_(failed) if failing else schedules.c.id.not_in(failed))
+        if state is not None:
+            conditions.append(schedules.c.state == state.value)
+        if enabled is not None:
+            conditions.append(schedules.c.enabled.is_(enabled))
+        if search:
+            needle = search.lower()
+            conditions.append(
+                or_(
+                    func.lower(schedules.c.name).contains(needle, autoescape=True),
+                    func.lower(schedules.c.target).contains(needle, autoescape=True),
                 )
-                for r in conn.execute(query)
-            ]
+            )
+        return conditions
+
+    @transient_retry
+    def find_schedules(
+        self,
+        *,
+        state: ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        failing: bool | None = None,
+    ) -> list[Schedule]:
+        # NULLS LAST spelled as a CASE: MySQL/MariaDB have no NULLS LAST.
+        query = (
+            select(schedules)
+            .where(*self._schedule_filters(state, enabled, search, failing))
+            .order_by(case((schedules.c.next_fire.is_(None), 1), else_=0), schedules.c.next_fire, schedules.c.name)
+            .offset(offset)
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        with self._tx() as conn:
+            return [schedule_from_row(row) for row in conn.execute(query)]
+
+    @transient_retry
+    def count_schedules(
+        self,
+        *,
+        state: ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        failing: bool | None = None,
+    ) -> int:
+        query = (
+            select(func.count()).select_from(schedules).where(*self._schedule_filters(state, enabled, search, failing))
+        )
+        with self._tx() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    @transient_retry
+    def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
+        if not schedule_ids:
+            return {}
+        latest = (
+            select(func.max(runs.c.id))
+            .where(runs.c.schedule_id.in_(list(schedule_ids)))
+            .group_by(runs.c.schedule_id)
+            .scalar_subquery()
+        )
+        query = (
+            select(runs, schedules.c.name.label("schedule_name"))
+            .join(schedules, schedules.c.id == runs.c.schedule_id)
+            .where(runs.c.id.in_(latest))
+        )
+        with self._tx() as conn:
+            return {r.schedule_id: _run_record(r) for r in conn.execute(query)}
+
+    @transient_retry
+    def find_runs(
+        self,
+        *,
+        schedule: str | None = None,
+        status: Sequence[RunStatus] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        node: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        query = (
+            select(runs, schedules.c.name.label("schedule_name"))
+            .join(schedules, schedules.c.id == runs.c.schedule_id)
+            .order_by(runs.c.scheduled_for.desc(), runs.c.attempt.desc(), runs.c.id.desc())
+            .limit(limit)
+        )
+        if schedule is not None:
+            query = query.where(schedules.c.name == schedule)
+        if status:
+            query = query.where(runs.c.status.in_([s.value for s in status]))
+        if since is not None:
+            query = query.where(runs.c.scheduled_for >= since)
+        if until is not None:
+            query = query.where(runs.c.scheduled_for < until)
+        if node is not None:
+            query = query.where(runs.c.node == node)
+        with self._tx() as conn:
+            return [_run_record(r) for r in conn.execute(query)]
 
     @transient_retry
     def prune_history(self, older_than: timedelta) -> int:
@@ -950,6 +1069,21 @@ class SQLStore(Store):
                 delete(runs).where(runs.c.status != "running", runs.c.finished_at < cutoff, ~fences_a_fire)
             )
         return int(result.rowcount or 0)
+
+
+def _run_record(r: Row[Any]) -> RunRecord:
+    """A run row joined with its schedule's name (``schedule_name``)."""
+    return RunRecord(
+        id=r.id,
+        schedule=r.schedule_name,
+        scheduled_for=r.scheduled_for,
+        started_at=r.started_at,
+        finished_at=r.finished_at,
+        node=r.node,
+        status=RunStatus(r.status),
+        error=r.error,
+        attempt=r.attempt,
+    )
 
 
 def utcnow() -> datetime:

@@ -1,0 +1,99 @@
+"""The Starlette application: routes, shared state, error pages. Pages are in :mod:`.pages`, the
+JSON API in :mod:`.api`; both read and act through a per-request :class:`~tickwork.admin.Admin`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from tickwork.admin import Admin, ConfigSource, load_config
+
+from . import api, pages
+from .adminpool import AdminPool
+from .auth import Guard
+from .settings import WebSettings
+from .timefmt import duration, relative, utc_text
+from .words import describe
+
+HERE = Path(__file__).parent
+T = TypeVar("T")
+
+
+class Dashboard:
+    """What every request handler needs: the admin pool, the guard and the templates."""
+
+    def __init__(self, pool: AdminPool, settings: WebSettings) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.guard = Guard(settings.token)
+        self.templates = Environment(
+            loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]), auto_reload=False
+        )
+        self.templates.filters.update(
+            utc=utc_text, relative=relative, words=describe, quote=lambda s: quote(str(s), safe="")
+        )
+        self.templates.globals.update(duration=duration)
+
+    async def read(self, work: Callable[[Admin], T]) -> T:
+        """Run ``work`` with an admin of the pool in a worker thread (the admin API blocks)."""
+
+        def call() -> T:
+            with self.pool.admin() as admin:
+                return work(admin)
+
+        return await run_in_threadpool(call)
+
+
+def dashboard_of(request: Request) -> Dashboard:
+    found: Dashboard = request.app.state.dashboard
+    return found
+
+
+def build_app(
+    config: ConfigSource = None, *, token: str | None = None, settings: WebSettings | None = None
+) -> Starlette:
+    """See :func:`tickwork_web.app`."""
+    loaded = load_config(config)
+    settings = settings or WebSettings.from_config(loaded, token=token)
+    pool = AdminPool(loaded)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        pool.close()
+
+    routes: list[Any] = [
+        Route("/", pages.schedules, name="schedules"),
+        Route("/runs", pages.runs, name="runs"),
+        Route("/nodes", pages.nodes, name="nodes"),
+        Route("/login", pages.login_form, methods=["GET"], name="login"),
+        Route("/login", pages.login, methods=["POST"]),
+        Route("/logout", pages.logout, methods=["POST"], name="logout"),
+        Route("/schedules/{name:path}/{action}", pages.act, methods=["POST"], name="act"),
+        Route("/schedules/{name:path}", pages.schedule, name="schedule"),
+        Route("/api/schedules", api.schedules),
+        Route("/api/runs", api.runs),
+        Route("/api/nodes", api.nodes),
+        Route("/api/schedules/{name:path}/{action}", api.act, methods=["POST"]),
+        Route("/api/schedules/{name:path}", api.remove, methods=["DELETE"]),
+        Route("/api/schedules/{name:path}", api.schedule, methods=["GET"]),
+        Route("/api/{rest:path}", api.not_found),
+        Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: pages.not_found, 405: pages.method_not_allowed},
+    )
+    app.state.dashboard = Dashboard(pool, settings)
+    return app

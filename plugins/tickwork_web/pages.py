@@ -1,0 +1,232 @@
+"""The HTML pages. A page asked with ``?fragment=1`` returns only its live part, which the page's
+script fetches every few seconds to refresh itself (static/tickwork.js)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreError, TickworkError
+from tickwork.structures import RunStatus
+
+from . import data
+from .actions import ACTIONS, perform
+from .auth import COOKIE, SESSION_SECONDS, Session
+from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter, statuses
+
+if TYPE_CHECKING:
+    from .application import Dashboard
+
+log = logging.getLogger("tickwork.web.actions")
+
+#: Seconds between refreshes of a page's live part.
+REFRESH_SECONDS = 3
+DONE = {
+    "trigger": "Run requested: the schedule is due now, and a live node starts it.",
+    "enable": "Schedule enabled.",
+    "disable": "Schedule disabled.",
+    "remove": "Schedule removed.",
+    "login": "Logged in: actions are available.",
+    "logout": "Logged out.",
+}
+
+
+def _dashboard(request: Request) -> Dashboard:
+    from .application import dashboard_of
+
+    return dashboard_of(request)
+
+
+def _session(request: Request) -> Session | None:
+    return _dashboard(request).guard.session(request.cookies.get(COOKIE))
+
+
+def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    board = _dashboard(request)
+    session = _session(request)
+    fragment = request.query_params.get("fragment") == "1"
+    page = board.templates.get_template(template)
+    html = page.render(
+        request=request,
+        root=request.scope.get("root_path", ""),
+        actions_enabled=board.guard.enabled,
+        session=session,
+        csrf=board.guard.csrf_token(session) if session else "",
+        done=DONE.get(request.query_params.get("done", "")),
+        refresh=REFRESH_SECONDS,
+        fragment=fragment,
+        **context,
+    )
+    return HTMLResponse(html, status_code=status)
+
+
+def problem(request: Request, status: int, message: str) -> HTMLResponse:
+    return render(request, "error.html", status=status, status_code=status, message=message)
+
+
+async def _guarded(request: Request, template: str, load: Any, **context: Any) -> Response:
+    """Render ``template`` with what ``load(admin)`` returns (a dict), or an error page."""
+    try:
+        found = await _dashboard(request).read(load)
+    except BadQuery as exc:
+        return problem(request, 400, str(exc))
+    except ScheduleNotFoundError as exc:
+        return problem(request, 404, str(exc))
+    except (DatabaseMissingError, StoreError) as exc:
+        return problem(request, 503, str(exc))
+    return render(request, template, **context, **found)
+
+
+async def schedules(request: Request) -> Response:
+    params = request.query_params
+    try:
+        where, show = schedule_filter(params)
+        size = integer(params, "per_page", 50, 1, max(PAGE_SIZES))
+        number = integer(params, "page", 1, 1, 10**7)
+    except BadQuery as exc:
+        return problem(request, 400, str(exc))
+    offset = (number - 1) * size
+
+    def load(admin: Any) -> dict[str, Any]:
+        page = data.schedule_page(admin, where, offset, size)
+        return {"now": page.now, "total": page.total, "schedules": page.schedules}
+
+    keep = {k: v for k, v in {"q": where.search, "state": params.get("state"), "show": show}.items() if v}
+    if size != 50:
+        keep["per_page"] = str(size)
+    return await _guarded(
+        request,
+        "schedules.html",
+        load,
+        where=where,
+        show=show,
+        page=number,
+        per_page=size,
+        page_sizes=PAGE_SIZES,
+        query=lambda **extra: urlencode({**keep, **{k: str(v) for k, v in extra.items()}}),
+    )
+
+
+async def schedule(request: Request) -> Response:
+    name = request.path_params["name"]
+    try:
+        wanted = statuses(request.query_params)
+    except BadQuery as exc:
+        return problem(request, 400, str(exc))
+
+    def load(admin: Any) -> dict[str, Any]:
+        return {"d": data.schedule_detail(admin, name, wanted)}
+
+    return await _guarded(
+        request, "schedule.html", load, status_filter=",".join(s.value for s in wanted), statuses=RunStatus
+    )
+
+
+async def runs(request: Request) -> Response:
+    try:
+        where = run_filter(request.query_params)
+    except BadQuery as exc:
+        return problem(request, 400, str(exc))
+
+    def load(admin: Any) -> dict[str, Any]:
+        now, records = data.runs(admin, where)
+        return {"now": now, "records": records}
+
+    return await _guarded(request, "runs.html", load, where=where, statuses=RunStatus)
+
+
+async def nodes(request: Request) -> Response:
+    def load(admin: Any) -> dict[str, Any]:
+        now, rows, ttl = data.node_rows(admin)
+        return {"now": now, "rows": rows, "ttl": ttl}
+
+    return await _guarded(request, "nodes.html", load)
+
+
+# -- login and actions ----------------------------------------------------------------------------
+
+
+async def login_form(request: Request) -> Response:
+    return render(request, "login.html", failed=False)
+
+
+def _redirect(request: Request, path: str, done: str) -> RedirectResponse:
+    root = request.scope.get("root_path", "")
+    joiner = "&" if "?" in path else "?"
+    return RedirectResponse(f"{root}{path}{joiner}done={done}", status_code=303)
+
+
+async def login(request: Request) -> Response:
+    guard = _dashboard(request).guard
+    if not guard.enabled:
+        return problem(request, 403, "actions are disabled: the dashboard has no token configured (read-only)")
+    form = await request.form()
+    token = str(form.get("token", ""))
+    address = request.client.host if request.client else "-"
+    if not guard.token_matches(token.strip()):
+        log.warning("login refused from %s: wrong token", address)
+        return render(request, "login.html", status=403, failed=True)
+    session, cookie = guard.new_session(str(form.get("name", "")))
+    log.info("login of %s from %s", session.who, address)
+    response = _redirect(request, "/", "login")
+    response.set_cookie(
+        COOKIE,
+        cookie,
+        max_age=SESSION_SECONDS,
+        path=request.scope.get("root_path", "") or "/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+async def logout(request: Request) -> Response:
+    response = _redirect(request, "/", "logout")
+    response.delete_cookie(COOKIE, path=request.scope.get("root_path", "") or "/")
+    return response
+
+
+async def act(request: Request) -> Response:
+    name, action = request.path_params["name"], request.path_params["action"]
+    if action not in ACTIONS:
+        return problem(request, 404, f"no such action {action!r}; actions: {', '.join(ACTIONS)}")
+    board = _dashboard(request)
+    session = _session(request)
+    if not board.guard.enabled:
+        return problem(request, 403, "actions are disabled: the dashboard has no token configured (read-only)")
+    if session is None:
+        return problem(request, 401, "log in with the dashboard token first")
+    form = await request.form()
+    if not board.guard.csrf_matches(session, str(form.get("csrf", ""))):
+        return problem(request, 403, "the form's CSRF token is missing or stale; reload the page and try again")
+    address = request.client.host if request.client else "-"
+    try:
+        await board.read(lambda admin: perform(admin, action, name, session.who, address))
+    except ScheduleNotFoundError as exc:
+        return problem(request, 404, str(exc))
+    except (DatabaseMissingError, StoreError) as exc:
+        return problem(request, 503, str(exc))
+    except TickworkError as exc:
+        return problem(request, 409, str(exc))
+    if action == "remove":
+        return _redirect(request, "/", action)
+    return _redirect(request, "/schedules/" + quote(name, safe=""), action)
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    if request.url.path.startswith(request.scope.get("root_path", "") + "/api/"):
+        from .api import error
+
+        return error(404, f"no API endpoint {request.url.path}")
+    return problem(request, 404, f"no page {request.url.path}")
+
+
+async def method_not_allowed(request: Request, exc: Exception) -> Response:
+    detail = exc.detail if isinstance(exc, HTTPException) else "method not allowed"
+    return problem(request, 405, str(detail))

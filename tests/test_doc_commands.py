@@ -1,0 +1,89 @@
+"""Every ``tickwork ...`` line of README.md and of the shell code blocks in docs/*.md runs, in
+document order, in one temporary directory holding a copy of ``examples/`` with
+``TICKWORK_CONFIG=examples/tickwork.toml``; none may exit 2 (invalid usage) or print a traceback.
+
+Two adjustments keep the run short, and both leave the documented arguments to be parsed:
+``tickwork run`` gets ``--for 1`` (a node runs until stopped), and ``tickwork bench`` gets
+``--help`` after its arguments (benchmarks are measured alone, not in the test suite).
+The README's examples name ``myapp.tasks:backup``; the directory holds that module.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+SHELL_BLOCK = re.compile(r"^```(bash|sh|shell|console)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def commands_in(document: Path) -> list[list[str]]:
+    """The ``tickwork`` commands of a document's shell blocks, continuation lines joined, comments
+    and a ``$ `` prompt removed."""
+    found = []
+    for block in SHELL_BLOCK.finditer(document.read_text(encoding="utf-8")):
+        text = block.group(2).replace("\\\n", " ")
+        for line in text.splitlines():
+            line = line.strip().removeprefix("$ ")
+            if not line.startswith("tickwork "):
+                continue
+            found.append(shlex.split(line, comments=True))
+    return found
+
+
+CASES = [
+    pytest.param(words, id=f"{document.name}:{shlex.join(words)}")
+    for document in DOCUMENTS
+    for words in commands_in(document)
+]
+
+
+def test_the_documents_have_commands() -> None:
+    readme = commands_in(REPO / "README.md")
+    assert ["tickwork", "next", "*-*~01 18:00", "-n", "3"] in readme
+    assert len(CASES) >= 25
+
+
+def test_the_readme_starts_with_the_two_set_up_commands() -> None:
+    blocks = [m.group(2).strip() for m in SHELL_BLOCK.finditer((REPO / "README.md").read_text(encoding="utf-8"))]
+    assert blocks[0] == (
+        "python3 -m venv .venv && .venv/bin/pip install -q -e . "
+        "&& .venv/bin/tickwork run --config examples/tickwork.toml"
+    )
+    assert blocks[1] == (
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest -q"
+    )
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("docs")
+    shutil.copytree(REPO / "examples", root / "examples")
+    (root / "myapp").mkdir()
+    (root / "myapp" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "myapp" / "tasks.py").write_text("def backup() -> None:\n    pass\n", encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("words", CASES)
+def test_documented_command_is_valid(words: list[str], sandbox: Path) -> None:
+    args = words[1:]
+    if args[:1] == ["run"]:
+        args = [*args, "--for", "1"]
+    if args[:1] == ["bench"]:
+        args = [*args, "--help"]
+    env = {**os.environ, "TICKWORK_CONFIG": "examples/tickwork.toml", "PYTHONPATH": str(REPO)}
+    env.pop("TICKWORK_LOG_LEVEL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwork", *args], cwd=sandbox, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode != 2, f"{shlex.join(words)} exited 2: {done.stderr.strip()}"
