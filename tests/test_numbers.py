@@ -110,7 +110,7 @@ def job() -> None:
     ],
 )
 def test_decorators_refuse_bad_numbers_naming_the_function(kwargs: dict[str, float], message: str) -> None:
-    with pytest.raises(DeclarationError, match=r"tests\.test_numbers\.job: .*" + message.replace("+", r"\+")):
+    with pytest.raises(DeclarationError, match=r"tests\.test_numbers\.job\b.*: " + message.replace("+", r"\+")):
         schedule("cron", "* * * * *", name="n", **kwargs)(job)  # type: ignore[arg-type]
 
 
