@@ -26,7 +26,7 @@ def _run(conn: object) -> None:
 if context.is_offline_mode():
     # `tickwork db upgrade --sql`: the statements as text, for a DBA to review and run.
     context.configure(
-        dialect_name=config.attributes["dialect_name"],
+        dialect_name=config.attributes["offline_dialect"],
         literal_binds=True,
         target_metadata=metadata,
         version_table="tickwork_alembic_version",

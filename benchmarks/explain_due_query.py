@@ -39,7 +39,7 @@ def main(url: str) -> None:
         print(f"# {total} schedules, {due} due now; a hash-ring node of 3 owns {len(owned)} of 1024 buckets\n")
         now = func.statement_timestamp()
         for title, buckets in (("all buckets", None), ("hash-ring owner of 3", owned)):
-            req = ClaimRequest("explain", 100, store._owned(buckets), now)
+            req = ClaimRequest("explain", 100, store._owned(buckets), now, sql=store)
             # Capture the statements the strategy executes, then explain each one.
             for name in ("skip-locked", "optimistic"):
                 captured: list[Any] = []

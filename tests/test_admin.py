@@ -14,6 +14,7 @@ import pytest
 import tickwork
 from tickwork.config import parse
 from tickwork.node import Node
+from tickwork_mysql.store import MySQLStore
 from tickwork_postgres.store import PostgresStore
 from tickwork_sqlite.store import SQLiteStore
 
@@ -23,7 +24,7 @@ WITH_ARGS = "tests.jobs_for_tests:with_args"
 NODE_ID = "admin-test-node"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "mysql"])
 def config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """A configuration (as a dict) whose store exists and is at the latest schema."""
     scheduler = {"node_id": NODE_ID}
@@ -31,6 +32,12 @@ def config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
         path = str(tmp_path / "admin.db")
         SQLiteStore(path).upgrade()
         return {"scheduler": scheduler, "store": {"path": path}}
+    if request.param == "mysql":
+        url = request.getfixturevalue("mysql_url")
+        mysql = MySQLStore(url)
+        mysql.upgrade()
+        mysql.close()
+        return {"scheduler": scheduler, "store": {"plugin": "mysql", "url": url}}
     url = request.getfixturevalue("postgres_url")
     store = PostgresStore(url)
     store.upgrade()
@@ -252,7 +259,9 @@ def test_nodes_tell_live_from_dead_by_heartbeat_age(admin: tickwork.Admin, confi
     ghost_clock = db_now(admin) - timedelta(hours=1)
     options = dict(config["store"])
     plugin = options.pop("plugin", "sqlite")
-    store = (SQLiteStore if plugin == "sqlite" else PostgresStore)(**options, clock=lambda: ghost_clock)
+    store = {"sqlite": SQLiteStore, "postgres": PostgresStore, "mysql": MySQLStore}[plugin](
+        **options, clock=lambda: ghost_clock
+    )
     store.open()
     try:
         store.heartbeat("ghost")

@@ -6,6 +6,7 @@ fired every schedule exactly once, and that the scratch database is gone afterwa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ import psycopg
 import pytest
 from sqlalchemy import insert
 
+from tests.mysqlserver import MySQLServer
 from tests.pgserver import PostgresServer
 from tickwork.bench import cli
 from tickwork.bench.cells import Cell, expand
@@ -22,6 +24,7 @@ from tickwork.bench.metrics import burst_metrics, percentile, steady_metrics
 from tickwork.bench.report import table
 from tickwork.bench.scratch import YEARLY, DueSet, RunRow, SQLiteScratch
 from tickwork.sql.schema import runs
+from tickwork_mysql.store import MySQLStore
 
 
 def scratch_databases(server: PostgresServer) -> list[str]:
@@ -73,6 +76,38 @@ def test_tiny_burst_over_sqlite_and_postgres(postgres_server: PostgresServer, tm
         if cell["claim"] != "raw":
             assert sum(n["finished"] for n in cell["node_results"]) == 200
     assert scratch_databases(postgres_server) == []
+
+
+def test_tiny_mysql_cells_compare_its_claim_strategies(mysql_server: MySQLServer, tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    status = cli.main(
+        [
+            "--store", "mysql",
+            "--claim", "all",
+            "--nodes", "1",
+            "--workload", "burst,steady",
+            "--schedules", "60",
+            "--steady-schedules", "10",
+            "--steady-seconds", "1",
+            "--settle", "0.5",
+            "--mysql-url", mysql_server.url("mysql"),
+            "--out", str(out),
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc
+    # No raw cell: the bare-driver ceiling has no MySQL worker.
+    assert {(c["claim"], c["workload"]) for c in doc["cells"]} == {
+        (claim, workload) for claim in MySQLStore.claim_strategies for workload in ("burst", "steady")
+    }
+    for cell in doc["cells"]:
+        assert cell["errors"] == [], cell
+        assert cell["metrics"]["duplicates"] == 0, cell
+        assert cell["metrics"]["fires"] == cell["metrics"]["expected"], cell
+    with contextlib.closing(mysql_server.connect()) as conn, conn.cursor() as cur:
+        cur.execute("SHOW DATABASES LIKE %s", (f"tickwork_bench_{os.getpid()}_%",))
+        assert cur.fetchall() == ()
 
 
 def test_tiny_steady_and_spread_sqlite(tmp_path: Path) -> None:

@@ -14,10 +14,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import STORE_PARAMS, make_store
-from tickwork.sql.store import SQLStore
+from tickwork.plugins import default_manager
 from tickwork.structures import Finish, Outcome, RunStatus, ScheduleSpec, ScheduleState
-from tickwork_postgres.store import PostgresStore
-from tickwork_sqlite.store import SQLiteStore
 
 WORKERS = 4
 SCHEDULES = 40
@@ -26,11 +24,9 @@ DURATION = 2.0
 
 
 def _worker(kind: str, where: str, claim: str, node: str, start: Any, out: Any) -> None:
-    store: SQLStore = (
-        SQLiteStore(where, claim=claim, batch_size=10)
-        if kind == "sqlite"
-        else PostgresStore(where, claim=claim, batch_size=10)
-    )
+    # Built through the registry, as a node builds it: any SQL store plugin takes part.
+    location = {"path": where} if kind == "sqlite" else {"url": where}
+    store = default_manager().stores.get(kind)(claim=claim, batch_size=10, **location)
     store.open()
     seen: list[tuple[int, datetime, datetime, int | None]] = []
     start.wait()

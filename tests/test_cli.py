@@ -653,8 +653,8 @@ def test_config_errors_name_the_file_and_key_and_exit_2(tw: Tickwork, workdir: P
     assert f"{bad}: scheduler.max_slep: unknown key" in error_of(tw("jobs", "list", "--config", str(bad)), 2)
     typed = write_config(workdir / "typed.toml", '[store]\nbusy_timeout = "long"\n')
     assert f"{typed}: store.busy_timeout: expected int or float" in error_of(tw("run", "-c", str(typed)), 2)
-    plugin = write_config(workdir / "plugin.toml", '[store]\nplugin = "mysql"\n')
-    assert "unknown store plugin 'mysql'; registered store plugins: postgres, sqlite" in error_of(
+    plugin = write_config(workdir / "plugin.toml", '[store]\nplugin = "oracle"\n')
+    assert "unknown store plugin 'oracle'; registered store plugins: mysql, postgres, sqlite" in error_of(
         tw("nodes", "--config", str(plugin)), 2
     )
     assert "does not exist" in error_of(tw("history", "--config", str(workdir / "missing.toml")), 2)

@@ -306,7 +306,7 @@ def test_unknown_executor_option_names_file_and_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "build", "kind", "registered"),
     [
-        ('[store]\nplugin = "mysql"\n', build_store, "store", ["postgres", "sqlite"]),
+        ('[store]\nplugin = "oracle"\n', build_store, "store", ["mysql", "postgres", "sqlite"]),
         ('[membership]\nplugin = "raft"\n', build_membership, "membership", ["all", "single"]),
         ("[executor.grpc]\n", build_executors, "executor", ["http", "local"]),
     ],

@@ -1,4 +1,4 @@
-"""The Alembic migrations and the declared SQLAlchemy metadata never drift, on both databases;
+"""The Alembic migrations and the declared SQLAlchemy metadata never drift, on every database;
 upgrade from empty, downgrade to nothing, upgrade again (Procrastinate's migration test idea)."""
 
 from __future__ import annotations
@@ -12,12 +12,15 @@ from sqlalchemy import create_engine, inspect
 
 from tickwork.sql import migrations
 from tickwork.sql.schema import metadata
+from tickwork_mysql.store import sqlalchemy_url
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "mysql"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'm.db'}"
+    if request.param == "mysql":
+        return sqlalchemy_url(request.getfixturevalue("mysql_url"))
     return str(request.getfixturevalue("postgres_url"))
 
 

@@ -33,7 +33,9 @@ def upgrade() -> None:
         sa.Column("executor", sa.String(64), nullable=False),
         sa.Column("target", sa.Text, nullable=False),
         sa.Column("arguments", sa.JSON, nullable=False),
-        sa.Column("timeout_s", sa.Float, nullable=False),
+        # Double (since the MySQL store): double precision everywhere; PostgreSQL and SQLite get
+        # the same column type plain Float gave them, so existing databases need no migration.
+        sa.Column("timeout_s", sa.Double(), nullable=False),
         sa.Column("misfire", sa.String(8), nullable=True),
         sa.Column("retries", sa.Integer, nullable=False, server_default="0"),
         sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.text("true")),

@@ -20,7 +20,7 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table("tickwork_schedules") as batch:
-        batch.add_column(sa.Column("retry_backoff_s", sa.Float, nullable=False, server_default="10"))
+        batch.add_column(sa.Column("retry_backoff_s", sa.Double(), nullable=False, server_default="10"))
         batch.add_column(sa.Column("fire_requested_at", UTCDateTime, nullable=True))
 
 

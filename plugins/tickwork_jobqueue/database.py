@@ -6,14 +6,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import URL, Connection, Engine, create_engine, event, func, inspect, select
+from sqlalchemy import URL, Connection, Engine, func, inspect, select
 from sqlalchemy.exc import DBAPIError
 
 from tickwork import dburl
 from tickwork.errors import ConfigError
-from tickwork.sql.filemode import create_private
+from tickwork.sql.engines import pooled_engine, sqlite_file_engine
 
 from .schema import jobs, metadata
 
@@ -70,29 +69,14 @@ def create_queue_engine(url: URL, *, pool_size: int = 5) -> Engine:
         parent = Path(url.database).parent
         if not parent.is_dir():
             raise ConfigError(f"url: the directory {str(parent)!r} of the SQLite queue {describe(url)} does not exist")
-        create_private(Path(url.database))
-        engine = create_engine(url, connect_args={"timeout": DEFAULT_BUSY_TIMEOUT})
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode = WAL")
-            cur.execute("PRAGMA synchronous = NORMAL")
-            cur.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-        return engine
+        # Created 0600 by the shared setup (tickwork.sql.filemode).
+        return sqlite_file_engine(url.database, busy_timeout=DEFAULT_BUSY_TIMEOUT)
     try:
         import psycopg  # noqa: F401
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise ConfigError("a PostgreSQL queue needs psycopg: pip install 'tickwork[postgres]'") from exc
-    return create_engine(
-        url, pool_size=pool_size, max_overflow=2, pool_pre_ping=True, connect_args={"connect_timeout": 5}
-    )
+    # Pre-ping: unlike the store, the queue's statements are not retried after a stale connection.
+    return pooled_engine(url, pool_size=pool_size, pre_ping=True, connect_args={"connect_timeout": 5})
 
 
 @contextmanager

@@ -36,8 +36,8 @@ from sqlalchemy.exc import DBAPIError
 
 from tickwork.allowed import allowed_modules as allowed_modules_of
 from tickwork.calls import call_arguments
-from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
+from tickwork.tracebacks import format_exception
 
 from . import queries
 from .database import create_queue_engine, describe, ensure_table, parse_url

@@ -23,11 +23,11 @@ from typing import Any
 from tickwork.abc import Executor
 from tickwork.allowed import allowed_modules as allowed_modules_of
 from tickwork.calls import ReportOnce, call_arguments, check_arguments
-from tickwork.engine import format_exception
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.numbers import integer
 from tickwork.plugins import load_object
 from tickwork.structures import JobCall, Outcome, RunStatus
+from tickwork.tracebacks import format_exception
 
 from .deadlines import Deadline, Deadlines
 from .pool import Pool, PoolShutDown

@@ -23,8 +23,8 @@ def _child(target: str, kwargs: dict[str, Any], conn: multiprocessing.connection
 
     os.setsid()  # its own process group, so a timeout also kills what the job started
 
-    from tickwork.engine import format_exception
     from tickwork.plugins import load_object
+    from tickwork.tracebacks import format_exception
 
     try:
         func = load_object(target)

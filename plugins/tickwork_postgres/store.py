@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import (
     ARRAY,
+    CTE,
     BigInteger,
     ColumnElement,
     Connection,
@@ -24,7 +25,7 @@ from sqlalchemy import (
     Text,
     Update,
     bindparam,
-    create_engine,
+    cast,
     func,
     literal,
     select,
@@ -32,19 +33,27 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql.base import PGDialect
 from sqlalchemy.engine import make_url
 
 from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.numbers import integer
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, run_started_at
+from tickwork.sql.dialects import SQLTraits, declare
+from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
+from tickwork.sql.watch import ChangeWatcher
 from tickwork.structures import Finish
 
 log = logging.getLogger("tickwork.postgres")
 
 CHANNEL = "tickwork_changes"
+# First key of the two-key advisory lock space, so tickwork's locks cannot meet an application's.
+LOCK_NAMESPACE = 0x7469636B  # "tick"
+
+declare(PGDialect, SQLTraits(epoch_micros=False))
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -65,7 +74,7 @@ class PostgresStore(SQLStore):
     :param pool_size: connections kept open per node
     """
 
-    dialect_name = "postgresql"
+    database_label = "postgresql"
     claim_strategies = ("skip-locked", "optimistic", "unique-fire", "advisory", "mark")
     options = {"url": str, "claim": str, "batch_size": int, "pool_size": int}
 
@@ -84,8 +93,7 @@ class PostgresStore(SQLStore):
         self.url = sqlalchemy_url(url)
         integer("pool_size", pool_size, low=1, high=1000)
         self.pool_size = pool_size
-        self._listener: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._watcher = ChangeWatcher("tickwork-pg-listen")
 
     def describe(self) -> str:
         return f"PostgreSQL database {make_url(self.url).render_as_string(hide_password=True)}"
@@ -95,16 +103,7 @@ class PostgresStore(SQLStore):
             import psycopg  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise ConfigError("the postgres store needs psycopg: pip install 'tickwork[postgres]'") from exc
-        return create_engine(
-            self.url,
-            pool_size=self.pool_size,
-            max_overflow=2,
-            # No pre-ping: it costs a round trip per transaction (5% of a node's CPU in a burst).
-            # A connection broken by a server restart fails one statement, is invalidated with
-            # the pool, and the engine's retry with backoff takes a fresh one.
-            pool_pre_ping=False,
-            connect_args={"connect_timeout": 5},
-        )
+        return pooled_engine(self.url, pool_size=self.pool_size, connect_args={"connect_timeout": 5})
 
     def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
         # One array parameter instead of hundreds of IN placeholders: the statement text stays
@@ -120,8 +119,18 @@ class PostgresStore(SQLStore):
     def _plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
         return type_coerce(value + func.make_interval(0, 0, 0, 0, 0, 0, seconds), UTCDateTime)
 
-    def _insert_ignore(self, table: Any) -> Any:
+    def refresh_statistics(self) -> None:
+        with self._tx() as conn:
+            conn.exec_driver_sql("ANALYZE tickwork_schedules")
+
+    def insert_ignore(self, table: Any) -> Any:
         return postgresql.insert(table).on_conflict_do_nothing()
+
+    def materialized(self, cte: CTE) -> CTE:
+        return cte.prefix_with("MATERIALIZED")
+
+    def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
+        return func.pg_try_advisory_xact_lock(literal(LOCK_NAMESPACE, Integer), cast(row_id % 2147483647, Integer))
 
     def _insert_runs(self, conn: Connection, params: list[dict[str, Any]]) -> dict[int, int]:
         # INSERT ... SELECT FROM unnest(arrays): one fixed statement (cached by SQLAlchemy and
@@ -239,34 +248,27 @@ class PostgresStore(SQLStore):
         conn.execute(select(func.pg_notify(CHANNEL, "")))
 
     def listen(self, wake: Callable[[], None]) -> None:
-        if self._listener is not None:
-            return
-        self._stop.clear()
-        self._listener = threading.Thread(target=self._watch, args=(wake,), name="tickwork-pg-listen", daemon=True)
-        self._listener.start()
+        self._watcher.start(self._watch, wake)
 
-    def _watch(self, wake: Callable[[], None]) -> None:
+    def _watch(self, wake: Callable[[], None], stop: threading.Event) -> None:
         import psycopg
 
         dsn = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
         backoff = 0.5
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     backoff = 0.5
                     wake()  # changes may have happened while we were not listening
-                    while not self._stop.is_set():
+                    while not stop.is_set():
                         for _ in conn.notifies(timeout=0.5, stop_after=1000):
                             wake()
             except psycopg.Error as exc:
                 log.warning("LISTEN connection lost (%s); retrying in %.1fs", exc, backoff)
-                self._stop.wait(backoff)
+                stop.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
 
     def close(self) -> None:
-        self._stop.set()
-        if self._listener is not None:
-            self._listener.join(timeout=3)
-            self._listener = None
+        self._watcher.stop()
         super().close()

@@ -9,7 +9,9 @@ from typing import Any
 #: Claim name of the bare-driver ceiling cells (no tickwork code on the claim path).
 RAW = "raw"
 WORKLOADS = ("burst", "steady", "spread")
-STORES = ("sqlite", "postgres")
+STORES = ("sqlite", "postgres", "mysql")
+#: Stores with a bare-driver ceiling worker (bench/raw.py); the others get no raw cell.
+RAW_STORES = ("sqlite", "postgres")
 #: The membership used whenever a cell has a single node.
 SINGLE = "single"
 
@@ -72,7 +74,8 @@ def expand(
 ) -> Plan:
     """All selected cells, grouped by store and workload so similar cells run side by side.
 
-    A raw ceiling cell (one per store and node count) precedes the burst cells it is compared with.
+    A raw ceiling cell (one per store with a raw worker and node count) precedes the burst cells it
+    is compared with.
     """
     cells: list[Cell] = []
     for store in stores:
@@ -81,7 +84,7 @@ def expand(
             seconds = 0.0 if workload == "burst" else steady_seconds
             total = max(stored, due)
             for k in nodes:
-                if raw and workload == "burst":
+                if raw and workload == "burst" and store in RAW_STORES:
                     cells.append(Cell(store, RAW, "-", k, workload, due, total))
                 for claim in claims_by_store[store]:
                     for membership in memberships_for(k, memberships):

@@ -26,10 +26,11 @@ from .metrics import CellResult
 from .progress import Progress
 from .raw import run_raw_cell
 from .report import attach_raw_ratios, document, failures, table, write_json
-from .scratch import PostgresScratch, Scratch, SQLiteScratch
+from .scratch import MySQLScratch, PostgresScratch, Scratch, SQLiteScratch
 from .workloads import Settings, run_cell, summary
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/mysql"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
@@ -98,7 +99,7 @@ def _positive_float(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``bench`` options to ``parser``."""
     sel = parser.add_argument_group("what to measure (comma-separated lists)")
-    sel.add_argument("--store", help=f"sqlite, postgres (default {FULL.stores})")
+    sel.add_argument("--store", help=f"sqlite, postgres, mysql (default {FULL.stores})")
     sel.add_argument(
         "--claim",
         help=f"claim strategies, 'all', or 'default' (each store's default); each store runs those it supports "
@@ -139,6 +140,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pg-url",
         default=DEFAULT_PG_URL,
         help=f"admin URL; a scratch database is created there and dropped afterwards (default {DEFAULT_PG_URL})",
+    )
+    how.add_argument(
+        "--mysql-url",
+        default=DEFAULT_MYSQL_URL,
+        help=f"MySQL / MariaDB admin URL for mysql cells; a scratch database is created there and dropped "
+        f"afterwards (default {DEFAULT_MYSQL_URL})",
     )
     how.add_argument("--batch-size", type=_positive_int, default=100, help="claim batch size (default 100)")
     how.add_argument(
@@ -247,6 +254,8 @@ def plan_from(args: argparse.Namespace) -> Plan:
 def _scratch(store: str, args: argparse.Namespace) -> Scratch:
     if store == "postgres":
         return PostgresScratch(args.pg_url)
+    if store == "mysql":
+        return MySQLScratch(args.mysql_url)
     return SQLiteScratch()
 
 

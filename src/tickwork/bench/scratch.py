@@ -17,11 +17,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, create_engine, func, insert, literal_column, select, text, type_coerce, update
+from sqlalchemy import Engine, bindparam, func, insert, select, text, update
 from sqlalchemy.engine import make_url
 
-from ..errors import StoreError
-from ..sql.schema import UTCDateTime, runs, schedules
+from ..errors import ConfigError, StoreError
+from ..plugins import default_manager
+from ..sql.engines import pooled_engine, sqlite_file_engine
+from ..sql.schema import runs, schedules
+from ..sql.store import SQLStore
 from ..structures import bucket_of
 from .jobs import NOOP_TARGET
 
@@ -32,8 +35,15 @@ IDLE_FROM = timedelta(hours=1)
 IDLE_SPAN = timedelta(days=1)
 #: Fires once a year: nothing refires while a cell runs.
 YEARLY = "0 0 1 1 *"
-# julianday('now') as UTC microseconds, the SQLite store's clock.
-_SQLITE_NOW = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+
+
+def registered_store(plugin: str, **options: Any) -> SQLStore:
+    """A store built through the plugin registry, as a node builds it (the benchmark imports no
+    store plugin)."""
+    store = default_manager().stores.get(plugin)(**options)
+    if not isinstance(store, SQLStore):
+        raise ConfigError(f"the {plugin!r} store is not a SQL store; tickwork bench needs one")
+    return store
 
 
 @dataclass(frozen=True)
@@ -122,8 +132,16 @@ class Scratch(ABC):
 
     def __init__(self) -> None:
         self._engine: Engine | None = None
+        self._store: SQLStore | None = None
         self._last_due_id = 0
         self._due: DueSet | None = None
+
+    @property
+    def store(self) -> SQLStore:
+        """The scratch's store (its clock expression, statistics and change announcements)."""
+        if self._store is None:
+            raise StoreError("scratch store is not prepared; call prepare() first")
+        return self._store
 
     @property
     def engine(self) -> Engine:
@@ -139,17 +157,20 @@ class Scratch(ABC):
     def store_options(self) -> dict[str, Any]:
         """Options (besides ``claim``/``batch_size``) that point a node's store at this scratch."""
 
-    @abstractmethod
     def now(self) -> datetime:
-        """The database clock."""
+        """The database clock, read with the store's own expression on the scratch's engine
+        (which never takes SQLite's write lock)."""
+        with self.engine.connect() as conn:
+            value = conn.execute(select(self.store.now_expr())).scalar_one()
+        assert isinstance(value, datetime)
+        return value
 
-    @abstractmethod
     def _analyze(self) -> None:
-        """Refresh the planner statistics of the schedules table."""
+        self.store.refresh_statistics()
 
-    @abstractmethod
-    def _notify(self, conn: Any) -> None:
+    def _notify(self) -> None:
         """Wake sleeping nodes after arming."""
+        self.store.announce_changes()
 
     @abstractmethod
     def close(self) -> None:
@@ -219,12 +240,9 @@ class Scratch(ABC):
                     update(schedules).where(schedules.c.id == bindparam("b_id")).values(next_fire=bindparam("b_next")),
                     [{"b_id": sid, "b_next": t0 + offset(i)} for i, sid in enumerate(ids)],
                 )
-            if not fresh_stats:
-                self._notify(conn)
         if fresh_stats:
             self._analyze()
-            with self.engine.begin() as conn:
-                self._notify(conn)
+        self._notify()
         return Armed(t0=t0, db_now=db_now, mono=mono, woken_late_ms=max(0.0, _ms_since(mono, db_now, t0)))
 
     def finished_runs(self) -> int:
@@ -272,32 +290,18 @@ class SQLiteScratch(Scratch):
     def prepare(self, index: int) -> None:
         if self._engine is not None:
             self._engine.dispose()
+        if self._store is not None:
+            self._store.close()
         for old in self.directory.glob(f"{self.path.name}*"):
             old.unlink()
         self.path = self.directory / f"cell-{index}.db"
-        from tickwork_sqlite.store import SQLiteStore
-
-        store = SQLiteStore(str(self.path), create=True)
-        store.open()
-        store.close()
+        self._store = registered_store(self.plugin, path=str(self.path), create=True)
+        self._store.open()
         # Plain deferred transactions: progress polling must not take the write lock from the nodes.
-        self._engine = create_engine(f"sqlite+pysqlite:///{self.path}", connect_args={"timeout": 30.0})
+        self._engine = sqlite_file_engine(self.path, busy_timeout=30.0, immediate=False)
 
     def store_options(self) -> dict[str, Any]:
         return {"path": str(self.path)}
-
-    def now(self) -> datetime:
-        with self.engine.connect() as conn:
-            value = conn.execute(select(type_coerce(literal_column(_SQLITE_NOW), UTCDateTime))).scalar_one()
-        assert isinstance(value, datetime)
-        return value
-
-    def _analyze(self) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(text("ANALYZE tickwork_schedules"))
-
-    def _notify(self, conn: Any) -> None:
-        """Nodes watch the file's data_version; the commit is the notification."""
 
     def describe(self) -> dict[str, Any]:
         import sqlite3
@@ -308,6 +312,9 @@ class SQLiteScratch(Scratch):
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
@@ -347,13 +354,11 @@ class PostgresScratch(Scratch):
 
     def prepare(self, index: int) -> None:
         if self._engine is None:
-            from tickwork_postgres.store import PostgresStore
-
-            store = PostgresStore(self.url)
-            store.upgrade()
-            store.close()
-            self._engine = create_engine(
-                "postgresql+psycopg://" + self.url.split("://", 1)[1], pool_size=2, pool_pre_ping=True
+            self._store = registered_store(self.plugin, url=self.url, pool_size=2)
+            self._store.upgrade()
+            self._store.open()
+            self._engine = pooled_engine(
+                "postgresql+psycopg://" + self.url.split("://", 1)[1], pool_size=2, pre_ping=True
             )
         with self.engine.begin() as conn:
             conn.execute(text("TRUNCATE tickwork_runs, tickwork_schedules, tickwork_nodes RESTART IDENTITY"))
@@ -363,21 +368,6 @@ class PostgresScratch(Scratch):
 
     def database_name(self) -> str | None:
         return self.name
-
-    def now(self) -> datetime:
-        with self.engine.connect() as conn:
-            value = conn.execute(select(type_coerce(func.statement_timestamp(), UTCDateTime))).scalar_one()
-        assert isinstance(value, datetime)
-        return value
-
-    def _analyze(self) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(text("ANALYZE tickwork_schedules"))
-
-    def _notify(self, conn: Any) -> None:
-        from tickwork_postgres.store import CHANNEL
-
-        conn.execute(select(func.pg_notify(CHANNEL, "")))
 
     def describe(self) -> dict[str, Any]:
         return {"store": self.plugin, "database": self.name, **self._settings}
@@ -395,6 +385,9 @@ class PostgresScratch(Scratch):
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
         if not self._created:
             return
         with (
@@ -403,4 +396,77 @@ class PostgresScratch(Scratch):
         ):
             # WITH (FORCE): a node that failed to exit must not keep the database alive.
             conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+            self._created = False
+
+
+class MySQLScratch(Scratch):
+    """A database created on the MySQL / MariaDB server of ``admin_url`` and dropped by
+    :meth:`close`."""
+
+    plugin = "mysql"
+
+    def __init__(self, admin_url: str) -> None:
+        super().__init__()
+        try:
+            import pymysql
+        except ImportError as exc:  # pragma: no cover - depends on the installation
+            raise ConfigError("MySQL cells need PyMySQL: pip install 'tickwork[bench]'") from exc
+        parsed = make_url(admin_url)
+        if parsed.get_backend_name() not in ("mysql", "mariadb"):
+            raise StoreError(f"--mysql-url must be a mysql:// URL, got {parsed.drivername}://...")
+        self.admin = parsed
+        self.name = f"tickwork_bench_{os.getpid()}_{secrets.token_hex(4)}"
+        self.url = parsed.set(drivername="mysql", database=self.name).render_as_string(hide_password=False)
+        try:
+            with contextlib.closing(self._connect()) as conn, conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE `{self.name}` CHARACTER SET utf8mb4")
+                cur.execute("SELECT VERSION()")
+                row = cur.fetchone()
+                self._version = str(row[0]) if row else "?"
+        except pymysql.Error as exc:
+            shown = parsed.render_as_string(hide_password=True)
+            raise StoreError(f"cannot create a scratch database through {shown} (--mysql-url): {exc}") from exc
+        self._created = True
+
+    def _connect(self) -> Any:
+        import pymysql
+
+        return pymysql.connect(
+            host=self.admin.host or "127.0.0.1",
+            port=self.admin.port or 3306,
+            user=self.admin.username or "root",
+            password=self.admin.password or "",
+            connect_timeout=5,
+            autocommit=True,
+        )
+
+    def prepare(self, index: int) -> None:
+        if self._store is None:
+            self._store = registered_store(self.plugin, url=self.url, pool_size=2)
+            self._store.upgrade()
+            self._store.open()
+            self._engine = self._store.engine
+        with self.engine.begin() as conn:
+            # TRUNCATE (ids from 1 again) is refused on a table a foreign key points at, unless
+            # the checks are off for this session.
+            conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
+            for table in ("tickwork_runs", "tickwork_schedules", "tickwork_nodes"):
+                conn.execute(text(f"TRUNCATE TABLE {table}"))
+            conn.execute(text("SET FOREIGN_KEY_CHECKS = 1"))
+
+    def store_options(self) -> dict[str, Any]:
+        return {"url": self.url}
+
+    def describe(self) -> dict[str, Any]:
+        return {"store": self.plugin, "database": self.name, "server_version": self._version}
+
+    def close(self) -> None:
+        self._engine = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        if not self._created:
+            return
+        with contextlib.suppress(Exception), contextlib.closing(self._connect()) as conn, conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{self.name}`")
             self._created = False

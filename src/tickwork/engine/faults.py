@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import logging
-import traceback
+
+from ..tracebacks import format_exception as format_exception  # re-exported for older imports
 
 
 def describe(exc: BaseException) -> str:
     """``Type: message`` on one line (what the history and ``tickwork jobs list`` show)."""
     text = " ".join(str(exc).split()) or "(no message)"
     return f"{type(exc).__qualname__}: {text[:1000]}"
-
-
-def format_exception(exc: BaseException, limit: int = 4000) -> str:
-    """``Type: message`` plus a traceback, capped to ``limit`` characters (kept from the end)."""
-    head = f"{type(exc).__qualname__}: {exc}"
-    tb = "".join(traceback.format_exception(exc))
-    text = f"{head}\n{tb}"
-    if len(text) > limit:
-        text = head[: limit // 2] + "\n... [traceback cut] ...\n" + tb[-(limit // 2) :]
-    return text
 
 
 class OnceLogger:

@@ -51,14 +51,14 @@ def downgrade(connection: Connection, revision: str = "base") -> None:
     command.downgrade(_config(connection), revision)
 
 
-def upgrade_sql(dialect_name: str, current: str | None) -> str:
-    """The SQL that migrates a database of ``dialect_name`` from ``current`` (``None``: empty) to
+def upgrade_sql(sqlalchemy_dialect: str, current: str | None) -> str:
+    """The SQL that migrates a database of ``sqlalchemy_dialect`` from ``current`` (``None``: empty) to
     the head revision, as text (Alembic's offline mode); empty when there is nothing to do."""
     if current == head_revision():
         return ""
     buffer = io.StringIO()
     cfg = Config(output_buffer=buffer)
     cfg.set_main_option("script_location", str(script_location()))
-    cfg.attributes["dialect_name"] = dialect_name
+    cfg.attributes["offline_dialect"] = sqlalchemy_dialect
     command.upgrade(cfg, "head" if current is None else f"{current}:head", sql=True)
     return buffer.getvalue()

@@ -14,7 +14,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Dialect,
-    Float,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -28,6 +28,8 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from .dialects import traits_of
+
 metadata = MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -38,18 +40,19 @@ metadata = MetaData(
     }
 )
 
-# SQLite has no timestamp type; microseconds since the epoch compare exactly and cheaply.
+# Databases without a timezone-aware timestamp type keep microseconds since this instant.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """Aware UTC datetimes: ``timestamptz`` on PostgreSQL, integer microseconds on SQLite."""
+    """Aware UTC datetimes: ``timestamptz`` where the database has it, integer microseconds
+    since the epoch where its store plugin declares ``epoch_micros`` (SQLite, MySQL)."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "sqlite":
+        if traits_of(dialect).epoch_micros:
             return dialect.type_descriptor(BigInteger())
         return dialect.type_descriptor(DateTime(timezone=True))
 
@@ -58,7 +61,7 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         if value.tzinfo is None:
             raise ValueError(f"naive datetime {value!r} cannot be stored; use an aware UTC datetime")
-        if dialect.name == "sqlite":
+        if traits_of(dialect).epoch_micros:
             delta = value - _EPOCH
             return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
         return value.astimezone(UTC)
@@ -88,10 +91,12 @@ schedules = Table(
     Column("executor", String(64), nullable=False),
     Column("target", Text, nullable=False),
     Column("arguments", JSON, nullable=False),
-    Column("timeout_s", Float, nullable=False),
+    # Double: MySQL's plain FLOAT is single precision; PostgreSQL and SQLite get exactly the
+    # type plain Float gave them (double precision, REAL affinity).
+    Column("timeout_s", Double(), nullable=False),
     Column("misfire", String(8), nullable=True),
     Column("retries", Integer, nullable=False, server_default="0"),
-    Column("retry_backoff_s", Float, nullable=False, server_default="10"),
+    Column("retry_backoff_s", Double(), nullable=False, server_default="10"),
     Column("enabled", Boolean, nullable=False, server_default=text("true")),
     Column("next_fire", UTCDateTime, nullable=True),
     Column("state", String(16), nullable=False, server_default="idle"),

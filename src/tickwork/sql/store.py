@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -17,12 +18,14 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from alembic.util.exc import CommandError
 from sqlalchemy import (
+    CTE,
     ColumnElement,
     Connection,
     Engine,
     Float,
     Row,
     RowMapping,
+    Select,
     Text,
     Update,
     and_,
@@ -149,17 +152,18 @@ def transient_retry(method: F) -> F:
 
     @functools.wraps(method)
     def wrapper(self: SQLStore, *args: Any, **kwargs: Any) -> Any:
-        for attempt in range(1, _ATTEMPTS + 1):
+        attempts = self.transient_attempts
+        for attempt in range(1, attempts + 1):
             try:
                 return method(self, *args, **kwargs)
             except StoreError as exc:
                 cause = exc.__cause__
-                code = getattr(getattr(cause, "orig", None), "sqlstate", None)
-                stale = isinstance(cause, DBAPIError) and cause.connection_invalidated
-                if attempt == _ATTEMPTS or not (code in _TRANSIENT_SQLSTATES or stale):
+                transient = isinstance(cause, DBAPIError) and (cause.connection_invalidated or self.is_transient(cause))
+                if attempt == attempts or not transient:
                     raise
                 log.info("%s: retrying after a transient database error: %s", method.__name__, exc)
-                time.sleep(0.01 * attempt)
+                # Jittered: two transactions that deadlocked must not meet again in lockstep.
+                time.sleep(0.01 * attempt * random.uniform(0.5, 1.5))
         raise AssertionError("unreachable")
 
     return wrapper  # type: ignore[return-value]
@@ -170,12 +174,17 @@ class SQLStore(Store):
 
     :param claim: claim strategy name (default: the first of :attr:`claim_strategies`)
     :param batch_size: most schedules claimed per statement
-    :param clock: tests only — replaces the database clock with a function returning aware UTC
+    :param clock: replaces the database clock with a function returning aware UTC datetimes
+        (e.g. :class:`tickwork.testing.FakeClock`), read at every statement's execution
     """
 
-    dialect_name: ClassVar[str]
+    #: The database's name in messages; also the SQLAlchemy dialect ``tickwork db upgrade --sql``
+    #: renders the migrations for (``sqlite``, ``postgresql``, ``mysql``).
+    database_label: ClassVar[str]
     #: Create the schema in a database that has none (never migrates an existing older one).
     create_empty: bool = False
+    #: Runs of an operation before a transient error (:meth:`is_transient`) propagates.
+    transient_attempts: ClassVar[int] = _ATTEMPTS
 
     def __init__(
         self,
@@ -187,7 +196,7 @@ class SQLStore(Store):
         strategy_name = claim or self.claim_strategies[0]
         if strategy_name not in self.claim_strategies:
             raise ConfigError(
-                f"claim strategy {strategy_name!r} is not supported by the {self.dialect_name} store; "
+                f"claim strategy {strategy_name!r} is not supported by the {self.database_label} store; "
                 f"it supports: {', '.join(self.claim_strategies)}"
             )
         integer("batch_size", batch_size, low=1, high=100_000)
@@ -227,6 +236,86 @@ class SQLStore(Store):
         :return: the schedule ids whose release landed
         """
 
+    @abstractmethod
+    def refresh_statistics(self) -> None:
+        """Refresh the planner statistics of the schedules table (after a bulk change: tools and
+        benchmarks that write rows directly)."""
+
+    def announce_changes(self) -> None:
+        """Tell listening nodes that schedules changed (after rows were written directly)."""
+        with self._tx() as conn:
+            self._notify(conn)
+
+    def is_transient(self, error: DBAPIError) -> bool:
+        """Whether ``error`` rolled the transaction back in a way worth rerunning it (a deadlock,
+        a serialization failure). Default: the SQLSTATE the driver reports."""
+        return getattr(error.orig, "sqlstate", None) in _TRANSIENT_SQLSTATES
+
+    def _release_and_end_by_fences(
+        self, conn: Connection, finishes: Sequence[Finish], *, lock: bool = False
+    ) -> set[int]:
+        """:meth:`_release_and_end` for a database without UPDATE ... RETURNING or whose
+        transaction already holds the write lock: read the fences in one SELECT (``lock``: FOR
+        UPDATE, so they cannot change before the UPDATEs), then release the rows that still carry
+        ours and end their runs with one executemany of one cached statement each."""
+        ids = [f.claim.schedule_id for f in finishes]
+        key = f"fences/{lock}"
+        current = {
+            row.id: row.claim_seq
+            for row in conn.execute(self._statement(key, lambda: self._fences(lock)), {"ids": ids})
+            if row.state == "running"
+        }
+        mine = [f for f in finishes if current.get(f.claim.schedule_id) == f.claim.claim_seq]
+        self.statements += 1
+        if mine:
+            releases = [{"b_id": f.claim.schedule_id, "b_seq": f.claim.claim_seq, "b_next": f.next_fire} for f in mine]
+            conn.execute(self._statement("release_many", self._release_many), releases)
+            self.statements += 1
+        ends = [
+            {
+                "b_id": f.claim.run_id,
+                "b_status": f.outcome.status.value,
+                "b_error": cap(f.outcome.error),
+                "b_started": f.started_at,
+            }
+            for f in mine
+            if f.claim.run_id is not None
+        ]
+        if ends:
+            conn.execute(self._statement("end_runs_many", self._end_many), ends)
+            self.statements += 1
+        return {f.claim.schedule_id for f in mine}
+
+    @staticmethod
+    def _fences(lock: bool) -> Select[Any]:
+        query = select(schedules.c.id, schedules.c.claim_seq, schedules.c.state).where(
+            schedules.c.id.in_(bindparam("ids", expanding=True))
+        )
+        return query.with_for_update() if lock else query
+
+    def _release_many(self) -> Update:
+        return (
+            update(schedules)
+            .where(
+                schedules.c.id == bindparam("b_id"),
+                schedules.c.claim_seq == bindparam("b_seq"),
+                schedules.c.state == "running",
+            )
+            .values(**self.release_values(bindparam("b_next", type_=UTCDateTime)))
+        )
+
+    def _end_many(self) -> Update:
+        return (
+            update(runs)
+            .where(runs.c.id == bindparam("b_id"))
+            .values(
+                status=bindparam("b_status"),
+                error=bindparam("b_error"),
+                finished_at=self.now_expr(),
+                started_at=func.coalesce(bindparam("b_started", type_=UTCDateTime), runs.c.started_at),
+            )
+        )
+
     def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
         """The ownership filter of the due query (PostgreSQL overrides it with ``= ANY(array)``)."""
         if buckets is None:
@@ -258,18 +347,18 @@ class SQLStore(Store):
 
     def _statement(self, key: str, build: Callable[[], S]) -> S:
         """The statement ``build()`` returns, built once per store: constructing a statement
-        costs more Python than executing its cached compiled form (hot paths only).
-        A test clock is bound into statements as a value, so under one they are built afresh."""
-        if self.clock is not None:
-            return build()
+        costs more Python than executing its cached compiled form (hot paths only)."""
         stmt = self._built.get(key)
         if stmt is None:
             stmt = self._built[key] = build()
         return stmt
 
     def now_expr(self) -> ColumnElement[Any]:
+        """The clock every statement reads: the database's, or a ``clock`` given to the store,
+        bound as a parameter whose value is read at each execution — so a statement built once
+        and cached runs under a test clock exactly as it does in production."""
         if self.clock is not None:
-            return bindparam("tickwork_now", value=self.clock(), type_=UTCDateTime)
+            return bindparam("tickwork_now", callable_=self.clock, type_=UTCDateTime)
         return self._db_now()
 
     @contextmanager
@@ -280,7 +369,7 @@ class SQLStore(Store):
         except IntegrityError:
             raise
         except (OperationalError, DBAPIError) as exc:
-            raise StoreError(f"{self.dialect_name} store: {exc.orig or exc}") from exc
+            raise StoreError(f"{self.database_label} store: {exc.orig or exc}") from exc
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -305,7 +394,7 @@ class SQLStore(Store):
                 )
 
     def describe(self) -> str:
-        return f"{self.dialect_name} database"
+        return f"{self.database_label} database"
 
     def close(self) -> None:
         if self._engine is not None:
@@ -337,7 +426,7 @@ class SQLStore(Store):
         # A database that does not exist yet gets the whole schema, and is not created by asking.
         current = self.schema_revisions()[0] if self.database_exists() else None
         try:
-            return migrations.upgrade_sql(self.dialect_name, current)
+            return migrations.upgrade_sql(self.database_label, current)
         except CommandError as exc:
             raise StoreError(f"cannot migrate {self.describe()}: {exc}") from exc
 
@@ -467,7 +556,7 @@ class SQLStore(Store):
             due_by = None
             if ahead > 0:
                 due_by = self._plus_seconds(now, bindparam("claim_ahead", ahead, type_=Float))
-            req = ClaimRequest(node_id, limit, self._owned(buckets), now, due_by)
+            req = ClaimRequest(node_id, limit, self._owned(buckets), now, due_by, sql=self)
             strategy = self.strategy
             if not strategy.single_update:
                 won = strategy.claim(conn, req)
@@ -561,12 +650,23 @@ class SQLStore(Store):
         """Insert running run rows, skipping (schedule, fire, attempt) already recorded; return
         ``{schedule_id: run_id}`` of those inserted. executemany: one cached statement that
         SQLAlchemy batches into multi-row INSERTs."""
-        result = conn.execute(self._insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
+        result = conn.execute(self.insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
         return {r.schedule_id: r.id for r in result}
 
     @abstractmethod
-    def _insert_ignore(self, table: Any) -> Any:
-        """An INSERT that skips rows violating a unique constraint (``ON CONFLICT DO NOTHING``)."""
+    def insert_ignore(self, table: Any) -> Any:
+        """An INSERT that skips rows violating a unique constraint (``ON CONFLICT DO NOTHING``).
+        Part of :class:`~tickwork.sql.claims.ClaimSQL`: claim strategies ask the store for it."""
+
+    def materialized(self, cte: CTE) -> CTE:
+        """``cte`` evaluated once, before the statement that uses it (PostgreSQL needs the
+        ``MATERIALIZED`` keyword for that; most databases do it anyway)."""
+        return cte
+
+    def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
+        """A transaction-scoped try-lock on ``row_id`` (the ``advisory`` strategy); only stores
+        that list that strategy provide one."""
+        raise NotImplementedError(f"the {self.database_label} store has no transaction-scoped row try-lock")
 
     @transient_retry
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
@@ -628,7 +728,7 @@ class SQLStore(Store):
                 for t, reason in f.skipped
             ]
             if skipped:
-                conn.execute(self._insert_ignore(runs), skipped)
+                conn.execute(self.insert_ignore(runs), skipped)
                 self.statements += 1
         return [f.claim.schedule_id in landed for f in finishes]
 
@@ -687,7 +787,7 @@ class SQLStore(Store):
                 .values(claimed_at=self.now_expr())
             )
             run_id = conn.execute(
-                self._insert_ignore(runs)
+                self.insert_ignore(runs)
                 .from_select(
                     ["schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status"], fenced
                 )
@@ -860,7 +960,7 @@ class SQLStore(Store):
             ).scalar()
             if value is None:
                 value = conn.execute(
-                    self._insert_ignore(nodes)
+                    self.insert_ignore(nodes)
                     .values(id=node_id, started_at=now, heartbeat_at=now)
                     .returning(nodes.c.heartbeat_at)
                 ).scalar()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .advisory import AdvisoryClaim
-from .base import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimedRow, ClaimRequest, ClaimStrategy, run_started_at
+from .base import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimedRow, ClaimRequest, ClaimSQL, ClaimStrategy, run_started_at
 from .mark import MarkClaim
 from .optimistic import OptimisticClaim
 from .skip_locked import SkipLockedClaim
@@ -18,6 +18,7 @@ __all__ = [
     "RUN_COLUMNS",
     "STRATEGIES",
     "ClaimRequest",
+    "ClaimSQL",
     "ClaimStrategy",
     "ClaimedRow",
     "run_started_at",

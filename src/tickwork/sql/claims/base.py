@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from abc import ABC
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from sqlalchemy import (
+    CTE,
     BindParameter,
     Column,
     ColumnElement,
@@ -23,6 +24,37 @@ from sqlalchemy import (
 from sqlalchemy.sql.expression import ColumnElement as _CE
 
 from ..schema import claimable, schedules
+
+
+class ClaimSQL(Protocol):
+    """The few dialect-specific pieces of SQL a claim strategy asks its store for (the store
+    plugin knows its database; the strategies stay dialect-free)."""
+
+    def insert_ignore(self, table: Any) -> Any:
+        """An INSERT into ``table`` that skips rows violating a unique constraint."""
+
+    def materialized(self, cte: CTE) -> CTE:
+        """``cte`` evaluated once, before the statement that uses it."""
+
+    def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
+        """True where this transaction got a lock on ``row_id`` without waiting (held until the
+        transaction ends), false where another transaction holds it."""
+
+
+class _PortableSQL:
+    """Standard SQL only, for a request built without a store (e.g. to EXPLAIN a statement)."""
+
+    def insert_ignore(self, table: Any) -> Any:
+        raise NotImplementedError("this claim request was built without a store: no INSERT ... ignore")
+
+    def materialized(self, cte: CTE) -> CTE:
+        return cte
+
+    def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
+        raise NotImplementedError("this claim request was built without a store: no row try-lock")
+
+
+_PORTABLE = _PortableSQL()
 
 
 @dataclass(frozen=True)
@@ -45,6 +77,8 @@ class ClaimRequest:
     #: Claim what is due by this time (``now`` plus the named parameter ``claim_ahead``
     #: seconds when claiming ahead); ``None``: by ``now``.
     due_by: ColumnElement[Any] | None = None
+    #: The store's dialect-specific SQL pieces.
+    sql: ClaimSQL = _PORTABLE
 
 
 @dataclass(frozen=True)
@@ -126,14 +160,14 @@ class ClaimStrategy(ABC):
     each re-checked against :func:`due_filter` on the row version it took.
 
     Most strategies end in one UPDATE that takes the rows; they implement :meth:`take` and the
-    store adds the RETURNING clause (and, on PostgreSQL, inserts the history rows in the same
-    statement). A strategy that needs more overrides :meth:`claim` and sets ``single_update``
-    to false.
+    store adds the RETURNING clause (and, where its database can, inserts the history rows in
+    the same statement). Which strategies a database supports is its store plugin's
+    ``claim_strategies``; a strategy asks the store for dialect-specific pieces
+    (:class:`ClaimSQL`). A strategy that needs more overrides :meth:`claim` and sets
+    ``single_update`` to false.
     """
 
     name: ClassVar[str]
-    #: SQLAlchemy dialect names the strategy works on.
-    dialects: ClassVar[frozenset[str]]
     #: When true the store claims one row per transaction (the strategy's own cost model).
     one_per_transaction: ClassVar[bool] = False
     #: When true the claim is :meth:`take`'s UPDATE (after any reads :meth:`take` makes).

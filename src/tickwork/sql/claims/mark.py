@@ -13,7 +13,6 @@ from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_filter
 
 class MarkClaim(ClaimStrategy):
     name = "mark"
-    dialects = frozenset({"sqlite", "postgresql"})
     one_per_transaction = True
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update:

@@ -13,7 +13,6 @@ from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_filter
 class OptimisticClaim(ClaimStrategy):
     name = "optimistic"
     reads_first = True
-    dialects = frozenset({"sqlite", "postgresql"})
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update | None:
         ids = conn.scalars(

@@ -1,6 +1,7 @@
 """``skip-locked`` — one statement: UPDATE the rows of a ``FOR UPDATE SKIP LOCKED`` sub-select.
 Concurrent nodes never wait on or lose to each other's rows, so nothing is wasted as nodes are
-added (db-scheduler's lock-and-fetch, APScheduler 4, pgqueuer). PostgreSQL only."""
+added (db-scheduler's lock-and-fetch, APScheduler 4, pgqueuer). For databases with
+``SKIP LOCKED`` that can UPDATE from a CTE over the same table (PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,17 @@ from .base import ClaimRequest, ClaimStrategy, claim_assignment, claim_limit, du
 
 class SkipLockedClaim(ClaimStrategy):
     name = "skip-locked"
-    dialects = frozenset({"postgresql"})
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update:
-        locked = (
+        locked = req.sql.materialized(
             select(schedules.c.id)
             .where(due_filter(req))
             .order_by(schedules.c.next_fire)
             .limit(claim_limit(req))
             .with_for_update(skip_locked=True)
-            # MATERIALIZED: as a plain IN (sub-select) the planner may run the LIMIT more than
-            # once and claim more rows than asked (seen in tests: limit 1 claimed 2).
+            # Materialized: as a plain IN (sub-select) PostgreSQL's planner may run the LIMIT
+            # more than once and claim more rows than asked (seen in tests: limit 1 claimed 2).
             .cte("locked")
-            .prefix_with("MATERIALIZED", dialect="postgresql")
         )
         # No second due filter here: FOR UPDATE re-evaluates the CTE's WHERE on the newest version
         # of each row it locks, and the lock keeps it so. Repeating it let the planner, on a low

@@ -10,10 +10,7 @@ advances it instead of leaving it due forever.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Connection, delete, literal, select, tuple_, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from ..schema import runs, schedules
 from .base import (
@@ -28,13 +25,8 @@ from .base import (
 )
 
 
-def _insert(dialect: str) -> Any:
-    return postgresql.insert(runs) if dialect == "postgresql" else sqlite.insert(runs)
-
-
 class UniqueFireClaim(ClaimStrategy):
     name = "unique-fire"
-    dialects = frozenset({"sqlite", "postgresql"})
     single_update = False
 
     def claim(self, conn: Connection, req: ClaimRequest) -> list[ClaimedRow]:
@@ -58,10 +50,7 @@ class UniqueFireClaim(ClaimStrategy):
             literal("running"),
         ).where(schedules.c.id.in_([c.id for c in candidates]), due_filter(req))
         won = conn.execute(
-            _insert(conn.dialect.name)
-            .from_select(list(RUN_COLUMNS), fires)
-            .on_conflict_do_nothing()
-            .returning(runs.c.id, runs.c.schedule_id)
+            req.sql.insert_ignore(runs).from_select(list(RUN_COLUMNS), fires).returning(runs.c.id, runs.c.schedule_id)
         ).all()
         run_of = {r.schedule_id: r.id for r in won}
         rows = conn.execute(

@@ -1,0 +1,1 @@
+"""The MySQL / MariaDB store plugin (``pip install tickwork[mysql]``)."""

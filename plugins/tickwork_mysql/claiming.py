@@ -1,0 +1,119 @@
+"""How the MySQL store claims: without UPDATE ... RETURNING (MySQL has none, MariaDB none for
+UPDATE), so every claim reads the database clock once, binds it into the statements as a value,
+and finds the rows it won by that exact claim time.
+
+Reading the clock first is safe for invariant 2: the bound value is at or behind the database
+clock at the moment the UPDATE re-checks due-ness, so nothing is ever taken early; at worst a
+fire that became due during the claim's round trip waits for the next claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, bindparam, delete, literal, select, tuple_, update
+
+from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimRequest, ClaimSQL
+from tickwork.sql.claims.base import claim_assignment, due_filter, run_started_at
+from tickwork.sql.schema import UTCDateTime, runs, schedules
+
+
+def request(node_id: str, limit: int, owned: Any, now: datetime, ahead: float, sql: ClaimSQL) -> ClaimRequest:
+    """A claim request whose clock is the value ``now`` (read from the database just before)."""
+    due_by = None
+    if ahead > 0:
+        due_by = bindparam("claim_due_by", now + timedelta(seconds=ahead), type_=UTCDateTime)
+    return ClaimRequest(node_id, limit, owned, bindparam("claim_now", now, type_=UTCDateTime), due_by, sql=sql)
+
+
+def candidates(conn: Connection, req: ClaimRequest, *, lock: bool) -> list[int]:
+    """Ids of due schedules, earliest first; with ``lock``, locked with ``FOR UPDATE SKIP LOCKED``
+    (rows another node is claiming are passed over, never waited for)."""
+    query = select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(req.limit)
+    if lock:
+        query = query.with_for_update(skip_locked=True)
+    return list(conn.scalars(query).all())
+
+
+def take(conn: Connection, req: ClaimRequest, ids: Sequence[int], now: datetime) -> list[RowMapping]:
+    """Mark the due ones of ``ids`` claimed by this node; return the rows won.
+
+    The UPDATE re-checks due-ness on the newest version of each row (docs/claim-protocol.md); the
+    rows it changed are the ones now held by this node with this claim's exact time.
+    """
+    if not ids:
+        return []
+    conn.execute(update(schedules).where(schedules.c.id.in_(ids), due_filter(req)).values(**claim_assignment(req)))
+    return list(
+        conn.execute(
+            select(*CLAIMED_COLUMNS).where(
+                schedules.c.id.in_(ids),
+                schedules.c.state == "running",
+                schedules.c.claimed_by == req.node_id,
+                schedules.c.claimed_at == bindparam("won_at", now, type_=UTCDateTime),
+            )
+        )
+        .mappings()
+        .all()
+    )
+
+
+def unique_fire(conn: Connection, req: ClaimRequest, now: datetime) -> tuple[list[RowMapping], dict[int, int]]:
+    """The ``unique-fire`` strategy: insert each candidate's run row first (the unique key picks
+    one winner per fire), then mark the schedules; a run whose schedule changed in between is
+    deleted. Returns the won rows and the run ids this claim inserted."""
+    found = conn.execute(
+        select(schedules.c.id, schedules.c.next_fire, schedules.c.claim_seq)
+        .where(due_filter(req))
+        .order_by(schedules.c.next_fire)
+        .limit(req.limit)
+    ).all()
+    if not found:
+        return [], {}
+    ids = [c.id for c in found]
+    fires = select(
+        schedules.c.id,
+        schedules.c.next_fire,
+        literal(1),
+        schedules.c.claim_seq + 1,
+        literal(req.node_id),
+        run_started_at(schedules.c.next_fire, req.now),
+        literal("running"),
+    ).where(schedules.c.id.in_(ids), due_filter(req))
+    conn.execute(req.sql.insert_ignore(runs).from_select(list(RUN_COLUMNS), fires))
+    # Ours: the fire's run written under the fence token this claim is about to take.
+    inserted = {
+        r.schedule_id: r.id
+        for r in conn.execute(
+            select(runs.c.id, runs.c.schedule_id).where(
+                tuple_(runs.c.schedule_id, runs.c.scheduled_for, runs.c.claim_seq, runs.c.node).in_(
+                    [(c.id, c.next_fire, c.claim_seq + 1, req.node_id) for c in found]
+                ),
+                runs.c.attempt == 1,
+            )
+        )
+    }
+    conn.execute(
+        update(schedules)
+        .where(tuple_(schedules.c.id, schedules.c.next_fire).in_([(c.id, c.next_fire) for c in found]), due_filter(req))
+        .values(**claim_assignment(req))
+    )
+    won = list(
+        conn.execute(
+            select(*CLAIMED_COLUMNS).where(
+                schedules.c.id.in_(ids),
+                schedules.c.state == "running",
+                schedules.c.claimed_by == req.node_id,
+                schedules.c.claimed_at == bindparam("won_at", now, type_=UTCDateTime),
+            )
+        )
+        .mappings()
+        .all()
+    )
+    lost = set(inserted) - {r["id"] for r in won}
+    if lost:
+        # Changed between the insert and the update (e.g. disabled): that fire did not happen.
+        conn.execute(delete(runs).where(runs.c.id.in_([inserted[s] for s in lost])))
+    return won, {s: r for s, r in inserted.items() if s not in lost}

@@ -1,0 +1,398 @@
+"""``StoreContract``: the store contract (docs/claim-protocol.md) as an importable pytest class.
+
+A store author subclasses it and provides one fixture, ``make_store``: a callable that returns a
+fresh, migrated, open store over an empty database (the contract closes what it opens)::
+
+    class TestMyStore(StoreContract):
+        @pytest.fixture
+        def make_store(self, tmp_path):
+            return lambda: MyStore(tmp_path / "db").opened()
+
+The tests use only the public :class:`~tickwork.abc.Store` interface and the store's own clock
+(``store.now()``): every time in them is relative to a reading of it, so no test clock has to be
+injected and the statements under test are the ones production runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+import pytest
+
+from ..abc import Store
+from ..errors import ScheduleExistsError, ScheduleNotFoundError
+from ..structures import (
+    Claim,
+    Finish,
+    MisfirePolicy,
+    Outcome,
+    RunStatus,
+    ScheduleSpec,
+    ScheduleState,
+    bucket_of,
+)
+
+OK = Outcome(RunStatus.SUCCEEDED)
+MINUTE = timedelta(minutes=1)
+
+
+def spec(name: str = "job", **fields: object) -> ScheduleSpec:
+    """A schedule spec for contract tests (cron, every minute; the store never evaluates it)."""
+    values: dict[str, object] = {"name": name, "trigger_kind": "cron", "expression": "* * * * *", "target": "m:f"}
+    values.update(fields)
+    return ScheduleSpec(**values)  # type: ignore[arg-type]
+
+
+def claim_all(store: Store, node: str = "n1", buckets: list[int] | None = None, ahead: float = 0.0) -> list[Claim]:
+    return store.claim_due(node, limit=1000, buckets=buckets, ahead=ahead)
+
+
+def finish(
+    store: Store,
+    claim: Claim,
+    next_fire: datetime | None,
+    *,
+    node: str = "n1",
+    outcome: Outcome = OK,
+    skipped: tuple[tuple[datetime, str], ...] = (),
+    started_at: datetime | None = None,
+) -> bool:
+    return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0]
+
+
+class StoreContract:
+    """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``."""
+
+    @pytest.fixture
+    def make_store(self) -> Callable[[], Store]:
+        raise NotImplementedError("a StoreContract subclass defines the make_store fixture")
+
+    @pytest.fixture
+    def store(self, make_store: Callable[[], Store]) -> Iterator[Store]:
+        s = make_store()
+        yield s
+        s.close()
+
+    # -- schedules ---------------------------------------------------------------------------------
+
+    def test_add_get_list_remove(self, store: Store) -> None:
+        t = store.now()
+        added = store.add(spec("b", arguments={"x": [1, 2]}, timezone="Europe/Berlin"), t)
+        store.add(spec("a", module="app.jobs", misfire=MisfirePolicy.ALL, retries=2), None)
+        assert added.spec.arguments == {"x": [1, 2]}
+        assert added.next_fire == t and added.state is ScheduleState.IDLE
+        got = store.get("b")
+        assert got.spec == added.spec and got.id == added.id
+        assert [s.name for s in store.list_schedules()] == ["a", "b"]
+        assert [s.name for s in store.list_schedules(module="app.jobs")] == ["a"]
+        assert store.get("a").spec.misfire is MisfirePolicy.ALL and store.get("a").spec.retries == 2
+        store.remove("a")
+        assert [s.name for s in store.list_schedules()] == ["b"]
+
+    def test_duplicate_and_missing_names(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t)
+        with pytest.raises(ScheduleExistsError, match="'a'"):
+            store.add(spec("a"), t)
+        for call in (
+            lambda: store.get("nope"),
+            lambda: store.remove("nope"),
+            lambda: store.set_enabled("nope", True, t),
+            lambda: store.fire_now("nope"),
+            lambda: store.update(spec("nope"), t),
+        ):
+            with pytest.raises(ScheduleNotFoundError, match="'nope'"):
+                call()
+
+    def test_update_replaces_definition(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t)
+        changed = spec("a", expression="*/5 * * * *", timeout=timedelta(seconds=7))
+        updated = store.update(changed, t + timedelta(hours=1))
+        assert updated.spec == changed and store.get("a").spec == changed
+        assert updated.next_fire == t + timedelta(hours=1)
+
+    def test_the_clock_is_aware_utc_and_never_goes_back(self, store: Store) -> None:
+        first = store.now()
+        second = store.now()
+        assert first.utcoffset() == timedelta(0)
+        assert second >= first
+
+    # -- claiming: invariant 2, never early ----------------------------------------------------------
+
+    def test_never_claims_before_due(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("later"), t + MINUTE)
+        store.add(spec("due"), t)
+        assert store.next_due(buckets=None) == t
+        (c,) = claim_all(store)
+        assert c.spec.name == "due" and c.scheduled_for == t and not c.early
+        assert c.claimed_at >= t and c.run_id is not None
+        assert claim_all(store) == []
+        assert store.next_due(buckets=None) == t + MINUTE  # a running schedule is not "due"
+
+    def test_claim_ahead_takes_only_what_is_due_within_the_window(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("soon"), t + timedelta(seconds=30))
+        store.add(spec("later"), t + timedelta(seconds=120))
+        assert claim_all(store, ahead=20) == []
+        (c,) = claim_all(store, ahead=60)
+        assert c.spec.name == "soon" and c.early and c.claimed_at >= t
+        assert c.scheduled_for == t + timedelta(seconds=30) and c.run_id is not None
+        assert store.get("soon").state is ScheduleState.RUNNING
+        (run,) = store.history()
+        assert run.status is RunStatus.RUNNING and run.started_at is None  # not started yet
+        assert claim_all(store, "n2", ahead=60) == []  # held like any claim
+        # The engine reports when it actually started the run.
+        started = t + timedelta(seconds=30.001)
+        assert finish(store, c, t + MINUTE, started_at=started)
+        (run,) = store.history()
+        assert run.status is RunStatus.SUCCEEDED and run.started_at == started
+
+    def test_a_claim_made_when_due_records_its_start(self, store: Store) -> None:
+        store.add(spec("a"), store.now())
+        (c,) = claim_all(store)
+        assert finish(store, c, c.scheduled_for + MINUTE)
+        (run,) = store.history()
+        # Not before it was due, not after it was claimed (a strategy that inserts the run in an
+        # earlier statement of the claim's transaction reads the clock a moment before).
+        assert run.started_at is not None and c.scheduled_for <= run.started_at <= c.claimed_at
+
+    def test_unclaim_gives_back_early_claims_as_if_never_made(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t + MINUTE)
+        store.add(spec("b"), t + MINUTE)
+        claims = claim_all(store, ahead=120)
+        assert len(claims) == 2
+        assert store.unclaim("n1", claims) == 2
+        for name in ("a", "b"):
+            s = store.get(name)
+            assert s.state is ScheduleState.IDLE and s.claimed_by is None and s.next_fire == t + MINUTE
+        assert store.history() == []
+        again = claim_all(store, "n2", ahead=120)
+        assert sorted(c.spec.name for c in again) == ["a", "b"]
+        assert all(c.run_id is not None for c in again)  # the fire is not "already recorded"
+        # Fenced: a stale claim gives back nothing and leaves the new holder alone.
+        assert store.unclaim("n1", claims) == 0
+        assert all(store.get(n).claimed_by == "n2" for n in ("a", "b"))
+        assert len(store.history()) == 2
+
+    def test_disabled_and_never_firing_are_not_claimed(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("off", enabled=False), t)
+        store.add(spec("never"), None)
+        store.add(spec("on"), t)
+        store.set_enabled("on", False, t)
+        assert store.get("on").spec.enabled is False
+        assert claim_all(store) == [] and store.next_due(buckets=None) is None
+        store.set_enabled("on", True, t)
+        assert [c.spec.name for c in claim_all(store)] == ["on"]
+
+    def test_claims_earliest_first_and_honours_limit(self, store: Store) -> None:
+        t = store.now()
+        for i in range(5):
+            store.add(spec(f"s{i}"), t - timedelta(seconds=i))
+        claims = store.claim_due("n1", limit=2, buckets=None)
+        assert [c.spec.name for c in claims] == ["s4", "s3"]
+        assert {c.spec.name for c in claim_all(store)} == {"s2", "s1", "s0"}
+
+    def test_bucket_filter(self, store: Store) -> None:
+        t = store.now()
+        names = [f"job-{i}" for i in range(20)]
+        for name in names:
+            store.add(spec(name), t)
+        mine = sorted({bucket_of(n) for n in names[:7]})
+        claims = claim_all(store, buckets=mine)
+        assert {c.spec.name for c in claims} == {n for n in names if bucket_of(n) in mine}
+        assert store.next_due(buckets=mine) is None
+        assert store.next_due(buckets=None) == t
+
+    # -- claiming: invariant 3, only the holder advances ------------------------------------------
+
+    def test_claim_marks_running_and_is_exclusive(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t)
+        (c,) = claim_all(store, "n1")
+        s = store.get("a")
+        assert s.state is ScheduleState.RUNNING and s.claimed_by == "n1" and s.claim_seq == c.claim_seq
+        assert claim_all(store, "n2") == []
+        (run,) = store.history()
+        assert run.status is RunStatus.RUNNING and run.node == "n1" and run.scheduled_for == t
+
+    def test_finish_releases_with_next_fire_and_records_outcome(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t)
+        (c,) = claim_all(store)
+        assert finish(store, c, t + MINUTE, outcome=Outcome(RunStatus.FAILED, error="boom"))
+        after = store.now()
+        s = store.get("a")
+        assert s.state is ScheduleState.IDLE and s.claimed_by is None and s.next_fire == t + MINUTE
+        (run,) = store.history()
+        assert run.status is RunStatus.FAILED and run.error == "boom"
+        assert run.finished_at is not None and c.claimed_at <= run.finished_at <= after
+        assert store.next_due(buckets=None) == t + MINUTE
+
+    def test_skipped_fire_times_are_recorded(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t)
+        (c,) = claim_all(store)
+        times = (t + MINUTE, t + 2 * MINUTE)
+        assert finish(store, c, t + 3 * MINUTE, skipped=tuple((x, "still active") for x in times))
+        runs = sorted(store.history(), key=lambda r: r.scheduled_for)
+        assert [r.status for r in runs] == [RunStatus.SUCCEEDED, RunStatus.SKIPPED, RunStatus.SKIPPED]
+        assert [r.scheduled_for for r in runs[1:]] == list(times)
+        assert all("still active" in (r.error or "") for r in runs[1:])
+
+    def test_fenced_end_after_takeover_changes_nothing_else(self, store: Store) -> None:
+        """FTL's EndCronJob fence: a late finisher whose claim was taken over only notes its run."""
+        t = store.now()
+        store.add(spec("a"), t)
+        (old,) = claim_all(store, "n1")
+        assert store.release_node("n1", "n1 declared dead") == 1
+        assert store.get("a").state is ScheduleState.IDLE
+        # Due again at the same time: its run is already recorded, so the new claim comes without
+        # a run (the engine advances it without running the fire a second time).
+        (again,) = claim_all(store, "n2")
+        assert again.run_id is None and again.claim_seq > old.claim_seq
+        assert finish(store, again, t + MINUTE, node="n2")
+        assert claim_all(store, "n2") == []
+        assert not finish(store, old, t + timedelta(hours=5), node="n1")
+        s = store.get("a")
+        assert s.next_fire == t + MINUTE and s.state is ScheduleState.IDLE
+        (run,) = store.history()
+        assert run.status is RunStatus.ABANDONED and "taken over" in (run.error or "")
+
+    # -- invariant 1, one run per due time ---------------------------------------------------------
+
+    def test_duplicate_fire_is_impossible_to_record(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t)
+        claim_all(store)
+        store.release_node("n1", "test")
+        store.set_enabled("a", True, t)  # due again at the very same time
+        (dup,) = claim_all(store, "n2")
+        assert dup.run_id is None
+        assert len(store.history()) == 1
+
+    def test_retry_attempts_are_fenced_and_unique(self, store: Store) -> None:
+        store.add(spec("a", retries=2), store.now())
+        (c,) = claim_all(store)
+        store.end_attempt(c, Outcome(RunStatus.FAILED, error="first"))
+        second = Claim(c.schedule_id, c.spec, c.scheduled_for, c.claim_seq, c.claimed_at, None, attempt=2)
+        run_id = store.start_attempt("n1", second)
+        assert run_id is not None and run_id != c.run_id
+        assert store.start_attempt("n1", second) is None  # that attempt is already recorded
+        stale = Claim(c.schedule_id, c.spec, c.scheduled_for, c.claim_seq - 1, c.claimed_at, None, attempt=3)
+        assert store.start_attempt("n1", stale) is None
+        assert finish(store, replace(second, run_id=run_id), c.scheduled_for + MINUTE)
+        runs = sorted(store.history(), key=lambda r: r.attempt)
+        assert [(r.attempt, r.status) for r in runs] == [(1, RunStatus.FAILED), (2, RunStatus.SUCCEEDED)]
+        assert runs[0].error == "first"
+
+    # -- run now -----------------------------------------------------------------------------------
+
+    def test_fire_now(self, store: Store) -> None:
+        store.add(spec("a"), store.now() + timedelta(days=1))
+        before = store.now()
+        fired = store.fire_now("a")
+        assert fired.next_fire is not None and before <= fired.next_fire <= store.now()
+        (c,) = claim_all(store)
+        assert c.scheduled_for == fired.next_fire
+
+    def test_fire_now_while_running_fires_right_after_the_run(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t)
+        (c,) = claim_all(store)
+        store.fire_now("a")
+        assert store.get("a").state is ScheduleState.RUNNING  # the run in progress is left alone
+        assert finish(store, c, t + timedelta(days=1))
+        s = store.get("a")
+        assert s.next_fire is not None and s.next_fire <= store.now()
+        (again,) = claim_all(store)
+        assert again.run_id is not None
+
+    # -- invariant 4, claims expire ----------------------------------------------------------------
+
+    def test_release_node_abandons_its_runs_only(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t)
+        store.add(spec("b"), t)
+        (ca,) = store.claim_due("n1", limit=1, buckets=None)
+        (cb,) = store.claim_due("n2", limit=1, buckets=None)
+        assert store.release_node("n1", "restarted") == 1
+        by_name = {r.schedule: r for r in store.history()}
+        assert by_name[ca.spec.name].status is RunStatus.ABANDONED and by_name[ca.spec.name].error == "restarted"
+        assert by_name[cb.spec.name].status is RunStatus.RUNNING
+        assert store.get(cb.spec.name).state is ScheduleState.RUNNING
+
+    def test_hard_timeout_reaps_and_renew_keeps_alive(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("slow", timeout=timedelta(seconds=1)), t)
+        store.add(spec("kept", timeout=timedelta(hours=1)), t)
+        claims = {c.spec.name: c for c in claim_all(store)}
+        store.renew("n1", [claims["kept"]])
+        renewed = store.get("kept").claimed_at
+        assert renewed is not None and renewed >= claims["kept"].claimed_at
+        assert store.reap_expired(60) == 0  # no claim is older than its timeout + a minute
+        # A negative grace moves the deadline before the claim: "slow" (1 s) is past it at once,
+        # "kept" (1 h) is not; the times compared are all the store's own.
+        assert store.reap_expired(-2) == 1
+        assert store.get("slow").state is ScheduleState.IDLE
+        assert store.get("kept").state is ScheduleState.RUNNING
+        by_name = {r.schedule: r for r in store.history()}
+        assert by_name["slow"].status is RunStatus.TIMED_OUT and "hard timeout" in (by_name["slow"].error or "")
+        assert by_name["kept"].status is RunStatus.RUNNING
+        assert not finish(store, claims["slow"], t + MINUTE)  # the reaped claim's end is fenced out
+
+    def test_renew_only_touches_the_holders_claims(self, store: Store) -> None:
+        store.add(spec("a"), store.now())
+        (c,) = claim_all(store, "n1")
+        store.renew("n2", [c])
+        assert store.get("a").claimed_at == c.claimed_at
+
+    # -- nodes -------------------------------------------------------------------------------------
+
+    def test_nodes_and_heartbeats(self, store: Store) -> None:
+        first = store.heartbeat("n1")
+        second = store.heartbeat("n1")
+        assert second >= first
+        store.heartbeat("n2")
+        infos = {n.id: n for n in store.nodes()}
+        assert infos["n1"].started_at == first and infos["n1"].heartbeat_at == second
+        store.remove_node("n1")
+        assert [n.id for n in store.nodes()] == ["n2"]
+
+    # -- history -----------------------------------------------------------------------------------
+
+    def test_history_newest_first_with_filter_and_limit(self, store: Store) -> None:
+        start = store.now() - timedelta(minutes=10)
+        store.add(spec("a"), start)
+        store.add(spec("b"), start)
+        for i in range(1, 4):
+            for c in claim_all(store):
+                assert finish(store, c, start + timedelta(seconds=i))
+        hist = store.history(limit=4)
+        assert len(hist) == 4 and [r.id for r in hist] == sorted((r.id for r in hist), reverse=True)
+        assert len(store.history()) == 6
+        assert {r.schedule for r in store.history(schedule="a")} == {"a"}
+        as_json = hist[0].as_json()
+        for key in ("schedule", "scheduled_for", "started_at", "finished_at", "status", "node", "error"):
+            assert key in as_json
+        assert as_json["scheduled_for"].endswith("Z")
+
+    def test_remove_deletes_history(self, store: Store) -> None:
+        store.add(spec("a"), store.now())
+        (c,) = claim_all(store)
+        finish(store, c, None)
+        store.remove("a")
+        assert store.history() == []
+        store.add(spec("a"), store.now())
+        assert store.history() == []
+
+    def test_a_schedule_that_never_fires_again_is_not_due(self, store: Store) -> None:
+        store.add(spec("once"), store.now())
+        (c,) = claim_all(store)
+        assert finish(store, c, None)
+        assert store.get("once").next_fire is None and store.next_due(buckets=None) is None

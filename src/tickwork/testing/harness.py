@@ -1,0 +1,190 @@
+"""``SchedulerHarness``: drive declared jobs through a store on a fake clock, synchronously.
+
+``advance(seconds)`` moves a :class:`FakeClock` from one due time to the next, claims what is due
+through the store's public interface, runs each job in this thread with
+:func:`tickwork.current_run` set, and ends the run with the next fire time its trigger gives —
+the same claim → run → finish path a node takes, minus threads, executors and the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..abc import Store
+from ..calls import call_arguments
+from ..errors import ConfigError
+from ..jobs import DeclaredJob, declared_in
+from ..plugins import load_object
+from ..runcontext import RunContext, running
+from ..schedules import first_fire
+from ..structures import Claim, Finish, Outcome, RunStatus, ScheduleSpec
+from ..tracebacks import format_exception
+from ..triggers import get_trigger
+from .clock import DEFAULT_START, FakeClock
+from .memory import MemoryStore
+
+#: Most fire times one end records as skipped (the engine's own bound is the same order).
+MAX_SKIPPED = 1000
+
+
+@dataclass(frozen=True)
+class HarnessRun:
+    """One attempt the harness ran (or passed over: ``status`` skipped, never called)."""
+
+    schedule: str
+    scheduled_for: datetime
+    status: RunStatus
+    attempt: int
+    #: When it started, by the fake clock.
+    started_at: datetime
+    run_id: int | None
+    #: What the job returned (``None`` when it raised or was not run).
+    result: Any = None
+    error: str | None = None
+
+
+class SchedulerHarness:
+    """Run jobs on a fake clock, in this thread, through a real store.
+
+    :param jobs: module names whose declared jobs (``@tickwork.cron`` ...) to run, and/or
+        :class:`~tickwork.structures.ScheduleSpec` objects whose ``local`` target is
+        ``module:function``
+    :param store: the store to use (default: a new :class:`MemoryStore` on the harness clock); a
+        store of your own must read ``clock`` (``MemoryStore(clock=...)``, or a SQL store's
+        ``clock=``)
+    :param start: the fake time the harness starts at (aware)
+    :param clock: the fake clock (default: a new one at ``start``)
+    :param node_id: the node name written into claims and history
+    """
+
+    def __init__(
+        self,
+        jobs: Iterable[str | ScheduleSpec | DeclaredJob] = (),
+        *,
+        store: Store | None = None,
+        start: datetime = DEFAULT_START,
+        clock: FakeClock | None = None,
+        node_id: str = "harness",
+    ) -> None:
+        self.clock = clock or FakeClock(start)
+        self.node_id = node_id
+        if store is None:
+            store = MemoryStore(clock=self.clock)
+            store.open()
+        self.store = store
+        self._functions: dict[str, Callable[..., Any]] = {}
+        for job in jobs:
+            for declared in self._resolve(job):
+                self.add(declared.spec, declared.function)
+
+    @staticmethod
+    def _resolve(job: str | ScheduleSpec | DeclaredJob) -> Sequence[DeclaredJob]:
+        if isinstance(job, DeclaredJob):
+            return [job]
+        if isinstance(job, str):
+            declared = declared_in(job)
+            if not declared:
+                raise ConfigError(f"jobs: module {job!r} declares no jobs")
+            return declared
+        if job.executor != "local":
+            raise ConfigError(
+                f"jobs: schedule {job.name!r} uses the {job.executor!r} executor; the harness runs local targets only"
+            )
+        try:
+            function = load_object(job.target)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ConfigError(f"jobs: schedule {job.name!r}: cannot load target {job.target!r}: {exc}") from exc
+        if not callable(function):
+            raise ConfigError(f"jobs: schedule {job.name!r}: target {job.target!r} is not callable")
+        return [DeclaredJob(job, function)]
+
+    def add(self, spec: ScheduleSpec, function: Callable[..., Any]) -> None:
+        """Store ``spec`` (first due at its next fire after the current fake time) and run
+        ``function`` for it."""
+        next_fire = first_fire(spec, self.store.now()) if spec.enabled else None
+        self.store.add(spec, next_fire)
+        self._functions[spec.name] = function
+
+    def advance(self, seconds: float) -> list[HarnessRun]:
+        """Move the clock ``seconds`` forward, running everything that falls due on the way.
+
+        :return: the attempts made, in the order they ran (fire time, then schedule name)
+        """
+        end = self.clock() + timedelta(seconds=seconds)
+        ran: list[HarnessRun] = []
+        while True:
+            due = self.store.next_due(buckets=None)
+            if due is None or due > end:
+                break
+            if due > self.clock():
+                self.clock.set(due)
+            claims = self.store.claim_due(self.node_id, limit=1000, buckets=None)
+            if not claims:
+                break
+            for claim in sorted(claims, key=lambda c: (c.scheduled_for, c.spec.name)):
+                ran.extend(self._fire(claim))
+        if end > self.clock():
+            self.clock.set(end)
+        return ran
+
+    def _fire(self, claim: Claim) -> list[HarnessRun]:
+        if claim.run_id is None:
+            # Already recorded (invariant 1): advance the schedule without running it again.
+            self._end(claim, Outcome(RunStatus.SKIPPED, error="already recorded"))
+            return []
+        attempts: list[HarnessRun] = []
+        trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
+        next_fire = trigger.next_after(claim.scheduled_for)
+        while True:
+            attempt = self._call(claim)
+            attempts.append(attempt)
+            outcome = Outcome(attempt.status, error=attempt.error)
+            if attempt.status is RunStatus.SUCCEEDED or claim.attempt > claim.spec.retries:
+                break
+            # A retry waits its back-off on the fake clock, and never runs into the next fire.
+            retry_at = self.clock() + claim.spec.retry_backoff * 2 ** (claim.attempt - 1)
+            if next_fire is not None and retry_at >= next_fire:
+                break
+            self.store.end_attempt(claim, outcome, started_at=attempt.started_at)
+            self.clock.set(max(retry_at, self.clock()))
+            retry = replace(claim, attempt=claim.attempt + 1, run_id=None)
+            run_id = self.store.start_attempt(self.node_id, retry)
+            if run_id is None:
+                return attempts
+            claim = replace(retry, run_id=run_id)
+        self._end(claim, outcome, started_at=attempts[-1].started_at)
+        return attempts
+
+    def _call(self, claim: Claim) -> HarnessRun:
+        assert claim.run_id is not None
+        started = self.clock()
+        function = self._functions.get(claim.spec.name)
+        context = RunContext(claim.spec.name, claim.scheduled_for, claim.run_id, claim.attempt, self.node_id)
+        run = HarnessRun(
+            claim.spec.name, claim.scheduled_for, RunStatus.SUCCEEDED, claim.attempt, started, claim.run_id
+        )
+        if function is None:
+            error = f"schedule {claim.spec.name!r} has no function in this harness (add it with jobs= or add())"
+            return replace(run, status=RunStatus.FAILED, error=error)
+        try:
+            with running(context):
+                result = function(**call_arguments(function, claim.spec.arguments))
+        except Exception as exc:
+            return replace(run, status=RunStatus.FAILED, error=format_exception(exc))
+        return replace(run, result=result)
+
+    def _end(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
+        now = self.clock()
+        trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
+        skipped: list[tuple[datetime, str]] = []
+        nxt = trigger.next_after(claim.scheduled_for)
+        # Fire times that passed while this run (and its retries) went on are skipped, as the
+        # engine's default misfire policy does.
+        while nxt is not None and nxt <= now and len(skipped) < MAX_SKIPPED:
+            skipped.append((nxt, "due while the previous run was still active"))
+            nxt = trigger.next_after(nxt)
+        finish = Finish(claim, outcome, nxt, skipped=tuple(skipped), finished_at=now, started_at=started_at)
+        self.store.finish(self.node_id, [finish])

@@ -1,0 +1,270 @@
+"""``MemoryStore``: a complete :class:`~tickwork.abc.Store` in one process's memory.
+
+It is the executable specification of docs/claim-protocol.md: every rule a SQL store keeps with
+constraints and fenced statements is written here as plain Python under one lock, so a reader
+can check a database store against it line by line, and users can test their jobs without a
+database (``SchedulerHarness`` uses it by default). This module holds the protocol (claims,
+ends, retries, expiry); memory_tables.py the rest (schedules, nodes, history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from ..abc import Store
+from ..errors import ConfigError
+from ..structures import Claim, Finish, NodeInfo, Outcome, RunStatus, ScheduleState, utc
+from .memory_rows import RunRow, cap
+from .memory_tables import MemoryTables, aware
+
+
+class MemoryStore(MemoryTables, Store):
+    """Schedules, claims and history in memory; thread-safe, gone when the process ends.
+
+    :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:
+        the system clock in UTC
+    :param claim: the claim strategy; only ``lock`` (one lock makes every claim atomic)
+    :param batch_size: most schedules claimed per call
+    """
+
+    claim_strategies = ("lock",)
+    options = {"claim": str, "batch_size": int}
+
+    def __init__(
+        self, *, clock: Callable[[], datetime] | None = None, claim: str | None = None, batch_size: int = 100
+    ) -> None:
+        if claim not in (None, *self.claim_strategies):
+            raise ConfigError(f"claim strategy {claim!r} is not supported by the memory store; it supports: lock")
+        if batch_size < 1:
+            raise ConfigError(f"batch_size: must be >= 1, got {batch_size}")
+        self.batch_size = batch_size
+        self._init_tables(clock)
+
+    # -- claiming ---------------------------------------------------------------------------------
+
+    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
+        limit = max(1, min(limit, self.batch_size))
+        owned = None if buckets is None else set(buckets)
+        with self._tx() as now:
+            # Invariant 2: due by the clock of this very claim (plus the look-ahead window).
+            due_by = now + timedelta(seconds=max(ahead, 0.0))
+            due = [
+                r
+                for r in self._schedules.values()
+                if r.claimable
+                and r.next_fire is not None
+                and r.next_fire <= due_by
+                and (owned is None or r.spec.bucket in owned)
+            ]
+            due.sort(key=lambda r: (r.next_fire, r.id))
+            claims = []
+            for row in due[:limit]:
+                assert row.next_fire is not None
+                row.state, row.claimed_by, row.claimed_at = ScheduleState.RUNNING, node_id, now
+                row.claim_seq += 1  # the fence token
+                # Invariant 1: the fire's run row, unless it is already recorded (then no run id:
+                # the engine advances the schedule without running the fire again).
+                run_id = self._insert_run(
+                    RunRow(
+                        id=next(self._run_ids),
+                        schedule_id=row.id,
+                        scheduled_for=row.next_fire,
+                        attempt=1,
+                        claim_seq=row.claim_seq,
+                        node=node_id,
+                        status=RunStatus.RUNNING,
+                        # A fire claimed ahead of its time has not started yet.
+                        started_at=None if row.next_fire > now else now,
+                    )
+                )
+                claims.append(Claim(row.id, row.spec, row.next_fire, row.claim_seq, now, run_id))
+            return claims
+
+    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+        with self._tx() as now:
+            return [self._finish_one(node_id, f, now) for f in finishes]
+
+    def _finish_one(self, node_id: str, f: Finish, now: datetime) -> bool:
+        run = self._runs.get(f.claim.run_id) if f.claim.run_id is not None else None
+        row = self._held(f.claim)
+        if row is None:
+            if run is not None:
+                # Fenced out: only the finisher's own run row notes it; a status the reaper or
+                # a dead-node release gave it stays.
+                if run.status is RunStatus.RUNNING:
+                    run.status, run.finished_at = f.outcome.status, now
+                detail = f": {f.outcome.error}" if f.outcome.error else ""
+                run.error = cap(f"finished ({f.outcome.status.value}) after its claim was taken over{detail}")
+            return False
+        row.next_fire = now if row.fire_requested_at is not None else aware(f.next_fire)
+        row.fire_requested_at = None
+        row.unhold()
+        if run is not None:
+            run.end(f.outcome.status, f.outcome.error, now)
+            if f.started_at is not None:
+                run.started_at = utc(f.started_at)
+        for at, reason in f.skipped:
+            self._insert_run(
+                RunRow(
+                    id=next(self._run_ids),
+                    schedule_id=row.id,
+                    scheduled_for=utc(at),
+                    attempt=1,
+                    claim_seq=f.claim.claim_seq,
+                    node=node_id,
+                    status=RunStatus.SKIPPED,
+                    finished_at=f.finished_at or f.claim.claimed_at,
+                    error=cap(reason),
+                )
+            )
+        return True
+
+    def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
+        with self._tx():
+            given_back = 0
+            for claim in claims:
+                row = self._held(claim)
+                if row is None:
+                    continue
+                row.unhold()  # next_fire unchanged: still due at the claimed time
+                run = self._runs.get(claim.run_id) if claim.run_id is not None else None
+                if run is not None and run.status is RunStatus.RUNNING:
+                    self._delete_run(run.id)
+                given_back += 1
+            if given_back:
+                self._notify()
+            return given_back
+
+    def end_attempt(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
+        with self._tx() as now:
+            run = self._runs.get(claim.run_id) if claim.run_id is not None else None
+            if run is not None and run.status is RunStatus.RUNNING:
+                run.end(outcome.status, outcome.error, now)
+                if started_at is not None:
+                    run.started_at = utc(started_at)
+
+    def start_attempt(self, node_id: str, claim: Claim) -> int | None:
+        with self._tx() as now:
+            row = self._schedules.get(claim.schedule_id)
+            if row is None or row.claim_seq != claim.claim_seq:
+                return None
+            row.claimed_at = now  # a retry renews the claim
+            if row.state is not ScheduleState.RUNNING:
+                return None
+            run = RunRow(
+                id=next(self._run_ids),
+                schedule_id=row.id,
+                scheduled_for=claim.scheduled_for,
+                attempt=claim.attempt,
+                claim_seq=row.claim_seq,
+                node=node_id,
+                status=RunStatus.RUNNING,
+                started_at=now,
+            )
+            return self._insert_run(run)
+
+    def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
+        owned = None if buckets is None else set(buckets)
+        with self._tx():
+            times = [
+                r.next_fire
+                for r in self._schedules.values()
+                if r.claimable and r.next_fire is not None and (owned is None or r.spec.bucket in owned)
+            ]
+            return min(times, default=None)
+
+    def renew(self, node_id: str, claims: Sequence[Claim]) -> None:
+        with self._tx() as now:
+            for claim in claims:
+                row = self._schedules.get(claim.schedule_id)
+                if row is not None and row.claimed_by == node_id and row.state is ScheduleState.RUNNING:
+                    row.claimed_at = now
+
+    def release_node(self, node_id: str, reason: str) -> int:
+        with self._tx() as now:
+            for run in self._runs.values():
+                if run.node == node_id and run.status is RunStatus.RUNNING:
+                    run.end(RunStatus.ABANDONED, reason, now)
+            held = [r for r in self._schedules.values() if r.claimed_by == node_id and r.state is ScheduleState.RUNNING]
+            for row in held:
+                row.unhold()
+            if held:
+                self._notify()
+            return len(held)
+
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+        with self._tx() as now:
+            landed = []
+            for f, fault in parks:
+                row = self._held(f.claim)
+                landed.append(row is not None)
+                if row is None:
+                    continue
+                row.next_fire, row.fire_requested_at, row.fault = None, None, fault
+                row.unhold()
+                run = self._runs.get(f.claim.run_id) if f.claim.run_id is not None else None
+                if run is not None:
+                    run.end(f.outcome.status, f.outcome.error, now)
+            if any(landed):
+                self._notify()
+            return landed
+
+    def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
+        keep = {(c.schedule_id, c.claim_seq) for c in tracked}
+        with self._tx() as now:
+            stranded = [
+                r
+                for r in self._schedules.values()
+                if r.claimed_by == node_id and r.state is ScheduleState.RUNNING and (r.id, r.claim_seq) not in keep
+            ]
+            fences = {(r.id, r.claim_seq) for r in stranded}
+            for run in self._runs.values():
+                if (
+                    run.node == node_id
+                    and run.status is RunStatus.RUNNING
+                    and (run.schedule_id, run.claim_seq) in fences
+                ):
+                    run.end(RunStatus.ABANDONED, reason, now)
+            for row in stranded:
+                row.unhold()
+            if stranded:
+                self._notify()
+            return len(stranded)
+
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+        with self._tx() as now:
+            known = self._nodes.get(node_id)
+            owner = self._instances.get(node_id)
+            if known is not None and owner != instance and known.heartbeat_at > now - timedelta(seconds=live_within):
+                return known
+            self._nodes[node_id] = NodeInfo(node_id, now, now)
+            self._instances[node_id] = instance
+            return None
+
+    def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
+        with self._tx() as now:
+            known = self._nodes.get(node_id)
+            if known is None or known.heartbeat_at >= now - timedelta(seconds=stale_after):
+                return None
+            self._nodes.pop(node_id, None)
+        return self.release_node(node_id, reason)
+
+    def reap_expired(self, grace_seconds: float) -> int:
+        with self._tx() as now:
+            expired = [
+                r
+                for r in self._schedules.values()
+                if r.state is ScheduleState.RUNNING
+                and r.claimed_at is not None
+                and r.claimed_at + r.spec.timeout + timedelta(seconds=grace_seconds) < now
+            ]
+            for row in expired:
+                row.unhold()
+                for run in self._runs.values():
+                    if run.schedule_id == row.id and run.claim_seq == row.claim_seq and run.status is RunStatus.RUNNING:
+                        error = f"hard timeout: claim not ended within timeout + {grace_seconds:g}s grace"
+                        run.end(RunStatus.TIMED_OUT, error, now)
+            if expired:
+                self._notify()
+            return len(expired)

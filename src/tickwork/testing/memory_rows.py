@@ -1,0 +1,107 @@
+"""The rows a :class:`~tickwork.testing.MemoryStore` keeps: the in-memory twins of the
+``tickwork_schedules`` and ``tickwork_runs`` tables (``tickwork.sql.schema``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from ..structures import RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState
+
+#: Longest error text kept in the history (the SQL stores keep the same).
+MAX_ERROR_CHARS = 4000
+
+
+def cap(text: str | None, limit: int = MAX_ERROR_CHARS) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 20] + f"... [{len(text) - limit + 20} chars cut]"
+
+
+def stored_spec(spec: ScheduleSpec) -> ScheduleSpec:
+    """The spec as a database would give it back: arguments through JSON (a tuple comes back a
+    list; something JSON cannot hold is refused, as a SQL store refuses it)."""
+    try:
+        arguments: dict[str, Any] = json.loads(json.dumps(spec.arguments))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"arguments: must be JSON-serialisable: {exc}") from exc
+    return replace(spec, arguments=arguments)
+
+
+@dataclass
+class ScheduleRow:
+    id: int
+    spec: ScheduleSpec
+    next_fire: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    state: ScheduleState = ScheduleState.IDLE
+    claimed_by: str | None = None
+    claimed_at: datetime | None = None
+    claim_seq: int = 0
+    #: A "run now" that arrived while a run was active; the release honours it.
+    fire_requested_at: datetime | None = None
+    #: Why the schedule is parked (see :meth:`tickwork.abc.Store.park`).
+    fault: str | None = None
+
+    @property
+    def claimable(self) -> bool:
+        return self.spec.enabled and self.state is ScheduleState.IDLE and self.next_fire is not None
+
+    def unhold(self) -> None:
+        self.state = ScheduleState.IDLE
+        self.claimed_by = None
+        self.claimed_at = None
+
+    def public(self) -> Schedule:
+        return Schedule(
+            id=self.id,
+            spec=self.spec,
+            next_fire=self.next_fire,
+            state=self.state,
+            claimed_by=self.claimed_by,
+            claimed_at=self.claimed_at,
+            claim_seq=self.claim_seq,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            fault=self.fault,
+        )
+
+
+@dataclass
+class RunRow:
+    id: int
+    schedule_id: int
+    scheduled_for: datetime
+    attempt: int
+    claim_seq: int | None
+    node: str | None
+    status: RunStatus
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None
+
+    @property
+    def fire(self) -> tuple[int, datetime, int]:
+        """The unique key of invariant 1: (schedule, scheduled-for, attempt)."""
+        return (self.schedule_id, self.scheduled_for, self.attempt)
+
+    def end(self, status: RunStatus, error: str | None, at: datetime) -> None:
+        self.status = status
+        self.error = cap(error)
+        self.finished_at = at
+
+    def public(self, schedule: str) -> RunRecord:
+        return RunRecord(
+            id=self.id,
+            schedule=schedule,
+            scheduled_for=self.scheduled_for,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            node=self.node,
+            status=self.status,
+            error=self.error,
+            attempt=self.attempt,
+        )

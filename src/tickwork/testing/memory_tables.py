@@ -1,0 +1,205 @@
+"""The state of a :class:`~tickwork.testing.MemoryStore` and everything that is not the claim
+protocol: schedules, nodes, history, notifications. The protocol itself is in memory.py."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
+from ..structures import Claim, NodeInfo, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, utc
+from .memory_rows import RunRow, ScheduleRow, stored_spec
+
+
+def aware(value: datetime | None) -> datetime | None:
+    # A SQL store refuses naive datetimes when binding them; so does this one.
+    return None if value is None else utc(value)
+
+
+class MemoryTables:
+    """Tables, one lock, one clock; the store's non-protocol methods."""
+
+    def _init_tables(self, clock: Callable[[], datetime] | None) -> None:
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._open = False
+        self._ids = itertools.count(1)
+        self._run_ids = itertools.count(1)
+        self._schedules: dict[int, ScheduleRow] = {}
+        self._by_name: dict[str, int] = {}
+        self._runs: dict[int, RunRow] = {}
+        #: Invariant 1: (schedule, scheduled-for, attempt) -> the one run row for it.
+        self._fires: dict[tuple[int, datetime, int], int] = {}
+        self._nodes: dict[str, NodeInfo] = {}
+        self._instances: dict[str, str] = {}
+        self._wakes: list[Callable[[], None]] = []
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self) -> Iterator[datetime]:
+        """One "transaction": the lock held, and one clock reading for all of it (like a SQL
+        statement's clock)."""
+        with self._lock:
+            if not self._open:
+                raise StoreError("memory store is not open; call open() first")
+            yield self._clock()
+
+    def _clock(self) -> datetime:
+        return utc(self.clock()) if self.clock is not None else datetime.now(UTC)
+
+    def _row(self, name: str) -> ScheduleRow:
+        sid = self._by_name.get(name)
+        if sid is None:
+            raise ScheduleNotFoundError(name)
+        return self._schedules[sid]
+
+    def _notify(self) -> None:
+        for wake in self._wakes:
+            wake()
+
+    def _insert_run(self, run: RunRow) -> int | None:
+        """Insert unless its fire is already recorded (``ON CONFLICT DO NOTHING``)."""
+        if run.fire in self._fires:
+            return None
+        self._runs[run.id] = run
+        self._fires[run.fire] = run.id
+        return run.id
+
+    def _delete_run(self, run_id: int) -> None:
+        run = self._runs.pop(run_id)
+        del self._fires[run.fire]
+
+    def _held(self, claim: Claim) -> ScheduleRow | None:
+        """The claim's schedule if the claim still holds it (the fence of invariant 3)."""
+        row = self._schedules.get(claim.schedule_id)
+        if row is None or row.claim_seq != claim.claim_seq or row.state is not ScheduleState.RUNNING:
+            return None
+        return row
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def open(self, *, check_schema: bool = True) -> None:
+        with self._lock:
+            self._open = True
+
+    def close(self) -> None:
+        """Stop answering; the data stays (open() again sees it, like a database file)."""
+        with self._lock:
+            self._open = False
+            self._wakes.clear()
+
+    def upgrade(self) -> None:
+        """Nothing to migrate: the in-memory layout is always current."""
+
+    def now(self) -> datetime:
+        with self._tx() as now:
+            return now
+
+    # -- schedules --------------------------------------------------------------------------------
+
+    def add(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+        with self._tx() as now:
+            if spec.name in self._by_name:
+                raise ScheduleExistsError(spec.name)
+            row = ScheduleRow(next(self._ids), stored_spec(spec), aware(next_fire), now, now)
+            self._schedules[row.id] = row
+            self._by_name[spec.name] = row.id
+            self._notify()
+            return row.public()
+
+    def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+        with self._tx() as now:
+            row = self._row(spec.name)
+            row.spec, row.next_fire, row.updated_at, row.fault = stored_spec(spec), aware(next_fire), now, None
+            self._notify()
+            return row.public()
+
+    def get(self, name: str) -> Schedule:
+        with self._tx():
+            return self._row(name).public()
+
+    def list_schedules(self, *, module: str | None = None) -> list[Schedule]:
+        with self._tx():
+            rows = sorted(self._schedules.values(), key=lambda r: r.spec.name)
+            return [r.public() for r in rows if module is None or r.spec.module == module]
+
+    def remove(self, name: str) -> None:
+        with self._tx():
+            row = self._row(name)
+            for run in [r for r in self._runs.values() if r.schedule_id == row.id]:
+                self._delete_run(run.id)
+            del self._schedules[row.id], self._by_name[name]
+            self._notify()
+
+    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
+        with self._tx() as now:
+            row = self._row(name)
+            row.spec, row.next_fire, row.updated_at = replace(row.spec, enabled=enabled), aware(next_fire), now
+            row.fault = None
+            self._notify()
+            return row.public()
+
+    def fire_now(self, name: str) -> Schedule:
+        with self._tx() as now:
+            row = self._row(name)
+            if row.state is ScheduleState.IDLE:
+                row.next_fire = now
+            else:
+                # The end of the current run would overwrite next_fire: leave a request instead.
+                row.fire_requested_at = now
+            row.updated_at = now
+            self._notify()
+            return row.public()
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    def heartbeat(self, node_id: str) -> datetime:
+        with self._tx() as now:
+            known = self._nodes.get(node_id)
+            self._nodes[node_id] = NodeInfo(node_id, known.started_at if known else now, now)
+            return now
+
+    def nodes(self) -> list[NodeInfo]:
+        with self._tx():
+            return [self._nodes[k] for k in sorted(self._nodes)]
+
+    def remove_node(self, node_id: str) -> None:
+        with self._tx():
+            self._nodes.pop(node_id, None)
+
+    # -- history and notifications ----------------------------------------------------------------
+
+    def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
+        with self._tx():
+            names = {r.id: r.spec.name for r in self._schedules.values()}
+            newest = sorted(self._runs.values(), key=lambda r: r.id, reverse=True)
+            chosen = [r for r in newest if schedule is None or names[r.schedule_id] == schedule]
+            return [r.public(names[r.schedule_id]) for r in chosen[:limit]]
+
+    def prune_history(self, older_than: timedelta) -> int:
+        """Delete finished runs that finished more than ``older_than`` ago (store clock)."""
+        with self._tx() as now:
+            cutoff = now - older_than
+            old = [
+                r.id
+                for r in self._runs.values()
+                if r.status is not RunStatus.RUNNING and r.finished_at is not None and r.finished_at < cutoff
+            ]
+            for run_id in old:
+                self._delete_run(run_id)
+            return len(old)
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        with self._lock:
+            self._wakes.append(wake)
+
+    def describe(self) -> str:
+        return "memory store"
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(schedules={len(self._schedules)}, runs={len(self._runs)})"

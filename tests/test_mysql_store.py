@@ -1,0 +1,61 @@
+"""What the MySQL store adds to the contract: its URL rules, and change notification by polling
+(another process's change wakes a listening node)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from tickwork.errors import ConfigError
+from tickwork.structures import ScheduleSpec
+from tickwork_mysql.store import MySQLStore, sqlalchemy_url
+
+
+def spec(name: str) -> ScheduleSpec:
+    return ScheduleSpec(name=name, trigger_kind="cron", expression="* * * * *", target="m:f")
+
+
+def test_urls_pin_pymysql_and_utf8mb4() -> None:
+    assert sqlalchemy_url("mysql://u:p@db:3307/tw") == "mysql+pymysql://u:p@db:3307/tw?charset=utf8mb4"
+    assert sqlalchemy_url("mariadb://u@db/tw").startswith("mysql+pymysql://u@db/tw")
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("", "url: the mysql store needs url"),
+        ("postgresql://u@h/db", "url: expected a mysql:// URL, got 'postgresql'://"),
+        ("mysql://u:s3cret@h:port/db", "url: the port of the database URL is not a number"),
+        ("mysql://u@h:3306", "url: name the database"),
+    ],
+)
+def test_bad_urls_are_named_without_their_secrets(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        MySQLStore(url)
+    assert "s3cret" not in str(info.value)
+
+
+def test_advisory_is_not_offered() -> None:
+    with pytest.raises(ConfigError, match="'advisory' is not supported by the mysql store"):
+        MySQLStore("mysql://u@h/db", claim="advisory")
+
+
+def test_another_process_adding_or_firing_a_schedule_wakes_a_listener(mysql_url: str) -> None:
+    listening, writer = MySQLStore(mysql_url, poll_interval=0.05), MySQLStore(mysql_url)
+    listening.upgrade()
+    listening.open()
+    writer.open()
+    woken = threading.Event()
+    try:
+        writer.add(spec("later"), writer.now() + timedelta(days=1))
+        listening.listen(woken.set)
+        writer.add(spec("new"), writer.now() + timedelta(days=2))
+        assert woken.wait(30), "an added schedule did not wake the listener"
+        woken.clear()
+        writer.fire_now("later")
+        assert woken.wait(30), "a schedule made due now did not wake the listener"
+    finally:
+        listening.close()
+        writer.close()
