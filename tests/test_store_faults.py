@@ -4,13 +4,27 @@ backend and claim strategy, on a fake clock (docs/architecture.md#faults)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 
-from tests.conftest import T0, FakeClock
+import pytest
+
+from tests.conftest import STORE_PARAMS, T0, FakeClock, make_store
 from tickwork.sql.store import SQLStore
 from tickwork.structures import Claim, Finish, Outcome, RunStatus, ScheduleSpec, ScheduleState
 
 OK = Outcome(RunStatus.SUCCEEDED)
+
+
+@pytest.fixture(params=STORE_PARAMS)
+def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[SQLStore]:
+    """Each SQL store x claim strategy on a fake clock (the in-memory store does not model these
+    fault rules yet)."""
+    s = make_store(*request.param, request, tmp_path, clock=clock)
+    assert isinstance(s, SQLStore)
+    yield s
+    s.close()
 
 
 def spec(name: str = "job", **kw: object) -> ScheduleSpec:

@@ -112,6 +112,15 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
     )
 
 
+def retriggered(spec: ScheduleSpec) -> ColumnElement[bool]:
+    """The stored trigger (kind, expression, zone) differs from ``spec``'s."""
+    return or_(
+        schedules.c.trigger_kind != spec.trigger_kind,
+        schedules.c.expression != spec.expression,
+        schedules.c.timezone != spec.timezone,
+    )
+
+
 def spec_values(spec: ScheduleSpec) -> dict[str, Any]:
     return {
         "name": spec.name,
@@ -453,16 +462,13 @@ class SQLStore(Store):
     def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
         # A new definition is a fix: a parked schedule fires again. A new trigger while a run is
         # active marks the row retimed, so that the run's release keeps this next fire.
-        retriggered = or_(
-            schedules.c.trigger_kind != spec.trigger_kind,
-            schedules.c.expression != spec.expression,
-            schedules.c.timezone != spec.timezone,
-        )
         values = spec_values(spec) | {
             "next_fire": next_fire,
             "updated_at": self.now_expr(),
             "fault": None,
-            "retimed": case((and_(schedules.c.state == "running", retriggered), true()), else_=schedules.c.retimed),
+            "retimed": case(
+                (and_(schedules.c.state == "running", retriggered(spec)), true()), else_=schedules.c.retimed
+            ),
         }
         with self._tx() as conn:
             row = conn.execute(
@@ -887,15 +893,17 @@ class SQLStore(Store):
     def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
         keep = {(c.schedule_id, c.claim_seq) for c in tracked}
         with self._tx() as conn:
+            # Locked where the database can (PostgreSQL, MySQL; SQLite writes one at a time), so
+            # what is read is what is released. No RETURNING: MySQL has none.
             held = conn.execute(
-                select(schedules.c.id, schedules.c.claim_seq).where(
-                    schedules.c.claimed_by == node_id, schedules.c.state == "running"
-                )
+                select(schedules.c.id, schedules.c.claim_seq)
+                .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
+                .with_for_update()
             ).all()
             stranded = [(r.id, r.claim_seq) for r in held if (r.id, r.claim_seq) not in keep]
             if not stranded:
                 return 0
-            released = conn.execute(
+            conn.execute(
                 update(schedules)
                 .where(
                     tuple_(schedules.c.id, schedules.c.claim_seq).in_(stranded),
@@ -903,21 +911,18 @@ class SQLStore(Store):
                     schedules.c.state == "running",
                 )
                 .values(**UNHELD)
-                .returning(schedules.c.id, schedules.c.claim_seq)
-            ).all()
-            fences = [(r.id, r.claim_seq) for r in released]
-            if fences:
-                conn.execute(
-                    update(runs)
-                    .where(
-                        tuple_(runs.c.schedule_id, runs.c.claim_seq).in_(fences),
-                        runs.c.node == node_id,
-                        runs.c.status == "running",
-                    )
-                    .values(status=RunStatus.ABANDONED.value, finished_at=self.now_expr(), error=reason)
+            )
+            conn.execute(
+                update(runs)
+                .where(
+                    tuple_(runs.c.schedule_id, runs.c.claim_seq).in_(stranded),
+                    runs.c.node == node_id,
+                    runs.c.status == "running",
                 )
-                self._notify(conn)
-        return len(fences)
+                .values(status=RunStatus.ABANDONED.value, finished_at=self.now_expr(), error=reason)
+            )
+            self._notify(conn)
+        return len(stranded)
 
     @transient_retry
     def reap_expired(self, grace_seconds: float) -> int:
@@ -992,12 +997,13 @@ class SQLStore(Store):
             # The judgement and the release in one transaction: a node that beats in between
             # either beat first (then this deletes nothing) or waits for this to commit.
             dead = conn.execute(
-                delete(nodes)
+                select(nodes.c.id)
                 .where(nodes.c.id == node_id, nodes.c.heartbeat_at < self._plus_seconds(now, literal(-stale_after)))
-                .returning(nodes.c.id)
+                .with_for_update()
             ).first()
             if dead is None:
                 return None
+            conn.execute(delete(nodes).where(nodes.c.id == node_id))
             conn.execute(
                 update(runs)
                 .where(runs.c.node == node_id, runs.c.status == "running")
