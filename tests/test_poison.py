@@ -132,7 +132,7 @@ def test_poison_rows_and_a_blocked_broken_plugin_do_not_stop_the_node(tmp_path: 
         store.close()
     listed = tickwork(tmp_path, env, "jobs", "list")
     assert listed.returncode == 0, listed.stderr
-    assert "(parked: PluginNotFoundError: unknown trigger plugin 'sundial'" in listed.stdout
+    assert "parked: PluginNotFoundError: unknown trigger plugin 'sundial'" in listed.stdout
 
 
 def test_an_unblocked_broken_plugin_and_a_nan_grace_are_one_line_errors(tmp_path: Path) -> None:

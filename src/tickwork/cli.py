@@ -72,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser = build_parser()  # the command itself reports the configuration's error
         else:
             return _error(exc, EXIT_USAGE)
+    word = argv[bench_at] if bench_at < len(argv) else None
+    if word is not None and not word.startswith("-") and word not in BUILTIN_COMMANDS:
+        blocked = _blocked_command(word, argv)
+        if blocked is not None:
+            return _error(ConfigError(blocked), EXIT_USAGE)
     args = parser.parse_args(argv)
     plugin_command: type[Command] | None = getattr(args, "plugin_command", None)
     try:
@@ -94,6 +99,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+
+
+def _blocked_command(word: str, argv: Sequence[str]) -> str | None:
+    """Why ``word`` is no command here when a plugin that ``[plugins] block`` lists provides it
+    (found without importing any blocked plugin: the command is the plugin's entry-point name)."""
+    try:
+        config = load(_config_option(argv))
+    except ConfigError:
+        return None
+    if word not in config.blocked_plugins:
+        return None
+    return (
+        f"command {word!r} comes from plugin {word!r}, which [plugins] block lists in "
+        f"{config.source or 'the configuration'}"
+    )
 
 
 def _config_option(argv: Sequence[str]) -> str | None:

@@ -152,6 +152,15 @@ class MemoryStore(MemoryTables, Store):
             row.claimed_at = now  # a retry renews the claim
             if row.state is not ScheduleState.RUNNING:
                 return None
+            for known in self._runs.values():  # opened before under this claim: the same attempt
+                if (known.schedule_id, known.scheduled_for, known.attempt, known.claim_seq, known.node) == (
+                    row.id,
+                    claim.scheduled_for,
+                    claim.attempt,
+                    row.claim_seq,
+                    node_id,
+                ) and known.status is RunStatus.RUNNING:
+                    return known.id
             run = RunRow(
                 id=next(self._run_ids),
                 schedule_id=row.id,
