@@ -10,10 +10,10 @@ from datetime import datetime
 from ..abc import Store
 from ..errors import StoreError
 from ..listener import EngineListener, SkippedFire
+from ..runlog import log_run_ends
 from ..structures import Claim, Finish, RunStatus
 
 log = logging.getLogger("tickwork.engine")
-run_log = logging.getLogger("tickwork.runs")
 
 
 @dataclass
@@ -117,15 +117,4 @@ class EndWriter:
             for f, ok in zip(finishes, landed, strict=True):
                 if ok:
                     log.error("%s: parked (no further fires until fixed): %s", f.claim.spec.name, f.outcome.error)
-        if not run_log.isEnabledFor(logging.INFO):
-            return
-        for f, ok in zip(finishes, landed, strict=True):
-            error = (f.outcome.error or f.outcome.detail or "").splitlines()
-            run_log.info(
-                "%s (due %s): %s%s%s",
-                f.claim.spec.name,
-                f.claim.scheduled_for.isoformat(timespec="seconds"),
-                f.outcome.status.value,
-                f" - {error[0][:200]}" if error else "",
-                "" if ok else " [claim had been taken over; end not applied]",
-            )
+        log_run_ends(self.node_id, finishes, landed)

@@ -160,7 +160,7 @@ class Engine:
         except StoreError as exc:
             self.listener.store_error(exc)
             self._back_off()
-            log.error("store error: %s; retrying in %.1fs", exc, self._backoff)
+            log.warning("cannot reach the store (%s); retrying in %.1fs", exc, self._backoff)
             return self._backoff
         except Exception as exc:
             self._back_off()

@@ -111,8 +111,8 @@ class Runs:
         self.counters.fired += 1
         trigger = self._trigger(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it before it runs
         if claim.run_id is None:
-            log.error(
-                "%s: a run for %s is already recorded; not running it again (invariant 1)",
+            log.warning(
+                "%s: the fire at %s already has a run in the history; not running it twice",
                 claim.spec.name,
                 claim.scheduled_for.isoformat(),
             )
@@ -142,6 +142,7 @@ class Runs:
             arguments=claim.spec.arguments,
             timeout=timeout,
             attempt=claim.attempt,
+            node_id=self.settings.node_id,
         )
         started.append(call)
         try:
