@@ -13,13 +13,16 @@ from .errors import DeclarationError, ScheduleExistsError, ScheduleNotFoundError
 from .jobs import DeclaredJob
 from .plugins import PluginManager
 from .structures import Schedule, ScheduleSpec
-from .triggers import get_trigger
+from .triggers import check_period, get_trigger
 
 log = logging.getLogger("tickwork.schedules")
 
 
 def first_fire(spec: ScheduleSpec, now: datetime, manager: PluginManager | None = None) -> datetime | None:
-    return get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager).next_after(now)
+    """The first fire after ``now``; refuses a trigger that fires less than a second apart."""
+    trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager)
+    check_period(trigger, now)
+    return trigger.next_after(now)
 
 
 def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) -> Schedule:
@@ -101,7 +104,9 @@ def sync_module(
             report.unchanged.append(spec.name)
             continue
         next_fire = current.next_fire
-        if _trigger_key(wanted) != _trigger_key(current.spec) and wanted.enabled:
+        # A new trigger starts from now; so does a parked schedule (its new definition is the fix).
+        retimed = _trigger_key(wanted) != _trigger_key(current.spec) or current.fault is not None
+        if retimed and wanted.enabled:
             next_fire = first_fire(wanted, now, manager)
         store.update(wanted, next_fire)
         report.updated.append(spec.name)
