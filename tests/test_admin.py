@@ -134,20 +134,21 @@ def test_add_many_checks_all_before_writing_any(admin: tickwork.Admin) -> None:
 
 
 def test_list_orders_by_next_fire_filters_and_pages(admin: tickwork.Admin) -> None:
-    admin.add("yearly", "0 0 1 1 *", RECORD)
-    admin.add("minutely", "* * * * *", RECORD)
-    admin.add("hourly", "0 * * * *", RECORD)
+    admin.add("c-yearly", "0 0 1 1 *", RECORD)
+    admin.add("a-minutely", "* * * * *", RECORD)
+    admin.add("b-hourly", "0 * * * *", RECORD)
     admin.add("off-a", "* * * * *", RECORD, enabled=False)
     admin.add("off-b", "* * * * *", RECORD, enabled=False)
     names = [i.name for i in admin.list()]
-    # Disabled ones (no next fire) come last, by name.
-    assert names == ["minutely", "hourly", "yearly", "off-a", "off-b"]
+    # Ties in next fire (the top of an hour) sort by name, which the names follow; disabled ones
+    # (no next fire) come last, by name.
+    assert names == ["a-minutely", "b-hourly", "c-yearly", "off-a", "off-b"]
     fires = [i.next_fire for i in admin.list(enabled=True)]
     assert fires == sorted(f for f in fires if f is not None) and None not in fires
     assert [i.name for i in admin.list(enabled=False)] == ["off-a", "off-b"]
     assert [i.name for i in admin.list(search="OFF")] == ["off-a", "off-b"]
-    assert [i.name for i in admin.list(search="ly")] == ["minutely", "hourly", "yearly"]
-    assert [i.name for i in admin.list(search="jobs_for_tests", limit=2, offset=1)] == ["hourly", "yearly"]
+    assert [i.name for i in admin.list(search="ly")] == ["a-minutely", "b-hourly", "c-yearly"]
+    assert [i.name for i in admin.list(search="jobs_for_tests", limit=2, offset=1)] == ["b-hourly", "c-yearly"]
     assert admin.list(state="running") == []
     assert len(admin.list(state="idle")) == 5
     assert (admin.count(), admin.count(enabled=False), admin.count(search="hour")) == (5, 2, 1)
