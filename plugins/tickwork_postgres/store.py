@@ -129,6 +129,11 @@ class PostgresStore(SQLStore):
     def materialized(self, cte: CTE) -> CTE:
         return cte.prefix_with("MATERIALIZED")
 
+    def lock_schedule_writes(self, conn: Connection) -> None:
+        # A second node starting at the same moment waits here, then plans from what the first
+        # one wrote: no conflicting inserts, no work done twice.
+        conn.execute(select(func.pg_advisory_xact_lock(literal(LOCK_NAMESPACE + 1, Integer), literal(0, Integer))))
+
     def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
         return func.pg_try_advisory_xact_lock(literal(LOCK_NAMESPACE, Integer), cast(row_id % 2147483647, Integer))
 
