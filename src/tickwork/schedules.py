@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .abc import Store
-from .errors import DeclarationError, ScheduleExistsError
+from .errors import DeclarationError, ScheduleExistsError, TickworkError
 from .jobs import DeclaredJob
 from .plugins import PluginManager
 from .structures import Schedule, SchedulePlan, ScheduleSpec
@@ -37,6 +37,46 @@ def update(store: Store, spec: ScheduleSpec, manager: PluginManager | None = Non
     elif recompute or next_fire is None:
         next_fire = first_fire(spec, store.now(), manager)
     return store.update(spec, next_fire)
+
+
+def add_many(
+    store: Store, specs: Sequence[ScheduleSpec], manager: PluginManager | None = None, *, replace: bool = False
+) -> list[Schedule]:
+    """Create run-time schedules in one :meth:`Store.write_schedules` call: all or none.
+
+    With ``replace``, an existing run-time schedule of the same name gets the new definition
+    and a next fire recomputed from now; a declared one is never replaced.
+
+    :raises tickwork.errors.ScheduleExistsError: a name is taken (and not ``replace``)
+    :raises tickwork.errors.TickworkError: ``replace`` would overwrite a declared job
+    """
+
+    def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        by_name = {s.name: s for s in stored}
+        create: list[ScheduleSpec] = []
+        replaced: list[ScheduleSpec] = []
+        for spec in specs:
+            current = by_name.get(spec.name)
+            if current is None:
+                create.append(spec)
+            elif not replace:
+                raise ScheduleExistsError(spec.name)
+            elif current.spec.module is not None:
+                raise TickworkError(
+                    f"schedule {spec.name!r} is declared in {current.spec.module}; "
+                    "change the declaration, not the stored copy"
+                )
+            else:
+                replaced.append(spec)
+        return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
+
+    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return first_fire(spec, now, manager) if spec.enabled else None
+
+    store.write_schedules(plan, next_fire)
+    wanted = {spec.name for spec in specs}
+    written = {s.name: s for s in store.list_schedules() if s.name in wanted}
+    return [written[spec.name] for spec in specs if spec.name in written]
 
 
 def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
