@@ -137,3 +137,13 @@ def test_sync_updates_and_removes_in_bulk(tmp_path: Path) -> None:
         assert [s.name for s in store.list_schedules()] == ["m.j0", "m.j1"]
     finally:
         store.close()
+
+
+def test_the_sync_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_sync.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--schedules", "30"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(None, 1) for line in done.stdout.replace("start, ", "start-").splitlines())
+    assert lines["schedules"].strip() == "30" and "x import" in lines["start-empty"]
