@@ -105,13 +105,6 @@ class PostgresStore(SQLStore):
             raise ConfigError("the postgres store needs psycopg: pip install 'tickwork[postgres]'") from exc
         return pooled_engine(self.url, pool_size=self.pool_size, connect_args={"connect_timeout": 5})
 
-    def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
-        # One array parameter instead of hundreds of IN placeholders: the statement text stays
-        # the same whatever the ring looks like, and binding costs one value.
-        if buckets is None:
-            return None
-        return schedules.c.bucket == func.any(bindparam("owned_buckets", list(buckets), type_=ARRAY(Integer)))
-
     def _db_now(self) -> ColumnElement[Any]:
         # statement_timestamp(), not now(): now() is frozen at transaction start.
         return type_coerce(func.statement_timestamp(), UTCDateTime)

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     Float,
+    LargeBinary,
     Row,
     RowMapping,
     Select,
@@ -49,6 +50,7 @@ from ..errors import (
     StoreError,
 )
 from ..structures import (
+    BUCKETS,
     FAILING,
     Claim,
     Finish,
@@ -125,6 +127,18 @@ def spec_values(spec: ScheduleSpec) -> dict[str, Any]:
         "retry_backoff_s": spec.retry_backoff.total_seconds(),
         "enabled": spec.enabled,
     }
+
+
+#: The byte of an owned bucket in :func:`owned_mask`.
+OWNED = b"\x01"
+
+
+def owned_mask(buckets: Sequence[int]) -> bytes:
+    """One byte per bucket, :data:`OWNED` where the node owns it (byte ``b`` for bucket ``b``)."""
+    mask = bytearray(max(BUCKETS, max(buckets, default=-1) + 1))
+    for bucket in buckets:
+        mask[bucket] = OWNED[0]
+    return bytes(mask)
 
 
 def cap(text: str | None, limit: int = MAX_ERROR_CHARS) -> str | None:
@@ -314,10 +328,16 @@ class SQLStore(Store):
         )
 
     def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
-        """The ownership filter of the due query (PostgreSQL overrides it with ``= ANY(array)``)."""
+        """The ownership filter of the due query: the row's byte in a mask of the owned buckets.
+
+        One bound value whatever the ring looks like, and a constant-time test per row: an
+        ``IN`` list (or ``= ANY(array)``) of the ~500 buckets a node owns is scanned for every
+        candidate row, which made ``hashring`` slower than ``all``. ``substr`` of a binary
+        string is the same function on SQLite, PostgreSQL and MySQL."""
         if buckets is None:
             return None
-        return schedules.c.bucket.in_(bindparam("owned_buckets", list(buckets), expanding=True))
+        mask = bindparam("owned_buckets", owned_mask(buckets), type_=LargeBinary)
+        return func.substr(mask, schedules.c.bucket + 1, 1) == literal(OWNED, LargeBinary)
 
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:
         """The SET clause of a fenced release; a pending "run now" makes the schedule due at once."""
@@ -585,7 +605,7 @@ class SQLStore(Store):
                 stmt = self._statement(key, lambda: self._claim_statement(cast(Update, strategy.take(conn, req))))
             params: dict[str, Any] = {"claim_node": node_id, "claim_limit": limit}
             if buckets is not None:
-                params["owned_buckets"] = list(buckets)
+                params["owned_buckets"] = owned_mask(buckets)
             if ahead > 0:
                 params["claim_ahead"] = ahead
             rows = conn.execute(stmt, params).mappings().all()

@@ -24,6 +24,7 @@ import pytest
 from ..abc import Store
 from ..errors import ScheduleExistsError, ScheduleNotFoundError
 from ..structures import (
+    BUCKETS,
     Claim,
     Finish,
     MisfirePolicy,
@@ -251,6 +252,21 @@ class StoreContract:
         assert {c.spec.name for c in claims} == {n for n in names if bucket_of(n) in mine}
         assert store.next_due(buckets=mine) is None
         assert store.next_due(buckets=None) == t
+
+    def test_bucket_filter_at_the_edges_and_owning_nothing(self, store: Store) -> None:
+        t = store.now()
+        edge = {0: "", BUCKETS - 1: ""}
+        i = 0
+        while not all(edge.values()):
+            name = f"edge-{i}"
+            if bucket_of(name) in edge and not edge[bucket_of(name)]:
+                edge[bucket_of(name)] = name
+            i += 1
+        for name in edge.values():
+            store.add(spec(name), t)
+        assert claim_all(store, buckets=[]) == [] and store.next_due(buckets=[]) is None
+        assert [c.spec.name for c in claim_all(store, buckets=[BUCKETS - 1])] == [edge[BUCKETS - 1]]
+        assert [c.spec.name for c in claim_all(store, buckets=[0, 5])] == [edge[0]]
 
     # -- claiming: invariant 3, only the holder advances ------------------------------------------
 
