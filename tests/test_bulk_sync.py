@@ -78,6 +78,13 @@ def test_two_sqlite_nodes_starting_at_once_create_every_schedule_once(tmp_path: 
     assert "database is locked" not in "".join(outputs)
 
 
+def test_two_mysql_nodes_starting_at_once_both_come_up_with_every_schedule_once(tmp_path: Path, mysql_url: str) -> None:
+    # MySQL takes no sync lock (docs/deployment-sync.md): both nodes may write, the rows are
+    # still there exactly once and neither node fails.
+    outputs = start_two_nodes_at_once(tmp_path, f'[store]\nplugin = "mysql"\nurl = "{mysql_url}"\n')
+    assert sum(created_counts(outputs)) >= DECLARED
+
+
 class SlowClock:
     """A database clock that moves one second at every reading: a sync that reads it once per
     schedule (as the row-by-row sync did) takes thousands of seconds by it."""
