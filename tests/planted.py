@@ -26,6 +26,7 @@ GUARDED = frozenset(
         "test_jobqueue_executor.py",
         "test_jobqueue_worker.py",
         "test_secret_leaks.py",
+        "test_metrics.py",
     }
 )
 

@@ -54,7 +54,7 @@ def admin(config: dict[str, Any]) -> Iterator[tickwork.Admin]:
 def run_due(config: dict[str, Any]) -> Node:
     """A real node: claim and run what is due now, wait for the runs, stop."""
     node = Node(parse(config))
-    node.start()
+    node.open()  # stepped by hand below: no loop thread
     try:
         node.engine.tick()
     finally:

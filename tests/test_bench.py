@@ -225,3 +225,27 @@ def test_table_marks_duplicates_as_failure() -> None:
     lines = table([ok, bad]).splitlines()
     assert lines[2].rstrip().endswith("ok")
     assert "2 FAIL" in lines[3] and lines[3].rstrip().endswith("FAILED")
+
+
+def test_tiny_burst_with_metrics_on(tmp_path: Path) -> None:
+    """``--metrics`` runs the nodes with the metrics plugin (the lead compares on vs off)."""
+    out = tmp_path / "results.json"
+    status = cli.main(
+        [
+            "--store", "sqlite",
+            "--claim", "optimistic",
+            "--nodes", "1",
+            "--workload", "burst",
+            "--schedules", "50",
+            "--no-raw",
+            "--metrics",
+            "--out", str(out),
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc
+    assert doc["settings"]["metrics"] is True
+    (cell,) = doc["cells"]
+    assert cell["errors"] == [], cell
+    assert cell["metrics"]["duplicates"] == 0

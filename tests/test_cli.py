@@ -128,7 +128,7 @@ def db_now(path: str = "tickwork.db") -> datetime:
 def run_due_once(config: str | None = None) -> Node:
     """Start a node in-process, claim and run what is due now, and shut it down (waits for the runs)."""
     node = Node(load(config))
-    node.start()
+    node.open()
     try:
         node.engine.tick()
     finally:
@@ -553,7 +553,7 @@ def test_history_limit_must_be_positive(capsys: pytest.CaptureFixture[str]) -> N
 def test_nodes_lists_running_nodes(tw: Tickwork) -> None:
     write_config(Path("tickwork.toml"), f'[scheduler]\nnode_id = "{NODE_ID}"\n')
     node = Node(load())
-    node.start()
+    node.open()
     try:
         result = tw("nodes")
     finally:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tickwork.config import Config, find_config_file, load, parse, plugin_manager_for
+from tickwork.config import Config, LoggingConfig, MetricsConfig, find_config_file, load, parse, plugin_manager_for
 from tickwork.errors import ConfigError, PluginNotFoundError
 from tickwork.node import build_executors, build_membership, build_store
 from tickwork.structures import MisfirePolicy
@@ -172,11 +172,34 @@ def test_unknown_scheduler_key_names_file_and_key(tmp_path: Path) -> None:
         ('node_id = " "', r"scheduler\.node_id: must not be empty"),
         ("lookahead = 61", r"scheduler\.lookahead: must be between 0 and 60 seconds, got 61"),
         ("lookahead = -0.5", r"scheduler\.lookahead: must be between 0 and 60 seconds"),
+        ("shutdown_grace = -1", r"scheduler\.shutdown_grace: must be >= 0, got -1"),
     ],
 )
 def test_wrong_scheduler_values_name_file_and_key(tmp_path: Path, line: str, message: str) -> None:
     with pytest.raises(ConfigError, match=r"t\.toml: " + message):
         load_text(tmp_path, f"[scheduler]\n{line}\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[metrics]\nport = 70000", r"metrics\.port: must be between 0 and 65535"),
+        ('[metrics]\nport = "9464"', r"metrics\.port: expected int, got str"),
+        ("[metrics]\npath = 1", r"metrics\.path: unknown option; known options: host, port"),
+        ('[logging]\nformat = "xml"', r"logging\.format: 'xml' is not one of text, json"),
+    ],
+)
+def test_wrong_metrics_and_logging_values_name_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=r"t\.toml: " + message):
+        load_text(tmp_path, text + "\n")
+
+
+def test_metrics_and_logging_tables(tmp_path: Path) -> None:
+    assert load_text(tmp_path, "").metrics is None
+    assert load_text(tmp_path, "[metrics]\n").metrics == MetricsConfig(port=9464, host="127.0.0.1")
+    config = load_text(tmp_path, '[metrics]\nport = 0\nhost = "0.0.0.0"\n[logging]\nformat = "json"\n')
+    assert (config.metrics, config.logging) == (MetricsConfig(port=0, host="0.0.0.0"), LoggingConfig("json"))
+    assert config.scheduler.shutdown_grace == 30
 
 
 def test_a_table_where_a_value_belongs_is_an_error(tmp_path: Path) -> None:
@@ -438,6 +461,8 @@ def documented_keys(heading: str) -> set[str]:
         ("## `[executor.local]`", set(LocalExecutor.options)),
         ("## `[executor.http]`", set(HTTPExecutor.options)),
         ("## `[plugins]`", {"block"}),
+        ("## `[metrics]`", set(MetricsConfig.__dataclass_fields__)),
+        ("## `[logging]`", set(LoggingConfig.__dataclass_fields__)),
     ],
 )
 def test_the_reference_documents_exactly_the_keys_that_exist(heading: str, keys: set[str]) -> None:

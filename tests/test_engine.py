@@ -252,7 +252,7 @@ def test_node_start_clears_claims_it_left_behind(tmp_path: Path, clock: FakeCloc
     store.claim_due("n1", limit=10, buckets=None)  # then "n1" dies
     config = Config(scheduler=SchedulerConfig(node_id="n1"), store=PluginChoice("sqlite", {}))
     node = Node(config, store=store, clock=clock)
-    node.start()
+    node.open()
     try:
         assert store.get("record").state is ScheduleState.IDLE
         (run,) = store.history()
@@ -406,7 +406,7 @@ def test_node_shutdown_gives_back_what_it_claimed_ahead(tmp_path: Path, clock: F
     clock.advance(58)
     config = Config(scheduler=SchedulerConfig(node_id="n1", lookahead=5.0), store=PluginChoice("sqlite", {}))
     node = Node(config, store=store, clock=clock)
-    node.start()
+    node.open()
     try:
         node.engine.tick()
         assert len(node.engine.held) == 1

@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from tickwork.abc import Executor
 from tickwork.allowed import allowed_modules as allowed_modules_of
-from tickwork.calls import ReportOnce, call_arguments
+from tickwork.calls import ReportOnce, call_arguments, context_parameter
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.structures import JobCall, Outcome, RunStatus
 from tickwork.tracebacks import format_exception
@@ -121,6 +121,11 @@ class JobQueueExecutor(Executor):
                 exc,
             )
             return
+        if context_parameter(func) is not None:
+            raise ExecutorError(
+                f"jobqueue target {target!r}: takes a tickwork.RunContext parameter, but queue workers run jobs "
+                f"later, outside the run, and pass none (read schedule and run id from stored arguments instead)"
+            )
         try:
             call_arguments(func, arguments)
         except TypeError as exc:

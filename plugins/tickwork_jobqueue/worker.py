@@ -248,7 +248,7 @@ class Worker:
                     if once:
                         raise
                     backoff = min(max(backoff * 2, 0.5), 30.0)
-                    log.error("queue database error: %s; retrying in %.1fs", exc.orig, backoff)
+                    log.warning("cannot reach the queue database (%s); retrying in %.1fs", exc.orig, backoff)
                     self._stop.wait(backoff)
                     continue
                 if job is None:

@@ -25,6 +25,7 @@ from tickwork.allowed import allowed_modules as allowed_modules_of
 from tickwork.calls import ReportOnce, call_arguments, check_arguments
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.plugins import load_object
+from tickwork.runcontext import RunContext, running
 from tickwork.structures import JobCall, Outcome, RunStatus
 from tickwork.tracebacks import format_exception
 
@@ -35,6 +36,16 @@ from .process import ProcessRunner
 log = logging.getLogger("tickwork.local")
 
 MODES = ("thread", "process")
+
+
+def _call_in(context: RunContext, func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    with running(context):
+        return func(**kwargs)
+
+
+async def _await_in(context: RunContext, func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    with running(context):  # set inside the task, whose context is its own copy
+        return await func(**kwargs)
 
 
 def resolve(target: str) -> Callable[..., Any]:
@@ -118,9 +129,10 @@ class LocalExecutor(Executor):
         if self._pool is None:
             raise RuntimeError("LocalExecutor.submit() before start()")
         once = ReportOnce(on_done, call.run_id)
+        context = RunContext.of(call)
         try:
             func, is_coroutine = self._function(call.target)
-            kwargs = call_arguments(func, call.arguments)
+            kwargs = call_arguments(func, call.arguments, context)
         except (ExecutorError, TypeError) as exc:
             once(Outcome(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"))
             return
@@ -128,7 +140,7 @@ class LocalExecutor(Executor):
         if mode == "process":
             # The runner reports the child's outcome (and kills it at the deadline) itself.
             self._pool.submit(
-                lambda: self._processes.run(call.target, kwargs, call.timeout, once),
+                lambda: self._processes.run(call.target, kwargs, context, call.timeout, once),
                 lambda exc: exc is not None and once(self._outcome(exc)),
             )
             return
@@ -141,13 +153,13 @@ class LocalExecutor(Executor):
 
         cancel: Callable[[], bool]
         if is_coroutine:
-            future = asyncio.run_coroutine_threadsafe(func(**kwargs), self._event_loop())
+            future = asyncio.run_coroutine_threadsafe(_await_in(context, func, kwargs), self._event_loop())
             cancel = future.cancel
             future.add_done_callback(
                 lambda f: report(concurrent.futures.CancelledError() if f.cancelled() else f.exception())
             )
         else:
-            task = self._pool.submit(functools.partial(func, **kwargs), report)
+            task = self._pool.submit(functools.partial(_call_in, context, func, kwargs), report)
             # Cancelling only works while it waits for a thread: then it never runs at all.
             cancel = functools.partial(self._pool.cancel, task)
         watch.append(self._deadlines.add(call.timeout, lambda: self._timed_out(call, once, cancel, is_coroutine)))
@@ -162,7 +174,7 @@ class LocalExecutor(Executor):
             return Outcome(RunStatus.FAILED, error="not run: the local executor shut down first")
         if isinstance(exc, concurrent.futures.CancelledError):
             return Outcome(RunStatus.TIMED_OUT, error="cancelled")
-        return Outcome(RunStatus.FAILED, error=format_exception(exc))
+        return Outcome(RunStatus.FAILED, error=format_exception(exc), exception=exc)
 
     @staticmethod
     def _timed_out(call: JobCall, once: ReportOnce, cancel: Callable[[], bool], is_coroutine: bool) -> None:

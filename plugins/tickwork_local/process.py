@@ -10,13 +10,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from tickwork.runcontext import RunContext
 from tickwork.structures import Outcome, RunStatus
 
 # forkserver: children start from a clean interpreter, not a fork of a threaded scheduler.
 _CONTEXT = multiprocessing.get_context("forkserver")
 
 
-def _child(target: str, kwargs: dict[str, Any], conn: multiprocessing.connection.Connection) -> None:
+def _child(
+    target: str, kwargs: dict[str, Any], context: RunContext, conn: multiprocessing.connection.Connection
+) -> None:
     import asyncio
     import inspect
     import os
@@ -24,14 +27,16 @@ def _child(target: str, kwargs: dict[str, Any], conn: multiprocessing.connection
     os.setsid()  # its own process group, so a timeout also kills what the job started
 
     from tickwork.plugins import load_object
+    from tickwork.runcontext import running
     from tickwork.tracebacks import format_exception
 
     try:
         func = load_object(target)
         assert callable(func)
-        result = func(**kwargs)
-        if inspect.iscoroutine(result):
-            asyncio.run(result)
+        with running(context):  # asyncio.run() below copies it into its task
+            result = func(**kwargs)
+            if inspect.iscoroutine(result):
+                asyncio.run(result)
         conn.send(None)
     except BaseException as exc:
         conn.send(format_exception(exc))
@@ -55,9 +60,18 @@ class ProcessRunner:
         self._lock = threading.Lock()
         self._children: set[multiprocessing.process.BaseProcess] = set()
 
-    def run(self, target: str, kwargs: dict[str, Any], timeout: float, done: Callable[[Outcome], Any]) -> None:
+    def run(
+        self,
+        target: str,
+        kwargs: dict[str, Any],
+        context: RunContext,
+        timeout: float,
+        done: Callable[[Outcome], Any],
+    ) -> None:
         parent, child = _CONTEXT.Pipe(duplex=False)
-        proc = _CONTEXT.Process(target=_child, args=(target, kwargs, child), daemon=True, name=f"tickwork:{target}")
+        proc = _CONTEXT.Process(
+            target=_child, args=(target, kwargs, context, child), daemon=True, name=f"tickwork:{target}"
+        )
         try:
             proc.start()
         except Exception as exc:

@@ -84,7 +84,8 @@ class HeartbeatMembership(Membership):
             try:
                 self.beat()
             except TickworkError as exc:
-                log.error("heartbeat of %s failed: %s", self.node_id, exc)
+                # Expected during a database outage; the node starts nothing until a beat succeeds.
+                log.warning("cannot renew the heartbeat of %s (%s); retrying", self.node_id, exc)
                 continue
             self.after_beat()
 

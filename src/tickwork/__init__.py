@@ -7,7 +7,8 @@ Declare jobs in code::
     @tickwork.cron("*/5 * * * *")
     def cleanup() -> None: ...
 
-and run ``tickwork run`` with ``[scheduler] jobs = ["myapp.jobs"]`` in ``tickwork.toml``.
+and run ``tickwork run`` with ``[scheduler] jobs = ["myapp.jobs"]`` in ``tickwork.toml``, or run a
+node inside your application with ``with tickwork.Node.from_config():`` (docs/embedding.md).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .errors import (
 from .hookspecs import hookimpl
 from .info import NodeInfo, ScheduleInfo
 from .jobs import calendar, cron, every, schedule
+from .node import Node
 from .runcontext import RunContext, current_run
 from .structures import MisfirePolicy, RunRecord, RunStatus, ScheduleSpec, ScheduleState
 from .triggers import next_fire_times
@@ -42,6 +44,7 @@ __all__ = [
     "DeclarationError",
     "ExecutorError",
     "MisfirePolicy",
+    "Node",
     "NodeInfo",
     "PluginNotFoundError",
     "RunContext",

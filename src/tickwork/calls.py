@@ -7,9 +7,11 @@ import functools
 import inspect
 import logging
 import threading
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .runcontext import RunContext
 from .structures import Outcome
 
 log = logging.getLogger("tickwork.calls")
@@ -18,27 +20,52 @@ log = logging.getLogger("tickwork.calls")
 RESERVED_PREFIX = "_tickwork"
 
 
+def context_parameter(func: Callable[..., Any]) -> str | None:
+    """The name of ``func``'s parameter annotated :class:`tickwork.RunContext`, if it has one.
+
+    String annotations (``from __future__ import annotations``) are resolved in the function's
+    module; one that cannot be resolved is compared by name (``RunContext``, ``tickwork.RunContext``).
+    """
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # an unresolvable annotation elsewhere in the signature
+        hints = {}
+    for name, param in inspect.signature(func).parameters.items():
+        annotation = hints.get(name, param.annotation)
+        if annotation is RunContext or (
+            isinstance(annotation, str) and annotation.rpartition(".")[2] == RunContext.__name__
+        ):
+            return name
+    return None
+
+
 @functools.lru_cache(maxsize=4096)
-def _signature(func: Callable[..., Any]) -> tuple[frozenset[str], bool, tuple[str, ...]]:
-    """(parameter names, takes ``**kwargs``, required names) of ``func``."""
+def _signature(func: Callable[..., Any]) -> tuple[frozenset[str], bool, tuple[str, ...], str | None]:
+    """(parameter names, takes ``**kwargs``, required names, run-context parameter) of ``func``."""
     params = inspect.signature(func).parameters
+    context = context_parameter(func)
     required = tuple(
         name
         for name, p in params.items()
         if p.default is inspect.Parameter.empty
         and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        and name != context
     )
     var_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    return frozenset(params), var_keyword, required
+    return frozenset(params), var_keyword, required, context
 
 
-def call_arguments(func: Callable[..., Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+def call_arguments(
+    func: Callable[..., Any], arguments: Mapping[str, Any], context: RunContext | None = None
+) -> dict[str, Any]:
     """The stored arguments ``func`` receives: those it declares by name, or all of them if it
-    takes ``**kwargs``; ``_tickwork*`` names are never passed. Signatures are cached.
+    takes ``**kwargs``; ``_tickwork*`` names are never passed. A parameter annotated
+    :class:`tickwork.RunContext` receives ``context`` (an executor that has none passes ``None``,
+    which only checks the stored arguments). Signatures are cached.
 
     :raises TypeError: naming required parameters that have no stored value
     """
-    names, var_keyword, required = _signature(func)
+    names, var_keyword, required, context_name = _signature(func)
     if not names:
         return {}
     usable = {k: v for k, v in arguments.items() if not k.startswith(RESERVED_PREFIX)}
@@ -46,6 +73,11 @@ def call_arguments(func: Callable[..., Any], arguments: Mapping[str, Any]) -> di
     missing = [name for name in required if name not in kwargs]
     if missing:
         raise TypeError(f"no stored argument for required parameter(s): {', '.join(missing)}")
+    if context_name is not None:
+        kwargs = dict(kwargs)
+        kwargs.pop(context_name, None)  # the run's context, never a stored value, fills it
+        if context is not None:
+            kwargs[context_name] = context
     return kwargs
 
 
@@ -55,11 +87,14 @@ def check_arguments(func: Callable[..., Any], arguments: Mapping[str, Any]) -> N
 
     :raises TypeError: naming the unknown arguments and the parameters ``func`` accepts
     """
-    names, var_keyword, _required = _signature(func)
+    names, var_keyword, _required, context_name = _signature(func)
+    if context_name is not None and context_name in arguments:
+        raise TypeError(f"{context_name} is its tickwork.RunContext parameter, filled by the run, not stored")
     if not var_keyword:
-        unknown = sorted(k for k in arguments if not k.startswith(RESERVED_PREFIX) and k not in names)
+        accepted_names = names - {context_name}
+        unknown = sorted(k for k in arguments if not k.startswith(RESERVED_PREFIX) and k not in accepted_names)
         if unknown:
-            accepted = ", ".join(sorted(names)) or "no arguments"
+            accepted = ", ".join(sorted(accepted_names)) or "no arguments"
             raise TypeError(f"it does not accept {', '.join(unknown)} (it accepts: {accepted})")
     call_arguments(func, arguments)
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import schedulefile
+from . import logformat, schedulefile
 from .admin import Admin
 from .clioutput import Listing, iso_z, one_line
 from .cliparser import LOG_LEVEL_ENV, LOG_LEVELS, build_parser
@@ -43,17 +43,12 @@ EXIT_STATE = 1
 
 
 def _setup_logging(level: str | None, default: str) -> None:
-    logging.getLogger("alembic").setLevel(logging.WARNING)
     env = os.environ.get(LOG_LEVEL_ENV, "").strip().upper()
     if level is None and env:
         if env not in LOG_LEVELS:
             raise ConfigError(f"${LOG_LEVEL_ENV}: {env!r} is not one of {', '.join(LOG_LEVELS)}")
         level = env
-    logging.basicConfig(
-        level=level or default,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    logformat.configure(level or default)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,6 +119,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("run", "jobs") and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     if args.command == "run":
+        if config.logging.format != "text":
+            logformat.configure(logging.getLogger().level, config.logging.format)  # same level, JSON
         Node(config).run(args.duration)
         return 0
     if args.command == "db":

@@ -45,6 +45,7 @@ class SchedulerConfig:
     history_retention_days: float = 30.0
     default_executor: str = "local"
     lookahead: float = 1.0
+    shutdown_grace: float = 30.0
 
 
 _SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -60,7 +61,25 @@ _SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
     "history_retention_days": (int, float),
     "default_executor": str,
     "lookahead": (int, float),
+    "shutdown_grace": (int, float),
 }
+
+LOG_FORMATS = ("text", "json")
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """The ``[metrics]`` table: where the metrics plugin serves ``/metrics`` and ``/healthz``."""
+
+    port: int = 9464
+    host: str = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    """The ``[logging]`` table; applied by ``tickwork run``, never by an embedded node."""
+
+    format: str = "text"
 
 
 @dataclass(frozen=True)
@@ -81,6 +100,9 @@ class Config:
     membership: PluginChoice = field(default_factory=lambda: PluginChoice("single"))
     executors: dict[str, dict[str, Any]] = field(default_factory=dict)
     blocked_plugins: tuple[str, ...] = ()
+    #: ``None`` when there is no ``[metrics]`` table (no metrics server)
+    metrics: MetricsConfig | None = None
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
     #: The ``[web]`` table (dashboard: ``host``, ``port``, ``token_env``), checked by :data:`WEB_KEYS`.
     web: dict[str, Any] = field(default_factory=dict)
 
@@ -163,7 +185,7 @@ def _table(source: str, data: dict[str, Any], key: str) -> dict[str, Any]:
 def parse(data: dict[str, Any], source: Path | None = None) -> Config:
     """Build a :class:`Config` from parsed TOML, checking every key and type."""
     src = str(source) if source else "<config>"
-    known_tables = {"scheduler", "store", "membership", "executor", "plugins", "web"}
+    known_tables = {"scheduler", "store", "membership", "executor", "plugins", "web", "metrics", "logging"}
     for key in data:
         if key not in known_tables:
             raise ConfigError(
@@ -209,6 +231,8 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
             f"{src}: scheduler.lookahead: must be between 0 and {MAX_LOOKAHEAD:g} seconds, "
             f"got {sched_kwargs['lookahead']}"
         )
+    if "shutdown_grace" in sched_kwargs and sched_kwargs["shutdown_grace"] < 0:
+        raise ConfigError(f"{src}: scheduler.shutdown_grace: must be >= 0, got {sched_kwargs['shutdown_grace']}")
     if "node_id" in sched_kwargs and not sched_kwargs["node_id"].strip():
         raise ConfigError(f"{src}: scheduler.node_id: must not be empty")
 
@@ -242,6 +266,8 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
 
     return Config(
         source=source,
+        metrics=_metrics(src, data),
+        logging=_logging(src, data),
         scheduler=SchedulerConfig(**sched_kwargs),
         store=store,
         membership=membership,
@@ -251,14 +277,29 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
     )
 
 
-def load(explicit: str | os.PathLike[str] | None = None) -> Config:
-    """Find and load the configuration (see :func:`find_config_file`); defaults if there is none."""
-    path = find_config_file(explicit)
-    if path is None:
-        return Config()
+def _metrics(src: str, data: dict[str, Any]) -> MetricsConfig | None:
+    if "metrics" not in data:
+        return None
+    raw = validate_options(f"{src}: metrics", _table(src, data, "metrics"), {"port": int, "host": str})
+    port = raw.get("port", MetricsConfig.port)
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{src}: metrics.port: must be between 0 and 65535 (0: any free port), got {port}")
+    return MetricsConfig(port=port, host=raw.get("host", MetricsConfig.host))
+
+
+def _logging(src: str, data: dict[str, Any]) -> LoggingConfig:
+    raw = validate_options(f"{src}: logging", _table(src, data, "logging"), {"format": str})
+    fmt = raw.get("format", "text")
+    if fmt not in LOG_FORMATS:
+        raise ConfigError(f"{src}: logging.format: {fmt!r} is not one of {', '.join(LOG_FORMATS)}")
+    return LoggingConfig(format=fmt)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML config file; errors name the file."""
     try:
         with path.open("rb") as fh:
-            data = tomllib.load(fh)
+            return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
     except UnicodeDecodeError as exc:
@@ -268,7 +309,14 @@ def load(explicit: str | os.PathLike[str] | None = None) -> Config:
         ) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
-    return parse(data, path)
+
+
+def load(explicit: str | os.PathLike[str] | None = None) -> Config:
+    """Find and load the configuration (see :func:`find_config_file`); defaults if there is none."""
+    path = find_config_file(explicit)
+    if path is None:
+        return Config()
+    return parse(read_toml(path), path)
 
 
 def data_line(path: Path, offset: int) -> int:

@@ -21,12 +21,12 @@ from datetime import datetime, timedelta
 from .abc import Executor, Membership, Store
 from .errors import StoreError, TickworkError
 from .listener import EngineListener, SafeListener, SkippedFire
+from .runlog import log_run_ends
 from .structures import Claim, Finish, JobCall, MisfirePolicy, Outcome, RunStatus
 from .tracebacks import format_exception as format_exception  # re-exported: older plugins import it here
 from .triggers import get_trigger
 
 log = logging.getLogger("tickwork.engine")
-run_log = logging.getLogger("tickwork.runs")
 
 #: At most this many skipped fire times are written to the history for one gap.
 MAX_SKIPPED_RECORDS = 100
@@ -172,7 +172,7 @@ class Engine:
             except StoreError as exc:
                 self.listener.store_error(exc)
                 self._db_backoff = min(max(self._db_backoff * 2, 0.5), 10.0)
-                log.error("store error: %s; retrying in %.1fs", exc, self._db_backoff)
+                log.warning("cannot reach the store (%s); retrying in %.1fs", exc, self._db_backoff)
                 self._wake.wait(self._db_backoff)
                 continue
             if busy:
@@ -360,8 +360,8 @@ class Engine:
                 continue
             self.fired += 1
             if claim.run_id is None:
-                log.error(
-                    "%s: a run for %s is already recorded; not running it again (invariant 1)",
+                log.warning(
+                    "%s: the fire at %s already has a run in the history; not running it twice",
                     claim.spec.name,
                     claim.scheduled_for.isoformat(),
                 )
@@ -403,6 +403,7 @@ class Engine:
                 arguments=claim.spec.arguments,
                 timeout=timeout,
                 attempt=claim.attempt,
+                node_id=self.settings.node_id,
             )
             started.append(call)
             try:
@@ -514,17 +515,7 @@ class Engine:
                 earliest = min(released)
                 if self._next_due is None or earliest < self._next_due:
                     self._next_due = earliest
-        if run_log.isEnabledFor(logging.INFO):
-            for f, ok in zip(finishes, landed, strict=True):
-                error = (f.outcome.error or f.outcome.detail or "").splitlines()
-                run_log.info(
-                    "%s (due %s): %s%s%s",
-                    f.claim.spec.name,
-                    f.claim.scheduled_for.isoformat(timespec="seconds"),
-                    f.outcome.status.value,
-                    f" - {error[0][:200]}" if error else "",
-                    "" if ok else " [claim had been taken over; end not applied]",
-                )
+        log_run_ends(self.settings.node_id, finishes, landed)
 
     def _report_ends(self, finishes: list[Finish]) -> None:
         """Tell the listener which runs ended and which fire times were recorded as skipped."""

@@ -1,4 +1,5 @@
-"""Declaring jobs in code: ``@tickwork.cron(...)`` and friends on functions with no parameters."""
+"""Declaring jobs in code: ``@tickwork.cron(...)`` and friends on functions with no parameters
+(or one annotated :class:`tickwork.RunContext`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from .calls import context_parameter
 from .errors import DeclarationError, TickworkError
 from .importerrors import describe_failure, failure_location, function_location
 from .structures import DEFAULT_TIMEOUT, MisfirePolicy, ScheduleSpec
@@ -52,7 +54,8 @@ def schedule(
 ) -> Callable[[F], F]:
     """Declare the decorated function as a job fired by a ``kind`` trigger.
 
-    The function must take no parameters (FTL's rule: a declared job is its own complete call).
+    The function must take no parameters (FTL's rule: a declared job is its own complete call),
+    except one annotated :class:`tickwork.RunContext`, which receives the run it executes in.
     The declaration is checked at import time: a bad expression or signature raises
     :class:`~tickwork.errors.DeclarationError` naming the function.
 
@@ -72,9 +75,10 @@ def schedule(
         if not callable(func):
             raise DeclarationError(f"@{kind} must decorate a function, got {func!r}")
         params = inspect.signature(func).parameters
-        if params:
+        if params and (len(params) > 1 or context_parameter(func) is None):
             raise DeclarationError(
-                f"{where}: a declared job must take no parameters, but it takes ({', '.join(params)})"
+                f"{where}: a declared job must take no parameters (or one annotated tickwork.RunContext), "
+                f"but it takes ({', '.join(params)})"
             )
         from .triggers import check_zone, get_trigger  # deferred: loads trigger plugins on first use
 

@@ -1,24 +1,36 @@
-"""Building a node from the configuration and running it until stopped."""
+"""Building a node from the configuration; :class:`Node`, the public way to run one (the
+``tickwork run`` command, or embedded in an application: docs/embedding.md)."""
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import logging
+import os
+import queue
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from types import FrameType
-from typing import Any, TypeVar
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .abc import Executor, Membership, Store
-from .config import Config, plugin_manager_for, validate_options
+from .banner import log_banner
+from .config import Config, find_config_file, parse, plugin_manager_for, read_toml, validate_options
 from .engine import Engine, EngineSettings
 from .errors import ConfigError, DeclarationError, PluginNotFoundError
+from .hooks import HookListener, LifecycleHooks
 from .importerrors import function_location
 from .jobs import DeclaredJob, declared_in
 from .plugins import PluginManager
 from .schedules import SyncReport, sync_module
+from .shutdown import leave
+
+if TYPE_CHECKING:
+    from .admin import Admin
 
 log = logging.getLogger("tickwork.node")
 
@@ -37,6 +49,40 @@ def _located(where: str, build: Callable[[], T]) -> T:
         raise ConfigError(f"{where}: {exc}") from exc
     except TypeError as exc:
         raise ConfigError(f"{where}: {exc}") from exc
+
+
+def config_from(
+    source: str | os.PathLike[str] | Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
+) -> Config:
+    """A :class:`Config` from a file (found as the CLI finds it when ``source`` is ``None``) or
+    from a dict shaped like the TOML, with ``overrides`` applied: a key naming a table
+    (``store``, ``membership``, ``metrics``, ...) whose value is a dict updates that table (or
+    replaces it when it names another ``plugin``); any other key is a ``[scheduler]`` key
+    (``node_id="web-1"``, ``jobs=["myapp.jobs"]``)."""
+    path: Path | None = None
+    if isinstance(source, Mapping):
+        data: dict[str, Any] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in source.items()}
+    else:
+        path = find_config_file(source)
+        data = read_toml(path) if path is not None else {}
+    for key, value in (overrides or {}).items():
+        if key in TABLES and isinstance(value, Mapping):
+            table = data.setdefault(key, {})
+            if not isinstance(table, dict):
+                raise ConfigError(f"{path or '<config>'}: [{key}] must be a table")
+            if "plugin" in value and value["plugin"] != table.get("plugin"):
+                table.clear()  # another plugin: the file's options were for the one it replaces
+            table.update(value)
+        else:
+            scheduler = data.setdefault("scheduler", {})
+            if not isinstance(scheduler, dict):
+                raise ConfigError(f"{path or '<config>'}: [scheduler] must be a table")
+            scheduler[key] = list(value) if isinstance(value, tuple) else value
+    return parse(data, path)
+
+
+#: Top-level tables an override may update (see :func:`config_from`).
+TABLES = ("scheduler", "store", "membership", "executor", "plugins", "metrics", "logging")
 
 
 def build_store(config: Config, manager: PluginManager, **extra: Any) -> Store:
@@ -94,6 +140,15 @@ def unconfigured_executor(config: Config, manager: PluginManager, job: DeclaredJ
 class Node:
     """A tickwork node: store + membership + executors + engine, built from a :class:`Config`.
 
+    Run it in the foreground with :meth:`run` (what ``tickwork run`` does), or embedded in an
+    application: :meth:`start` runs it in a background thread and :meth:`stop` ends it; ``with``
+    and ``async with`` do both::
+
+        async with tickwork.Node.from_config("tickwork.toml") as node:
+            ...
+
+    An embedded node leaves logging, signals and the event loop to the application.
+
     :param store: override the configured store (tests inject one with a fake clock)
     :param clock: tests only: the engine's "now" when computing next fire times
     """
@@ -113,6 +168,11 @@ class Node:
         self.store = store or build_store(config, self.manager)
         self.membership = membership or build_membership(config, self.manager)
         self.executors = executors if executors is not None else build_executors(config, self.manager)
+        self.hooks = LifecycleHooks(self.manager)
+        if config.metrics is not None and "metrics" not in self.manager.loaded:
+            raise ConfigError(
+                f"{config.where('metrics')}: the metrics plugin is not loaded ([plugins] block lists it?)"
+            )
         s = config.scheduler
         self.node_id = s.node_id
         self.engine = Engine(
@@ -133,22 +193,69 @@ class Node:
                 history_retention=timedelta(days=s.history_retention_days) if s.history_retention_days else None,
             ),
             clock=clock,
+            listener=HookListener(self.hooks, s.node_id),
         )
-        self._started = False
+        self._opened = False
+        self._thread: threading.Thread | None = None
+        self._looping = False
+        self._stopped = threading.Event()
+        self._abort = threading.Event()
+        self._signals_installed = False
+        self._grace: float | None = None
+        self._admin: Admin | None = None
 
-    def start(self) -> list[SyncReport]:
-        """Open the store, clear this node's stale claims, sync declared jobs, start the parts."""
+    @classmethod
+    def from_config(cls, source: str | os.PathLike[str] | Mapping[str, Any] | None = None, /, **overrides: Any) -> Node:
+        """Build a node from a config file (``None``: ``$TICKWORK_CONFIG``, then ``./tickwork.toml``,
+        then the defaults, as the CLI finds it) or from a dict shaped like the TOML.
+
+        Keyword overrides update a table when they name one with a dict (``store={"path": ...}``);
+        any other keyword is a ``[scheduler]`` key (``node_id="web-1"``, ``jobs=["myapp.jobs"]``).
+
+        :raises tickwork.ConfigError: naming the file and key at fault
+        """
+        return cls(config_from(source, overrides))
+
+    # -- starting ---------------------------------------------------------------------------------
+
+    def open(self) -> list[SyncReport]:
+        """Open the store, clear this node's stale claims, sync declared jobs and start the parts,
+        without running the engine loop (tests and ``tickwork bench`` step the engine themselves).
+
+        :raises RuntimeError: if the node was stopped before (a node runs once: build a new one)
+        """
+        if self._stopped.is_set():
+            raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
         self.store.open()
-        released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
-        if released:
-            log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
-        reports = self.sync_jobs()
-        for executor in self.executors.values():
-            executor.start()
-        self.membership.start(self.store, self.node_id)
-        self.membership.on_change(self.engine.wake)
+        started: list[Executor] = []
+        try:
+            released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
+            if released:
+                log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
+            reports = self.sync_jobs()
+            for executor in self.executors.values():
+                executor.start()
+                started.append(executor)
+            self.membership.start(self.store, self.node_id)
+        except BaseException:
+            # An application may retry start(): leave no threads or connections behind.
+            for executor in started:
+                executor.shutdown(wait=False)
+            self.store.close()
+            raise
+        self.membership.on_change(self._membership_changed)
         self.store.listen(self.engine.wake)
-        self._started = True
+        self._opened = True
+        log_banner(self, reports)
+        try:
+            # A plugin's configuration error fails the start; anything else it raises is only logged.
+            self.hooks.call(
+                "tickwork_node_started", node_id=self.node_id, config=self.config, node=self, reraise=(ConfigError,)
+            )
+        except ConfigError:
+            self.shutdown(0)
+            raise
+        self._membership_changed()
         return reports
 
     def sync_jobs(self) -> list[SyncReport]:
@@ -163,64 +270,182 @@ class Node:
             reports.append(sync_module(self.store, module, jobs, self.manager))
         return reports
 
-    def run(self, duration: float | None = None, *, install_signals: bool = True) -> None:
-        """Start (if needed) and run until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds."""
-        previous: dict[signal.Signals, Any] = {}
-        if install_signals and threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, self._on_signal)
-        if not self._started:
-            try:
-                self.start()
-            except BaseException:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-                raise
-        log.info(
-            "node %s running (store %s, membership %s)",
-            self.node_id,
-            self.config.store.plugin,
-            self.config.membership.plugin,
-        )
+    def start(self) -> Node:
+        """Open the node and run it in a background thread; returns once it runs.
+
+        :raises RuntimeError: if it is already running
+        :raises tickwork.TickworkError: when the store cannot be opened, a job module not imported, ...
+        """
+        if self._looping:
+            raise RuntimeError(f"node {self.node_id} is already running")
+        if not self._opened:
+            self.open()
+        self._looping = True
+        self._thread = threading.Thread(target=self._background, name=f"tickwork-node-{self.node_id}", daemon=True)
+        self._thread.start()
+        # An application that exits without stopping the node must not leave it listed as alive,
+        # its schedules shown running until other nodes notice: stop it on the way out.
+        atexit.register(self.stop)
+        return self
+
+    def _background(self) -> None:
         try:
+            self.engine.run_forever()
+        except Exception:  # the engine survives store errors; this is a bug, not an outage
+            log.exception("node %s: the engine loop ended unexpectedly", self.node_id)
+        finally:
+            try:
+                self.shutdown(self._grace)
+            finally:
+                self._looping = False
+
+    def run(self, duration: float | None = None, *, install_signals: bool = True) -> None:
+        """Run in this thread until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds, then stop
+        gracefully. A second SIGINT/SIGTERM while stopping stops at once."""
+        previous: dict[signal.Signals, Any] = {}
+        signals: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        if install_signals and threading.current_thread() is threading.main_thread():
+            # The handler only queues the signal (SimpleQueue.put is safe in a signal handler); a
+            # thread acts on it. Acting in the handler could deadlock: it interrupts the main
+            # thread anywhere, possibly holding the very lock engine.stop() needs.
+            threading.Thread(target=self._act_on_signals, args=(signals,), name="tickwork-signals", daemon=True).start()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda signum, _frame: signals.put(signum))
+            self._signals_installed = True
+        self._looping = True
+        try:
+            if not self._opened:
+                self.open()
             until = None if duration is None else time.monotonic() + duration
             self.engine.run_forever(until)
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            self.shutdown()
+            try:
+                self.shutdown(self._grace)
+            finally:
+                self._looping = False
+                self._signals_installed = False
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+                signals.put(None)
 
-    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        log.info("received %s; stopping after running jobs end", signal.Signals(signum).name)
+    # -- stopping ---------------------------------------------------------------------------------
+
+    def _act_on_signals(self, signals: queue.SimpleQueue[int | None]) -> None:
+        seen = 0
+        while (signum := signals.get()) is not None:
+            seen += 1
+            name = signal.Signals(signum).name
+            if seen == 1:
+                log.info("received %s; stopping after running jobs end (send it again to stop at once)", name)
+                self.request_stop()
+            else:
+                log.warning("received %s again; stopping now, running runs are recorded abandoned", name)
+                self._abort.set()
+                self.engine.stop()
+
+    def request_stop(self) -> None:
+        """Ask the node to stop (safe from a signal handler); it stops as :meth:`stop` describes."""
+        self.engine.stop()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop claiming, wait up to ``timeout`` seconds (default ``[scheduler] shutdown_grace``)
+        for running jobs and record them, give back claims, leave the cluster, close the store.
+        Runs still going after ``timeout`` are recorded ``abandoned``. Returns once stopped."""
+        self._grace = timeout
+        self.engine.stop()
+        atexit.unregister(self.stop)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+            self._thread = None
+        elif self._looping:
+            if thread is None:  # run() in another thread: it shuts down
+                self._stopped.wait()
+        elif self._opened:
+            self.shutdown(timeout)
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Graceful stop of an opened node (see :meth:`stop`), in this thread."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            self.stop(timeout)  # the loop's own thread shuts down; two at once would race
+            return
+        if not self._opened:
+            self.store.close()
+            self._stopped.set()
+            return
+        self._opened = False
+        grace = self.config.scheduler.shutdown_grace if timeout is None else timeout
+        self.engine.stop()
+        self.hooks.call("tickwork_node_stopping", node_id=self.node_id)
+        leave(self, grace, self._abort, announce_signals=self._signals_installed)
+        if self._admin is not None:
+            self._admin.close()
+        self.hooks.call("tickwork_node_stopped", node_id=self.node_id)
+        log.info("node %s stopped (%d fired, %d finished)", self.node_id, self.engine.fired, self.engine.finished)
+        self._stopped.set()
+
+    # -- embedding --------------------------------------------------------------------------------
+
+    @property
+    def admin(self) -> Admin:
+        """The admin API (what :func:`tickwork.connect` returns) on this node's configuration:
+        ``node.admin.add(...)``, ``node.admin.history(...)``. It has its own connections, closed
+        when the node stops; like any ``Admin`` it is not thread-safe (give other threads their
+        own ``tickwork.connect()``)."""
+        if self._admin is None:
+            from .admin import Admin  # admin builds stores with this module's helpers
+
+            self._admin = Admin(self.config, manager=self.manager)
+        return self._admin
+
+    @property
+    def running(self) -> bool:
+        """True from :meth:`start` (or :meth:`run`) until the node has stopped."""
+        return self._looping and self._opened
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, reason): the store answers and this node's heartbeat is fresh."""
+        if not self._opened:
+            return False, "node is not running"
+        if self.engine.stopping:
+            return False, "node is stopping"
+        try:
+            self.store.now()
+        except Exception as exc:
+            return False, f"store unreachable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        if not self.membership.healthy():
+            return False, "heartbeat is stale: this node could not renew its heartbeat in the store"
+        return True, "ok"
+
+    def members(self) -> list[str]:
+        """The live nodes as this node's membership sees them."""
+        live = getattr(self.membership, "live_nodes", None)
+        return sorted(live) if live else [self.node_id]
+
+    def _membership_changed(self) -> None:
+        self.engine.wake()
+        if self.hooks.implemented("tickwork_membership_changed"):
+            owned = self.membership.owned_buckets()
+            self.hooks.call(
+                "tickwork_membership_changed",
+                node_id=self.node_id,
+                members=self.members(),
+                owned=None if owned is None else list(owned),
+            )
+
+    def __enter__(self) -> Node:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
-    def stop(self) -> None:
-        self.engine.stop()
+    async def __aenter__(self) -> Node:
+        return await asyncio.to_thread(self.start)
 
-    def shutdown(self, timeout: float = 30.0) -> None:
-        """Graceful stop: no new claims; wait for running jobs, record them, leave the cluster."""
-        if not self._started:
-            self.store.close()
-            return
-        self._started = False
-        self.engine.stop()
-        try:
-            # First, so that other nodes can still run them on time.
-            self.engine.release_held()
-        except Exception:
-            log.exception("could not give back claims taken ahead of their time")
-        try:
-            self.engine.drain(timeout)
-            self.engine.drop_retries()
-        except Exception:  # the store may be gone; the next start releases what is left
-            log.exception("could not record the last runs")
-        for executor in self.executors.values():
-            executor.shutdown(wait=False)
-        try:
-            if self.engine.in_flight or self.engine.held:
-                self.store.release_node(self.node_id, f"node {self.node_id} stopped before the run ended")
-        except Exception:
-            log.exception("could not release claims at shutdown")
-        self.membership.stop()
-        self.store.close()
-        log.info("node %s stopped (%d fired, %d finished)", self.node_id, self.engine.fired, self.engine.finished)
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)

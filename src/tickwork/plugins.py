@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
@@ -75,6 +75,12 @@ class PluginManager:
     def _register(self, name: str, plugin: object) -> None:
         self._pm.register(plugin, name=name)
         self.loaded[name] = plugin
+
+    def implementations(self, hook_name: str) -> list[tuple[str, Callable[..., object], tuple[str, ...]]]:
+        """(plugin name, function, argument names) of each implementation of ``hook_name``, in
+        pluggy's call order."""
+        caller = getattr(self._pm.hook, hook_name)
+        return [(impl.plugin_name, impl.function, tuple(impl.argnames)) for impl in reversed(caller.get_hookimpls())]
 
     @property
     def plugin_names(self) -> list[str]:

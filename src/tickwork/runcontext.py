@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from .structures import _check_aware
+from .structures import JobCall, _check_aware
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,11 @@ class RunContext:
         _check_aware("scheduled_for", self.scheduled_for)
         if self.attempt < 1:
             raise ValueError(f"attempt: must be >= 1, got {self.attempt}")
+
+    @classmethod
+    def of(cls, call: JobCall) -> RunContext:
+        """The context of the run an executor received as ``call``."""
+        return cls(call.schedule, call.scheduled_for, call.run_id, call.attempt, call.node_id)
 
 
 _current: contextvars.ContextVar[RunContext] = contextvars.ContextVar("tickwork_current_run")

@@ -203,7 +203,10 @@ class Claim:
 
 @dataclass(frozen=True)
 class JobCall:
-    """What an executor receives for one run."""
+    """What an executor receives for one run.
+
+    :param node_id: the node that claimed and started the run (``tickwork.current_run().node_id``)
+    """
 
     run_id: int
     schedule: str
@@ -213,6 +216,7 @@ class JobCall:
     timeout: float
     attempt: int = 1
     options: dict[str, Any] = field(default_factory=dict)
+    node_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,9 @@ class Outcome:
     status: RunStatus
     error: str | None = None
     detail: str | None = None
+    #: The exception a job raised in this process, if any: logged with its traceback
+    #: (``exc_info``). Never stored; ``error`` holds its text.
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.status.final:

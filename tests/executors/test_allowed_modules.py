@@ -175,7 +175,7 @@ def test_jobs_add_refuses_an_outside_target_with_a_clear_error(
 
 def test_a_schedule_written_straight_into_the_table_is_refused_at_run_time(modules: Modules, tmp_path: Path) -> None:
     node = Node(load(str(_config(tmp_path, modules))))
-    node.start()
+    node.open()
     try:
         # What anyone with write access to the database can do, bypassing every tickwork check.
         spec = ScheduleSpec(name="planted", trigger_kind="interval", expression="1h", target=modules.outside_target)

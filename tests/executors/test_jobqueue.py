@@ -57,7 +57,7 @@ def node(queue_url: str, sqlite_store: SQLStore, clock: FakeClock) -> Iterator[N
         executors={"jobqueue": {"url": queue_url}},
     )
     n = Node(config, store=sqlite_store, clock=clock)
-    n.start()
+    n.open()
     yield n
     n.shutdown()
 

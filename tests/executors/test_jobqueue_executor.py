@@ -182,6 +182,7 @@ def test_target_syntax_is_checked(target: str) -> None:
         (f"{JOBS}:NOT_CALLABLE", {}, "is not callable (it is a int)"),
         (f"{JOBS}:append_line", {"path": "x"}, "no stored argument for required parameter(s): text"),
         (f"{JOBS}:append_line", {"path": "x", "text": {1, 2}}, "not JSON-serialisable"),
+        ("tests.context_jobs:record", {"out": "x"}, "takes a tickwork.RunContext parameter, but queue workers"),
     ],
 )
 def test_importable_targets_are_checked(target: str, arguments: dict[str, Any], message: str) -> None:

@@ -48,7 +48,7 @@ def admin(config: dict[str, Any]) -> Iterator[tickwork.Admin]:
 
 def run_due(config: dict[str, Any]) -> None:
     node = Node(parse(config))
-    node.start()
+    node.open()  # stepped by hand below: no loop thread
     try:
         node.engine.tick()
     finally:
@@ -100,7 +100,7 @@ def test_in_flight_counts_what_each_node_holds(admin: tickwork.Admin, config: di
     admin.trigger("slow")
     jobs_for_tests.gate.clear()
     node = Node(parse(config))
-    node.start()
+    node.open()  # stepped by hand below: no loop thread
     try:
         node.engine.tick()
         assert admin.in_flight() == {"additions-node": 1}

@@ -49,7 +49,7 @@ def populate(config: Path) -> None:
     loaded = load(config)
     # Every fire is claimed some milliseconds after it was due, so a 1 ms grace skips "late".
     node = Node(replace(loaded, scheduler=replace(loaded.scheduler, misfire_grace=0.001)))
-    node.start()
+    node.open()  # stepped by hand below: no loop thread
     try:
         node.engine.tick()
     finally:

@@ -178,6 +178,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="import MODULE in every node before it starts (try an engine/store change; needs PYTHONPATH)",
     )
     how.add_argument("--keep-logs", action="store_true", help="keep the node logs (kept anyway when a cell fails)")
+    how.add_argument(
+        "--metrics",
+        action="store_true",
+        help="run every node with the metrics plugin on ([metrics] port = 0: a free port each), to measure "
+        "its cost against a run without (needs tickwork[metrics])",
+    )
 
     out = parser.add_argument_group("output")
     out.add_argument("--out", type=Path, metavar="FILE", help="write the results as JSON")
@@ -302,6 +308,7 @@ def run(args: argparse.Namespace) -> int:
         profile_dir=args.profile,
         node_imports=tuple(args.node_import),
         fresh_stats=not args.stale_stats,
+        metrics=args.metrics,
     )
     logging.getLogger("alembic").setLevel(logging.WARNING)
     progress = Progress(len(plan), enabled=not args.no_progress)
@@ -334,6 +341,7 @@ def run(args: argparse.Namespace) -> int:
                 "lead_s": settings.lead,
                 "node_imports": list(settings.node_imports),
                 "fresh_stats": settings.fresh_stats,
+                "metrics": settings.metrics,
             },
             databases=databases,
             started_at=started_at,

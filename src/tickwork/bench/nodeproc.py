@@ -26,7 +26,7 @@ from sqlalchemy import event
 from sqlalchemy.engine.interfaces import ExecuteStyle
 
 from ..abc import Store
-from ..config import Config, PluginChoice, SchedulerConfig, plugin_manager_for
+from ..config import Config, MetricsConfig, PluginChoice, SchedulerConfig, plugin_manager_for
 from ..node import Node, build_store
 from ..sql.store import SQLStore
 from ..structures import Claim
@@ -139,6 +139,7 @@ def build_config(args: argparse.Namespace) -> Config:
         store=PluginChoice(args.store, json.loads(args.store_options)),
         membership=PluginChoice(args.membership, json.loads(args.membership_options)),
         executors={"local": {"max_workers": args.workers}},
+        metrics=MetricsConfig(port=0) if args.metrics else None,
     )
 
 
@@ -157,11 +158,11 @@ def run_node(args: argparse.Namespace) -> Counters:
     node = Node(config, manager=manager, store=store)
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        node.stop()
+        node.request_stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    node.start()
+    node.open()
     meter.reset()
     cpu0 = cpu_seconds()
     wall0 = time.monotonic()
@@ -196,6 +197,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--lookahead", type=float, default=SchedulerConfig.lookahead, help="[scheduler] lookahead seconds")
     p.add_argument("--max-seconds", type=float, default=600.0, help="stop on its own after this long")
     p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--metrics", action="store_true", help="serve /metrics on a free port (the metrics plugin)")
     p.add_argument(
         "--import",
         dest="imports",

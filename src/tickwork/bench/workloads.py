@@ -53,6 +53,8 @@ class Settings:
     profile_dir: Path | None = None
     membership_options: dict[str, Any] = field(default_factory=dict)
     node_imports: tuple[str, ...] = ()
+    #: run the nodes with the metrics plugin on (its cost: metrics on vs off)
+    metrics: bool = False
 
 
 class CpuMeter:
@@ -144,6 +146,7 @@ def node_args(cell: Cell, scratch: Scratch, settings: Settings, node_id: str, ma
         "--lookahead",
         str(0.0 if cell.workload == "burst" else settings.lookahead),
         *(arg for module in settings.node_imports for arg in ("--import", module)),
+        *(["--metrics"] if settings.metrics else []),
     ]
 
 

@@ -11,6 +11,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
+from .quiet import quiet_alembic as _quiet
+
 VERSION_TABLE = "tickwork_alembic_version"
 
 
@@ -33,22 +35,26 @@ def _config(connection: Connection | None = None) -> Config:
 
 
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(_config()).get_current_head()
+    with _quiet():
+        head = ScriptDirectory.from_config(_config()).get_current_head()
     assert head is not None, "no migration revisions found"
     return head
 
 
 def current_revision(connection: Connection) -> str | None:
-    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-    return context.get_current_revision()
+    with _quiet():
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        return context.get_current_revision()
 
 
 def upgrade(connection: Connection, revision: str = "head") -> None:
-    command.upgrade(_config(connection), revision)
+    with _quiet():
+        command.upgrade(_config(connection), revision)
 
 
 def downgrade(connection: Connection, revision: str = "base") -> None:
-    command.downgrade(_config(connection), revision)
+    with _quiet():
+        command.downgrade(_config(connection), revision)
 
 
 def upgrade_sql(sqlalchemy_dialect: str, current: str | None) -> str:
@@ -60,5 +66,6 @@ def upgrade_sql(sqlalchemy_dialect: str, current: str | None) -> str:
     cfg = Config(output_buffer=buffer)
     cfg.set_main_option("script_location", str(script_location()))
     cfg.attributes["offline_dialect"] = sqlalchemy_dialect
-    command.upgrade(cfg, "head" if current is None else f"{current}:head", sql=True)
+    with _quiet():
+        command.upgrade(cfg, "head" if current is None else f"{current}:head", sql=True)
     return buffer.getvalue()

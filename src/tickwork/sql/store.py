@@ -517,6 +517,16 @@ class SQLStore(Store):
         with self._tx() as conn:
             return [schedule_from_row(row) for row in conn.execute(query)]
 
+    def schedule_counts(self) -> dict[str, int]:
+        """How many schedules are ``idle``, ``running`` and ``disabled`` (one grouped query; the
+        metrics plugin's ``tickwork_schedules{state}``)."""
+        state = case((schedules.c.enabled.is_(False), literal("disabled")), else_=schedules.c.state)
+        counts = {"idle": 0, "running": 0, "disabled": 0}
+        with self._tx() as conn:
+            for name, count in conn.execute(select(state, func.count()).group_by(state)):
+                counts[str(name)] = int(count)
+        return counts
+
     def remove(self, name: str) -> None:
         with self._tx() as conn:
             schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == name))

@@ -1,0 +1,115 @@
+"""The metrics of one node, in a registry of its own (two nodes in one process never collide).
+
+No metric carries a schedule label: a million schedules must not mean a million series.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from tickwork.listener import SkippedFire
+from tickwork.structures import BUCKETS, Finish
+
+if TYPE_CHECKING:
+    from tickwork.node import Node
+
+#: Fire lag (start - scheduled time): from on time to a missed minute.
+LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+#: Claim statements: a few ms to a slow second.
+CLAIM_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+#: Schedule counts are one grouped query; scrapes more often than this reuse the last answer.
+SCHEDULE_COUNT_MAX_AGE = 10.0
+
+
+class ScheduleCounts(Collector):
+    """``tickwork_schedules{state}``, counted in the store at scrape time (cached briefly)."""
+
+    def __init__(self, count: Callable[[], dict[str, int]]) -> None:
+        self._count = count
+        self._cached: tuple[float, dict[str, int]] | None = None
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily("tickwork_schedules", "Schedules in the store by state", labels=["state"])
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        """What it serves, without querying (registering would otherwise count, and cache, at once)."""
+        yield self._family()
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = self._family()
+        now = time.monotonic()
+        if self._cached is None or now - self._cached[0] > SCHEDULE_COUNT_MAX_AGE:
+            # The store may be down (/healthz says so): then the last counts stay.
+            with contextlib.suppress(Exception):
+                self._cached = (now, self._count())
+        if self._cached is not None:
+            for state, value in sorted(self._cached[1].items()):
+                family.add_metric([state], value)
+        yield family
+
+
+class NodeMetrics:
+    """The instruments of one node, updated from the lifecycle hooks."""
+
+    def __init__(self, node: Node) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.runs = Counter("tickwork_runs", "Runs ended, by status (skipped fires included)", ["status"], registry=r)
+        self.lag = Histogram(
+            "tickwork_fire_lag_seconds",
+            "Start of a run minus its scheduled time (database clock)",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.duration = Histogram(
+            "tickwork_run_duration_seconds", "Run duration from start to end (database clock)", registry=r
+        )
+        self.claims = Counter("tickwork_claims", "Fires claimed by this node", registry=r)
+        self.claim_seconds = Histogram(
+            "tickwork_claim_seconds", "Duration of one claim statement", buckets=CLAIM_BUCKETS, registry=r
+        )
+        self.store_errors = Counter("tickwork_store_errors", "Failed store calls (the engine retried)", registry=r)
+        in_flight = Gauge("tickwork_in_flight", "Runs handed to executors and not ended", registry=r)
+        in_flight.set_function(lambda: len(node.engine.in_flight))
+        held = Gauge("tickwork_held", "Fires claimed ahead of their time, waiting to start", registry=r)
+        held.set_function(lambda: len(node.engine.held))
+        self.members = Gauge("tickwork_ring_members", "Live nodes as this node sees them", registry=r)
+        self.owned = Gauge("tickwork_owned_buckets", f"Hash buckets (of {BUCKETS}) this node attempts", registry=r)
+        counts = getattr(node.store, "schedule_counts", None)
+        if callable(counts):
+            r.register(ScheduleCounts(counts))
+        # Every status appears from the start (at 0), so rate() and alerts work before the first failure.
+        for status in ("succeeded", "failed", "timed_out", "skipped"):
+            self.runs.labels(status)
+
+    def runs_finished(self, results: Sequence[Finish]) -> None:
+        by_status: dict[str, int] = {}
+        for f in results:
+            status = f.outcome.status.value
+            by_status[status] = by_status.get(status, 0) + 1
+            started = f.started_at or f.claim.claimed_at
+            self.lag.observe(max(0.0, (started - f.claim.scheduled_for).total_seconds()))
+            if f.finished_at is not None:
+                self.duration.observe(max(0.0, (f.finished_at - started).total_seconds()))
+        for status, count in by_status.items():
+            self.runs.labels(status).inc(count)
+
+    def fires_skipped(self, skipped: Sequence[SkippedFire]) -> None:
+        self.runs.labels("skipped").inc(len(skipped))
+
+    def claimed(self, count: int, seconds: float) -> None:
+        if count:
+            self.claims.inc(count)
+        self.claim_seconds.observe(seconds)
+
+    def membership_changed(self, members: Sequence[str], owned: Sequence[int] | None) -> None:
+        self.members.set(len(members))
+        self.owned.set(BUCKETS if owned is None else len(owned))
