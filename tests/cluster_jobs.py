@@ -12,3 +12,15 @@ def work(n: int) -> None:
     os.write(fd, f"{n} {os.getpid()}\n".encode())
     os.close(fd)
     time.sleep(0.05)  # long enough for runs to be in flight when a node is killed
+
+
+def odd_fails(n: int) -> None:
+    """Fails on fires at odd seconds (each attempt is recorded before it fails)."""
+    import tickwork
+
+    run = tickwork.current_run()
+    fd = os.open(os.environ["CLUSTER_FIRES"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{n} {os.getpid()} {run.scheduled_for.isoformat()} {run.attempt}\n".encode())
+    os.close(fd)
+    if run.scheduled_for.second % 2 and run.attempt < 3:
+        raise RuntimeError(f"odd second, attempt {run.attempt}")

@@ -26,6 +26,20 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 __all__ = ["T0", "FakeClock"]
 
 
+class Ticker:
+    """A settable monotonic clock (seconds), for engines whose waits a test steps by hand."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(T0)

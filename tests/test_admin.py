@@ -103,7 +103,7 @@ def test_add_of_a_taken_name_fails_unless_replace(admin: tickwork.Admin) -> None
         ({"executor": "grpc"}, tickwork.PluginNotFoundError, "unknown executor plugin 'grpc'"),
         ({"executor": "http"}, tickwork.ConfigError, "executor 'http' is not configured"),
         ({"misfire": "never"}, tickwork.ConfigError, "'never' is not a valid MisfirePolicy; choose one of: skip"),
-        ({"timeout": 0}, tickwork.ConfigError, "timeout: must be a positive timedelta"),
+        ({"timeout": 0}, tickwork.ConfigError, "timeout: must be more than 0 s and at most 30 days"),
         ({"target": "no_such_module_xyz:f"}, tickwork.ExecutorError, "cannot resolve target"),
         ({"target": WITH_ARGS, "args": {"cty": "x"}}, tickwork.ExecutorError, "does not accept cty"),
     ],

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests import jobs_for_tests as jobs
-from tests.conftest import T0, FakeClock
+from tests.conftest import T0, FakeClock, Ticker
 from tickwork import schedules as admin
 from tickwork.config import Config, PluginChoice, SchedulerConfig
 from tickwork.engine import Engine, EngineSettings
@@ -34,15 +34,28 @@ def _reset_jobs() -> Iterator[None]:
 
 
 def make_engine(
-    store: SQLStore, clock: FakeClock | None, membership: SingleMembership | None = None, **settings: object
+    store: SQLStore,
+    clock: FakeClock | None,
+    membership: SingleMembership | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+    **settings: object,
 ) -> tuple[Engine, LocalExecutor]:
     executor = LocalExecutor(max_workers=4)
     executor.start()
     membership = membership or SingleMembership()
     membership.start(store, "n1")
+    manager = settings.pop("manager", None)
     values: dict[str, object] = {"node_id": "n1", "reap_interval": 3600.0}
     values.update(settings)
-    engine = Engine(store, {"local": executor}, membership, EngineSettings(**values), clock=clock)  # type: ignore[arg-type]
+    engine = Engine(
+        store,
+        {"local": executor},
+        membership,
+        EngineSettings(**values),  # type: ignore[arg-type]
+        clock=clock,
+        monotonic=monotonic,
+        manager=manager,  # type: ignore[arg-type]
+    )
     return engine, executor
 
 
@@ -59,8 +72,13 @@ def new_engine(clock: FakeClock) -> Iterator[Callable[..., Engine]]:
     """Make engines on the fake clock (``new_engine(store, **settings)``), stopped after the test."""
     made: list[tuple[Engine, LocalExecutor]] = []
 
-    def make(store: SQLStore, membership: SingleMembership | None = None, **settings: object) -> Engine:
-        made.append(make_engine(store, clock, membership, **settings))
+    def make(
+        store: SQLStore,
+        membership: SingleMembership | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        **settings: object,
+    ) -> Engine:
+        made.append(make_engine(store, clock, membership, monotonic, **settings))
         return made[-1][0]
 
     yield make
@@ -356,7 +374,7 @@ def test_lookahead_claims_early_and_starts_exactly_on_time(
     clock.advance(1.999)
     step(engine)
     assert jobs.calls == [] and len(engine.held) == 1
-    assert 0 < engine._sleep_seconds() <= 0.002  # wakes for the due time, not max_sleep
+    assert 0 < engine.sleep_seconds() <= 0.002  # wakes for the due time, not max_sleep
     clock.advance(0.001)
     step(engine)
     engine.drain(5)
@@ -428,7 +446,7 @@ def test_claims_ahead_once_a_fire_is_within_half_the_lookahead(
     engine.tick()
     clock.advance(59.2)
     # Wakes about half the lookahead before the due time (0.48-0.5 s, drawn per claim).
-    assert 0.3 <= engine._sleep_seconds() <= 0.32
+    assert 0.3 <= engine.sleep_seconds() <= 0.32
     engine.tick()
     assert engine.held == [] and sqlite_store.get("record").state is ScheduleState.IDLE
     clock.advance(0.32)
@@ -458,7 +476,7 @@ def test_a_node_unsure_of_its_membership_does_not_start_held_fires(
     clock.advance(2)
     step(engine)
     assert jobs.calls == [] and len(engine.held) == 1
-    assert engine._sleep_seconds() == 0.5  # re-checks, without spinning on the due fire
+    assert engine.sleep_seconds() == 0.5  # re-checks, without spinning on the due fire
     membership.ok = True
     step(engine)
     engine.drain(5)
@@ -512,7 +530,7 @@ def test_the_claim_lead_is_drawn_anew_after_each_drained_claim(
     clock.advance(59.5)
     leads = set()
     for _ in range(20):
-        leads.add(engine._claim_lead)
+        leads.add(engine.gate.claim_lead)
         engine.tick()  # the first claim drains the window: a new lead is drawn
     assert all(0.96 <= lead <= 1.0 for lead in leads) and len(leads) > 1
 
@@ -520,20 +538,21 @@ def test_the_claim_lead_is_drawn_anew_after_each_drained_claim(
 def test_an_idle_owner_looks_again_soon_only_while_fires_are_held_elsewhere(
     sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
 ) -> None:
-    mine = new_engine(sqlite_store, lookahead=1.0, max_sleep=60.0)
+    ticker = Ticker()
+    mine = new_engine(sqlite_store, monotonic=ticker, lookahead=1.0, max_sleep=60.0)
     other = new_engine(sqlite_store, lookahead=1.0, node_id="n2")
     mine.tick()
-    assert mine._sleep_seconds() == pytest.approx(0.25)  # just started: others may hold all
-    mine._due_seen_at -= 60
-    assert mine._sleep_seconds() > 30  # nothing scheduled for a minute: no polling
+    assert mine.sleep_seconds() == pytest.approx(0.25)  # just started: others may hold all
+    ticker.advance(60)
+    assert mine.sleep_seconds() > 30  # nothing scheduled for a minute: no polling
     add(sqlite_store, "record")  # due at T0 + 60 s
     mine.wake()  # what the store's change notification does
-    assert mine._sleep_seconds() == pytest.approx(60 - mine._claim_lead)
+    assert mine.sleep_seconds() == pytest.approx(60 - mine.gate.claim_lead)
     clock.advance(59.6)
     other.tick()  # the other owner claims it ahead (claims are not notified)
     assert len(other.held) == 1
-    mine._next_due_read_at -= 1  # the next due time read before is now too old to trust
-    assert mine._sleep_seconds() == pytest.approx(0.25)  # its end is not notified: look again
+    ticker.advance(1)  # the next due time read before is now too old to trust
+    assert mine.sleep_seconds() == pytest.approx(0.25)  # its end is not notified: look again
 
 
 def test_the_next_due_time_is_read_again_only_after_a_change_or_when_old(
@@ -542,17 +561,17 @@ def test_the_next_due_time_is_read_again_only_after_a_change_or_when_old(
     engine = new_engine(sqlite_store, lookahead=0.0)
     add(sqlite_store, "record")  # due at T0 + 60 s
     engine.tick()
-    assert engine._sleep_seconds() == pytest.approx(60)
+    assert engine.sleep_seconds() == pytest.approx(60)
     add(sqlite_store, "with_args", "*/15 * * * * *", arguments={"city": "x"})  # due at T0 + 15 s
-    assert engine._sleep_seconds() == pytest.approx(60)  # not notified yet, and fresh
+    assert engine.sleep_seconds() == pytest.approx(60)  # not notified yet, and fresh
     engine.wake()
-    assert engine._sleep_seconds() == pytest.approx(15)
+    assert engine.sleep_seconds() == pytest.approx(15)
     clock.advance(15)
     engine.tick()  # claims and starts with_args
-    engine._sleep_seconds()  # reads again after the claim: record, at T0 + 60 s
-    assert engine._next_due == T0 + timedelta(seconds=60)
-    read_at = engine._next_due_read_at
+    engine.sleep_seconds()  # reads again after the claim: record, at T0 + 60 s
+    assert engine.gate.next_due == T0 + timedelta(seconds=60)
+    reads = engine.gate.reads
     engine.drain(5)  # with_args ends, due again at T0 + 30 s: folded in without a read
-    assert engine._next_due == T0 + timedelta(seconds=30)
-    engine._sleep_seconds()
-    assert engine._next_due_read_at == read_at
+    assert engine.gate.next_due == T0 + timedelta(seconds=30)
+    engine.sleep_seconds()
+    assert engine.gate.reads == reads

@@ -35,6 +35,8 @@ def parse_duration(text: str) -> timedelta:
                 f"interval: cannot parse {stripped[position:]!r} in {text.strip()!r}; "
                 "expected parts like '90s', '5m', '1h30m' (units w, d, h, m, s)"
             )
+        if len(match[1]) > 15:  # beyond any timedelta; int() itself refuses 4,300+ digits
+            raise TriggerError(f"interval: the number in {match[0].strip()[:40]!r} is too long")
         number, unit = int(match[1]), match[2].lower()
         if unit not in UNITS:
             raise TriggerError(f"interval: unknown unit {match[2]!r} in {match[0].strip()!r} (use w, d, h, m or s)")

@@ -8,6 +8,9 @@ import threading
 import time
 from collections.abc import Callable
 
+#: The longest single wait (threading.TIMEOUT_MAX is about 292 years on Linux, less elsewhere).
+MAX_WAIT = min(threading.TIMEOUT_MAX, 86400.0)
+
 
 class Deadline:
     """A pending callback; :meth:`Deadlines.cancel` drops it (and what it holds) early."""
@@ -71,7 +74,10 @@ class Deadlines:
         while True:
             with self._cond:
                 while not self._stopped and (not self._heap or self._heap[0].when > time.monotonic()):
-                    self._cond.wait(None if not self._heap else self._heap[0].when - time.monotonic())
+                    # Clamped: a wait beyond threading.TIMEOUT_MAX raises OverflowError, which
+                    # would end this thread and every soft timeout of the node with it.
+                    wait = None if not self._heap else min(self._heap[0].when - time.monotonic(), MAX_WAIT)
+                    self._cond.wait(wait)
                 if self._stopped:
                     return
                 entry = heapq.heappop(self._heap)

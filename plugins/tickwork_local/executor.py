@@ -24,6 +24,7 @@ from tickwork.abc import Executor
 from tickwork.allowed import allowed_modules as allowed_modules_of
 from tickwork.calls import ReportOnce, call_arguments, check_arguments
 from tickwork.errors import ConfigError, ExecutorError
+from tickwork.numbers import integer
 from tickwork.plugins import load_object
 from tickwork.runcontext import RunContext, running
 from tickwork.structures import JobCall, Outcome, RunStatus
@@ -76,8 +77,7 @@ class LocalExecutor(Executor):
     def __init__(self, max_workers: int = 8, mode: str = "thread", allowed_modules: list[str] | None = None) -> None:
         super().__init__(max_workers=max_workers, mode=mode, allowed_modules=allowed_modules)
         self.allowed = allowed_modules_of(allowed_modules, "[executor.local] allowed_modules")
-        if max_workers < 1:
-            raise ConfigError(f"executor.local.max_workers: must be >= 1, got {max_workers}")
+        integer("executor.local.max_workers", max_workers, low=1, high=10_000)
         if mode not in MODES:
             raise ConfigError(f"executor.local.mode: {mode!r} is not one of {', '.join(MODES)}")
         self.max_workers = max_workers

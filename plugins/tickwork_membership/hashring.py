@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tickwork.abc import Store
-from tickwork.errors import ConfigError
+from tickwork.numbers import integer
 
 from .heartbeat import HeartbeatMembership
 from .ring import BucketRing
@@ -26,10 +26,8 @@ class HashRingMembership(HeartbeatMembership):
 
     def __init__(self, vnodes: int = 64, owners: int = 2, **options: Any) -> None:
         super().__init__(**options)
-        if vnodes < 1:
-            raise ConfigError(f"membership.vnodes: must be >= 1, got {vnodes}")
-        if owners < 1:
-            raise ConfigError(f"membership.owners: must be >= 1, got {owners}")
+        integer("membership.vnodes", vnodes, low=1, high=10_000)
+        integer("membership.owners", owners, low=1, high=1024)
         self.vnodes = vnodes
         self.owners = owners
         self._lock = threading.Lock()

@@ -10,6 +10,7 @@ from typing import Any
 
 from tickwork.abc import Membership, Store
 from tickwork.errors import ConfigError, TickworkError
+from tickwork.numbers import number
 
 log = logging.getLogger("tickwork.membership")
 
@@ -25,8 +26,8 @@ class HeartbeatMembership(Membership):
 
     def __init__(self, heartbeat_interval: float = 1.0, node_ttl: float = 4.0, **options: Any) -> None:
         super().__init__(heartbeat_interval=heartbeat_interval, node_ttl=node_ttl, **options)
-        if heartbeat_interval <= 0:
-            raise ConfigError(f"membership.heartbeat_interval: must be > 0, got {heartbeat_interval}")
+        heartbeat_interval = number("membership.heartbeat_interval", heartbeat_interval, low=0.05, high=3600.0)
+        node_ttl = number("membership.node_ttl", node_ttl, low=0.0, high=86400.0, low_open=True)
         if node_ttl <= heartbeat_interval * 2:
             raise ConfigError(
                 f"membership.node_ttl ({node_ttl}) must exceed two heartbeat intervals ({heartbeat_interval})"
@@ -67,10 +68,14 @@ class HeartbeatMembership(Membership):
             if node.id == self.node_id or not judge or (now - node.heartbeat_at).total_seconds() <= self.node_ttl:
                 live.append(node.id)
                 continue
-            released = self.store.release_node(
-                node.id, f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned"
+            released = self.store.release_dead_node(
+                node.id,
+                self.node_ttl,
+                f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned",
             )
-            self.store.remove_node(node.id)
+            if released is None:  # it beat since it was read: alive after all
+                live.append(node.id)
+                continue
             log.warning(
                 "node %s is dead (no heartbeat for %.1fs); released %d claim(s)",
                 node.id,

@@ -39,7 +39,7 @@ from tickwork.errors import ConfigError, ScheduleExistsError, ScheduleNotFoundEr
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import UTCDateTime, claimable, nodes, runs, schedules
-from tickwork.sql.store import UNHELD, SQLStore, schedule_from_row, spec_values, transient_retry
+from tickwork.sql.store import UNHELD, SQLStore, retriggered, schedule_from_row, spec_values, transient_retry
 from tickwork.sql.watch import ChangeWatcher, poll_loop
 from tickwork.structures import Claim, Finish, RunStatus, Schedule, ScheduleSpec
 
@@ -208,12 +208,20 @@ class MySQLStore(SQLStore):
             return self._row(conn, name)
 
     def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
-        return self._update_named(
-            spec.name, spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr()}
-        )
+        # MySQL evaluates SET left to right on the new values, so the trigger comparison that marks
+        # a running schedule retimed (docs/architecture.md#faults) is its own statement, first.
+        with self._tx() as conn:
+            conn.execute(
+                update(schedules)
+                .where(schedules.c.name == spec.name, schedules.c.state == "running", retriggered(spec))
+                .values(retimed=True)
+            )
+        values = spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr(), "fault": None}
+        return self._update_named(spec.name, values)
 
     def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
-        return self._update_named(name, {"enabled": enabled, "next_fire": next_fire, "updated_at": self.now_expr()})
+        values = {"enabled": enabled, "next_fire": next_fire, "updated_at": self.now_expr(), "fault": None}
+        return self._update_named(name, values)
 
     def fire_now(self, name: str) -> Schedule:
         now = self.now_expr()
@@ -307,7 +315,18 @@ class MySQLStore(SQLStore):
                 with conn.begin_nested():
                     inserted = conn.execute(runs.insert().values(**run))
             except IntegrityError:
-                return None
+                # Opened before under this very claim (the answer was lost): the same attempt.
+                again = conn.scalar(
+                    select(runs.c.id).where(
+                        runs.c.schedule_id == claim.schedule_id,
+                        runs.c.scheduled_for == claim.scheduled_for,
+                        runs.c.attempt == claim.attempt,
+                        runs.c.claim_seq == seq,
+                        runs.c.node == node_id,
+                        runs.c.status == RunStatus.RUNNING.value,
+                    )
+                )
+                return None if again is None else int(again)
             key = inserted.inserted_primary_key
             return None if key is None else int(key[0])
 

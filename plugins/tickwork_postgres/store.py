@@ -38,6 +38,7 @@ from sqlalchemy.engine import make_url
 
 from tickwork import dburl
 from tickwork.errors import ConfigError
+from tickwork.numbers import integer
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, run_started_at
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
@@ -90,8 +91,7 @@ class PostgresStore(SQLStore):
         if not url:
             raise ConfigError('url: the postgres store needs url = "postgresql://..."')
         self.url = sqlalchemy_url(url)
-        if pool_size < 1:
-            raise ConfigError(f"pool_size: must be >= 1, got {pool_size}")
+        integer("pool_size", pool_size, low=1, high=1000)
         self.pool_size = pool_size
         self._watcher = ChangeWatcher("tickwork-pg-listen")
 

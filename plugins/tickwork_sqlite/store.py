@@ -26,6 +26,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.dialects.sqlite.base import SQLiteDialect
 
 from tickwork.errors import ConfigError, StoreError
+from tickwork.numbers import number
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import sqlite_file_engine
 from tickwork.sql.schema import UTCDateTime
@@ -78,8 +79,9 @@ class SQLiteStore(SQLStore):
         if not path:
             raise ConfigError("path: must name a database file")
         self.path = Path(path)
-        self.busy_timeout = float(busy_timeout)
-        self.poll_interval = float(poll_interval)
+        # A poll every few milliseconds would keep a core busy; waits beyond an hour mean a typo.
+        self.busy_timeout = number("busy_timeout", busy_timeout, low=0.0, high=3600.0, unit="seconds")
+        self.poll_interval = number("poll_interval", poll_interval, low=0.01, high=60.0, unit="seconds")
         self.create_empty = create
         self._watcher = ChangeWatcher("tickwork-sqlite-watch", join_timeout=2)
 

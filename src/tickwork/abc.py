@@ -342,9 +342,10 @@ class Store(ABC):
 
     @abstractmethod
     def start_attempt(self, node_id: str, claim: Claim) -> int | None:
-        """Open the history row of retry ``claim.attempt`` under the claim's fence.
+        """Open the history row of retry ``claim.attempt`` under the claim's fence. Idempotent:
+        called again for the same claim and attempt (an answer lost), it returns the same row.
 
-        :return: the new run id, or ``None`` if the claim was taken over (do not run it)
+        :return: the run id, or ``None`` if the claim was taken over (do not run it)
         """
 
     @abstractmethod
@@ -365,6 +366,32 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+        """End claimed runs whose schedules cannot be handled (an unknown trigger kind or time
+        zone, an executor missing on this node, arithmetic that fails) and park the schedules.
+
+        Each park is fenced like :meth:`finish`. Where it lands, the schedule becomes idle with
+        no next fire time (so no node claims it again) and its ``fault`` column holds the text
+        (shown by ``tickwork jobs list``); the run, if the claim has one, gets the finish's
+        outcome. :meth:`update` and :meth:`set_enabled` clear the fault.
+
+        :param parks: each end with the one-line fault that parks its schedule
+        :return: for each park, whether it landed
+        :raises tickwork.errors.StoreError: on a database error (nothing is parked then)
+        """
+
+    @abstractmethod
+    def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
+        """Release every claim ``node_id`` holds except ``tracked`` (matched on schedule and
+        fence token), recording their running runs ``abandoned`` with ``reason``: the engine's
+        reconcile, for claims whose answer was lost or whose handling was dropped.
+
+        :param tracked: the claims the caller still handles (in flight, held, retrying, ending)
+        :return: the number of schedules released
+        :raises tickwork.errors.StoreError: on a database error (nothing is released then)
+        """
+
+    @abstractmethod
     def reap_expired(self, grace_seconds: float) -> int:
         """Hard timeout: release claims older than their schedule's timeout plus ``grace_seconds``
         (by the database clock), marking their runs ``timed_out``.
@@ -377,6 +404,28 @@ class Store(ABC):
     @abstractmethod
     def heartbeat(self, node_id: str) -> datetime:
         """Create or refresh the node record; return the database time of the heartbeat."""
+
+    @abstractmethod
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+        """Create this process's node record, unless another live process already uses the id.
+
+        :param instance: a random token of this process
+        :param live_within: a record of another instance whose heartbeat is younger than this many
+            seconds (database clock) is live
+        :return: ``None`` when the record is now this process's; the live record otherwise
+            (nothing is changed then)
+        :raises tickwork.errors.StoreError: on a database error
+        """
+
+    @abstractmethod
+    def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
+        """Like :meth:`release_node`, only if ``node_id`` has not heartbeaten for ``stale_after``
+        seconds (database clock), judged in the same transaction as the release; its node record
+        is removed with it.
+
+        :return: the number of schedules released, or ``None`` if the node is alive
+        :raises tickwork.errors.StoreError: on a database error (nothing is released then)
+        """
 
     @abstractmethod
     def nodes(self) -> list[NodeInfo]:

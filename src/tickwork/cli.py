@@ -18,7 +18,7 @@ from .admin import Admin
 from .clioutput import Listing, iso_z, one_line
 from .cliparser import LOG_LEVEL_ENV, LOG_LEVELS, build_parser
 from .commands import Command
-from .config import load
+from .config import load, plugin_manager_for
 from .dbschema import describe_store, schema_status, upgrade_with_report
 from .errors import (
     ConfigError,
@@ -61,10 +61,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return bench_cli.main(argv[bench_at + 1 :], prog="tickwork bench")
     try:
-        # Plugins may add commands (`tickwork web`); a broken plugin is one error line, not a traceback.
-        parser = build_parser(default_manager().commands)
+        # Plugins may add commands (`tickwork web`); a broken plugin is one error line, not a
+        # traceback. The process's manager is built from the configuration first, so that a
+        # plugin its `[plugins] block` lists is never imported.
+        parser = build_parser(plugin_manager_for(load(_config_option(argv))).commands)
     except ConfigError as exc:
-        return _error(exc, EXIT_USAGE)
+        if argv[bench_at : bench_at + 1] and argv[bench_at] in BUILTIN_COMMANDS:
+            parser = build_parser()  # the command itself reports the configuration's error
+        else:
+            return _error(exc, EXIT_USAGE)
+    word = argv[bench_at] if bench_at < len(argv) else None
+    if word is not None and not word.startswith("-") and word not in BUILTIN_COMMANDS:
+        blocked = _blocked_command(word, argv)
+        if blocked is not None:
+            return _error(ConfigError(blocked), EXIT_USAGE)
     args = parser.parse_args(argv)
     plugin_command: type[Command] | None = getattr(args, "plugin_command", None)
     try:
@@ -89,6 +99,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def _blocked_command(word: str, argv: Sequence[str]) -> str | None:
+    """Why ``word`` is no command here when a plugin that ``[plugins] block`` lists provides it
+    (found without importing any blocked plugin: the command is the plugin's entry-point name)."""
+    try:
+        config = load(_config_option(argv))
+    except ConfigError:
+        return None
+    if word not in config.blocked_plugins:
+        return None
+    return (
+        f"command {word!r} comes from plugin {word!r}, which [plugins] block lists in "
+        f"{config.source or 'the configuration'}"
+    )
+
+
+def _config_option(argv: Sequence[str]) -> str | None:
+    """The ``-c/--config`` value among ``argv`` (global options may follow the command too)."""
+    found: str | None = None
+    for i, word in enumerate(argv):
+        if word in ("-c", "--config") and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif word.startswith("--config="):
+            found = word.partition("=")[2]
+        elif word == "--":
+            break
+    return found
+
+
 def _command_index(argv: Sequence[str]) -> int:
     """The position of the command word, past any global options before it."""
     i = 0
@@ -101,6 +139,10 @@ def _command_index(argv: Sequence[str]) -> int:
         else:
             break
     return i
+
+
+#: The commands of tickwork itself (plugins may add more).
+BUILTIN_COMMANDS = frozenset({"run", "next", "jobs", "history", "db", "nodes", "bench"})
 
 
 def _error(exc: Exception, code: int) -> int:
@@ -149,9 +191,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _next(args: argparse.Namespace) -> int:
+    # The configuration only decides which plugins are loaded (`[plugins] block`); lookups without
+    # an explicit manager then use this one, the process's.
+    manager = plugin_manager_for(load(args.config))
     if args.normalize:
-        kind = args.kind or detect_kind(args.expression)
-        normalized = get_trigger(kind, args.expression, args.tz or "UTC").normalized()
+        kind = args.kind or detect_kind(args.expression, manager)
+        normalized = get_trigger(kind, args.expression, args.tz or "UTC", manager).normalized()
         print(json.dumps({"kind": kind, "normalized": normalized}) if args.json else normalized)
         return 0
     after = args.after or datetime.now(UTC)
@@ -170,6 +215,8 @@ def _next(args: argparse.Namespace) -> int:
 def _state(info: ScheduleInfo) -> str:
     if info.running_on:
         return f"running on {info.running_on}"
+    if info.fault:
+        return f"parked: {info.fault}"
     return info.state.value if info.enabled else "disabled"
 
 

@@ -204,7 +204,8 @@ def build_parser(commands: Iterable[tuple[str, type[Command]]] = ()) -> argparse
     run = _command(sub, "run", "run a scheduler node until Ctrl-C or SIGTERM")
     run.add_argument("--for", dest="duration", type=seconds, metavar="SECONDS", help="stop cleanly after SECONDS")
 
-    # `next` is a pure function of its arguments: it reads no configuration and no database.
+    # `next` is a function of its arguments: it reads no database, and of the configuration only
+    # `[plugins] block` (which plugins are loaded).
     nxt = _command(sub, "next", "print the next fire times of an expression (UTC, one per line)")
     nxt.add_argument("expression", help='a trigger expression, e.g. "*/15 * * * *", "Mon..Fri 09:00", "90s"')
     nxt.add_argument("--kind", help="trigger kind: cron, calendar, interval, once (default: recognised)")

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .plugins import PluginManager, default_manager
+from .numbers import DAY, YEAR, integer, number
+from .plugins import PluginManager, manager_for_blocks
 from .structures import MisfirePolicy
 
 ENV_VAR = "TICKWORK_CONFIG"
@@ -47,6 +48,20 @@ class SchedulerConfig:
     lookahead: float = 1.0
     shutdown_grace: float = 30.0
 
+
+#: The range of every numeric ``[scheduler]`` key: (low, high, low excluded), in seconds (days
+#: for ``history_retention_days``, where 0 keeps the history forever).
+_SCHEDULER_RANGES: dict[str, tuple[float, float, bool]] = {
+    "max_sleep": (0.0, DAY, True),
+    "misfire_grace": (0.0, YEAR, True),
+    "hard_timeout_grace": (1.0, YEAR, False),
+    "reap_interval": (0.1, DAY, False),
+    "renew_interval": (0.1, DAY, False),
+    "history_retention_days": (0.0, 36500.0, False),
+    "lookahead": (0.0, MAX_LOOKAHEAD, False),
+    "shutdown_grace": (0.0, DAY, False),
+}
+MAX_IN_FLIGHT = 1_000_000
 
 _SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
     "jobs": list,
@@ -216,23 +231,12 @@ def parse(data: dict[str, Any], source: Path | None = None) -> Config:
             raise ConfigError(
                 f"{src}: scheduler.misfire: {sched_kwargs['misfire']!r} is not one of {allowed}"
             ) from None
-    for key in ("max_sleep", "misfire_grace", "hard_timeout_grace", "reap_interval", "renew_interval"):
-        if key in sched_kwargs and sched_kwargs[key] <= 0:
-            raise ConfigError(f"{src}: scheduler.{key}: must be > 0, got {sched_kwargs[key]}")
-    if "max_in_flight" in sched_kwargs and sched_kwargs["max_in_flight"] < 1:
-        raise ConfigError(f"{src}: scheduler.max_in_flight: must be >= 1, got {sched_kwargs['max_in_flight']}")
-    if "history_retention_days" in sched_kwargs and sched_kwargs["history_retention_days"] < 0:
-        raise ConfigError(
-            f"{src}: scheduler.history_retention_days: must be >= 0 (0 keeps history forever), "
-            f"got {sched_kwargs['history_retention_days']}"
-        )
-    if "lookahead" in sched_kwargs and not 0 <= sched_kwargs["lookahead"] <= MAX_LOOKAHEAD:
-        raise ConfigError(
-            f"{src}: scheduler.lookahead: must be between 0 and {MAX_LOOKAHEAD:g} seconds, "
-            f"got {sched_kwargs['lookahead']}"
-        )
-    if "shutdown_grace" in sched_kwargs and sched_kwargs["shutdown_grace"] < 0:
-        raise ConfigError(f"{src}: scheduler.shutdown_grace: must be >= 0, got {sched_kwargs['shutdown_grace']}")
+    for key, value in list(sched_kwargs.items()):
+        if key in _SCHEDULER_RANGES:
+            low, high, low_open = _SCHEDULER_RANGES[key]
+            sched_kwargs[key] = number(f"{src}: scheduler.{key}", value, low=low, high=high, low_open=low_open)
+    if "max_in_flight" in sched_kwargs:
+        integer(f"{src}: scheduler.max_in_flight", sched_kwargs["max_in_flight"], low=1, high=MAX_IN_FLIGHT)
     if "node_id" in sched_kwargs and not sched_kwargs["node_id"].strip():
         raise ConfigError(f"{src}: scheduler.node_id: must not be empty")
 
@@ -328,7 +332,6 @@ def data_line(path: Path, offset: int) -> int:
 
 
 def plugin_manager_for(config: Config) -> PluginManager:
-    """The default manager, or a fresh one honouring ``[plugins] block``."""
-    if not config.blocked_plugins:
-        return default_manager()
-    return PluginManager(block=config.blocked_plugins)
+    """The process's plugin manager for ``config``, honouring ``[plugins] block`` (built once per
+    process; see :func:`tickwork.plugins.manager_for_blocks`)."""
+    return manager_for_blocks(config.blocked_plugins)

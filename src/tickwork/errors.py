@@ -35,6 +35,10 @@ class StoreError(TickworkError):
     """The store failed in a way the caller may want to retry (connection lost, locked, ...)."""
 
 
+class NodeIdInUseError(TickworkError):
+    """Another live process uses this node's ``scheduler.node_id``."""
+
+
 class SchemaOutdatedError(StoreError):
     """The database schema is older than this version of tickwork expects."""
 

@@ -26,6 +26,8 @@ class ScheduleInfo:
     :param state: ``idle``, or ``running`` while a node holds it
     :param running_on: the node holding it, while ``running``
     :param last_run: the most recently recorded run (``None`` before the first one)
+    :param fault: why the schedule is parked (a node could not handle it; it fires no more until
+        its definition changes or it is enabled again), ``None`` when it is not
     """
 
     spec: ScheduleSpec
@@ -36,6 +38,7 @@ class ScheduleInfo:
     last_run: RunRecord | None
     created_at: datetime
     updated_at: datetime
+    fault: str | None = None
 
     @classmethod
     def of(cls, schedule: Schedule, last_run: RunRecord | None) -> ScheduleInfo:
@@ -49,6 +52,7 @@ class ScheduleInfo:
             last_run=last_run,
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
+            fault=schedule.fault,
         )
 
     @property
@@ -137,6 +141,7 @@ class ScheduleInfo:
             "misfire": None if self.misfire is None else self.misfire.value,
             "last_status": None if self.last_status is None else self.last_status.value,
             "last_run_at": iso_z(self.last_run_at),
+            "fault": self.fault,
         }
 
 

@@ -8,13 +8,14 @@ import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from .calls import context_parameter
-from .errors import DeclarationError, TickworkError
+from .errors import ConfigError, DeclarationError, TickworkError
 from .importerrors import describe_failure, failure_location, function_location
-from .structures import DEFAULT_TIMEOUT, MisfirePolicy, ScheduleSpec
+from .numbers import number
+from .structures import DEFAULT_TIMEOUT, MAX_RETRY_BACKOFF, MAX_TIMEOUT, MisfirePolicy, ScheduleSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,13 +31,19 @@ _lock = threading.Lock()
 _declared: dict[str, dict[str, DeclaredJob]] = {}
 
 
+def _seconds(value: float | timedelta, where: str, key: str, high: float, low_open: bool) -> timedelta:
+    """A duration given in seconds or as a timedelta, checked (finite, in range) before use."""
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    try:
+        return timedelta(seconds=number(f"{where}: {key}", seconds, low=0.0, high=high, low_open=low_open))
+    except ConfigError as exc:
+        raise DeclarationError(str(exc)) from None
+
+
 def _timeout(value: float | timedelta | None, where: str) -> timedelta:
     if value is None:
         return DEFAULT_TIMEOUT
-    result = value if isinstance(value, timedelta) else timedelta(seconds=value)
-    if result <= timedelta(0):
-        raise DeclarationError(f"{where}: timeout must be positive, got {value!r}")
-    return result
+    return _seconds(value, where, "timeout", MAX_TIMEOUT.total_seconds(), low_open=True)
 
 
 def schedule(
@@ -80,14 +87,14 @@ def schedule(
                 f"{where}: a declared job must take no parameters (or one annotated tickwork.RunContext), "
                 f"but it takes ({', '.join(params)})"
             )
-        from .triggers import check_zone, get_trigger  # deferred: loads trigger plugins on first use
+        from .triggers import check_period, check_zone, get_trigger  # deferred: loads trigger plugins on first use
 
         try:
             check_zone(timezone)
         except TickworkError as exc:
             raise DeclarationError(f"{where}: timezone: {exc}") from exc
         try:
-            get_trigger(kind, expression, timezone)
+            check_period(get_trigger(kind, expression, timezone), datetime.now(UTC))
         except TickworkError as exc:
             raise DeclarationError(f"{where}: invalid {kind} expression {expression!r}: {exc}") from exc
         if "<locals>" in func.__qualname__:
@@ -105,9 +112,9 @@ def schedule(
                 enabled=enabled,
                 misfire=MisfirePolicy(misfire) if misfire else None,
                 retries=retries,
-                retry_backoff=retry_backoff
-                if isinstance(retry_backoff, timedelta)
-                else timedelta(seconds=retry_backoff),
+                retry_backoff=_seconds(
+                    retry_backoff, where, "retry_backoff", MAX_RETRY_BACKOFF.total_seconds(), low_open=False
+                ),
             )
         except ValueError as exc:
             raise DeclarationError(f"{where}: {exc}") from exc

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import os
 import queue
+import secrets
 import signal
 import threading
 import time
@@ -21,7 +23,7 @@ from .abc import Executor, Membership, Store
 from .banner import log_banner
 from .config import Config, find_config_file, parse, plugin_manager_for, read_toml, validate_options
 from .engine import Engine, EngineSettings
-from .errors import ConfigError, DeclarationError, PluginNotFoundError
+from .errors import ConfigError, DeclarationError, NodeIdInUseError, PluginNotFoundError
 from .hooks import HookListener, LifecycleHooks
 from .importerrors import function_location
 from .jobs import DeclaredJob, declared_in
@@ -35,6 +37,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("tickwork.node")
 
 T = TypeVar("T")
+
+#: Seconds a node record counts as live when the membership does not say (no heartbeat TTL).
+DEFAULT_NODE_TTL = 4.0
 
 
 def _located(where: str, build: Callable[[], T]) -> T:
@@ -194,7 +199,10 @@ class Node:
             ),
             clock=clock,
             listener=HookListener(self.hooks, s.node_id),
+            manager=self.manager,
         )
+        #: A token of this process, recorded with the node id (see :meth:`Store.register_node`).
+        self.instance = secrets.token_hex(8)
         self._opened = False
         self._thread: threading.Thread | None = None
         self._looping = False
@@ -227,6 +235,12 @@ class Node:
         if self._stopped.is_set():
             raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
         self.store.open()
+        try:
+            # Before anything else: releasing "this node's" claims would release a live namesake's.
+            self._register()
+        except BaseException:
+            self.store.close()
+            raise
         started: list[Executor] = []
         try:
             released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
@@ -238,9 +252,12 @@ class Node:
                 started.append(executor)
             self.membership.start(self.store, self.node_id)
         except BaseException:
-            # An application may retry start(): leave no threads or connections behind.
+            # An application may retry start(): leave no threads or connections behind, and no
+            # record that makes the next start wait for it to go stale.
             for executor in started:
                 executor.shutdown(wait=False)
+            with contextlib.suppress(Exception):
+                self.store.remove_node(self.node_id)
             self.store.close()
             raise
         self.membership.on_change(self._membership_changed)
@@ -257,6 +274,25 @@ class Node:
             raise
         self._membership_changed()
         return reports
+
+    def _register(self) -> None:
+        """Record this process under the node id, unless a live process uses it. A record whose
+        heartbeat is fresh but no longer advances is a predecessor that crashed (a restart with a
+        fixed id): wait for it to go stale, at most ``node_ttl``. One that advances is live."""
+        ttl = float(getattr(self.membership, "node_ttl", DEFAULT_NODE_TTL))
+        live = self.store.register_node(self.node_id, self.instance, ttl)
+        if live is None:
+            return
+        seen = live.heartbeat_at
+        deadline = time.monotonic() + ttl
+        while live is not None and live.heartbeat_at == seen and time.monotonic() < deadline:
+            time.sleep(min(0.25, ttl / 8))
+            live = self.store.register_node(self.node_id, self.instance, ttl)
+        if live is not None:
+            raise NodeIdInUseError(
+                f"node id {self.node_id!r} is in use by a live node (it is heartbeating); give each node "
+                "its own scheduler.node_id"
+            )
 
     def sync_jobs(self) -> list[SyncReport]:
         reports = []

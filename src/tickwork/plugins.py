@@ -52,6 +52,11 @@ class PluginManager:
         for obj in extra:
             name = obj.__name__ if isinstance(obj, ModuleType) else type(obj).__name__
             self._register(name, obj)
+        try:
+            # A hook implementation whose name matches no hook (a typo) is an error, not ignored.
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise ConfigError(f"tickwork plugin {self._pm.get_name(exc.plugin)!r}: {exc}") from None
         self.stores: Registry[type[Store]] = Registry("store")
         self.triggers: Registry[type[Trigger]] = Registry("trigger")
         self.executors: Registry[type[Executor]] = Registry("executor")
@@ -88,18 +93,35 @@ class PluginManager:
 
 
 _default: PluginManager | None = None
-_default_lock = threading.Lock()
+_default_lock = threading.RLock()
+# Managers built for a configuration, by the plugins it blocks: a process builds one.
+_for_blocks: dict[frozenset[str], PluginManager] = {}
 
 
 def default_manager() -> PluginManager:
-    """The process-wide manager over installed entry points (created on first use)."""
+    """The process's manager: the one built for the configuration (:func:`manager_for_blocks`),
+    or, before any configuration was read, one over every installed entry point."""
     global _default
     if _default is not None:  # no lock once created: this runs for every fire
         return _default
     with _default_lock:
         if _default is None:
-            _default = PluginManager()
+            _default = manager_for_blocks(())
         return _default
+
+
+def manager_for_blocks(block: Iterable[str]) -> PluginManager:
+    """The process's manager for a configuration blocking ``block``: built once (a blocked
+    plugin is never imported), then shared by the engine, the decorators, the CLI and every
+    lookup without an explicit manager (it becomes :func:`default_manager`)."""
+    global _default
+    key = frozenset(block)
+    with _default_lock:
+        manager = _for_blocks.get(key)
+        if manager is None:
+            manager = _for_blocks[key] = PluginManager(block=key)
+        _default = manager
+        return manager
 
 
 def load_object(reference: str) -> object:

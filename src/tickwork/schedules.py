@@ -13,13 +13,16 @@ from .errors import DeclarationError, ScheduleExistsError, TickworkError
 from .jobs import DeclaredJob
 from .plugins import PluginManager
 from .structures import Schedule, SchedulePlan, ScheduleSpec
-from .triggers import get_trigger
+from .triggers import check_period, get_trigger
 
 log = logging.getLogger("tickwork.schedules")
 
 
 def first_fire(spec: ScheduleSpec, now: datetime, manager: PluginManager | None = None) -> datetime | None:
-    return get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager).next_after(now)
+    """The first fire after ``now``; refuses a trigger that fires less than a second apart."""
+    trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager)
+    check_period(trigger, now)
+    return trigger.next_after(now)
 
 
 def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) -> Schedule:
@@ -136,7 +139,9 @@ def sync_module(
             wanted = replace(spec, enabled=current.spec.enabled)
             if wanted == current.spec:
                 report.unchanged.append(spec.name)
-            elif _trigger_key(wanted) != _trigger_key(current.spec) and wanted.enabled:
+            elif (_trigger_key(wanted) != _trigger_key(current.spec) or current.fault is not None) and wanted.enabled:
+                # A new trigger starts from now; so does a parked schedule (its new definition
+                # is the fix). The store clears the fault and marks a running schedule retimed.
                 retrigger.append(wanted)
             else:
                 changed.append(wanted)

@@ -3,6 +3,7 @@ shutdown_grace``, cut short by a second signal), record them, leave the cluster,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -29,17 +30,24 @@ def leave(node: Node, grace: float, abort: threading.Event, *, announce_signals:
         log.exception("could not give back claims taken ahead of their time")
     try:
         drain(node, grace, abort, announce_signals=announce_signals)
-        engine.drop_retries()
     except StoreError as exc:
         log.warning("cannot reach the store to record the last runs (%s); the next start releases them", exc)
     except Exception:
         log.exception("could not record the last runs")
+    # The rest of the engine's way out: record what ended meanwhile, give up pending retries,
+    # release claims it no longer tracks. Its errors are logged by the engine; the store may be
+    # gone (the next start releases then).
+    with contextlib.suppress(Exception):
+        engine.shutdown(0)
     for executor in node.executors.values():
         executor.shutdown(wait=False)
     try:
-        if engine.in_flight or engine.held:
-            # Runs still going are recorded abandoned (a second signal, or past the grace).
-            node.store.release_node(node.node_id, f"node {node.node_id} stopped before the run ended")
+        # Whatever happened before (runs still going after a second signal or past the grace, a
+        # lost answer, an end that could not be written), this node leaves nothing claimed: one
+        # statement when there is nothing to release.
+        released = node.store.release_node(node.node_id, f"node {node.node_id} stopped before the run ended")
+        if released:
+            log.warning("released %d claim(s) at shutdown", released)
     except StoreError as exc:
         log.warning("cannot reach the store to release this node's claims (%s); other nodes release them", exc)
     except Exception:

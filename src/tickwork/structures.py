@@ -16,6 +16,11 @@ from typing import Any
 BUCKETS = 1024
 
 DEFAULT_TIMEOUT = timedelta(minutes=5)
+#: The longest soft timeout of a run.
+MAX_TIMEOUT = timedelta(days=30)
+#: The most retries of one fire, and the longest wait before the first one.
+MAX_RETRIES = 100
+MAX_RETRY_BACKOFF = timedelta(days=1)
 
 
 class Choice(enum.StrEnum):
@@ -116,12 +121,16 @@ class ScheduleSpec:
             raise ValueError(f"name: at most 200 characters, got {len(self.name)}")
         if not isinstance(self.arguments, dict):
             raise ValueError(f"arguments: must be a JSON object (dict), got {type(self.arguments).__name__}")
-        if not isinstance(self.timeout, timedelta) or self.timeout <= timedelta(0):
-            raise ValueError(f"timeout: must be a positive timedelta, got {self.timeout!r}")
-        if not isinstance(self.retries, int) or self.retries < 0:
-            raise ValueError(f"retries: must be a non-negative integer, got {self.retries!r}")
-        if not isinstance(self.retry_backoff, timedelta) or self.retry_backoff < timedelta(0):
-            raise ValueError(f"retry_backoff: must be a non-negative timedelta, got {self.retry_backoff!r}")
+        if not isinstance(self.timeout, timedelta) or not timedelta(0) < self.timeout <= MAX_TIMEOUT:
+            raise ValueError(
+                f"timeout: must be more than 0 s and at most {MAX_TIMEOUT.days} days, got {self.timeout!r}"
+            )
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or not 0 <= self.retries <= MAX_RETRIES:
+            raise ValueError(f"retries: must be an integer from 0 to {MAX_RETRIES}, got {self.retries!r}")
+        if not isinstance(self.retry_backoff, timedelta) or not timedelta(0) <= self.retry_backoff <= MAX_RETRY_BACKOFF:
+            raise ValueError(
+                f"retry_backoff: must be from 0 s to {MAX_RETRY_BACKOFF.days} day, got {self.retry_backoff!r}"
+            )
         if self.misfire is not None and not isinstance(self.misfire, MisfirePolicy):
             object.__setattr__(self, "misfire", MisfirePolicy(self.misfire))
 
@@ -161,6 +170,8 @@ class Schedule:
     claim_seq: int
     created_at: datetime
     updated_at: datetime
+    #: Why the schedule is parked (it fires no more until fixed), ``None`` when it is not.
+    fault: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("next_fire", "claimed_at", "created_at", "updated_at"):

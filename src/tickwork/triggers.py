@@ -25,6 +25,16 @@ def detect_kind(expression: str, manager: PluginManager | None = None) -> str:
     )
 
 
+#: The shortest time between two fires of a schedule, in seconds, whatever its trigger kind.
+MIN_PERIOD = 1.0
+#: Consecutive fires sampled when checking a trigger's period.
+PERIOD_SAMPLES = 60
+
+
+def _shown(expression: str) -> str:
+    return repr(expression if len(expression) <= 60 else expression[:57] + "...")
+
+
 @lru_cache(maxsize=1024)
 def check_zone(tz: str) -> None:
     """:raises tickwork.errors.TriggerError: naming ``tz`` if it is not an IANA time zone"""
@@ -36,7 +46,13 @@ def check_zone(tz: str) -> None:
 
 @lru_cache(maxsize=65536)
 def _compile(cls: type[Trigger], expression: str, tz: str) -> Trigger:
-    return cls(expression, tz)
+    try:
+        return cls(expression, tz)
+    except TriggerError:
+        raise
+    except (ValueError, OverflowError, ArithmeticError) as exc:
+        # A trigger's own checks missed it (e.g. a 5,000-digit number): still one clear line.
+        raise TriggerError(f"{cls.kind}: invalid expression {_shown(expression)}: {exc}") from None
 
 
 def get_trigger(kind: str, expression: str, tz: str = "UTC", manager: PluginManager | None = None) -> Trigger:
@@ -79,3 +95,37 @@ def next_fire_times(
         out.append(nxt)
         current = nxt
     return out
+
+
+def check_period(trigger: Trigger, after: datetime, samples: int = PERIOD_SAMPLES) -> None:
+    """Refuse a trigger that fires less than :data:`MIN_PERIOD` apart, judged on ``samples``
+    consecutive fires after ``after`` (a sub-second pattern shows within its first few fires).
+
+    :raises tickwork.errors.TriggerError: naming two fires that are too close
+    """
+    previous = trigger.next_after(after)
+    for _ in range(samples):
+        if previous is None:
+            return
+        nxt = trigger.next_after(previous)
+        if nxt is not None and (nxt - previous).total_seconds() < MIN_PERIOD:
+            raise TriggerError(
+                f"{trigger.kind} {_shown(trigger.expression)} fires less than {MIN_PERIOD:g} s apart "
+                f"({previous.isoformat()} and {nxt.isoformat()}); schedules fire at most once a second"
+            )
+        previous = nxt
+
+
+_period_checked: dict[Trigger, None] = {}
+
+
+def checked_period(trigger: Trigger, after: datetime) -> Trigger:
+    """``trigger`` once :func:`check_period` passed for it (checked once per trigger and process:
+    the engine calls this for every fire, so a schedule stored before the rule existed is parked
+    instead of writing a history row per microsecond)."""
+    if trigger not in _period_checked:
+        check_period(trigger, after, samples=10)
+        if len(_period_checked) > 65536:
+            _period_checked.clear()
+        _period_checked[trigger] = None
+    return trigger

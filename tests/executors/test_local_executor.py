@@ -61,7 +61,7 @@ def test_validate_target_refuses_arguments_the_callable_does_not_take() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"max_workers": 0}, "executor.local.max_workers: must be >= 1, got 0"),
+        ({"max_workers": 0}, "executor.local.max_workers: must be an integer from 1 to 10000, got 0"),
         ({"mode": "fork"}, "executor.local.mode: 'fork' is not one of thread, process"),
     ],
 )

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, delete, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, or_, select, update
 
 from ..errors import ScheduleExistsError
 from ..structures import ScheduleSpec
@@ -70,7 +70,8 @@ def update_schedules(
     stmt = (
         update(schedules)
         .where(schedules.c.name == bindparam("b_key"))
-        .values({c: bindparam(f"b_{c}") for c in columns} | {"updated_at": store.now_expr()})
+        # A new definition is a fix: a parked schedule fires again (docs/architecture.md#faults).
+        .values({c: bindparam(f"b_{c}") for c in columns} | {"updated_at": store.now_expr(), "fault": None})
     )
     for batch in chunks(sorted(specs, key=lambda s: s.name)):
         now = clock(store, conn)
@@ -80,6 +81,34 @@ def update_schedules(
             if next_fire is not None:
                 row["b_next_fire"] = next_fire(spec, now)
             rows.append(row)
+        conn.execute(stmt, rows)
+
+
+def mark_retimed(conn: Connection, specs: Sequence[ScheduleSpec]) -> None:
+    """Mark retimed the running schedules whose stored trigger differs from ``specs``', so that
+    the run's release keeps the next fire written now (docs/architecture.md#faults). Its own
+    statement, before the definitions are replaced: MySQL evaluates ``SET`` left to right on the
+    new values, so the comparison cannot be part of the update itself."""
+    stmt = (
+        update(schedules)
+        .where(
+            and_(
+                schedules.c.name == bindparam("b_key"),
+                schedules.c.state == "running",
+                or_(
+                    schedules.c.trigger_kind != bindparam("b_trigger_kind"),
+                    schedules.c.expression != bindparam("b_expression"),
+                    schedules.c.timezone != bindparam("b_timezone"),
+                ),
+            )
+        )
+        .values(retimed=True)
+    )
+    for batch in chunks(sorted(specs, key=lambda s: s.name)):
+        rows = [
+            {"b_key": s.name, "b_trigger_kind": s.trigger_kind, "b_expression": s.expression, "b_timezone": s.timezone}
+            for s in batch
+        ]
         conn.execute(stmt, rows)
 
 

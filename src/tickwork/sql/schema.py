@@ -105,6 +105,11 @@ schedules = Table(
     Column("claim_seq", BigInteger, nullable=False, server_default="0"),
     # A "run now" that arrived while a run was active; the end of that run honours it.
     Column("fire_requested_at", UTCDateTime, nullable=True),
+    # Why the schedule is parked (next_fire NULL): handling one of its claims failed on a node.
+    # Cleared when the definition changes or the schedule is enabled again.
+    Column("fault", Text, nullable=True),
+    # The trigger changed while a run was active: its release keeps the next fire stored then.
+    Column("retimed", Boolean, nullable=False, server_default=text("false")),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint("state IN ('idle', 'running')", name="state"),
@@ -179,4 +184,6 @@ nodes = Table(
     Column("id", String(200), primary_key=True),
     Column("started_at", UTCDateTime, nullable=False),
     Column("heartbeat_at", UTCDateTime, nullable=False),
+    # Random per process: a second live process with the same node id is refused at start.
+    Column("instance", String(64), nullable=True),
 )

@@ -27,7 +27,9 @@ from sqlalchemy import (
     Row,
     RowMapping,
     Select,
+    Text,
     Update,
+    and_,
     bindparam,
     case,
     delete,
@@ -36,6 +38,7 @@ from sqlalchemy import (
     literal,
     or_,
     select,
+    true,
     tuple_,
     update,
 )
@@ -49,6 +52,7 @@ from ..errors import (
     SchemaOutdatedError,
     StoreError,
 )
+from ..numbers import integer
 from ..structures import (
     BUCKETS,
     FAILING,
@@ -73,7 +77,7 @@ log = logging.getLogger("tickwork.store")
 #: Longest error text kept in the history.
 MAX_ERROR_CHARS = 4000
 #: The SET clause that leaves a schedule held by no node, its next fire time unchanged.
-UNHELD: dict[str, Any] = {"state": "idle", "claimed_by": None, "claimed_at": None}
+UNHELD: dict[str, Any] = {"state": "idle", "claimed_by": None, "claimed_at": None, "retimed": False}
 
 
 def spec_from_row(r: RowMapping) -> ScheduleSpec:
@@ -107,6 +111,16 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
         claim_seq=row.claim_seq,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        fault=row.fault,
+    )
+
+
+def retriggered(spec: ScheduleSpec) -> ColumnElement[bool]:
+    """The stored trigger (kind, expression, zone) differs from ``spec``'s."""
+    return or_(
+        schedules.c.trigger_kind != spec.trigger_kind,
+        schedules.c.expression != spec.expression,
+        schedules.c.timezone != spec.timezone,
     )
 
 
@@ -209,8 +223,7 @@ class SQLStore(Store):
                 f"claim strategy {strategy_name!r} is not supported by the {self.database_label} store; "
                 f"it supports: {', '.join(self.claim_strategies)}"
             )
-        if batch_size < 1:
-            raise ConfigError(f"batch_size: must be >= 1, got {batch_size}")
+        integer("batch_size", batch_size, low=1, high=100_000)
         self.strategy: ClaimStrategy = STRATEGIES[strategy_name]()
         self.batch_size = batch_size
         self.clock = clock
@@ -340,11 +353,18 @@ class SQLStore(Store):
         return func.substr(mask, schedules.c.bucket + 1, 1) == literal(OWNED, LargeBinary)
 
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:
-        """The SET clause of a fenced release; a pending "run now" makes the schedule due at once."""
+        """The SET clause of a fenced release; a pending "run now" makes the schedule due at once,
+        and a trigger changed during the run keeps the next fire :meth:`update` set."""
         return {
             **UNHELD,
             "fire_requested_at": None,
-            "next_fire": case((schedules.c.fire_requested_at.is_not(None), self.now_expr()), else_=next_fire),
+            # A trigger changed meanwhile (sync, update) set the next fire: the run's, computed
+            # from the old trigger, does not overwrite it.
+            "next_fire": case(
+                (schedules.c.fire_requested_at.is_not(None), self.now_expr()),
+                (schedules.c.retimed, schedules.c.next_fire),
+                else_=next_fire,
+            ),
         }
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -461,7 +481,16 @@ class SQLStore(Store):
         return schedule_from_row(row)
 
     def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
-        values = spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr()}
+        # A new definition is a fix: a parked schedule fires again. A new trigger while a run is
+        # active marks the row retimed, so that the run's release keeps this next fire.
+        values = spec_values(spec) | {
+            "next_fire": next_fire,
+            "updated_at": self.now_expr(),
+            "fault": None,
+            "retimed": case(
+                (and_(schedules.c.state == "running", retriggered(spec)), true()), else_=schedules.c.retimed
+            ),
+        }
         with self._tx() as conn:
             row = conn.execute(
                 update(schedules).where(schedules.c.name == spec.name).values(**values).returning(*schedules.c)
@@ -485,6 +514,15 @@ class SQLStore(Store):
                 self.lock_schedule_writes(conn)
                 stored = [schedule_from_row(r) for r in conn.execute(select(schedules).order_by(schedules.c.name))]
                 applied = plan(stored)
+                triggers = {s.name: (s.spec.trigger_kind, s.spec.expression, s.spec.timezone) for s in stored}
+                bulk.mark_retimed(
+                    conn,
+                    [
+                        spec
+                        for spec in (*applied.update, *applied.retrigger)
+                        if triggers.get(spec.name) != (spec.trigger_kind, spec.expression, spec.timezone)
+                    ],
+                )
                 bulk.insert_schedules(self, conn, applied.create, next_fire, spec_values)
                 bulk.update_schedules(self, conn, applied.update, None, spec_values)
                 bulk.update_schedules(self, conn, applied.retrigger, next_fire, spec_values)
@@ -542,7 +580,7 @@ class SQLStore(Store):
             row = conn.execute(
                 update(schedules)
                 .where(schedules.c.name == name)
-                .values(enabled=enabled, next_fire=next_fire, updated_at=self.now_expr())
+                .values(enabled=enabled, next_fire=next_fire, updated_at=self.now_expr(), fault=None)
                 .returning(*schedules.c)
             ).first()
             if row is None:
@@ -733,8 +771,14 @@ class SQLStore(Store):
                     .values(status=bindparam("b_status"), finished_at=now),
                     late_runs,
                 )
+                # Appended: the reason the reaper or a dead-node release wrote stays readable.
                 conn.execute(
-                    update(runs).where(runs.c.id == bindparam("b_id")).values(error=bindparam("b_error")),
+                    update(runs)
+                    .where(runs.c.id == bindparam("b_id"))
+                    .values(
+                        error=func.coalesce(runs.c.error + literal("\n", Text), literal("", Text))
+                        + bindparam("b_error", type_=Text)
+                    ),
                     late_runs,
                 )
                 for f in finishes:
@@ -825,6 +869,19 @@ class SQLStore(Store):
                 )
                 .returning(runs.c.id)
             ).scalar()
+            if run_id is None:
+                # Opened before under this very claim (the answer was lost): the same attempt.
+                run_id = conn.execute(
+                    select(runs.c.id).where(
+                        runs.c.schedule_id == claim.schedule_id,
+                        runs.c.scheduled_for == claim.scheduled_for,
+                        runs.c.attempt == claim.attempt,
+                        runs.c.claim_seq == claim.claim_seq,
+                        runs.c.node == node_id,
+                        runs.c.status == "running",
+                        fenced.exists(),
+                    )
+                ).scalar()
         return None if run_id is None else int(run_id)
 
     @transient_retry
@@ -869,6 +926,73 @@ class SQLStore(Store):
             if released:
                 self._notify(conn)
         return int(released or 0)
+
+    @transient_retry
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+        if not parks:
+            return []
+        now = self.now_expr()
+        with self._tx() as conn:
+            landed: list[bool] = []
+            for finish, fault in parks:
+                claim = finish.claim
+                parked = conn.execute(
+                    update(schedules)
+                    .where(
+                        schedules.c.id == claim.schedule_id,
+                        schedules.c.claim_seq == claim.claim_seq,
+                        schedules.c.state == "running",
+                    )
+                    .values(**UNHELD, next_fire=None, fire_requested_at=None, fault=cap(fault, 1000))
+                ).rowcount
+                landed.append(bool(parked))
+                if claim.run_id is not None and parked:
+                    values: dict[str, Any] = {
+                        "status": finish.outcome.status.value,
+                        "error": cap(finish.outcome.error),
+                        "finished_at": now,
+                    }
+                    if finish.started_at is not None:
+                        values["started_at"] = finish.started_at
+                    conn.execute(update(runs).where(runs.c.id == claim.run_id).values(**values))
+            if any(landed):
+                self._notify(conn)
+        return landed
+
+    @transient_retry
+    def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
+        keep = {(c.schedule_id, c.claim_seq) for c in tracked}
+        with self._tx() as conn:
+            # Locked where the database can (PostgreSQL, MySQL; SQLite writes one at a time), so
+            # what is read is what is released. No RETURNING: MySQL has none.
+            held = conn.execute(
+                select(schedules.c.id, schedules.c.claim_seq)
+                .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
+                .with_for_update()
+            ).all()
+            stranded = [(r.id, r.claim_seq) for r in held if (r.id, r.claim_seq) not in keep]
+            if not stranded:
+                return 0
+            conn.execute(
+                update(schedules)
+                .where(
+                    tuple_(schedules.c.id, schedules.c.claim_seq).in_(stranded),
+                    schedules.c.claimed_by == node_id,
+                    schedules.c.state == "running",
+                )
+                .values(**UNHELD)
+            )
+            conn.execute(
+                update(runs)
+                .where(
+                    tuple_(runs.c.schedule_id, runs.c.claim_seq).in_(stranded),
+                    runs.c.node == node_id,
+                    runs.c.status == "running",
+                )
+                .values(status=RunStatus.ABANDONED.value, finished_at=self.now_expr(), error=reason)
+            )
+            self._notify(conn)
+        return len(stranded)
 
     @transient_retry
     def reap_expired(self, grace_seconds: float) -> int:
@@ -921,6 +1045,48 @@ class SQLStore(Store):
                 ).scalar_one()
         assert isinstance(value, datetime)
         return value
+
+    @transient_retry
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+        now = self.now_expr()
+        fresh = nodes.c.heartbeat_at > self._plus_seconds(now, literal(-live_within))
+        with self._tx() as conn:
+            live = conn.execute(
+                select(nodes).where(nodes.c.id == node_id, fresh, nodes.c.instance.is_distinct_from(instance))
+            ).first()
+            if live is not None:
+                return NodeInfo(id=live.id, started_at=live.started_at, heartbeat_at=live.heartbeat_at)
+            conn.execute(delete(nodes).where(nodes.c.id == node_id))
+            conn.execute(insert(nodes).values(id=node_id, started_at=now, heartbeat_at=now, instance=instance))
+        return None
+
+    @transient_retry
+    def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
+        now = self.now_expr()
+        with self._tx() as conn:
+            # The judgement and the release in one transaction: a node that beats in between
+            # either beat first (then this deletes nothing) or waits for this to commit.
+            dead = conn.execute(
+                select(nodes.c.id)
+                .where(nodes.c.id == node_id, nodes.c.heartbeat_at < self._plus_seconds(now, literal(-stale_after)))
+                .with_for_update()
+            ).first()
+            if dead is None:
+                return None
+            conn.execute(delete(nodes).where(nodes.c.id == node_id))
+            conn.execute(
+                update(runs)
+                .where(runs.c.node == node_id, runs.c.status == "running")
+                .values(status=RunStatus.ABANDONED.value, finished_at=now, error=reason)
+            )
+            released = conn.execute(
+                update(schedules)
+                .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
+                .values(**UNHELD)
+            ).rowcount
+            if released:
+                self._notify(conn)
+        return int(released or 0)
 
     @transient_retry
     def nodes(self) -> list[NodeInfo]:
@@ -1067,8 +1233,17 @@ class SQLStore(Store):
     def prune_history(self, older_than: timedelta) -> int:
         """Delete finished runs that finished more than ``older_than`` ago (database clock)."""
         cutoff = self._plus_seconds(self.now_expr(), literal(-older_than.total_seconds()))
+        # A row at or after its schedule's next fire fences that fire (an abandoned fire released
+        # with its fire time unchanged): without it the fire would run again. Kept, however old.
+        fences_a_fire = (
+            select(schedules.c.id)
+            .where(schedules.c.id == runs.c.schedule_id, schedules.c.next_fire <= runs.c.scheduled_for)
+            .exists()
+        )
         with self._tx() as conn:
-            result = conn.execute(delete(runs).where(runs.c.status != "running", runs.c.finished_at < cutoff))
+            result = conn.execute(
+                delete(runs).where(runs.c.status != "running", runs.c.finished_at < cutoff, ~fences_a_fire)
+            )
         return int(result.rowcount or 0)
 
 

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from ..abc import Store
 from ..errors import ConfigError
-from ..structures import Claim, Finish, Outcome, RunStatus, ScheduleState, utc
+from ..structures import Claim, Finish, NodeInfo, Outcome, RunStatus, ScheduleState, utc
 from .memory_rows import RunRow, cap
 from .memory_tables import MemoryTables, aware
 
@@ -152,6 +152,15 @@ class MemoryStore(MemoryTables, Store):
             row.claimed_at = now  # a retry renews the claim
             if row.state is not ScheduleState.RUNNING:
                 return None
+            for known in self._runs.values():  # opened before under this claim: the same attempt
+                if (known.schedule_id, known.scheduled_for, known.attempt, known.claim_seq, known.node) == (
+                    row.id,
+                    claim.scheduled_for,
+                    claim.attempt,
+                    row.claim_seq,
+                    node_id,
+                ) and known.status is RunStatus.RUNNING:
+                    return known.id
             run = RunRow(
                 id=next(self._run_ids),
                 schedule_id=row.id,
@@ -192,6 +201,63 @@ class MemoryStore(MemoryTables, Store):
             if held:
                 self._notify()
             return len(held)
+
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+        with self._tx() as now:
+            landed = []
+            for f, fault in parks:
+                row = self._held(f.claim)
+                landed.append(row is not None)
+                if row is None:
+                    continue
+                row.next_fire, row.fire_requested_at, row.fault = None, None, fault
+                row.unhold()
+                run = self._runs.get(f.claim.run_id) if f.claim.run_id is not None else None
+                if run is not None:
+                    run.end(f.outcome.status, f.outcome.error, now)
+            if any(landed):
+                self._notify()
+            return landed
+
+    def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
+        keep = {(c.schedule_id, c.claim_seq) for c in tracked}
+        with self._tx() as now:
+            stranded = [
+                r
+                for r in self._schedules.values()
+                if r.claimed_by == node_id and r.state is ScheduleState.RUNNING and (r.id, r.claim_seq) not in keep
+            ]
+            fences = {(r.id, r.claim_seq) for r in stranded}
+            for run in self._runs.values():
+                if (
+                    run.node == node_id
+                    and run.status is RunStatus.RUNNING
+                    and (run.schedule_id, run.claim_seq) in fences
+                ):
+                    run.end(RunStatus.ABANDONED, reason, now)
+            for row in stranded:
+                row.unhold()
+            if stranded:
+                self._notify()
+            return len(stranded)
+
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+        with self._tx() as now:
+            known = self._nodes.get(node_id)
+            owner = self._instances.get(node_id)
+            if known is not None and owner != instance and known.heartbeat_at > now - timedelta(seconds=live_within):
+                return known
+            self._nodes[node_id] = NodeInfo(node_id, now, now)
+            self._instances[node_id] = instance
+            return None
+
+    def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
+        with self._tx() as now:
+            known = self._nodes.get(node_id)
+            if known is None or known.heartbeat_at >= now - timedelta(seconds=stale_after):
+                return None
+            self._nodes.pop(node_id, None)
+        return self.release_node(node_id, reason)
 
     def reap_expired(self, grace_seconds: float) -> int:
         with self._tx() as now:

@@ -43,6 +43,8 @@ class ScheduleRow:
     claim_seq: int = 0
     #: A "run now" that arrived while a run was active; the release honours it.
     fire_requested_at: datetime | None = None
+    #: Why the schedule is parked (see :meth:`tickwork.abc.Store.park`).
+    fault: str | None = None
 
     @property
     def claimable(self) -> bool:
@@ -64,6 +66,7 @@ class ScheduleRow:
             claim_seq=self.claim_seq,
             created_at=self.created_at,
             updated_at=self.updated_at,
+            fault=self.fault,
         )
 
 

@@ -37,6 +37,7 @@ class MemoryTables:
         #: Invariant 1: (schedule, scheduled-for, attempt) -> the one run row for it.
         self._fires: dict[tuple[int, datetime, int], int] = {}
         self._nodes: dict[str, NodeInfo] = {}
+        self._instances: dict[str, str] = {}
         self._wakes: list[Callable[[], None]] = []
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -116,7 +117,7 @@ class MemoryTables:
     def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
         with self._tx() as now:
             row = self._row(spec.name)
-            row.spec, row.next_fire, row.updated_at = stored_spec(spec), aware(next_fire), now
+            row.spec, row.next_fire, row.updated_at, row.fault = stored_spec(spec), aware(next_fire), now, None
             self._notify()
             return row.public()
 
@@ -151,6 +152,7 @@ class MemoryTables:
         with self._tx() as now:
             row = self._row(name)
             row.spec, row.next_fire, row.updated_at = replace(row.spec, enabled=enabled), aware(next_fire), now
+            row.fault = None
             self._notify()
             return row.public()
 

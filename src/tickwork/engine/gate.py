@@ -1,0 +1,121 @@
+"""When to claim: the next due time this node may claim, the claim lead and busy polling."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime
+
+from ..abc import Membership, Store
+from .clock import DatabaseClock
+from .settings import BUSY_POLL_WINDOW, NEXT_DUE_MAX_AGE
+
+
+class ClaimGate:
+    """Decides whether to claim now and how long to sleep until the next claim.
+
+    When claiming ahead, it claims only once the earliest claimable fire is due within this
+    node's claim lead (about half the lookahead): a wake-up (a run ended here or elsewhere) then
+    does not claim one freshly released schedule at a time, which at 1,000 fires/s spread over
+    each second cost a claim statement, a commit and an empty claim on the other nodes per fire
+    or two; nor does the node that ran the last fires take the next ones as it releases them,
+    before any other node could.
+    """
+
+    def __init__(self, store: Store, membership: Membership, clock: DatabaseClock, lookahead: float) -> None:
+        self.store = store
+        self.membership = membership
+        self.clock = clock
+        self.lookahead = lookahead
+        self._next_due: datetime | None = None
+        self._known = False
+        self._read_at = 0.0
+        #: How many times the next due time was read from the store.
+        self.reads = 0
+        # Bumped by changed(): a next due time read before the latest change is not trusted.
+        self._changes = 0
+        self._read_changes = -1
+        self.claim_lead = self.draw_claim_lead()
+        # A node that has just started looks as if something were due: the fires it may claim
+        # may all be held by nodes that started before it.
+        self._due_seen_at = clock.monotonic()
+
+    @property
+    def next_due(self) -> datetime | None:
+        """The earliest fire this node may claim, as last read or folded in."""
+        return self._next_due
+
+    def changed(self) -> None:
+        """Something changed in the store: the next due time must be read again."""
+        self._changes += 1
+
+    def draw_claim_lead(self) -> float:
+        """How long before a fire's time this node's next claim ahead begins: half the lookahead
+        less up to 2 % of it, drawn anew after each drained claim. All owners of a fire wake at
+        about the same time, so a large batch is claimed by all of them at once; without the
+        jitter, the owner whose clock reading happens to be tightest would win every small batch
+        (in a 3-node test one node ran 1,079 fires and another 0)."""
+        return self.lookahead * random.uniform(0.48, 0.5)
+
+    def is_open(self) -> bool:
+        """Whether to claim now. The next due time is the one read before the loop last slept;
+        after a claim drained the window it is read again first. A change that brings a fire
+        closer wakes the loop, which reads it again before it sleeps, so the gate delays such a
+        fire by one loop at most."""
+        if self.lookahead <= 0:
+            return True
+        if not self._known:
+            self.read()
+        if self._next_due is None:
+            return False
+        return (self._next_due - self.clock.now()).total_seconds() <= self.claim_lead
+
+    def claimed(self, count: int, limit: int) -> None:
+        if count:
+            self._due_seen_at = self.clock.monotonic()
+        if count < limit:
+            # The window is drained: claim again only after reading what is due next (what was
+            # read before is claimed now), at a new lead.
+            self._known = False
+            self.claim_lead = self.draw_claim_lead()
+
+    def read(self) -> datetime | None:
+        changes = self._changes
+        self._next_due = self.store.next_due(buckets=self.membership.owned_buckets())
+        self._known, self._read_at, self._read_changes = True, self.clock.monotonic(), changes
+        self.reads += 1
+        return self._next_due
+
+    def fresh(self) -> bool:
+        """Whether the next due time last read can be used without reading it again: nothing was
+        notified since, it is younger than :data:`NEXT_DUE_MAX_AGE`, and this node's own ends have
+        been folded in (:meth:`fold_released`). Runs that end one at a time otherwise cost a read
+        each (measured: 0.76-0.93 reads per fire on SQLite at 1,000 fires/s)."""
+        return (
+            self._known
+            and self._read_changes == self._changes
+            and self.clock.monotonic() - self._read_at < NEXT_DUE_MAX_AGE
+        )
+
+    def fold_released(self, next_fires: list[datetime]) -> None:
+        """Schedules this node released are due at their next fire (or at a "run now" that arrived
+        meanwhile, which the next read, at most NEXT_DUE_MAX_AGE later, finds)."""
+        if self._known and next_fires:
+            earliest = min(next_fires)
+            if self._next_due is None or earliest < self._next_due:
+                self._next_due = earliest
+
+    def seconds_until_claim(self, sleep: float) -> float:
+        """``sleep`` shortened to when the next claim is due."""
+        due = self._next_due if self.fresh() else self.read()
+        now_mono = self.clock.monotonic()
+        if due is not None:
+            # The database clock decides; ask it rather than trusting this node's wall clock.
+            until_due = (due - self.clock.now()).total_seconds() - self.claim_lead
+            self._due_seen_at = now_mono
+            return min(sleep, max(until_due, 0.001))
+        if self.lookahead > 0 and now_mono - self._due_seen_at < BUSY_POLL_WINDOW:
+            # Everything this node may claim is running, held by whichever node claimed it ahead;
+            # ends are not notified, so look again in time to take a turn at the next claim. (A
+            # cluster with nothing to do stops looking after BUSY_POLL_WINDOW.)
+            return min(sleep, self.lookahead / 4)
+        return sleep

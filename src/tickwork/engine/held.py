@@ -1,0 +1,68 @@
+"""Fires claimed ahead of their time (``lookahead``), waiting in memory to start on time."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..structures import Claim
+
+
+@dataclass(order=True)
+class HeldFire:
+    """A claim taken ahead of its time; it starts at ``scheduled_for`` by the database clock."""
+
+    scheduled_for: datetime
+    seq: int
+    claim: Claim = field(compare=False)
+    #: The monotonic time the claim's answer arrived (its ``claimed_at`` plus the time since is
+    #: a lower bound of the database clock).
+    mono_claimed: float = field(compare=False)
+
+
+class HeldFires:
+    """The held fires, earliest first.
+
+    :param now_for: the database clock for a held fire (see :meth:`DatabaseClock.since_claim`)
+    """
+
+    def __init__(self, now_for: Callable[[HeldFire], datetime]) -> None:
+        self._heap: list[HeldFire] = []
+        self._seq = itertools.count()
+        self._now_for = now_for
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def hold(self, claim: Claim, mono_claimed: float) -> None:
+        heapq.heappush(self._heap, HeldFire(claim.scheduled_for, next(self._seq), claim, mono_claimed))
+
+    def seconds_until_next(self) -> float | None:
+        """Seconds until the earliest held fire is due (0 when it is), ``None`` when none is held."""
+        if not self._heap:
+            return None
+        first = self._heap[0]
+        return max(0.0, (first.scheduled_for - self._now_for(first)).total_seconds())
+
+    def pop_due(self) -> list[HeldFire]:
+        """Take the held fires that are due, earliest first."""
+        due = []
+        while self._heap and self.seconds_until_next() == 0.0:
+            due.append(heapq.heappop(self._heap))
+        return due
+
+    def claims(self) -> list[Claim]:
+        """The held claims, earliest first."""
+        return [h.claim for h in sorted(self._heap)]
+
+    def give_back(self, unclaim: Callable[[list[Claim]], int]) -> int:
+        """Hand every held claim to ``unclaim``; forget them only once it returned (a store error
+        leaves them held, still this node's to release)."""
+        if not self._heap:
+            return 0
+        given = unclaim([h.claim for h in self._heap])
+        self._heap = []
+        return given

@@ -1,0 +1,117 @@
+"""Background duties of a node, run between passes of the loop: renew, reap, reconcile, prune.
+
+Each duty is a small service with its own interval (River's maintenance services): one that
+fails with something other than a store error is logged once and tried again at its next turn;
+the others keep running.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..abc import Store
+from ..errors import StoreError, TickworkError
+from ..structures import Claim
+from .faults import OnceLogger
+from .settings import PRUNE_INTERVAL, EngineSettings
+
+log = logging.getLogger("tickwork.engine")
+
+
+@dataclass
+class Service:
+    """A duty run every ``interval`` seconds; ``when_idle`` is false for duties with nothing to
+    do while this node holds no claim."""
+
+    name: str
+    interval: float
+    run: Callable[[], object]
+    when_idle: bool = True
+    next_run: float = 0.0
+
+
+class Housekeeping:
+    """The node's duties. ``tracked`` returns every claim the engine still handles (in flight,
+    held, waiting for a retry, end not yet written): anything else this node holds in the store
+    is stranded and the reconcile releases it."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: EngineSettings,
+        tracked: Callable[[], list[Claim]],
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.tracked = tracked
+        self.monotonic = monotonic
+        self._errors = OnceLogger(log)
+        self.services = [
+            Service("renew", settings.renew_interval, self.renew, when_idle=False),
+            Service("reap", settings.reap_interval, self.reap),
+            # As often as the reap: both release what nobody runs any more.
+            Service("reconcile", settings.reap_interval, self.reconcile),
+        ]
+        if settings.history_retention is not None:
+            self.services.append(Service("prune", PRUNE_INTERVAL, self.prune))
+        # The first reconcile waits a full interval: start-up already released what was left.
+        self.services[2].next_run = monotonic() + settings.reap_interval
+
+    def run_due(self, busy: bool) -> None:
+        """Run the duties whose turn it is (``busy``: this node holds claims).
+
+        :raises tickwork.errors.StoreError: from the first duty that met one (the others wait
+            for their next turn)
+        """
+        now = self.monotonic()
+        for service in self.services:
+            if now < service.next_run or (not busy and not service.when_idle):
+                continue
+            service.next_run = now + service.interval
+            try:
+                service.run()
+            except StoreError:
+                raise
+            except Exception as exc:
+                self._errors.log(f"housekeeping {service.name} failed", exc)
+
+    def seconds_until_next(self, busy: bool) -> float:
+        now = self.monotonic()
+        waits = [s.next_run - now for s in self.services if busy or s.when_idle]
+        return max(0.0, min(waits)) if waits else float("inf")
+
+    def renew(self) -> None:
+        self.store.renew(self.settings.node_id, self.tracked())
+
+    def reap(self) -> None:
+        reaped = self.store.reap_expired(self.settings.hard_timeout_grace)
+        if reaped:
+            log.warning("hard timeout released %d schedule(s)", reaped)
+
+    def reconcile(self) -> int:
+        """Release what this node holds in the store but no longer tracks (a claim whose answer
+        was lost, a retry whose start failed, ...), recording its running runs as abandoned."""
+        node = self.settings.node_id
+        released = self.store.release_untracked(
+            node, self.tracked(), f"node {node} no longer tracked this claim (released by its reconcile)"
+        )
+        if released:
+            log.warning("reconcile released %d claim(s) this node no longer tracked", released)
+        return released
+
+    def prune(self) -> None:
+        retention = self.settings.history_retention
+        assert retention is not None
+        prune = getattr(self.store, "prune_history", None)
+        if prune is None:
+            return
+        try:
+            pruned = prune(retention)
+        except TickworkError as exc:
+            log.warning("pruning history failed: %s", exc)
+            return
+        if pruned:
+            log.info("pruned %d history rows older than %s", pruned, retention)

@@ -1,0 +1,304 @@
+"""The engine of one tickwork node: sleep until something is due, claim it, run it, end it.
+
+One thread runs the loop; executors report outcomes from their own threads into a queue the loop
+drains in batches, so claims, history writes and releases are each one statement per batch. The
+loop delegates to small parts (docs/architecture.md#the-engine): the database clock, the claim
+gate, the held fires, the retry queue, the end writer and the housekeeping services; fire times
+come from the pure functions of ``planning.py``.
+
+A fault while handling one claim (its trigger, its executor, its arithmetic) ends that run with
+the error recorded and parks the schedule; a fault of the loop itself is logged and backed off.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from ..abc import Executor, Membership, Store
+from ..errors import StoreError
+from ..listener import EngineListener, SafeListener
+from ..plugins import PluginManager
+from ..structures import Claim, Finish, Outcome, RunStatus
+from .clock import DatabaseClock
+from .ends import Counters, EndWriter
+from .faults import OnceLogger
+from .gate import ClaimGate
+from .held import HeldFires
+from .housekeeping import Housekeeping
+from .retries import RetryQueue
+from .runs import Runs
+from .settings import EngineSettings, clamp_wait
+
+log = logging.getLogger("tickwork.engine")
+
+
+class Engine:
+    """Runs the claim → execute → finish loop of one node.
+
+    :param store: an open store
+    :param executors: executors by name (a schedule names the one that runs it)
+    :param membership: started membership (which buckets this node attempts)
+    :param clock: tests only: the database clock
+    :param monotonic: tests only: the node's monotonic clock
+    :param manager: the process's plugin manager (triggers are looked up in it)
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        executors: dict[str, Executor],
+        membership: Membership,
+        settings: EngineSettings,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        listener: EngineListener | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        manager: PluginManager | None = None,
+    ) -> None:
+        self.store = store
+        self.listener: EngineListener = SafeListener(listener) if listener is not None else EngineListener()
+        self.executors = executors
+        self.membership = membership
+        self.settings = settings
+        self.manager = manager
+        self.clock = DatabaseClock(store, clock, monotonic)
+        self.counters = Counters()
+        self.gate = ClaimGate(store, membership, self.clock, settings.lookahead)
+        self.held_fires = HeldFires(
+            lambda h: self.clock.since_claim(h.claim.claimed_at, h.mono_claimed, self.clock.monotonic())
+        )
+        self.retries = RetryQueue(store, settings.node_id, monotonic)
+        self.ends = EndWriter(store, settings.node_id, self.counters, lambda: self.listener, self.gate.fold_released)
+        self.housekeeping = Housekeeping(store, settings, self.tracked_claims, monotonic)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self.runs = Runs(
+            store=store,
+            settings=settings,
+            executors=executors,
+            clock=self.clock,
+            counters=self.counters,
+            held=self.held_fires,
+            retries=self.retries,
+            ends=self.ends,
+            listener=lambda: self.listener,
+            wake=self._wake,
+            manager=manager,
+        )
+        #: Runs handed to executors and not ended yet, by run id.
+        self.in_flight = self.runs.in_flight
+        self._errors = OnceLogger(log)
+        self._backoff = 0.0
+
+    # -- counters (logs, tests, benchmarks) ---------------------------------------------------------
+
+    @property
+    def fired(self) -> int:
+        return self.counters.fired
+
+    @property
+    def finished(self) -> int:
+        return self.counters.finished
+
+    @property
+    def skipped(self) -> int:
+        return self.counters.skipped
+
+    @property
+    def fenced_out(self) -> int:
+        return self.counters.fenced_out
+
+    # -- control ----------------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Re-check at once: something changed in the store (a notification, a membership change)."""
+        self.gate.changed()
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def run_forever(self, until: float | None = None) -> None:
+        """Loop until :meth:`stop` (or the monotonic time ``until``); see :meth:`run_once`."""
+        # Everything built so far (modules, plugins, the store's engine and metadata) lives as long
+        # as the node: keep it out of the garbage collector's full passes, which otherwise stop
+        # this thread for 50-70 ms every few seconds under load, right when due runs are to be
+        # started (measured: docs/benchmarks.md#steady-lag).
+        gc.freeze()
+        mono = self.clock.monotonic
+        while not self._stopping.is_set():
+            if until is not None and mono() >= until:
+                break
+            self._wake.clear()
+            wait = self.run_once()
+            if wait <= 0.0:
+                continue
+            if until is not None:
+                wait = min(wait, max(0.0, until - mono()))
+            self._wake.wait(wait)
+
+    def run_once(self) -> float:
+        """One pass of the loop: :meth:`tick`, then how long to wait before the next pass (0: at
+        once). Never raises an :class:`Exception`: a store error (an outage) or any other error of
+        the pass is logged (with its traceback the first time) and answered with a growing
+        back-off, so a node stops only when asked."""
+        try:
+            busy = self.tick()
+            # Reading the next due time is a query too: an outage may surface here first.
+            wait = 0.0 if busy else self.sleep_seconds()
+        except StoreError as exc:
+            self.listener.store_error(exc)
+            self._back_off()
+            log.warning("cannot reach the store (%s); retrying in %.1fs", exc, self._backoff)
+            return self._backoff
+        except Exception as exc:
+            self._back_off()
+            self._errors.log("engine pass failed; backing off", exc)
+            return self._backoff
+        if self._backoff:
+            log.warning("database reachable again; resuming")
+        self._backoff = 0.0
+        return wait
+
+    def shutdown(self, timeout: float) -> None:
+        """Graceful stop of the loop's work: give back held claims (first, so other nodes can
+        run them on time), wait up to ``timeout`` seconds for running jobs and record them, give
+        up pending retries, then release whatever else this node still holds in the store (see
+        :meth:`reconcile`). Each step runs even if an earlier one failed.
+
+        :raises tickwork.errors.StoreError: the first store error met (after all steps ran)
+        """
+        self.stop()
+        failed: list[Exception] = []
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("give back claims taken ahead of their time", self.release_held),
+            ("record the last runs", lambda: self.drain(timeout)),
+            ("give up pending retries", self.drop_retries),
+            ("release untracked claims", self.reconcile),
+        ]
+        for what, step in steps:
+            try:
+                step()
+            except Exception as exc:
+                failed.append(exc)
+                self._errors.log(f"shutdown: could not {what}", exc)
+        if failed:
+            raise failed[0]
+
+    def _back_off(self) -> None:
+        self._backoff = min(max(self._backoff * 2, 0.5), 10.0)
+
+    @property
+    def held(self) -> list[Claim]:
+        """Claims taken ahead of their time that have not started yet, earliest first."""
+        return self.held_fires.claims()
+
+    def tracked_claims(self) -> list[Claim]:
+        """Every claim this engine still handles: in flight, held, waiting for a retry, or ended
+        but not yet written."""
+        claims = [f.claim for f in self.in_flight.values()]
+        return claims + self.held_fires.claims() + self.retries.claims() + self.ends.claims()
+
+    def release_held(self) -> int:
+        """Give back claims taken ahead of their time (node stopping), so that another node
+        can run them on time; see :meth:`tickwork.abc.Store.unclaim`."""
+        given_back = self.held_fires.give_back(lambda claims: self.store.unclaim(self.settings.node_id, claims))
+        if given_back:
+            log.info("gave back %d claim(s) taken ahead of their time", given_back)
+        return given_back
+
+    def drop_retries(self) -> None:
+        """Give up pending retries (node stopping): release their schedules to the next fire."""
+        failed = Outcome(RunStatus.FAILED, error="node stopped before the retry")
+        finishes: list[Finish] = []
+        parks: list[tuple[Finish, str]] = []
+        now_mono = self.clock.monotonic()
+        for retry in self.retries.take_all():
+            # Ending a run never retries it again: only a run that failed now plans one.
+            self.runs.end_one(retry.claim, failed, retry.mono_claimed, now_mono, None, finishes, parks, retry=False)
+        if finishes or parks:
+            self.ends.write(finishes, parks)
+
+    def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds (real time) for in-flight runs to end and record them."""
+        deadline = time.monotonic() + clamp_wait(timeout)
+        while self.in_flight and time.monotonic() < deadline:
+            self._wake.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+            self._wake.clear()
+            self.runs.expire_overdue()
+            self.runs.finish_completed()
+        if self.ends.backlog:
+            self.ends.write()
+
+    def reconcile(self) -> int:
+        """Release every claim this node holds in the store but no longer tracks (run by the
+        housekeeping every ``reap_interval`` seconds). :return: how many were released"""
+        return self.housekeeping.reconcile()
+
+    # -- one pass ---------------------------------------------------------------------------------
+
+    def tick(self) -> bool:
+        """One pass: end completed runs, housekeeping, claim and dispatch what is due.
+
+        :return: True when a full batch was claimed (more may be due right away)
+        """
+        self.runs.expire_overdue()
+        self.runs.finish_completed()
+        if self.ends.backlog:
+            self.ends.write()
+        self.housekeeping.run_due(busy=bool(self.in_flight or self.held_fires or self.retries))
+        # A node unsure of its membership starts nothing, held fires included: others may soon
+        # declare it dead and release its claims (docs/claim-protocol.md, bounds).
+        if not self.membership.healthy():
+            return False
+        due = self.held_fires.pop_due()
+        # Claims of one batch share their claim time; dispatch them together.
+        for mono_claimed, entries in itertools.groupby(due, key=lambda h: h.mono_claimed):
+            self.runs.dispatch([h.claim for h in entries], mono_claimed)
+        self.retries.start_due(self.runs.start_retry)
+        room = self.settings.max_in_flight - len(self.in_flight) - len(self.held_fires)
+        if room <= 0 or not self.gate.is_open():
+            return False
+        limit = min(self.settings.batch_size, room)
+        claim_started = self.clock.monotonic()
+        claims = self.store.claim_due(
+            self.settings.node_id,
+            limit=limit,
+            buckets=self.membership.owned_buckets(),
+            ahead=self.settings.lookahead,
+        )
+        self.listener.claimed(len(claims), self.clock.monotonic() - claim_started)
+        self.gate.claimed(len(claims), limit)
+        if claims:
+            self.runs.dispatch(claims)
+        return len(claims) >= limit
+
+    def sleep_seconds(self) -> float:
+        """How long the loop may sleep before something needs it (at most ``max_sleep``)."""
+        mono = self.clock.monotonic
+        sleep = self.settings.max_sleep
+        deadline = self.runs.earliest_deadline()
+        if deadline is not None:
+            sleep = min(sleep, deadline - mono())
+        busy = bool(self.in_flight or self.held_fires or self.retries)
+        sleep = min(sleep, self.housekeeping.seconds_until_next(busy=busy))
+        if not self.membership.healthy():
+            return clamp_wait(min(sleep, 0.5))  # nothing starts meanwhile; check again soon
+        for part in (self.retries, self.held_fires):
+            wait = part.seconds_until_next()
+            if wait is not None:
+                sleep = min(sleep, wait)
+        if len(self.in_flight) + len(self.held_fires) >= self.settings.max_in_flight:
+            return clamp_wait(min(sleep, 0.5))
+        return clamp_wait(self.gate.seconds_until_claim(sleep))

@@ -1,0 +1,109 @@
+"""Fire planning: pure functions of a schedule's trigger, its times and the policy.
+
+Nothing here touches a store, a thread or a clock: the engine passes "now" in (Procrastinate's
+``periodic.py`` style, with ``at=`` parameters), so every rule is unit-tested on its own
+(tests/test_planning.py). Rules: docs/deployment-sync.md#skips and docs/cluster.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ..structures import MAX_RETRIES, MisfirePolicy
+from .settings import MAX_SKIPPED_RECORDS
+
+#: Longest wait before a retry, in seconds (a day). At most MAX_RETRIES retries are planned,
+#: whatever a stored row says (rows written before these limits existed).
+MAX_RETRY_DELAY = 86400.0
+
+NextAfter = Callable[[datetime], datetime | None]
+
+
+@dataclass(frozen=True)
+class FirePlan:
+    """What follows a fire: the schedule's next fire time (``None``: never again) and the fire
+    times passed over meanwhile, each with the reason recorded in the history."""
+
+    next_fire: datetime | None
+    skipped: tuple[tuple[datetime, str], ...] = ()
+
+
+def plan_next_fire(
+    next_after: NextAfter,
+    *,
+    scheduled_for: datetime,
+    claimed_at: datetime,
+    now: datetime,
+    policy: MisfirePolicy,
+    grace: float,
+    max_skipped: int = MAX_SKIPPED_RECORDS,
+) -> FirePlan:
+    """The next fire after a fire of ``scheduled_for`` claimed at ``claimed_at`` ends at ``now``.
+
+    Fire times at or before ``now`` are passed over and recorded (at most ``max_skipped``; a longer
+    gap is jumped without recording every time), except that policy ``all`` keeps those within
+    ``grace`` seconds of ``now`` to run them.
+    """
+    floor = now - timedelta(seconds=grace) if policy is MisfirePolicy.ALL else now
+    late = (claimed_at - scheduled_for).total_seconds()
+    skipped: list[tuple[datetime, str]] = []
+    nxt = next_after(scheduled_for)
+    while nxt is not None and nxt <= floor and len(skipped) < max_skipped:
+        if nxt > claimed_at:
+            reason = "due while the previous run was still active"
+        elif late <= grace:
+            reason = f"passed before the previous fire was claimed ({late:.1f}s late)"
+        else:
+            reason = f"missed: no node ran it in time (misfire policy {policy.value})"
+        skipped.append((nxt, reason))
+        nxt = next_after(nxt)
+    if nxt is not None and nxt <= floor:
+        nxt = next_after(floor)
+    return FirePlan(nxt, tuple(skipped))
+
+
+def misfire_reason(
+    *, scheduled_for: datetime, starting_at: datetime, attempt: int, policy: MisfirePolicy, grace: float
+) -> str | None:
+    """Why a fire about to start at ``starting_at`` (database clock) must not run, or ``None``.
+
+    Only a first attempt can misfire; policy ``once`` runs however late. ``starting_at`` is when
+    it starts, not when it was claimed: a fire claimed ahead and held by a node that then could not
+    start it (unhealthy membership) is as late as its start."""
+    late = (starting_at - scheduled_for).total_seconds()
+    if attempt != 1 or late <= grace or policy is MisfirePolicy.ONCE:
+        return None
+    return f"missed by {late:.1f}s (misfire policy {policy.value}, grace {grace:g}s)"
+
+
+def retry_delay(backoff: float, attempt: int) -> float:
+    """Seconds before retrying a failed ``attempt``: ``backoff * 2^(attempt-1)``, at most
+    :data:`MAX_RETRY_DELAY` (no overflow whatever the attempt number)."""
+    if not backoff > 0:
+        return 0.0
+    exponent = min(max(attempt - 1, 0), 64)
+    delay = backoff * float(2**exponent)
+    return MAX_RETRY_DELAY if not math.isfinite(delay) else min(delay, MAX_RETRY_DELAY)
+
+
+def plan_retry(
+    next_after: NextAfter,
+    *,
+    scheduled_for: datetime,
+    attempt: int,
+    retries: int,
+    backoff: float,
+    now: datetime,
+) -> float | None:
+    """The delay before retrying failed ``attempt``, or ``None`` for no retry: none left (at most
+    :data:`MAX_RETRIES`), or it would start at or after the next fire (a retry never overlaps it)."""
+    if attempt > min(retries, MAX_RETRIES):
+        return None
+    delay = retry_delay(backoff, attempt)
+    following = next_after(scheduled_for)
+    if following is not None and now + timedelta(seconds=delay) >= following:
+        return None
+    return delay

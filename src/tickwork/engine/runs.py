@@ -1,0 +1,281 @@
+"""Runs: handing claims to executors, collecting their outcomes, planning what follows each.
+
+Every claim is handled on its own: a fault while handling one (its trigger kind or time zone
+unknown here, its executor missing, its arithmetic failing) ends that run with the error recorded
+and parks its schedule (:meth:`tickwork.abc.Store.park`); the other claims of the batch go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from ..abc import Executor, Store, Trigger
+from ..errors import StoreError, TickworkError
+from ..listener import EngineListener
+from ..plugins import PluginManager
+from ..structures import Claim, Finish, JobCall, MisfirePolicy, Outcome, RunStatus, ScheduleSpec
+from ..triggers import checked_period, get_trigger
+from .clock import DatabaseClock
+from .ends import Counters, EndWriter
+from .faults import OnceLogger, describe
+from .held import HeldFires
+from .planning import misfire_reason, plan_next_fire, plan_retry
+from .retries import PendingRetry, RetryQueue
+from .settings import MAX_WAIT, EngineSettings
+
+log = logging.getLogger("tickwork.engine")
+
+
+@dataclass
+class InFlight:
+    """A run handed to an executor and not yet ended."""
+
+    claim: Claim
+    mono_claimed: float
+    deadline: float
+    started_at: datetime | None = None
+    done: bool = False
+
+
+class Runs:
+    """The runs of one engine: in flight (by run id) and ended but not yet planned (a queue
+    executors fill from their threads; ``wake`` is set whenever one arrives)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        settings: EngineSettings,
+        executors: dict[str, Executor],
+        clock: DatabaseClock,
+        counters: Counters,
+        held: HeldFires,
+        retries: RetryQueue,
+        ends: EndWriter,
+        listener: Callable[[], EngineListener],
+        wake: threading.Event,
+        manager: PluginManager | None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.executors = executors
+        self.clock = clock
+        self.counters = counters
+        self.held = held
+        self.retries = retries
+        self.ends = ends
+        self.listener = listener
+        self.manager = manager
+        self._wake = wake
+        self.in_flight: dict[int, InFlight] = {}
+        self._done: queue.SimpleQueue[tuple[InFlight, Outcome]] = queue.SimpleQueue()
+        self._errors = OnceLogger(log)
+
+    def earliest_deadline(self) -> float | None:
+        return min((f.deadline for f in self.in_flight.values()), default=None)
+
+    # -- dispatch ---------------------------------------------------------------------------------
+
+    def _trigger(self, spec: ScheduleSpec, after: datetime) -> Trigger:
+        trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+        return checked_period(trigger, after)
+
+    def dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None) -> None:
+        now_mono = self.clock.monotonic()
+        mono_claimed = now_mono if mono_claimed is None else mono_claimed
+        immediate: list[Finish] = []
+        parks: list[tuple[Finish, str]] = []
+        started: list[JobCall] = []
+        for claim in claims:
+            try:
+                self._dispatch_one(claim, mono_claimed, now_mono, immediate, started)
+            except Exception as exc:  # this claim's fault, contained to this claim
+                parks.append(self._parked(claim, None, None, exc))
+        if started:
+            self.listener().runs_started(started)
+        if immediate or parks:
+            self.ends.write(immediate, parks)
+
+    def _dispatch_one(
+        self, claim: Claim, mono_claimed: float, now_mono: float, immediate: list[Finish], started: list[JobCall]
+    ) -> None:
+        now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
+        if claim.early and now < claim.scheduled_for:
+            self.held.hold(claim, mono_claimed)
+            return
+        self.counters.fired += 1
+        trigger = self._trigger(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it before it runs
+        if claim.run_id is None:
+            log.warning(
+                "%s: the fire at %s already has a run in the history; not running it twice",
+                claim.spec.name,
+                claim.scheduled_for.isoformat(),
+            )
+            immediate.append(self._finish_for(claim, trigger, Outcome(RunStatus.SKIPPED, "already recorded"), now))
+            return
+        policy = claim.spec.misfire or self.settings.misfire
+        grace = self.settings.misfire_grace
+        missed = misfire_reason(
+            scheduled_for=claim.scheduled_for, starting_at=now, attempt=claim.attempt, policy=policy, grace=grace
+        )
+        if missed is not None:
+            self.counters.skipped += 1
+            immediate.append(self._finish_for(claim, trigger, Outcome(RunStatus.SKIPPED, error=missed), now))
+            return
+        executor = self.executors.get(claim.spec.executor)
+        if executor is None:
+            raise TickworkError(f"executor {claim.spec.executor!r} is not configured on node {self.settings.node_id}")
+        timeout = min(claim.spec.timeout.total_seconds(), MAX_WAIT)
+        deadline = now_mono + timeout + self.settings.hard_timeout_grace
+        flight = InFlight(claim, mono_claimed, deadline, started_at=now)
+        self.in_flight[claim.run_id] = flight
+        call = JobCall(
+            run_id=claim.run_id,
+            schedule=claim.spec.name,
+            scheduled_for=claim.scheduled_for,
+            target=claim.spec.target,
+            arguments=claim.spec.arguments,
+            timeout=timeout,
+            attempt=claim.attempt,
+            node_id=self.settings.node_id,
+        )
+        started.append(call)
+        try:
+            executor.submit(call, self._on_done_for(flight))
+        except Exception as exc:  # an executor bug must not lose the claim
+            log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
+            self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
+
+    def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:
+        def on_done(outcome: Outcome) -> None:
+            self._done.put((flight, outcome))
+            self._wake.set()
+
+        return on_done
+
+    def start_retry(self, retry: PendingRetry, run_id: int | None) -> None:
+        if run_id is None:
+            log.warning(
+                "%s: claim taken over before retry %d; not retrying", retry.claim.spec.name, retry.claim.attempt
+            )
+            return
+        self.dispatch([replace(retry.claim, run_id=run_id)], retry.mono_claimed)
+
+    # -- ending runs ------------------------------------------------------------------------------
+
+    def finish_completed(self) -> None:
+        finishes: list[Finish] = []
+        parks: list[tuple[Finish, str]] = []
+        now_mono = self.clock.monotonic()
+        while True:
+            try:
+                flight, outcome = self._done.get_nowait()
+            except queue.Empty:
+                break
+            if flight.done:  # already ended by the engine's own deadline
+                continue
+            flight.done = True
+            run_id = flight.claim.run_id
+            assert run_id is not None
+            self.in_flight.pop(run_id, None)
+            self.end_one(flight.claim, outcome, flight.mono_claimed, now_mono, flight.started_at, finishes, parks)
+        if finishes or parks:
+            self.ends.write(finishes, parks)
+
+    def end_one(
+        self,
+        claim: Claim,
+        outcome: Outcome,
+        mono_claimed: float,
+        now_mono: float,
+        started_at: datetime | None,
+        finishes: list[Finish],
+        parks: list[tuple[Finish, str]],
+        *,
+        retry: bool = True,
+    ) -> None:
+        """Plan a retry or the next fire of an ended run; a fault doing so parks the schedule."""
+        try:
+            trigger = self._trigger(claim.spec, claim.scheduled_for)
+            now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
+            failed = retry and outcome.status is RunStatus.FAILED
+            if failed and self._retry(claim, trigger, outcome, now, mono_claimed, started_at):
+                return
+            finishes.append(self._finish_for(claim, trigger, outcome, now, started_at))
+        except Exception as exc:
+            parks.append(self._parked(claim, outcome, started_at, exc))
+
+    def _retry(
+        self,
+        claim: Claim,
+        trigger: Trigger,
+        outcome: Outcome,
+        now: datetime,
+        mono_claimed: float,
+        started_at: datetime | None,
+    ) -> bool:
+        """Keep the claim and retry later if the schedule allows it and the retry would start
+        before the next scheduled fire (a retry never overlaps the next fire)."""
+        spec = claim.spec
+        delay = plan_retry(
+            trigger.next_after,
+            scheduled_for=claim.scheduled_for,
+            attempt=claim.attempt,
+            retries=spec.retries,
+            backoff=spec.retry_backoff.total_seconds(),
+            now=now,
+        )
+        if delay is None:
+            return False
+        try:
+            self.store.end_attempt(claim, outcome, started_at)
+        except StoreError:
+            return False  # record it as a plain failure through the buffered path
+        self.retries.add(claim, delay, mono_claimed)
+        return True
+
+    def _finish_for(
+        self, claim: Claim, trigger: Trigger, outcome: Outcome, now: datetime, started_at: datetime | None = None
+    ) -> Finish:
+        """The end of ``claim`` with the next fire time and the skipped ones (planning.py)."""
+        plan = plan_next_fire(
+            trigger.next_after,
+            scheduled_for=claim.scheduled_for,
+            claimed_at=claim.claimed_at,
+            now=now,
+            policy=claim.spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
+            grace=self.settings.misfire_grace,
+        )
+        return Finish(claim, outcome, plan.next_fire, plan.skipped, finished_at=now, started_at=started_at)
+
+    def _parked(
+        self, claim: Claim, outcome: Outcome | None, started_at: datetime | None, exc: Exception
+    ) -> tuple[Finish, str]:
+        """The end of a claim whose handling failed: its run records the error (after the run's
+        own outcome, if it ran) and the schedule is parked with the error until fixed."""
+        fault = describe(exc)
+        self._errors.log(f"{claim.spec.name}: cannot handle its claim; parking the schedule", exc)
+        if outcome is None:
+            outcome = Outcome(RunStatus.FAILED, error=f"not run: {fault} (schedule parked)")
+        else:
+            note = f"schedule parked after the run: {fault}"
+            outcome = Outcome(outcome.status, error=f"{outcome.error}\n{note}" if outcome.error else note)
+        return Finish(claim, outcome, None, started_at=started_at), fault
+
+    def expire_overdue(self) -> None:
+        """Backstop for an executor that never reports: end the run as timed out ourselves."""
+        now_mono = self.clock.monotonic()
+        for flight in [f for f in self.in_flight.values() if not f.done and f.deadline <= now_mono]:
+            log.error(
+                "run %s of %s never reported an end; recording it as timed out",
+                flight.claim.run_id,
+                flight.claim.spec.name,
+            )
+            self._on_done_for(flight)(
+                Outcome(RunStatus.TIMED_OUT, error="the executor did not report an end within timeout + grace")
+            )

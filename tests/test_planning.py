@@ -1,0 +1,123 @@
+"""The pure fire-planning functions: no store, no threads, no clock but the times passed in."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tickwork.engine.planning import (
+    MAX_RETRY_DELAY,
+    FirePlan,
+    misfire_reason,
+    plan_next_fire,
+    plan_retry,
+    retry_delay,
+)
+from tickwork.structures import MAX_RETRIES, MisfirePolicy
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def every(seconds: float):  # type: ignore[no-untyped-def]
+    """A next-after function firing every ``seconds`` from T0."""
+
+    def next_after(after: datetime) -> datetime | None:
+        n = int((after - T0).total_seconds() // seconds) + 1
+        return T0 + timedelta(seconds=n * seconds)
+
+    return next_after
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_a_run_that_ends_before_the_next_fire_skips_nothing() -> None:
+    plan = plan_next_fire(
+        every(10), scheduled_for=at(10), claimed_at=at(10), now=at(12), policy=MisfirePolicy.SKIP, grace=30
+    )
+    assert plan == FirePlan(at(20), ())
+
+
+def test_fires_passed_while_running_are_recorded_as_still_active() -> None:
+    plan = plan_next_fire(
+        every(10), scheduled_for=at(10), claimed_at=at(10), now=at(35), policy=MisfirePolicy.SKIP, grace=30
+    )
+    assert plan.next_fire == at(40)
+    assert [t for t, _ in plan.skipped] == [at(20), at(30)]
+    assert all("still active" in reason for _, reason in plan.skipped)
+
+
+def test_fires_passed_before_a_late_claim_say_so() -> None:
+    late = plan_next_fire(
+        every(10), scheduled_for=at(10), claimed_at=at(25), now=at(25), policy=MisfirePolicy.SKIP, grace=30
+    )
+    assert [reason for _, reason in late.skipped] == ["passed before the previous fire was claimed (15.0s late)"]
+    missed = plan_next_fire(
+        every(10), scheduled_for=at(10), claimed_at=at(55), now=at(55), policy=MisfirePolicy.SKIP, grace=30
+    )
+    assert all(reason.startswith("missed: no node ran it in time") for _, reason in missed.skipped)
+
+
+def test_policy_all_keeps_the_fires_within_the_grace_to_run_them() -> None:
+    plan = plan_next_fire(
+        every(10), scheduled_for=at(10), claimed_at=at(65), now=at(65), policy=MisfirePolicy.ALL, grace=30
+    )
+    assert [t for t, _ in plan.skipped] == [at(20), at(30)]
+    assert plan.next_fire == at(40)
+
+
+def test_a_long_gap_records_at_most_the_limit_and_jumps() -> None:
+    plan = plan_next_fire(
+        every(1),
+        scheduled_for=at(1),
+        claimed_at=at(1),
+        now=at(10_000),
+        policy=MisfirePolicy.SKIP,
+        grace=30,
+        max_skipped=5,
+    )
+    assert len(plan.skipped) == 5
+    assert plan.next_fire == at(10_001)
+
+
+def test_a_trigger_that_ends_has_no_next_fire() -> None:
+    plan = plan_next_fire(
+        lambda after: None, scheduled_for=at(1), claimed_at=at(1), now=at(2), policy=MisfirePolicy.SKIP, grace=30
+    )
+    assert plan == FirePlan(None, ())
+
+
+@pytest.mark.parametrize(
+    ("start", "attempt", "policy", "skipped"),
+    [
+        (at(40), 1, MisfirePolicy.SKIP, False),  # exactly the grace late
+        (at(40.1), 1, MisfirePolicy.SKIP, True),
+        (at(40.1), 1, MisfirePolicy.ALL, True),
+        (at(500), 1, MisfirePolicy.ONCE, False),
+        (at(500), 2, MisfirePolicy.SKIP, False),  # a retry is never a misfire
+    ],
+)
+def test_misfire_is_judged_at_the_start(start: datetime, attempt: int, policy: MisfirePolicy, skipped: bool) -> None:
+    reason = misfire_reason(scheduled_for=at(10), starting_at=start, attempt=attempt, policy=policy, grace=30)
+    assert (reason is not None) is skipped
+    if reason:
+        assert reason.startswith(f"missed by {(start - at(10)).total_seconds():.1f}s (misfire policy {policy.value}")
+
+
+def test_retry_delay_doubles_and_never_overflows() -> None:
+    assert [retry_delay(0.5, a) for a in (1, 2, 3)] == [0.5, 1.0, 2.0]
+    assert retry_delay(0.0, 5000) == 0.0
+    assert retry_delay(10.0, 5000) == MAX_RETRY_DELAY
+    assert retry_delay(1e308, 3) == MAX_RETRY_DELAY
+
+
+def test_plan_retry_stops_before_the_next_fire_and_after_the_cap() -> None:
+    kwargs = {"scheduled_for": at(3600), "backoff": 0.0, "now": at(3600)}
+    assert plan_retry(every(3600), attempt=1, retries=3, **kwargs) == 0.0  # type: ignore[arg-type]
+    assert plan_retry(every(3600), attempt=4, retries=3, **kwargs) is None  # type: ignore[arg-type]
+    assert plan_retry(every(3600), attempt=MAX_RETRIES, retries=5000, **kwargs) == 0.0  # type: ignore[arg-type]
+    assert plan_retry(every(3600), attempt=MAX_RETRIES + 1, retries=5000, **kwargs) is None  # type: ignore[arg-type]
+    overlap = plan_retry(every(10), scheduled_for=at(10), attempt=1, retries=3, backoff=10.0, now=at(10))
+    assert overlap is None
