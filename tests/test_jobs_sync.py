@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,7 @@ from tickwork import schedules as admin
 from tickwork.errors import DeclarationError
 from tickwork.jobs import DeclaredJob, declared_in
 from tickwork.sql.store import SQLStore
-from tickwork.structures import Schedule, ScheduleSpec
-from tickwork_sqlite.store import SQLiteStore
+from tickwork.structures import ScheduleSpec
 
 MODULE = "tests.declared_jobs"
 
@@ -106,39 +104,3 @@ def test_sync_refuses_to_take_over_a_name_used_elsewhere(sqlite_store: SQLStore)
     admin.add(sqlite_store, replace(job.spec, module=None, target="other:thing"))
     with pytest.raises(DeclarationError, match="already used by the CLI"):
         admin.sync_module(sqlite_store, MODULE, [job])
-
-
-class _RacingStore(SQLiteStore):
-    """A real store whose first listing is followed by another node's sync of the same module:
-    the interleaving of two nodes that start at the same moment."""
-
-    other: SQLStore | None = None
-
-    def list_schedules(self, *, module: str | None = None) -> list[Schedule]:
-        listed = super().list_schedules(module=module)
-        other, self.other = self.other, None
-        if other is not None:
-            admin.sync_module(other, MODULE, declared_in(MODULE))
-        return listed
-
-
-def test_two_nodes_syncing_the_same_module_at_once_both_succeed(tmp_path: Path, clock: FakeClock) -> None:
-    path = str(tmp_path / "t.db")
-    racing = _RacingStore(path, clock=clock)
-    racing.upgrade()
-    racing.open()
-    other = SQLiteStore(path, clock=clock)
-    other.open()
-    try:
-        jobs = declared_in(MODULE)
-        racing.other = other
-        report = admin.sync_module(racing, MODULE, jobs)
-        assert report.created == [] and sorted(report.unchanged) == sorted(j.spec.name for j in jobs)
-        assert sorted(s.name for s in racing.list_schedules()) == sorted(j.spec.name for j in jobs)
-        # And removal: both see a schedule that is no longer declared; whoever is second skips it.
-        racing.other = other
-        report = admin.sync_module(racing, MODULE, jobs[1:])
-        assert jobs[0].spec.name not in [s.name for s in racing.list_schedules()]
-    finally:
-        racing.close()
-        other.close()

@@ -151,3 +151,25 @@ def test_a_dead_node_is_released_only_if_still_dead_when_judged(store: SQLStore,
     assert store.get("a").state is ScheduleState.IDLE and store.nodes() == []
     (run,) = store.history()
     assert run.status is RunStatus.ABANDONED and run.error == "dead"
+
+
+def test_a_bulk_write_clears_the_fault_and_marks_a_running_retrigger_retimed(store: SQLStore, clock: FakeClock) -> None:
+    # The batched path of write_schedules (deployment sync) keeps update()'s fault rules.
+    from tickwork.structures import SchedulePlan
+
+    store.add(spec("a"), T0)
+    store.add(spec("b"), T0)
+    store.add(spec("p"), T0)
+    ca, cb, cp = sorted(claim_all(store), key=lambda c: c.spec.name)
+    assert store.park("n1", [(Finish(cp, OK, None), "TriggerError: bad zone")]) == [True]
+    assert store.get("p").fault == "TriggerError: bad zone"
+    plan = SchedulePlan(
+        update=(spec("b", target="mod:other"),),
+        retrigger=(spec("a", expression="0 * * * *"), spec("p", expression="0 * * * *")),
+    )
+    store.write_schedules(lambda stored: plan, lambda s, now: T0 + timedelta(hours=1))
+    parked = store.get("p")
+    assert parked.fault is None and parked.next_fire == T0 + timedelta(hours=1)
+    assert finish(store, ca, T0 + timedelta(minutes=1)) and finish(store, cb, T0 + timedelta(minutes=1))
+    assert store.get("a").next_fire == T0 + timedelta(hours=1)  # retimed: the sync's fire wins
+    assert store.get("b").next_fire == T0 + timedelta(minutes=1)  # same trigger: the run's wins

@@ -105,13 +105,6 @@ class PostgresStore(SQLStore):
             raise ConfigError("the postgres store needs psycopg: pip install 'tickwork[postgres]'") from exc
         return pooled_engine(self.url, pool_size=self.pool_size, connect_args={"connect_timeout": 5})
 
-    def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
-        # One array parameter instead of hundreds of IN placeholders: the statement text stays
-        # the same whatever the ring looks like, and binding costs one value.
-        if buckets is None:
-            return None
-        return schedules.c.bucket == func.any(bindparam("owned_buckets", list(buckets), type_=ARRAY(Integer)))
-
     def _db_now(self) -> ColumnElement[Any]:
         # statement_timestamp(), not now(): now() is frozen at transaction start.
         return type_coerce(func.statement_timestamp(), UTCDateTime)
@@ -128,6 +121,11 @@ class PostgresStore(SQLStore):
 
     def materialized(self, cte: CTE) -> CTE:
         return cte.prefix_with("MATERIALIZED")
+
+    def lock_schedule_writes(self, conn: Connection) -> None:
+        # A second node starting at the same moment waits here, then plans from what the first
+        # one wrote: no conflicting inserts, no work done twice.
+        conn.execute(select(func.pg_advisory_xact_lock(literal(LOCK_NAMESPACE + 1, Integer), literal(0, Integer))))
 
     def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
         return func.pg_try_advisory_xact_lock(literal(LOCK_NAMESPACE, Integer), cast(row_id % 2147483647, Integer))

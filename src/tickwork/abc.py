@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from .errors import TickworkError
+from .errors import ScheduleNotFoundError, TickworkError
 from .structures import (
     FAILING,
     Claim,
@@ -29,6 +29,7 @@ from .structures import (
     RunRecord,
     RunStatus,
     Schedule,
+    SchedulePlan,
     ScheduleSpec,
     ScheduleState,
 )
@@ -253,6 +254,38 @@ class Store(ABC):
 
         :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
         """
+
+    def write_schedules(
+        self,
+        plan: Callable[[Sequence[Schedule]], SchedulePlan],
+        next_fire: Callable[[ScheduleSpec, datetime], datetime | None],
+    ) -> SchedulePlan:
+        """Write many schedules at once (deployment sync, ``Admin.add_many``).
+
+        ``plan`` is called once with every stored schedule and returns what to write; it may
+        raise to write nothing. ``next_fire(spec, now)`` gives the first fire of a created or
+        retriggered schedule from ``now``, the database clock read when its batch is written, so
+        a long write never leaves fire times in the past. Returns the plan that was applied.
+
+        This default is correct but writes row by row and is atomic only per row; a SQL store
+        overrides it with one transaction, batched statements and a lock that serializes two
+        nodes writing at the same moment.
+
+        :raises tickwork.errors.ScheduleExistsError: if a name to create was taken meanwhile
+        """
+        applied = plan(self.list_schedules())
+        for spec in applied.create:
+            self.add(spec, next_fire(spec, self.now()))
+        for spec in applied.update:
+            self.update(spec, self.get(spec.name).next_fire)
+        for spec in applied.retrigger:
+            self.update(spec, next_fire(spec, self.now()))
+        for name in applied.remove:
+            try:
+                self.remove(name)
+            except ScheduleNotFoundError:
+                continue  # removed by another node writing the same plan
+        return applied
 
     @abstractmethod
     def fire_now(self, name: str) -> Schedule:

@@ -17,6 +17,7 @@ through :mod:`tickwork.schedules`, the same functions the node uses. See docs/ad
 from __future__ import annotations
 
 import builtins
+import collections
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
@@ -316,13 +317,20 @@ class Admin:
         self, specs: Iterable[ScheduleSpec | Mapping[str, Any]], *, replace: bool = False
     ) -> builtins.list[ScheduleInfo]:
         """Add several schedules: each a :class:`ScheduleSpec` or a dict of :meth:`add`'s
-        arguments. All are validated before the first is written (writes are not one transaction)."""
+        arguments. All are validated first, then written in one transaction with batched
+        statements: either every schedule is added or none is.
+
+        :raises tickwork.ScheduleExistsError: if a name is taken (and not ``replace``); nothing
+            is written
+        """
         checked = [self.specs.check(s) if isinstance(s, ScheduleSpec) else self.spec(**s) for s in specs]
-        names = [s.name for s in checked]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        counts = collections.Counter(s.name for s in checked)
+        duplicates = sorted(n for n, c in counts.items() if c > 1)
         if duplicates:
             raise ConfigError(f"add_many: schedule names given more than once: {', '.join(duplicates)}")
-        return [self._write(spec, replace) for spec in checked]
+        written = schedules.add_many(self.store(write=True), checked, self.manager, replace=replace)
+        last = self.store().last_runs([s.id for s in written]) if replace else {}
+        return [ScheduleInfo.of(s, last.get(s.id)) for s in written]
 
     def _write(self, spec: ScheduleSpec, replace: bool) -> ScheduleInfo:
         store = self.store(write=True)

@@ -10,9 +10,10 @@ import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from . import logformat
+from . import logformat, schedulefile
 from .admin import Admin
 from .clioutput import Listing, iso_z, one_line
 from .cliparser import LOG_LEVEL_ENV, LOG_LEVELS, build_parser
@@ -23,6 +24,7 @@ from .errors import (
     ConfigError,
     DeclarationError,
     ExecutorError,
+    ScheduleExistsError,
     TickworkError,
     TriggerError,
 )
@@ -292,6 +294,27 @@ def _declared_note(info: ScheduleInfo, what: str) -> None:
         )
 
 
+def _add_from(args: argparse.Namespace, admin: Admin) -> None:
+    if any(v is not None for v in (args.name, args.expression, args.target)):
+        raise ConfigError("jobs add: give either NAME EXPRESSION TARGET or --from FILE, not both")
+    path = Path(args.from_file)
+    entries = schedulefile.read_entries(path)
+    specs = schedulefile.build_specs(path, entries, admin.spec)
+    try:
+        infos = admin.add_many(specs, replace=args.replace)
+    except ScheduleExistsError as exc:
+        line = next(e.line for e in entries if e.fields.get("name") == exc.name)
+        raise TickworkError(
+            f"{path}:{line}: a schedule named {exc.name!r} already exists; nothing was added "
+            "(--replace replaces run-time schedules)"
+        ) from exc
+    if args.json:
+        for info in infos:
+            print(json.dumps(info.as_json()))
+    else:
+        print(f"added {len(infos)} schedules from {path}")
+
+
 def _jobs(args: argparse.Namespace, admin: Admin) -> int:
     action = args.action
     if action == "list":
@@ -303,7 +326,11 @@ def _jobs(args: argparse.Namespace, admin: Admin) -> int:
         _schedules_listing(infos, empty).print(as_json=args.json)
     elif action == "show":
         _show(admin.get(args.name), args.json)
+    elif action == "add" and args.from_file is not None:
+        _add_from(args, admin)
     elif action == "add":
+        if None in (args.name, args.expression, args.target):
+            raise ConfigError("jobs add: give NAME EXPRESSION TARGET, or --from FILE")
         info = admin.add(
             args.name,
             args.expression,

@@ -230,10 +230,19 @@ def build_parser(commands: Iterable[tuple[str, type[Command]]] = ()) -> argparse
     js = _command(jsub, "show", "show one schedule in full, with its last run")
     js.add_argument("name", help="schedule name")
 
-    ja = _command(jsub, "add", "add a run-time schedule")
-    ja.add_argument("name", help="unique schedule name")
-    ja.add_argument("expression", help='trigger expression, e.g. "0 2 * * *"')
-    ja.add_argument("target", help="what the executor runs: package.module:function for local, a URL for http")
+    ja = _command(jsub, "add", "add a run-time schedule, or many from a file (--from)")
+    ja.add_argument("name", nargs="?", help="unique schedule name")
+    ja.add_argument("expression", nargs="?", help='trigger expression, e.g. "0 2 * * *"')
+    ja.add_argument(
+        "target", nargs="?", help="what the executor runs: package.module:function for local, a URL for http"
+    )
+    ja.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="add every schedule of FILE in one transaction (JSON lines, or [[schedule]] tables in a .toml "
+        "file; fields as the arguments of this command); all or none are added",
+    )
     _schedule_options(ja, update=False)
     ja.add_argument("--disabled", action="store_true", help="create it disabled")
     ja.add_argument("--replace", action="store_true", help="replace a run-time schedule of the same name")

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .abc import Store
-from .errors import DeclarationError, ScheduleExistsError, ScheduleNotFoundError
+from .errors import DeclarationError, ScheduleExistsError, TickworkError
 from .jobs import DeclaredJob
 from .plugins import PluginManager
-from .structures import Schedule, ScheduleSpec
+from .structures import Schedule, SchedulePlan, ScheduleSpec
 from .triggers import check_period, get_trigger
 
 log = logging.getLogger("tickwork.schedules")
@@ -42,6 +42,46 @@ def update(store: Store, spec: ScheduleSpec, manager: PluginManager | None = Non
     return store.update(spec, next_fire)
 
 
+def add_many(
+    store: Store, specs: Sequence[ScheduleSpec], manager: PluginManager | None = None, *, replace: bool = False
+) -> list[Schedule]:
+    """Create run-time schedules in one :meth:`Store.write_schedules` call: all or none.
+
+    With ``replace``, an existing run-time schedule of the same name gets the new definition
+    and a next fire recomputed from now; a declared one is never replaced.
+
+    :raises tickwork.errors.ScheduleExistsError: a name is taken (and not ``replace``)
+    :raises tickwork.errors.TickworkError: ``replace`` would overwrite a declared job
+    """
+
+    def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        by_name = {s.name: s for s in stored}
+        create: list[ScheduleSpec] = []
+        replaced: list[ScheduleSpec] = []
+        for spec in specs:
+            current = by_name.get(spec.name)
+            if current is None:
+                create.append(spec)
+            elif not replace:
+                raise ScheduleExistsError(spec.name)
+            elif current.spec.module is not None:
+                raise TickworkError(
+                    f"schedule {spec.name!r} is declared in {current.spec.module}; "
+                    "change the declaration, not the stored copy"
+                )
+            else:
+                replaced.append(spec)
+        return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
+
+    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return first_fire(spec, now, manager) if spec.enabled else None
+
+    store.write_schedules(plan, next_fire)
+    wanted = {spec.name for spec in specs}
+    written = {s.name: s for s in store.list_schedules() if s.name in wanted}
+    return [written[spec.name] for spec in specs if spec.name in written]
+
+
 def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
     """Enabling computes the next fire from now (Docspell): time spent disabled is not caught up."""
     spec = store.get(name).spec
@@ -67,55 +107,60 @@ def sync_module(
 ) -> SyncReport:
     """Make the store hold exactly the jobs ``module`` declares (rules: docs/deployment-sync.md).
 
-    - new names are created, first due at their next fire after now;
+    - new names are created, first due at their next fire after the database clock read when
+      they are written;
     - changed definitions are updated; the next fire time is kept unless the trigger changed, so
       a restart never double-fires;
     - ``enabled`` is run-time state: a declared job disabled from the CLI stays disabled;
     - stored schedules of this module (or its submodules) that are no longer declared are removed.
+
+    Everything is compared in memory and written with :meth:`Store.write_schedules` (batched
+    statements in one transaction for the SQL stores).
     """
     report = SyncReport(module)
-    stored = {s.name: s for s in store.list_schedules() if s.spec.module and _under(s.spec.module, module)}
-    now = store.now()
-    for job in jobs:
-        spec = job.spec
-        current = stored.pop(spec.name, None)
-        if current is None:
-            try:
-                existing: Schedule | None = store.get(spec.name)
-            except ScheduleNotFoundError:
-                existing = None
-            if existing is None:
-                try:
-                    add(store, spec, manager)
-                except ScheduleExistsError:
-                    # Another node starting at the same moment synced this module first.
-                    existing = store.get(spec.name)
-                else:
-                    report.created.append(spec.name)
-                    continue
-            if existing.spec.module != spec.module:
-                owner = existing.spec.module or "the CLI (a run-time schedule)"
+
+    def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        report.created, report.updated, report.unchanged, report.removed = [], [], [], []
+        by_name = {s.name: s for s in stored}
+        create: list[ScheduleSpec] = []
+        changed: list[ScheduleSpec] = []
+        retrigger: list[ScheduleSpec] = []
+        for job in jobs:
+            spec = job.spec
+            current = by_name.get(spec.name)
+            if current is None:
+                create.append(spec)
+                continue
+            if current.spec.module != spec.module:
+                owner = current.spec.module or "the CLI (a run-time schedule)"
                 raise DeclarationError(
                     f"{spec.target}: schedule name {spec.name!r} is already used by {owner}; choose another name="
                 )
-            current = existing
-        wanted = replace(spec, enabled=current.spec.enabled)
-        if wanted == current.spec:
-            report.unchanged.append(spec.name)
-            continue
-        next_fire = current.next_fire
-        # A new trigger starts from now; so does a parked schedule (its new definition is the fix).
-        retimed = _trigger_key(wanted) != _trigger_key(current.spec) or current.fault is not None
-        if retimed and wanted.enabled:
-            next_fire = first_fire(wanted, now, manager)
-        store.update(wanted, next_fire)
-        report.updated.append(spec.name)
-    for name in stored:
-        try:
-            store.remove(name)
-        except ScheduleNotFoundError:
-            continue  # removed by another node syncing at the same moment
-        report.removed.append(name)
+            wanted = replace(spec, enabled=current.spec.enabled)
+            if wanted == current.spec:
+                report.unchanged.append(spec.name)
+            elif (_trigger_key(wanted) != _trigger_key(current.spec) or current.fault is not None) and wanted.enabled:
+                # A new trigger starts from now; so does a parked schedule (its new definition
+                # is the fix). The store clears the fault and marks a running schedule retimed.
+                retrigger.append(wanted)
+            else:
+                changed.append(wanted)
+        declared = {job.spec.name for job in jobs}
+        remove = [s.name for s in stored if s.spec.module and _under(s.spec.module, module) and s.name not in declared]
+        report.created = [s.name for s in create]
+        report.updated = sorted(s.name for s in (*changed, *retrigger))
+        report.removed = remove
+        return SchedulePlan(tuple(create), tuple(changed), tuple(retrigger), tuple(remove))
+
+    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return first_fire(spec, now, manager) if spec.enabled else None
+
+    try:
+        store.write_schedules(plan, next_fire)
+    except ScheduleExistsError:
+        # A store without a serializing lock, and another node created some of these names
+        # between our read and our write: plan again from what it wrote.
+        store.write_schedules(plan, next_fire)
     log.info(
         "synced %s: %d created, %d updated, %d unchanged, %d removed",
         module,

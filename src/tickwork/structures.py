@@ -301,3 +301,19 @@ class NodeInfo:
     id: str
     started_at: datetime
     heartbeat_at: datetime
+
+
+@dataclass(frozen=True)
+class SchedulePlan:
+    """The schedule writes of one :meth:`~tickwork.abc.Store.write_schedules` call.
+
+    ``create`` are new schedules, first due at their next fire after the database clock read
+    when their batch is written; ``retrigger`` are definitions whose next fire is recomputed the
+    same way; ``update`` are definitions whose stored next fire is kept; ``remove`` are names
+    deleted with their history.
+    """
+
+    create: tuple[ScheduleSpec, ...] = ()
+    update: tuple[ScheduleSpec, ...] = ()
+    retrigger: tuple[ScheduleSpec, ...] = ()
+    remove: tuple[str, ...] = ()

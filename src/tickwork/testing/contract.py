@@ -15,7 +15,7 @@ injected and the statements under test are the ones production runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -24,11 +24,14 @@ import pytest
 from ..abc import Store
 from ..errors import ScheduleExistsError, ScheduleNotFoundError
 from ..structures import (
+    BUCKETS,
     Claim,
     Finish,
     MisfirePolicy,
     Outcome,
     RunStatus,
+    Schedule,
+    SchedulePlan,
     ScheduleSpec,
     ScheduleState,
     bucket_of,
@@ -113,6 +116,47 @@ class StoreContract:
         updated = store.update(changed, t + timedelta(hours=1))
         assert updated.spec == changed and store.get("a").spec == changed
         assert updated.next_fire == t + timedelta(hours=1)
+
+    def test_write_schedules_applies_a_plan(self, store: Store) -> None:
+        start = store.now()
+        store.add(spec("keep", module="app"), start + MINUTE)
+        store.add(spec("retrigger", module="app"), start + MINUTE)
+        store.add(spec("gone", module="app"), start + MINUTE)
+        created = [spec(f"new-{i:04d}", module="app") for i in range(2500)]  # more than one batch
+        clocks: list[datetime] = []
+        seen: list[str] = []
+
+        def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+            seen.extend(s.name for s in stored)
+            return SchedulePlan(
+                create=tuple(created),
+                update=(spec("keep", module="app", target="m:g"),),
+                retrigger=(spec("retrigger", module="app", expression="0 * * * *"),),
+                remove=("gone",),
+            )
+
+        def next_fire(s: ScheduleSpec, now: datetime) -> datetime:
+            clocks.append(now)
+            return now + timedelta(hours=1)
+
+        store.write_schedules(plan, next_fire)
+        assert sorted(seen) == ["gone", "keep", "retrigger"]
+        assert len(clocks) == 2501 and min(clocks) >= start
+        names = [s.name for s in store.list_schedules()]
+        assert names == ["keep", *(s.name for s in created), "retrigger"]
+        assert store.get("keep").next_fire == start + MINUTE and store.get("keep").spec.target == "m:g"
+        retriggered = store.get("retrigger")
+        assert retriggered.spec.expression == "0 * * * *" and retriggered.next_fire is not None
+        assert retriggered.next_fire > start + MINUTE
+        assert store.get("new-2499").spec == created[-1]
+
+    def test_write_schedules_refuses_a_name_taken_and_a_plan_that_raises(self, store: Store) -> None:
+        store.add(spec("taken"), store.now())
+        with pytest.raises(ScheduleExistsError, match="taken"):
+            store.write_schedules(lambda _: SchedulePlan(create=(spec("taken", module="app"),)), lambda s, now: now)
+        with pytest.raises(ValueError, match="refused"):
+            store.write_schedules(_refuse, lambda s, now: now)
+        assert [s.name for s in store.list_schedules()] == ["taken"] and store.get("taken").spec.module is None
 
     def test_the_clock_is_aware_utc_and_never_goes_back(self, store: Store) -> None:
         first = store.now()
@@ -208,6 +252,21 @@ class StoreContract:
         assert {c.spec.name for c in claims} == {n for n in names if bucket_of(n) in mine}
         assert store.next_due(buckets=mine) is None
         assert store.next_due(buckets=None) == t
+
+    def test_bucket_filter_at_the_edges_and_owning_nothing(self, store: Store) -> None:
+        t = store.now()
+        edge = {0: "", BUCKETS - 1: ""}
+        i = 0
+        while not all(edge.values()):
+            name = f"edge-{i}"
+            if bucket_of(name) in edge and not edge[bucket_of(name)]:
+                edge[bucket_of(name)] = name
+            i += 1
+        for name in edge.values():
+            store.add(spec(name), t)
+        assert claim_all(store, buckets=[]) == [] and store.next_due(buckets=[]) is None
+        assert [c.spec.name for c in claim_all(store, buckets=[BUCKETS - 1])] == [edge[BUCKETS - 1]]
+        assert [c.spec.name for c in claim_all(store, buckets=[0, 5])] == [edge[0]]
 
     # -- claiming: invariant 3, only the holder advances ------------------------------------------
 
@@ -397,3 +456,7 @@ class StoreContract:
         (c,) = claim_all(store)
         assert finish(store, c, None)
         assert store.get("once").next_fire is None and store.next_due(buckets=None) is None
+
+
+def _refuse(stored: Sequence[Schedule]) -> SchedulePlan:
+    raise ValueError("plan refused")

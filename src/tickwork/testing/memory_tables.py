@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
+from ..abc import Store
 from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
-from ..structures import Claim, NodeInfo, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, utc
+from ..structures import Claim, NodeInfo, RunRecord, RunStatus, Schedule, SchedulePlan, ScheduleSpec, ScheduleState, utc
 from .memory_rows import RunRow, ScheduleRow, stored_spec
 
 
@@ -118,6 +120,16 @@ class MemoryTables:
             row.spec, row.next_fire, row.updated_at, row.fault = stored_spec(spec), aware(next_fire), now, None
             self._notify()
             return row.public()
+
+    def write_schedules(
+        self,
+        plan: Callable[[Sequence[Schedule]], SchedulePlan],
+        next_fire: Callable[[ScheduleSpec, datetime], datetime | None],
+    ) -> SchedulePlan:
+        # The lock held throughout: two writers are serialized like the SQL store's, and the
+        # plan sees exactly the rows it changes. Reentrant, so the row methods can be reused.
+        with self._tx():
+            return Store.write_schedules(cast(Store, self), plan, next_fire)
 
     def get(self, name: str) -> Schedule:
         with self._tx():

@@ -1,0 +1,156 @@
+"""Deployment sync of many declared jobs (issue #18): nodes starting together, fire times from
+the clock at the moment of writing (docs/deployment-sync.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from tickwork import schedules as admin
+from tickwork.jobs import DeclaredJob
+from tickwork.structures import ScheduleSpec
+from tickwork_sqlite.store import SQLiteStore
+
+DECLARED = 2000
+
+
+def tickwork_bin() -> str:
+    return str(Path(sys.executable).parent / "tickwork")
+
+
+def write_module(path: Path, count: int) -> None:
+    # Yearly crons: nothing fires while the test runs, so only the sync is exercised.
+    defs = "".join(
+        f'@tickwork.cron("0 0 1 1 *", name="bulk-{i:05d}")\ndef job_{i}():\n    pass\n\n' for i in range(count)
+    )
+    path.write_text("import tickwork\n\n" + defs)
+
+
+def start_two_nodes_at_once(tmp_path: Path, store_table: str) -> list[str]:
+    write_module(tmp_path / "manyjobs.py", DECLARED)
+    (tmp_path / "tickwork.toml").write_text(f'[scheduler]\njobs = ["manyjobs"]\n{store_table}')
+    env = dict(os.environ, TICKWORK_CONFIG="", PYTHONPATH=str(tmp_path))
+    subprocess.run([tickwork_bin(), "db", "upgrade"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    nodes = [
+        subprocess.Popen(
+            [tickwork_bin(), "run", "--for", "1", "--log-level", "info"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=240)[0] for p in nodes]
+    assert [p.returncode for p in nodes] == [0, 0], outputs
+    listed = subprocess.run(
+        [tickwork_bin(), "jobs", "list", "--json"], cwd=tmp_path, env=env, check=True, capture_output=True, text=True
+    )
+    names = [json.loads(line)["name"] for line in listed.stdout.splitlines()]
+    assert sorted(names) == [f"bulk-{i:05d}" for i in range(DECLARED)]
+    return outputs
+
+
+def created_counts(outputs: list[str]) -> list[int]:
+    counts = []
+    for out in outputs:
+        found = re.search(r"synced manyjobs: (\d+) created, \d+ updated, (\d+) unchanged", out)
+        assert found, out
+        counts.append(int(found.group(1)))
+    return sorted(counts)
+
+
+def test_two_postgres_nodes_starting_at_once_create_every_schedule_once(tmp_path: Path, postgres_url: str) -> None:
+    outputs = start_two_nodes_at_once(tmp_path, f'[store]\nplugin = "postgres"\nurl = "{postgres_url}"\n')
+    # The second node waited for the first one's write, then found everything synced.
+    assert created_counts(outputs) == [0, DECLARED]
+
+
+def test_two_sqlite_nodes_starting_at_once_create_every_schedule_once(tmp_path: Path) -> None:
+    outputs = start_two_nodes_at_once(tmp_path, '[store]\nplugin = "sqlite"\npath = "shared.db"\n')
+    assert created_counts(outputs) == [0, DECLARED]
+    assert "database is locked" not in "".join(outputs)
+
+
+def test_two_mysql_nodes_starting_at_once_both_come_up_with_every_schedule_once(tmp_path: Path, mysql_url: str) -> None:
+    # MySQL takes no sync lock (docs/deployment-sync.md): both nodes may write, the rows are
+    # still there exactly once and neither node fails.
+    outputs = start_two_nodes_at_once(tmp_path, f'[store]\nplugin = "mysql"\nurl = "{mysql_url}"\n')
+    assert sum(created_counts(outputs)) >= DECLARED
+
+
+class SlowClock:
+    """A database clock that moves one second at every reading: a sync that reads it once per
+    schedule (as the row-by-row sync did) takes thousands of seconds by it."""
+
+    def __init__(self, start: datetime) -> None:
+        self.value = start
+
+    def __call__(self) -> datetime:
+        self.value += timedelta(seconds=1)
+        return self.value
+
+
+def test_a_large_first_sync_leaves_no_fire_time_in_the_past(tmp_path: Path) -> None:
+    clock = SlowClock(datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC))
+    store = SQLiteStore(str(tmp_path / "t.db"), clock=clock)
+    store.upgrade()
+    store.open()
+    try:
+        jobs = [
+            DeclaredJob(
+                ScheduleSpec(name=f"m.j{i}", trigger_kind="interval", expression="60s", target=f"m:j{i}", module="m"),
+                lambda: None,
+            )
+            for i in range(DECLARED)
+        ]
+        report = admin.sync_module(store, "m", jobs)
+        assert len(report.created) == DECLARED
+        after = store.now()
+        # Nothing is due yet when the sync ends: the first claim records no skipped fire time.
+        assert min(s.next_fire for s in store.list_schedules() if s.next_fire) > after
+        assert store.claim_due("n1", limit=100, buckets=None) == []
+        assert [r for r in store.history(limit=10) if r.status.value == "skipped"] == []
+    finally:
+        store.close()
+
+
+def test_sync_updates_and_removes_in_bulk(tmp_path: Path) -> None:
+    count = 3
+    store = SQLiteStore(str(tmp_path / "t.db"))
+    store.upgrade()
+    store.open()
+    try:
+        specs = [
+            ScheduleSpec(name=f"m.j{i}", trigger_kind="cron", expression="* * * * *", target=f"m:j{i}", module="m")
+            for i in range(count)
+        ]
+        admin.sync_module(store, "m", [DeclaredJob(s, lambda: None) for s in specs])
+        kept = store.get("m.j1").next_fire
+        changed = [
+            ScheduleSpec(name="m.j0", trigger_kind="cron", expression="0 0 1 1 *", target="m:j0", module="m"),
+            ScheduleSpec(name="m.j1", trigger_kind="cron", expression="* * * * *", target="m:other", module="m"),
+        ]
+        report = admin.sync_module(store, "m", [DeclaredJob(s, lambda: None) for s in changed])
+        assert report.updated == ["m.j0", "m.j1"] and report.removed == ["m.j2"]
+        assert store.get("m.j0").next_fire.month == 1 and store.get("m.j0").next_fire.day == 1  # type: ignore[union-attr]
+        assert store.get("m.j1").next_fire == kept and store.get("m.j1").spec.target == "m:other"
+        assert [s.name for s in store.list_schedules()] == ["m.j0", "m.j1"]
+    finally:
+        store.close()
+
+
+def test_the_sync_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_sync.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--schedules", "30"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(None, 1) for line in done.stdout.replace("start, ", "start-").splitlines())
+    assert lines["schedules"].strip() == "30" and "x import" in lines["start-empty"]

@@ -1,0 +1,153 @@
+"""``tickwork jobs add --from FILE`` and ``Admin.add_many``: many run-time schedules in one
+transaction, every entry validated first, errors naming the file and line (issue #18). Real
+``tickwork`` processes against a real SQLite file and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tickwork
+from tickwork_postgres.store import PostgresStore
+
+RECORD = "tests.jobs_for_tests:record"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tw(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwork", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def names(cwd: Path) -> list[str]:
+    listed = tw(cwd, "jobs", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return [json.loads(line)["name"] for line in listed.stdout.splitlines()]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "tickwork.toml").write_text('[store]\nplugin = "sqlite"\npath = "t.db"\n')
+    assert tw(tmp_path, "db", "upgrade").returncode == 0
+    return tmp_path
+
+
+def jsonl(count: int) -> str:
+    return "".join(
+        json.dumps({"name": f"bulk-{i:04d}", "expression": "0 3 * * *", "target": RECORD}) + "\n" for i in range(count)
+    )
+
+
+def test_add_from_a_json_lines_file(workdir: Path) -> None:
+    (workdir / "many.jsonl").write_text("# nightly jobs\n\n" + jsonl(1500))
+    done = tw(workdir, "jobs", "add", "--from", "many.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "added 1500 schedules from many.jsonl\n"
+    assert names(workdir) == [f"bulk-{i:04d}" for i in range(1500)]
+
+
+def test_add_from_a_toml_file_with_options(workdir: Path) -> None:
+    (workdir / "jobs.toml").write_text(
+        "[[schedule]]\n"
+        'name = "oslo"\nexpression = "0 9 * * 1-5"\n'
+        f'target = "{RECORD}"\ntz = "Europe/Oslo"\nretries = 2\n'
+        "\n[[schedule]]\n"
+        f'name = "poll"\nexpression = "90s"\ntarget = "{RECORD}"\nenabled = false\n'
+    )
+    done = tw(workdir, "--json", "jobs", "add", "--from", "jobs.toml")
+    assert done.returncode == 0, done.stderr
+    added = {info["name"]: info for info in map(json.loads, done.stdout.splitlines())}
+    assert added["oslo"]["timezone"] == "Europe/Oslo" and added["oslo"]["retries"] == 2
+    assert added["poll"]["kind"] == "interval" and added["poll"]["enabled"] is False
+
+
+def line(**fields: object) -> str:
+    return json.dumps(fields) + "\n"
+
+
+GOOD = line(name="a", expression="0 3 * * *", target=RECORD)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (GOOD + line(name="b", expression="61 * * * *", target=RECORD), "many.jsonl:2: minute field: 61"),
+        (GOOD + '{"name": "b",\n', "many.jsonl:2: invalid JSON"),
+        (line(name="a", expression="0 3 * * *"), "many.jsonl:1: missing field(s) target"),
+        (line(name="a", expression="0 3 * * *", target=RECORD, colour="red"), "many.jsonl:1: unknown field(s) colour"),
+        (
+            GOOD + "\n" + line(name="a", expression="0 4 * * *", target=RECORD),
+            "many.jsonl:3: schedule name 'a' is also on line 1",
+        ),
+        ("[1, 2]\n", "many.jsonl:1: expected a JSON object, got list"),
+        (GOOD + line(name="b", expression="0 3 * * *", target="no_such_module_x:f"), "many.jsonl:2: "),
+    ],
+)
+def test_a_bad_file_is_one_error_line_naming_file_and_line_and_adds_nothing(
+    workdir: Path, text: str, message: str
+) -> None:
+    (workdir / "many.jsonl").write_text(text)
+    done = tw(workdir, "jobs", "add", "--from", "many.jsonl")
+    assert done.returncode == 2
+    assert done.stderr.startswith("tickwork: error: ") and message in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert names(workdir) == []
+
+
+def test_a_bad_toml_entry_names_the_line_of_its_table(workdir: Path) -> None:
+    (workdir / "jobs.toml").write_text(
+        f'[[schedule]]\nname = "a"\nexpression = "0 3 * * *"\ntarget = "{RECORD}"\n\n'
+        f'[[schedule]]\nname = "b"\nexpression = "0 3 * * *"\ntarget = "{RECORD}"\ntz = "Mars/Base"\n'
+    )
+    done = tw(workdir, "jobs", "add", "--from", "jobs.toml")
+    assert done.returncode == 2
+    assert done.stderr.startswith("tickwork: error: jobs.toml:6: ") and "Mars/Base" in done.stderr, done.stderr
+    assert names(workdir) == []
+
+
+def test_a_name_already_taken_adds_nothing_and_replace_replaces(workdir: Path) -> None:
+    assert tw(workdir, "jobs", "add", "bulk-0001", "0 5 * * *", RECORD).returncode == 0
+    (workdir / "many.jsonl").write_text(jsonl(3))
+    done = tw(workdir, "jobs", "add", "--from", "many.jsonl")
+    assert done.returncode == 1
+    assert done.stderr == (
+        "tickwork: error: many.jsonl:2: a schedule named 'bulk-0001' already exists; nothing was added "
+        "(--replace replaces run-time schedules)\n"
+    )
+    assert names(workdir) == ["bulk-0001"]
+    assert tw(workdir, "jobs", "add", "--from", "many.jsonl", "--replace").returncode == 0
+    shown = tw(workdir, "--json", "jobs", "show", "bulk-0001")
+    assert json.loads(shown.stdout)["expression"] == "0 3 * * *"
+    assert names(workdir) == ["bulk-0000", "bulk-0001", "bulk-0002"]
+
+
+def test_add_needs_positionals_or_a_file_not_both(workdir: Path) -> None:
+    (workdir / "many.jsonl").write_text(jsonl(1))
+    both = tw(workdir, "jobs", "add", "x", "0 3 * * *", RECORD, "--from", "many.jsonl")
+    assert both.returncode == 2 and "not both" in both.stderr
+    neither = tw(workdir, "jobs", "add")
+    assert neither.returncode == 2 and "give NAME EXPRESSION TARGET, or --from FILE" in neither.stderr
+
+
+def test_admin_add_many_is_one_transaction_on_postgres(postgres_url: str) -> None:
+    schema = PostgresStore(postgres_url)
+    schema.upgrade()
+    schema.close()
+    with tickwork.connect({"store": {"plugin": "postgres", "url": postgres_url}}) as admin:
+        admin.add("taken", "0 5 * * *", RECORD)
+        wanted = [{"name": f"pg-{i:04d}", "expression": "*/5 * * * *", "target": RECORD} for i in range(2500)]
+        with pytest.raises(tickwork.ScheduleExistsError, match="taken"):
+            admin.add_many([*wanted, {"name": "taken", "expression": "0 3 * * *", "target": RECORD}])
+        assert admin.count() == 1
+        added = admin.add_many(wanted)
+        assert [info.name for info in added] == [w["name"] for w in wanted]
+        assert admin.count() == 2501
+        assert all(info.next_fire is not None and info.next_fire.minute % 5 == 0 for info in added)
