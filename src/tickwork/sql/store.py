@@ -909,23 +909,25 @@ class SQLStore(Store):
                 .values(claimed_at=self.now_expr())
             )
 
+    def _abandon_claims_of(self, conn: Connection, node_id: str, reason: str, now: Any) -> int:
+        """Record the node's running runs ``abandoned`` and release its schedules; the count released."""
+        conn.execute(
+            update(runs)
+            .where(runs.c.node == node_id, runs.c.status == "running")
+            .values(status=RunStatus.ABANDONED.value, finished_at=now, error=reason)
+        )
+        released = conn.execute(
+            update(schedules).where(schedules.c.claimed_by == node_id, schedules.c.state == "running").values(**UNHELD)
+        ).rowcount
+        if released:
+            self._notify(conn)
+        return int(released or 0)
+
     @transient_retry
     def release_node(self, node_id: str, reason: str) -> int:
         now = self.now_expr()
         with self._tx() as conn:
-            conn.execute(
-                update(runs)
-                .where(runs.c.node == node_id, runs.c.status == "running")
-                .values(status=RunStatus.ABANDONED.value, finished_at=now, error=reason)
-            )
-            released = conn.execute(
-                update(schedules)
-                .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
-                .values(**UNHELD)
-            ).rowcount
-            if released:
-                self._notify(conn)
-        return int(released or 0)
+            return self._abandon_claims_of(conn, node_id, reason, now)
 
     @transient_retry
     def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
@@ -1074,19 +1076,7 @@ class SQLStore(Store):
             if dead is None:
                 return None
             conn.execute(delete(nodes).where(nodes.c.id == node_id))
-            conn.execute(
-                update(runs)
-                .where(runs.c.node == node_id, runs.c.status == "running")
-                .values(status=RunStatus.ABANDONED.value, finished_at=now, error=reason)
-            )
-            released = conn.execute(
-                update(schedules)
-                .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
-                .values(**UNHELD)
-            ).rowcount
-            if released:
-                self._notify(conn)
-        return int(released or 0)
+            return self._abandon_claims_of(conn, node_id, reason, now)
 
     @transient_retry
     def nodes(self) -> list[NodeInfo]:
