@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .engine.settings import MAX_END_BATCH_WINDOW
 from .errors import ConfigError
 from .numbers import DAY, YEAR, integer, number
 from .plugins import PluginManager, manager_for_blocks
@@ -47,6 +48,7 @@ class SchedulerConfig:
     default_executor: str = "local"
     lookahead: float = 1.0
     shutdown_grace: float = 30.0
+    end_batch_window: float = 0.02
 
 
 #: The range of every numeric ``[scheduler]`` key: (low, high, low excluded), in seconds (days
@@ -60,6 +62,7 @@ _SCHEDULER_RANGES: dict[str, tuple[float, float, bool]] = {
     "history_retention_days": (0.0, 36500.0, False),
     "lookahead": (0.0, MAX_LOOKAHEAD, False),
     "shutdown_grace": (0.0, DAY, False),
+    "end_batch_window": (0.0, MAX_END_BATCH_WINDOW, False),
 }
 MAX_IN_FLIGHT = 1_000_000
 
@@ -77,6 +80,7 @@ _SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
     "default_executor": str,
     "lookahead": (int, float),
     "shutdown_grace": (int, float),
+    "end_batch_window": (int, float),
 }
 
 LOG_FORMATS = ("text", "json")

@@ -1,4 +1,5 @@
-"""Writing the ends of runs: one batch per pass, kept in memory while the database is away."""
+"""Writing the ends of runs: gathered over a short window, written in one batch, kept in memory
+while the database is away."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..errors import StoreError
 from ..listener import EngineListener, SkippedFire
 from ..runlog import log_run_ends
 from ..structures import Claim, Finish, RunStatus
+from .clock import DatabaseClock
 
 log = logging.getLogger("tickwork.engine")
 
@@ -25,14 +27,24 @@ class Counters:
     skipped: int = 0
     fenced_out: int = 0
     parked: int = 0
+    #: :meth:`Store.finish` calls that wrote at least one end
+    end_batches: int = 0
 
 
 class EndWriter:
-    """Writes ends (:meth:`Store.finish`) and parks (:meth:`Store.park`) in batches.
+    """Gathers ends (:meth:`Store.finish`) and parks (:meth:`Store.park`) and writes them in batches.
 
-    On a store error the batch is kept and written first next time: no end is lost to a database
-    outage, and the claims stay held meanwhile, so nobody else fires those schedules.
+    An end waits at most ``window`` seconds for others to share its statement and commit: runs that
+    end one at a time (a spread load) would otherwise cost a statement and a commit each. It never
+    waits past the moment its schedule's next fire could be claimed (its next fire less ``lead``),
+    so batching adds no lag to any fire; a full batch (``max_batch``) and a park are written at
+    once. On a store error the batch is kept and written first next time: no end is lost to a
+    database outage, and the claims stay held meanwhile, so nobody else fires those schedules.
 
+    :param clock: the database clock (to place a next fire time on the monotonic clock)
+    :param window: seconds an end may wait for company (0: written on the pass it arrived)
+    :param lead: seconds before a next fire at which some node may claim it (the claim lead)
+    :param max_batch: a batch this large is written at once
     :param listener: returns the engine's current listener (tests replace it on a live engine)
     :param released: called with the next fire times of the schedules a batch released
     """
@@ -44,58 +56,109 @@ class EndWriter:
         counters: Counters,
         listener: Callable[[], EngineListener],
         released: Callable[[list[datetime]], None],
+        *,
+        clock: DatabaseClock,
+        window: float = 0.0,
+        lead: float = 0.0,
+        max_batch: int = 100,
     ) -> None:
         self.store = store
         self.node_id = node_id
         self.counters = counters
+        self.clock = clock
+        self.window = window
+        self.lead = lead
+        self.max_batch = max_batch
         self._listener = listener
         self._released = released
         self._unsaved: list[Finish] = []
         self._unparked: list[tuple[Finish, str]] = []
+        #: Monotonic time by which the gathered ends must be written (None: nothing gathered).
+        self._write_by: float | None = None
 
     @property
     def backlog(self) -> int:
-        """Ends and parks waiting for the database."""
+        """Ends and parks gathered or waiting for the database."""
         return len(self._unsaved) + len(self._unparked)
 
     def claims(self) -> list[Claim]:
         """The claims whose end is not written yet (still this node's)."""
         return [f.claim for f in self._unsaved] + [f.claim for f, _ in self._unparked]
 
-    def write(self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, str]] = ()) -> None:
-        """Write ``finishes`` and ``parks`` after anything kept from before.
+    def add(self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, str]] = ()) -> None:
+        """Gather ``finishes`` and ``parks``, to be written by :meth:`write_due` in time."""
+        if not finishes and not parks:
+            return
+        now_mono = self.clock.monotonic()
+        self._unsaved += finishes
+        self._unparked += parks
+        write_by = now_mono + self.window
+        if self._write_by is not None:
+            write_by = min(write_by, self._write_by)
+        next_fires = [f.next_fire for f in finishes if f.next_fire is not None]
+        if next_fires and self.window > 0:
+            # By the database clock: its next fire, less the claim lead, is the latest useful moment.
+            until = (min(next_fires) - self.clock.now()).total_seconds() - self.lead
+            write_by = min(write_by, now_mono + until)
+        if parks or len(self._unsaved) >= self.max_batch:
+            write_by = now_mono
+        self._write_by = write_by
 
+    def seconds_until_due(self) -> float | None:
+        """Seconds until the gathered ends must be written (0: now); None when nothing is gathered."""
+        if self._write_by is None:
+            return None
+        return max(0.0, self._write_by - self.clock.monotonic())
+
+    def write_due(self) -> bool:
+        """Write what was gathered if its time has come.
+
+        :return: whether a write was attempted
         :raises tickwork.errors.StoreError: after keeping what was not written
         """
+        if self._write_by is None or self._write_by > self.clock.monotonic():
+            return False
+        self.write()
+        return True
+
+    def write(self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, str]] = ()) -> None:
+        """Write ``finishes`` and ``parks`` now, after anything gathered or kept from before.
+
+        :raises tickwork.errors.StoreError: after keeping what was not written (due at once)
+        """
         self._unparked += parks
+        self._unsaved += finishes
+        if not self._unsaved and not self._unparked:
+            self._write_by = None
+            return
+        self._write_by = self.clock.monotonic()  # whatever a failure keeps is due again at once
         if self._unparked:
             parked, self._unparked = self._unparked, []
             try:
                 landed = self.store.park(self.node_id, parked)
             except StoreError:
                 self._unparked = parked + self._unparked
-                self._unsaved += finishes
                 raise
             self.counters.parked += landed.count(True)
             self.counters.finished += len(parked)
             self._log([f for f, _ in parked], landed, parked=True)
             self._report([f for f, _ in parked])
-        batch = self._unsaved + list(finishes)
-        if not batch:
-            return
-        self._unsaved = []
-        try:
-            landed = self.store.finish(self.node_id, batch)
-        except StoreError:
-            self._unsaved = batch
-            raise
-        self.counters.finished += len(batch)
-        self.counters.fenced_out += landed.count(False)
-        self._report(batch)
-        released = [f.next_fire for f, ok in zip(batch, landed, strict=True) if ok and f.next_fire is not None]
-        if released:
-            self._released(released)
-        self._log(batch, landed)
+        batch, self._unsaved = self._unsaved, []
+        if batch:
+            try:
+                landed = self.store.finish(self.node_id, batch)
+            except StoreError:
+                self._unsaved = batch + self._unsaved
+                raise
+            self.counters.end_batches += 1
+            self.counters.finished += len(batch)
+            self.counters.fenced_out += landed.count(False)
+            self._report(batch)
+            released = [f.next_fire for f, ok in zip(batch, landed, strict=True) if ok and f.next_fire is not None]
+            if released:
+                self._released(released)
+            self._log(batch, landed)
+        self._write_by = None
 
     def _report(self, finishes: Sequence[Finish]) -> None:
         """Tell the listener which runs ended and which fire times were recorded as skipped."""

@@ -74,7 +74,18 @@ class Engine:
             lambda h: self.clock.since_claim(h.claim.claimed_at, h.mono_claimed, self.clock.monotonic())
         )
         self.retries = RetryQueue(store, settings.node_id, monotonic)
-        self.ends = EndWriter(store, settings.node_id, self.counters, lambda: self.listener, self.gate.fold_released)
+        self.ends = EndWriter(
+            store,
+            settings.node_id,
+            self.counters,
+            lambda: self.listener,
+            self.gate.fold_released,
+            clock=self.clock,
+            window=settings.end_batch_window,
+            # The longest claim lead of any node (see ClaimGate.draw_claim_lead).
+            lead=settings.lookahead / 2,
+            max_batch=settings.batch_size,
+        )
         self.housekeeping = Housekeeping(store, settings, self.tracked_claims, monotonic)
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -227,8 +238,7 @@ class Engine:
         for retry in self.retries.take_all():
             # Ending a run never retries it again: only a run that failed now plans one.
             self.runs.end_one(retry.claim, failed, retry.mono_claimed, now_mono, None, finishes, parks, retry=False)
-        if finishes or parks:
-            self.ends.write(finishes, parks)
+        self.ends.write(finishes, parks)
 
     def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds (real time) for in-flight runs to end and record them."""
@@ -238,8 +248,7 @@ class Engine:
             self._wake.clear()
             self.runs.expire_overdue()
             self.runs.finish_completed()
-        if self.ends.backlog:
-            self.ends.write()
+        self.runs.write_ends(now=True)
 
     def reconcile(self) -> int:
         """Release every claim this node holds in the store but no longer tracks (run by the
@@ -249,24 +258,27 @@ class Engine:
     # -- one pass ---------------------------------------------------------------------------------
 
     def tick(self) -> bool:
-        """One pass: end completed runs, housekeeping, claim and dispatch what is due.
+        """One pass: gather completed runs, housekeeping, start held fires and retries that are
+        due, write the gathered ends whose time has come, claim and dispatch what is due.
 
         :return: True when a full batch was claimed (more may be due right away)
         """
         self.runs.expire_overdue()
         self.runs.finish_completed()
-        if self.ends.backlog:
-            self.ends.write()
         self.housekeeping.run_due(busy=bool(self.in_flight or self.held_fires or self.retries))
         # A node unsure of its membership starts nothing, held fires included: others may soon
         # declare it dead and release its claims (docs/claim-protocol.md, bounds).
-        if not self.membership.healthy():
+        healthy = self.membership.healthy()
+        if healthy:
+            # Before writing ends: a fire due now must not wait for a round trip.
+            due = self.held_fires.pop_due()
+            # Claims of one batch share their claim time; dispatch them together.
+            for mono_claimed, entries in itertools.groupby(due, key=lambda h: h.mono_claimed):
+                self.runs.dispatch([h.claim for h in entries], mono_claimed)
+            self.retries.start_due(self.runs.start_retry)
+        self.runs.write_ends()
+        if not healthy:
             return False
-        due = self.held_fires.pop_due()
-        # Claims of one batch share their claim time; dispatch them together.
-        for mono_claimed, entries in itertools.groupby(due, key=lambda h: h.mono_claimed):
-            self.runs.dispatch([h.claim for h in entries], mono_claimed)
-        self.retries.start_due(self.runs.start_retry)
         room = self.settings.max_in_flight - len(self.in_flight) - len(self.held_fires)
         if room <= 0 or not self.gate.is_open():
             return False
@@ -293,6 +305,9 @@ class Engine:
             sleep = min(sleep, deadline - mono())
         busy = bool(self.in_flight or self.held_fires or self.retries)
         sleep = min(sleep, self.housekeeping.seconds_until_next(busy=busy))
+        ends = self.ends.seconds_until_due()
+        if ends is not None:
+            sleep = min(sleep, ends)
         if not self.membership.healthy():
             return clamp_wait(min(sleep, 0.5))  # nothing starts meanwhile; check again soon
         for part in (self.retries, self.held_fires):

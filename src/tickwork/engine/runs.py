@@ -74,6 +74,10 @@ class Runs:
         self._wake = wake
         self.in_flight: dict[int, InFlight] = {}
         self._done: queue.SimpleQueue[tuple[InFlight, Outcome]] = queue.SimpleQueue()
+        # True while ends gathered by the end writer make the loop come back by their write time
+        # anyway: an outcome arriving meanwhile then waits for it instead of waking the loop (a
+        # pass per run end is most of a spread load's CPU). Set and cleared by the loop thread only.
+        self._collected = False
         self._errors = OnceLogger(log)
 
     def earliest_deadline(self) -> float | None:
@@ -98,8 +102,7 @@ class Runs:
                 parks.append(self._parked(claim, None, None, exc))
         if started:
             self.listener().runs_started(started)
-        if immediate or parks:
-            self.ends.write(immediate, parks)
+        self.ends.add(immediate, parks)
 
     def _dispatch_one(
         self, claim: Claim, mono_claimed: float, now_mono: float, immediate: list[Finish], started: list[JobCall]
@@ -154,7 +157,8 @@ class Runs:
     def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:
         def on_done(outcome: Outcome) -> None:
             self._done.put((flight, outcome))
-            self._wake.set()
+            if not self._collected:
+                self._wake.set()
 
         return on_done
 
@@ -184,8 +188,23 @@ class Runs:
             assert run_id is not None
             self.in_flight.pop(run_id, None)
             self.end_one(flight.claim, outcome, flight.mono_claimed, now_mono, flight.started_at, finishes, parks)
-        if finishes or parks:
-            self.ends.write(finishes, parks)
+        self.ends.add(finishes, parks)
+        self._collected = self.ends.backlog > 0
+
+    def write_ends(self, *, now: bool = False) -> None:
+        """Write the gathered ends if their time has come (``now``: whatever their time).
+
+        :raises tickwork.errors.StoreError: after the end writer kept what was not written
+        """
+        if now:
+            self.ends.write()
+        else:
+            self.ends.write_due()
+        if not self.ends.backlog:
+            self._collected = False
+            # An outcome that arrived while the flag was up did not wake the loop: look now.
+            if not self._done.empty():
+                self._wake.set()
 
     def end_one(
         self,

@@ -32,6 +32,8 @@ MAX_WAIT = min(threading.TIMEOUT_MAX, 365 * 86400.0)
 MAX_INTERVAL = 86400.0
 MAX_GRACE = 365 * 86400.0
 MAX_IN_FLIGHT = 1_000_000
+#: The longest ``end_batch_window``: an end that waits longer holds its schedule visibly running.
+MAX_END_BATCH_WINDOW = 1.0
 
 
 def clamp_wait(seconds: float) -> float:
@@ -60,6 +62,9 @@ class EngineSettings:
     #: the claim round trip is off the path between due time and start. Claiming begins once
     #: a fire is due within about half of it, so one claim gathers what came due meanwhile.
     lookahead: float = 1.0
+    #: Seconds a run's end may wait for others to share one write (never past the moment its
+    #: next fire could be claimed); 0 writes each pass's ends at once.
+    end_batch_window: float = 0.02
 
     def __post_init__(self) -> None:
         limits = {
@@ -79,6 +84,11 @@ class EngineSettings:
                     raise ConfigError(
                         f"scheduler.{f.name}: must be a finite number in ({low:g}, {high:g}], got {value}"
                     )
+        if not (isinstance(self.end_batch_window, int | float) and 0 <= self.end_batch_window <= MAX_END_BATCH_WINDOW):
+            raise ConfigError(
+                f"scheduler.end_batch_window: must be between 0 and {MAX_END_BATCH_WINDOW:g} seconds, "
+                f"got {self.end_batch_window!r}"
+            )
         if not (isinstance(self.lookahead, int | float) and 0 <= self.lookahead <= 60):
             raise ConfigError(f"scheduler.lookahead: must be between 0 and 60 seconds, got {self.lookahead!r}")
         for name, high in (("batch_size", 100_000), ("max_in_flight", MAX_IN_FLIGHT)):

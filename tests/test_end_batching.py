@@ -1,0 +1,216 @@
+"""Run ends gathered over ``scheduler.end_batch_window`` and written together: on the real SQLite
+store and the real local executor, with the node's monotonic clock stepped by hand."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FakeClock, Ticker
+from tickwork import schedules as admin
+from tickwork.engine import Engine, EngineSettings
+from tickwork.errors import ConfigError, StoreError
+from tickwork.node import config_from
+from tickwork.structures import Finish, RunStatus, ScheduleSpec
+from tickwork_local.executor import LocalExecutor
+from tickwork_membership.single import SingleMembership
+from tickwork_sqlite.store import SQLiteStore
+
+
+class CountingStore(SQLiteStore):
+    """The real SQLite store, counting its ``finish`` calls; ``fail_finishes`` of them raise first."""
+
+    def __init__(self, path: str, clock: FakeClock) -> None:
+        super().__init__(path, clock=clock)
+        self.finish_calls: list[int] = []
+        self.fail_finishes = 0
+
+    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+        if self.fail_finishes:
+            self.fail_finishes -= 1
+            raise StoreError("database unreachable (test)")
+        self.finish_calls.append(len(finishes))
+        return super().finish(node_id, finishes)
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FakeClock) -> Iterator[CountingStore]:
+    s = CountingStore(str(tmp_path / "tickwork.db"), clock)
+    s.upgrade()
+    s.open()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def ticker() -> Ticker:
+    return Ticker()
+
+
+@pytest.fixture
+def make(store: CountingStore, clock: FakeClock, ticker: Ticker) -> Iterator[Callable[..., Engine]]:
+    made: list[tuple[Engine, LocalExecutor]] = []
+
+    def build(**settings: object) -> Engine:
+        executor = LocalExecutor(max_workers=4)
+        executor.start()
+        membership = SingleMembership()
+        membership.start(store, "n1")
+        values: dict[str, object] = {"node_id": "n1", "reap_interval": 3600.0, "lookahead": 0.0}
+        values.update(settings)
+        engine = Engine(
+            store,
+            {"local": executor},
+            membership,
+            EngineSettings(**values),  # type: ignore[arg-type]
+            clock=clock,
+            monotonic=ticker,
+        )
+        made.append((engine, executor))
+        return engine
+
+    yield build
+    for engine, executor in made:
+        executor.shutdown(wait=False)
+        engine.membership.stop()
+
+
+def add(store: CountingStore, name: str, expression: str = "* * * * *") -> None:
+    spec = ScheduleSpec(name=name, trigger_kind="cron", expression=expression, target="tests.jobs_for_tests:record")
+    admin.add(store, spec)
+
+
+def gather(engine: Engine, ends: int) -> None:
+    """Tick (the node's clock standing still) until ``ends`` runs have ended and been gathered."""
+    deadline = time.monotonic() + 10
+    while engine.ends.backlog < ends:
+        assert time.monotonic() < deadline, f"only {engine.ends.backlog} of {ends} runs ended"
+        engine.tick()
+        time.sleep(0.005)
+
+
+def statuses(store: CountingStore) -> list[RunStatus]:
+    return sorted((r.status for r in store.history()), key=lambda s: s.value)
+
+
+def test_ends_within_the_window_are_written_together_when_it_closes(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock, ticker: Ticker
+) -> None:
+    for name in ("a", "b", "c"):
+        add(store, name)
+    clock.advance(60)  # all three due
+    engine = make(end_batch_window=0.05)
+    gather(engine, 3)
+    # Ended, not yet written: the schedules are still claimed, the runs still running.
+    assert store.finish_calls == []
+    assert statuses(store) == [RunStatus.RUNNING] * 3
+    assert 0 < (engine.ends.seconds_until_due() or 0) <= 0.05
+    ticker.advance(0.049)
+    engine.tick()
+    assert store.finish_calls == []
+    ticker.advance(0.001)
+    engine.tick()
+    assert store.finish_calls == [3]
+    assert statuses(store) == [RunStatus.SUCCEEDED] * 3
+    assert engine.ends.backlog == 0 and engine.ends.seconds_until_due() is None
+    assert engine.counters.end_batches == 1 and engine.finished == 3
+
+
+def test_without_a_window_each_pass_writes_its_ends(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock
+) -> None:
+    add(store, "a")
+    clock.advance(60)
+    engine = make(end_batch_window=0)
+    deadline = time.monotonic() + 10
+    while not store.finish_calls:
+        assert time.monotonic() < deadline
+        engine.tick()
+        time.sleep(0.005)
+    assert store.finish_calls == [1] and statuses(store) == [RunStatus.SUCCEEDED]
+
+
+def test_an_end_never_waits_past_the_time_its_next_fire_may_be_claimed(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock, ticker: Ticker
+) -> None:
+    add(store, "every-second", "* * * * * *")
+    clock.advance(1)
+    # A node claiming 0.5 s ahead (lookahead 1) must see the release 0.5 s before the next
+    # fire, however long the window: here 0.5 s after the run ended (the clocks stand still).
+    engine = make(end_batch_window=0.9, lookahead=1.0)
+    gather(engine, 1)
+    assert engine.ends.seconds_until_due() == pytest.approx(0.5, abs=1e-6)
+    ticker.advance(0.5)
+    engine.tick()
+    assert store.finish_calls == [1]
+
+
+def test_a_full_batch_is_written_at_once(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock
+) -> None:
+    for name in ("a", "b"):
+        add(store, name)
+    clock.advance(60)
+    engine = make(end_batch_window=0.5, batch_size=2)
+    deadline = time.monotonic() + 10
+    while not store.finish_calls:
+        assert time.monotonic() < deadline
+        engine.tick()
+        time.sleep(0.005)
+    assert store.finish_calls == [2]
+
+
+def test_gathered_ends_survive_a_failed_write_and_are_written_next(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock, ticker: Ticker
+) -> None:
+    for name in ("a", "b"):
+        add(store, name)
+    clock.advance(60)
+    engine = make(end_batch_window=0.01)
+    gather(engine, 2)
+    ticker.advance(0.01)
+    store.fail_finishes = 1
+    assert engine.run_once() > 0  # backs off, does not raise
+    assert engine.ends.backlog == 2 and statuses(store) == [RunStatus.RUNNING] * 2
+    # Still this node's claims: the reconcile must not release them.
+    assert {c.spec.name for c in engine.tracked_claims()} == {"a", "b"}
+    assert engine.ends.seconds_until_due() == 0
+    engine.tick()
+    assert store.finish_calls == [2] and statuses(store) == [RunStatus.SUCCEEDED] * 2
+
+
+def test_a_stopping_node_writes_gathered_ends_whatever_the_window(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock
+) -> None:
+    add(store, "a")
+    clock.advance(60)
+    engine = make(end_batch_window=1.0)
+    gather(engine, 1)
+    engine.shutdown(timeout=1)
+    assert store.finish_calls == [1] and statuses(store) == [RunStatus.SUCCEEDED]
+
+
+def test_the_loop_sleeps_no_longer_than_the_window(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock
+) -> None:
+    add(store, "a")
+    clock.advance(60)
+    engine = make(end_batch_window=0.2, max_sleep=60.0)
+    gather(engine, 1)
+    assert 0 < engine.sleep_seconds() == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("window", [-0.01, 1.5, float("nan"), "0.1"])
+def test_a_window_out_of_range_is_refused_by_name(window: object) -> None:
+    with pytest.raises(ConfigError, match="end_batch_window"):
+        EngineSettings(node_id="n1", end_batch_window=window)  # type: ignore[arg-type]
+
+
+def test_the_window_is_read_from_the_config() -> None:
+    assert config_from({"scheduler": {"end_batch_window": 0.005}}, {}).scheduler.end_batch_window == 0.005
+    with pytest.raises(ConfigError, match="end_batch_window"):
+        config_from({"scheduler": {"end_batch_window": 2}}, {})
+
