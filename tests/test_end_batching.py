@@ -148,9 +148,7 @@ def test_an_end_never_waits_past_the_time_its_next_fire_may_be_claimed(
     assert store.finish_calls == [1]
 
 
-def test_a_full_batch_is_written_at_once(
-    make: Callable[..., Engine], store: CountingStore, clock: FakeClock
-) -> None:
+def test_a_full_batch_is_written_at_once(make: Callable[..., Engine], store: CountingStore, clock: FakeClock) -> None:
     for name in ("a", "b"):
         add(store, name)
     clock.advance(60)
@@ -213,4 +211,3 @@ def test_the_window_is_read_from_the_config() -> None:
     assert config_from({"scheduler": {"end_batch_window": 0.005}}, {}).scheduler.end_batch_window == 0.005
     with pytest.raises(ConfigError, match="end_batch_window"):
         config_from({"scheduler": {"end_batch_window": 2}}, {})
-
