@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -249,3 +250,97 @@ def test_tiny_burst_with_metrics_on(tmp_path: Path) -> None:
     (cell,) = doc["cells"]
     assert cell["errors"] == [], cell
     assert cell["metrics"]["duplicates"] == 0
+
+
+def test_sync_cells_declare_the_schedules_and_have_no_raw_cell() -> None:
+    plan = expand(
+        stores=["sqlite", "postgres"],
+        claims_by_store={"sqlite": ["optimistic"], "postgres": ["skip-locked"]},
+        memberships=["hashring"],
+        nodes=[1, 3],
+        workloads=["sync"],
+        burst_schedules=500,
+        stored=10_000,
+        steady_schedules=10,
+        steady_seconds=2.0,
+        raw=True,
+    )
+    assert [c.label for c in plan.cells] == [
+        "sqlite/optimistic/single/K=1 sync",
+        "sqlite/optimistic/hashring/K=3 sync",
+        "postgres/skip-locked/single/K=1 sync",
+        "postgres/skip-locked/hashring/K=3 sync",
+    ]
+    assert {(c.schedules, c.stored, c.seconds) for c in plan.cells} == {(500, 500, 0.0)}
+
+
+def test_table_shows_sync_cells_in_their_own_table() -> None:
+    from tickwork.bench.metrics import CellResult
+
+    burst = CellResult(Cell("sqlite", "optimistic", "single", 1, "burst", 1, 1), metrics={"fires": 1, "duplicates": 0})
+    metrics = {
+        "import_s": 2.0,
+        "start_empty_s": 7.5,
+        "start_empty_ratio": 3.75,
+        "start_unchanged_s": 9.5,
+        "start_unchanged_ratio": 4.75,
+        "target_s": 9.0,
+        "met": False,
+        "created_by_node": [0, 20_000],
+        "stored": 20_000,
+    }
+    sync = CellResult(Cell("postgres", "skip-locked", "hashring", 2, "sync", 20_000, 20_000), metrics=metrics)
+    fired, synced = table([burst, sync]).split("\n\n")
+    assert "fires/s" in fired and "hashring" not in fired
+    header, _, row = synced.splitlines()
+    assert header.split()[:6] == ["store", "claim", "membership", "K", "sync", "jobs"]
+    assert "7.50 (3.8x)" in row and "9.50 (4.8x)" in row and "9.00" in row
+    assert " NO " in row and "0+20,000" in row and row.rstrip().endswith("ok")
+    assert "fires/s" not in table([sync])
+
+
+def test_a_sync_node_that_fails_fails_the_cell_with_its_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tickwork.bench import sync
+    from tickwork.bench.progress import Progress
+    from tickwork.bench.workloads import Settings
+
+    def failing(config: Path) -> list[str]:
+        return [sys.executable, "-c", "import sys; print('no store for you', file=sys.stderr); sys.exit(3)"]
+
+    monkeypatch.setattr(sync, "_node_command", failing)
+    scratch = SQLiteScratch()
+    try:
+        cell = Cell("sqlite", "optimistic", "single", 1, "sync", 20, 20)
+        result = sync.run_sync_cell(1, cell, scratch, Settings(work_dir=tmp_path), Progress(1, enabled=False))
+    finally:
+        scratch.close()
+    assert result.failed
+    assert "sync-empty-1 exited with status 3\nno store for you" in result.errors
+    assert any(e.startswith("after the empty round the store holds 0 schedules, expected 20") for e in result.errors)
+    assert result.metrics["import_s"] > 0 and result.metrics["stored"] == 0
+
+
+def test_tiny_sync_cells_on_mysql(mysql_server: MySQLServer, tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    status = cli.main(
+        [
+            "--store", "mysql",
+            "--claim", "default",
+            "--nodes", "2",
+            "--membership", "all",
+            "--workload", "sync",
+            "--schedules", "100",
+            "--mysql-url", mysql_server.url("mysql"),
+            "--out", str(out),
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc
+    (cell,) = doc["cells"]
+    assert cell["errors"] == [], cell
+    m = cell["metrics"]
+    assert m["stored"] == 100
+    # MySQL takes no sync lock (docs/deployment-sync.md): both nodes may have written the rows.
+    assert sum(m["created_by_node"]) >= 100
+    assert m["start_empty_s"] > 0 and m["start_unchanged_s"] > 0 and m["met"] in (True, False)

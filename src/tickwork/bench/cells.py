@@ -8,7 +8,9 @@ from typing import Any
 
 #: Claim name of the bare-driver ceiling cells (no tickwork code on the claim path).
 RAW = "raw"
-WORKLOADS = ("burst", "steady", "spread")
+#: Node start with many declared jobs (bench/sync.py): no fires, no raw cell.
+SYNC = "sync"
+WORKLOADS = ("burst", "steady", "spread", SYNC)
 STORES = ("sqlite", "postgres", "mysql")
 #: Stores with a bare-driver ceiling worker (bench/raw.py); the others get no raw cell.
 RAW_STORES = ("sqlite", "postgres")
@@ -20,8 +22,10 @@ SINGLE = "single"
 class Cell:
     """One measured combination.
 
-    :param schedules: schedules made due (burst: all at one instant; steady: each every second)
-    :param stored: schedules in the table; the ``stored - schedules`` others are not due
+    :param schedules: schedules made due (burst: all at one instant; steady: each every second);
+        sync: jobs the module declares
+    :param stored: schedules in the table; the ``stored - schedules`` others are not due (sync:
+        equal to ``schedules``)
     :param seconds: steady and spread: how long the schedules fire
     """
 
@@ -75,14 +79,15 @@ def expand(
     """All selected cells, grouped by store and workload so similar cells run side by side.
 
     A raw ceiling cell (one per store with a raw worker and node count) precedes the burst cells it
-    is compared with.
+    is compared with. Sync cells declare ``burst_schedules`` jobs and store nothing else: the
+    sync's cost is what they measure.
     """
     cells: list[Cell] = []
     for store in stores:
         for workload in workloads:
-            due = burst_schedules if workload == "burst" else steady_schedules
-            seconds = 0.0 if workload == "burst" else steady_seconds
-            total = max(stored, due)
+            due = burst_schedules if workload in ("burst", SYNC) else steady_schedules
+            seconds = steady_seconds if workload in ("steady", "spread") else 0.0
+            total = due if workload == SYNC else max(stored, due)
             for k in nodes:
                 if raw and workload == "burst" and store in RAW_STORES:
                     cells.append(Cell(store, RAW, "-", k, workload, due, total))

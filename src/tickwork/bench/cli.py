@@ -21,12 +21,13 @@ from typing import Any
 from ..config import MAX_LOOKAHEAD, SchedulerConfig
 from ..errors import TickworkError
 from ..plugins import default_manager
-from .cells import RAW, SINGLE, STORES, WORKLOADS, Cell, Plan, expand
+from .cells import RAW, SINGLE, STORES, SYNC, WORKLOADS, Cell, Plan, expand
 from .metrics import CellResult
 from .progress import Progress
 from .raw import run_raw_cell
 from .report import attach_raw_ratios, document, failures, table, write_json
 from .scratch import MySQLScratch, PostgresScratch, Scratch, SQLiteScratch
+from .sync import run_sync_cell, sync_summary
 from .workloads import Settings, run_cell, summary
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -113,14 +114,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sel.add_argument(
         "--workload",
         help=f"burst (all due at once), steady (all due every second), spread (the steady rate spread evenly "
-        f"over each second) (default {FULL.workloads})",
+        f"over each second), sync (node start with --schedules declared jobs, against their import time) "
+        f"(default {FULL.workloads})",
     )
-    sel.add_argument("--schedules", type=_positive_int, help=f"burst: schedules due at once (default {FULL.schedules})")
+    sel.add_argument(
+        "--schedules",
+        type=_positive_int,
+        help=f"burst: schedules due at once; sync: jobs declared (default {FULL.schedules})",
+    )
     sel.add_argument(
         "--stored",
         type=_positive_int,
         default=0,
-        help="schedules stored in all; the ones beyond those due are not due for hours (default: only the due ones)",
+        help="schedules stored in all; the ones beyond those due are not due for hours (default: only the due ones; "
+        "not for sync)",
     )
     sel.add_argument(
         "--steady-schedules",
@@ -276,10 +283,15 @@ def measure(
             if cell.store not in scratches:
                 scratches[cell.store] = _scratch(cell.store, args)
             progress.start_cell(cell.label)
-            runner = run_raw_cell if cell.claim == RAW else run_cell
+            if cell.claim == RAW:
+                runner = run_raw_cell
+            elif cell.workload == SYNC:
+                runner = run_sync_cell
+            else:
+                runner = run_cell
             result = runner(index, cell, scratches[cell.store], settings, progress)
             results.append(result)
-            progress.end_cell(summary(result))
+            progress.end_cell(sync_summary(result) if cell.workload == SYNC else summary(result))
     except KeyboardInterrupt:
         progress.message("interrupted: reporting the cells measured so far")
     finally:

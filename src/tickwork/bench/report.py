@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .cells import RAW
+from .cells import RAW, SYNC
 from .metrics import CellResult
 
 Column = tuple[str, str, Callable[[CellResult], str]]
@@ -90,20 +90,77 @@ COLUMNS: list[Column] = [
 ]
 
 
-def table(results: Sequence[CellResult]) -> str:
-    """The results as an aligned text table, one line per cell."""
-    rows = [[fn(r) for _, _, fn in COLUMNS] for r in results]
-    widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, (name, _, _) in enumerate(COLUMNS)]
+def _start(round_name: str) -> Callable[[CellResult], str]:
+    """The slowest node's start in seconds, and how many import times that is."""
+
+    def cell(r: CellResult) -> str:
+        seconds = r.metrics.get(f"start_{round_name}_s")
+        ratio = r.metrics.get(f"start_{round_name}_ratio")
+        if seconds is None:
+            return "-"
+        return f"{seconds:.2f}" if ratio is None else f"{seconds:.2f} ({ratio:.1f}x)"
+
+    return cell
+
+
+def _met(r: CellResult) -> str:
+    met = r.metrics.get("met")
+    return "-" if met is None else "yes" if met else "NO"
+
+
+def _created(r: CellResult) -> str:
+    """Schedules each node created on the empty store (with a sync lock, one node creates all)."""
+    counts = r.metrics.get("created_by_node") or []
+    return "+".join("?" if c is None else f"{c:,}" for c in counts) or "-"
+
+
+#: Sync cells (node start with many declared jobs) measure none of the fire columns above.
+SYNC_COLUMNS: list[Column] = [
+    ("store", "<", lambda r: r.cell.store),
+    ("claim", "<", lambda r: r.cell.claim),
+    ("membership", "<", lambda r: r.cell.membership),
+    ("K", ">", lambda r: str(r.cell.nodes)),
+    ("sync jobs", ">", lambda r: f"{r.cell.schedules:,}"),
+    ("import s", ">", lambda r: _num(r.metrics.get("import_s"), ".2f")),
+    ("start empty s", ">", _start("empty")),
+    ("start unchanged s", ">", _start("unchanged")),
+    ("target s", ">", lambda r: _num(r.metrics.get("target_s"), ".2f")),
+    ("met", "<", _met),
+    ("created", ">", _created),
+    (
+        "node cpu s",
+        ">",
+        lambda r: "/".join(_num(r.metrics.get(k), ".2f") for k in ("nodes_cpu_empty_s", "nodes_cpu_unchanged_s")),
+    ),
+    ("stored", ">", lambda r: _num(r.metrics.get("stored"), ",d")),
+    ("status", "<", lambda r: "FAILED" if r.failed else "ok"),
+]
+
+
+def _render(columns: Sequence[Column], results: Sequence[CellResult]) -> str:
+    rows = [[fn(r) for _, _, fn in columns] for r in results]
+    widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, (name, _, _) in enumerate(columns)]
 
     def line(cells: Sequence[str]) -> str:
         out = []
-        for (_, align, _), width, cell in zip(COLUMNS, widths, cells, strict=True):
+        for (_, align, _), width, cell in zip(columns, widths, cells, strict=True):
             out.append(cell.ljust(width) if align == "<" else cell.rjust(width))
         return "  ".join(out).rstrip()
 
-    lines = [line([name for name, _, _ in COLUMNS]), line(["-" * w for w in widths])]
+    lines = [line([name for name, _, _ in columns]), line(["-" * w for w in widths])]
     lines += [line(row) for row in rows]
     return "\n".join(lines)
+
+
+def table(results: Sequence[CellResult]) -> str:
+    """The results as aligned text, one line per cell: the fire cells, then the sync cells in
+    their own table."""
+    fired = [r for r in results if r.cell.workload != SYNC]
+    synced = [r for r in results if r.cell.workload == SYNC]
+    tables = [_render(COLUMNS, fired)] if fired or not synced else []
+    if synced:
+        tables.append(_render(SYNC_COLUMNS, synced))
+    return "\n\n".join(tables)
 
 
 def failures(results: Sequence[CellResult]) -> list[str]:
