@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import MAX_LOOKAHEAD, SchedulerConfig
+from ..engine.settings import MAX_END_BATCH_WINDOW
 from ..errors import TickworkError
 from ..plugins import default_manager
 from .cells import RAW, SINGLE, STORES, SYNC, WORKLOADS, Cell, Plan, expand
@@ -163,6 +164,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"and start them on time from memory (default {SchedulerConfig.lookahead:g}, the node default; 0 claims when "
         "due). Burst cells always claim when due: they measure draining a backlog",
     )
+    how.add_argument(
+        "--end-batch-window",
+        type=float,
+        default=SchedulerConfig.end_batch_window,
+        help="the nodes' [scheduler] end_batch_window: seconds a run's end may wait to share one write with others "
+        f"(default {SchedulerConfig.end_batch_window:g}, the node default; 0 writes each pass's ends at once)",
+    )
     how.add_argument("--workers", type=_positive_int, default=8, help="local executor threads per node (default 8)")
     how.add_argument(
         "--settle",
@@ -243,6 +251,10 @@ def plan_from(args: argparse.Namespace) -> Plan:
         raise UsageError(f"--nodes: node counts must be >= 1, got {args.nodes}")
     if not 0 <= args.lookahead <= MAX_LOOKAHEAD:
         raise UsageError(f"--lookahead: must be between 0 and {MAX_LOOKAHEAD:g} seconds, got {args.lookahead}")
+    if not 0 <= args.end_batch_window <= MAX_END_BATCH_WINDOW:
+        raise UsageError(
+            f"--end-batch-window: must be between 0 and {MAX_END_BATCH_WINDOW:g} seconds, got {args.end_batch_window}"
+        )
     memberships = _list(args.membership or profile.memberships, "--membership")
     registered = default_manager().memberships.names()
     for membership in memberships:
@@ -315,6 +327,7 @@ def run(args: argparse.Namespace) -> int:
         work_dir=work_dir,
         batch_size=args.batch_size,
         lookahead=args.lookahead,
+        end_batch_window=args.end_batch_window,
         workers=args.workers,
         settle=args.settle,
         profile_dir=args.profile,
@@ -348,6 +361,7 @@ def run(args: argparse.Namespace) -> int:
             settings={
                 "batch_size": settings.batch_size,
                 "lookahead_s": settings.lookahead,
+                "end_batch_window_s": settings.end_batch_window,
                 "workers": settings.workers,
                 "settle_s": settings.settle,
                 "lead_s": settings.lead,

@@ -135,7 +135,9 @@ def cpu_seconds() -> float:
 
 def build_config(args: argparse.Namespace) -> Config:
     return Config(
-        scheduler=SchedulerConfig(node_id=args.node_id, lookahead=args.lookahead),
+        scheduler=SchedulerConfig(
+            node_id=args.node_id, lookahead=args.lookahead, end_batch_window=args.end_batch_window
+        ),
         store=PluginChoice(args.store, json.loads(args.store_options)),
         membership=PluginChoice(args.membership, json.loads(args.membership_options)),
         executors={"local": {"max_workers": args.workers}},
@@ -195,6 +197,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--membership-options", default="{}", help="JSON object: the [membership] table")
     p.add_argument("--workers", type=int, default=8, help="local executor threads")
     p.add_argument("--lookahead", type=float, default=SchedulerConfig.lookahead, help="[scheduler] lookahead seconds")
+    p.add_argument(
+        "--end-batch-window",
+        type=float,
+        default=SchedulerConfig.end_batch_window,
+        help="[scheduler] end_batch_window seconds",
+    )
     p.add_argument("--max-seconds", type=float, default=600.0, help="stop on its own after this long")
     p.add_argument("--log-level", default="WARNING")
     p.add_argument("--metrics", action="store_true", help="serve /metrics on a free port (the metrics plugin)")

@@ -49,9 +49,16 @@ class HeldFires:
 
     def pop_due(self) -> list[HeldFire]:
         """Take the held fires that are due, earliest first."""
-        due = []
-        while self._heap and self.seconds_until_next() == 0.0:
-            due.append(heapq.heappop(self._heap))
+        due: list[HeldFire] = []
+        heap = self._heap
+        while heap:
+            # Any fire's reading is a lower bound of the database clock, so it also tells which
+            # later fires are due (never too early); a later fire's own reading may be higher.
+            now = self._now_for(heap[0])
+            if heap[0].scheduled_for > now:
+                break
+            while heap and heap[0].scheduled_for <= now:
+                due.append(heapq.heappop(heap))
         return due
 
     def claims(self) -> list[Claim]:

@@ -33,7 +33,7 @@ from .held import HeldFires
 from .housekeeping import Housekeeping
 from .retries import RetryQueue
 from .runs import Runs
-from .settings import EngineSettings, clamp_wait
+from .settings import HELD_FIRE_SLACK, EngineSettings, clamp_wait
 
 log = logging.getLogger("tickwork.engine")
 
@@ -310,10 +310,14 @@ class Engine:
             sleep = min(sleep, ends)
         if not self.membership.healthy():
             return clamp_wait(min(sleep, 0.5))  # nothing starts meanwhile; check again soon
-        for part in (self.retries, self.held_fires):
-            wait = part.seconds_until_next()
-            if wait is not None:
-                sleep = min(sleep, wait)
+        retry = self.retries.seconds_until_next()
+        if retry is not None:
+            sleep = min(sleep, retry)
+        held = self.held_fires.seconds_until_next()
+        if held is not None:
+            # Held fires wake the loop a little after their time (HELD_FIRE_SLACK) so that the
+            # fires of the next few milliseconds start in the same pass.
+            sleep = min(sleep, held + HELD_FIRE_SLACK if held > 0 else 0.0)
         if len(self.in_flight) + len(self.held_fires) >= self.settings.max_in_flight:
             return clamp_wait(min(sleep, 0.5))
         return clamp_wait(self.gate.seconds_until_claim(sleep))

@@ -30,6 +30,9 @@ from .settings import MAX_WAIT, EngineSettings
 
 log = logging.getLogger("tickwork.engine")
 
+#: Compiled, period-checked triggers kept per engine (by kind, expression and zone).
+TRIGGER_CACHE_SIZE = 65536
+
 
 @dataclass
 class InFlight:
@@ -79,6 +82,7 @@ class Runs:
         # pass per run end is most of a spread load's CPU). Set and cleared by the loop thread only.
         self._collected = False
         self._errors = OnceLogger(log)
+        self._triggers: dict[tuple[str, str, str], Trigger] = {}
 
     def earliest_deadline(self) -> float | None:
         return min((f.deadline for f in self.in_flight.values()), default=None)
@@ -86,8 +90,17 @@ class Runs:
     # -- dispatch ---------------------------------------------------------------------------------
 
     def _trigger(self, spec: ScheduleSpec, after: datetime) -> Trigger:
-        trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
-        return checked_period(trigger, after)
+        # Twice per fire (start and end): the registry lookup, the compile cache and the period
+        # check's cache each hash the trigger; one dict keyed by three strings is cheaper.
+        key = (spec.trigger_kind, spec.expression, spec.timezone)
+        trigger = self._triggers.get(key)
+        if trigger is None:
+            trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+            trigger = checked_period(trigger, after)
+            if len(self._triggers) >= TRIGGER_CACHE_SIZE:
+                self._triggers.clear()
+            self._triggers[key] = trigger
+        return trigger
 
     def dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None) -> None:
         now_mono = self.clock.monotonic()
