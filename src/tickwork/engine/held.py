@@ -11,7 +11,7 @@ from datetime import datetime
 from ..structures import Claim
 
 
-@dataclass(order=True)
+@dataclass
 class HeldFire:
     """A claim taken ahead of its time; it starts at ``scheduled_for`` by the database clock."""
 
@@ -30,7 +30,9 @@ class HeldFires:
     """
 
     def __init__(self, now_for: Callable[[HeldFire], datetime]) -> None:
-        self._heap: list[HeldFire] = []
+        # (scheduled_for, seq, fire): ordered by tuple comparison in C (a dataclass's generated
+        # ordering builds two tuples in Python per comparison).
+        self._heap: list[tuple[datetime, int, HeldFire]] = []
         self._seq = itertools.count()
         self._now_for = now_for
 
@@ -38,13 +40,14 @@ class HeldFires:
         return len(self._heap)
 
     def hold(self, claim: Claim, mono_claimed: float) -> None:
-        heapq.heappush(self._heap, HeldFire(claim.scheduled_for, next(self._seq), claim, mono_claimed))
+        fire = HeldFire(claim.scheduled_for, next(self._seq), claim, mono_claimed)
+        heapq.heappush(self._heap, (fire.scheduled_for, fire.seq, fire))
 
     def seconds_until_next(self) -> float | None:
         """Seconds until the earliest held fire is due (0 when it is), ``None`` when none is held."""
         if not self._heap:
             return None
-        first = self._heap[0]
+        first = self._heap[0][2]
         return max(0.0, (first.scheduled_for - self._now_for(first)).total_seconds())
 
     def pop_due(self) -> list[HeldFire]:
@@ -54,22 +57,22 @@ class HeldFires:
         while heap:
             # Any fire's reading is a lower bound of the database clock, so it also tells which
             # later fires are due (never too early); a later fire's own reading may be higher.
-            now = self._now_for(heap[0])
-            if heap[0].scheduled_for > now:
+            now = self._now_for(heap[0][2])
+            if heap[0][0] > now:
                 break
-            while heap and heap[0].scheduled_for <= now:
-                due.append(heapq.heappop(heap))
+            while heap and heap[0][0] <= now:
+                due.append(heapq.heappop(heap)[2])
         return due
 
     def claims(self) -> list[Claim]:
         """The held claims, earliest first."""
-        return [h.claim for h in sorted(self._heap)]
+        return [fire.claim for _, _, fire in sorted(self._heap)]
 
     def give_back(self, unclaim: Callable[[list[Claim]], int]) -> int:
         """Hand every held claim to ``unclaim``; forget them only once it returned (a store error
         leaves them held, still this node's to release)."""
         if not self._heap:
             return 0
-        given = unclaim([h.claim for h in self._heap])
+        given = unclaim([fire.claim for _, _, fire in self._heap])
         self._heap = []
         return given
