@@ -100,9 +100,24 @@ def next_fire_times(
 def check_period(trigger: Trigger, after: datetime, samples: int = PERIOD_SAMPLES) -> None:
     """Refuse a trigger that fires less than :data:`MIN_PERIOD` apart, judged on ``samples``
     consecutive fires after ``after`` (a sub-second pattern shows within its first few fires).
+    A trigger that passed is not sampled again in this process: a module declaring 20,000 jobs
+    with a few distinct expressions spent three quarters of its import time here.
 
     :raises tickwork.errors.TriggerError: naming two fires that are too close
     """
+    if _period_passed.get(trigger, 0) >= samples:
+        return
+    _sample_period(trigger, after, samples)
+    if len(_period_passed) > 65536:
+        _period_passed.clear()
+    _period_passed[trigger] = samples
+
+
+#: Triggers that passed :func:`check_period`, with the number of fires sampled.
+_period_passed: dict[Trigger, int] = {}
+
+
+def _sample_period(trigger: Trigger, after: datetime, samples: int) -> None:
     previous = trigger.next_after(after)
     for _ in range(samples):
         if previous is None:
@@ -116,16 +131,9 @@ def check_period(trigger: Trigger, after: datetime, samples: int = PERIOD_SAMPLE
         previous = nxt
 
 
-_period_checked: dict[Trigger, None] = {}
-
-
 def checked_period(trigger: Trigger, after: datetime) -> Trigger:
-    """``trigger`` once :func:`check_period` passed for it (checked once per trigger and process:
-    the engine calls this for every fire, so a schedule stored before the rule existed is parked
-    instead of writing a history row per microsecond)."""
-    if trigger not in _period_checked:
-        check_period(trigger, after, samples=10)
-        if len(_period_checked) > 65536:
-            _period_checked.clear()
-        _period_checked[trigger] = None
+    """``trigger`` once :func:`check_period` passed for it on 10 fires (once per trigger and
+    process: the engine calls this for every fire, so a schedule stored before the rule existed
+    is parked instead of writing a history row per microsecond)."""
+    check_period(trigger, after, samples=10)
     return trigger
