@@ -73,6 +73,14 @@ def unique_fire(conn: Connection, req: ClaimRequest, now: datetime) -> tuple[lis
     if not found:
         return [], {}
     ids = [c.id for c in found]
+    # Exactly the versions read above: a row another node claimed and released meanwhile has a
+    # new next fire and fence. Reading its latest version here (INSERT ... SELECT and UPDATE read
+    # the newest committed row, the SELECT above a snapshot) wrote a run row for a fire this
+    # claim never took, which then fenced that fire out for its real claimer (seen under load in
+    # test_claim_contention: a claim came back without its run).
+    same = tuple_(schedules.c.id, schedules.c.next_fire, schedules.c.claim_seq).in_(
+        [(c.id, c.next_fire, c.claim_seq) for c in found]
+    )
     fires = select(
         schedules.c.id,
         schedules.c.next_fire,
@@ -81,7 +89,7 @@ def unique_fire(conn: Connection, req: ClaimRequest, now: datetime) -> tuple[lis
         literal(req.node_id),
         run_started_at(schedules.c.next_fire, req.now),
         literal("running"),
-    ).where(schedules.c.id.in_(ids), due_filter(req))
+    ).where(same, due_filter(req))
     conn.execute(req.sql.insert_ignore(runs).from_select(list(RUN_COLUMNS), fires))
     # Ours: the fire's run written under the fence token this claim is about to take.
     inserted = {
@@ -95,11 +103,7 @@ def unique_fire(conn: Connection, req: ClaimRequest, now: datetime) -> tuple[lis
             )
         )
     }
-    conn.execute(
-        update(schedules)
-        .where(tuple_(schedules.c.id, schedules.c.next_fire).in_([(c.id, c.next_fire) for c in found]), due_filter(req))
-        .values(**claim_assignment(req))
-    )
+    conn.execute(update(schedules).where(same, due_filter(req)).values(**claim_assignment(req)))
     won = list(
         conn.execute(
             select(*CLAIMED_COLUMNS).where(
