@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from tickwork.errors import ConfigError
-from tickwork.structures import ScheduleSpec
+from tickwork.structures import Finish, Outcome, RunStatus, ScheduleSpec
 from tickwork_mysql.store import MySQLStore, sqlalchemy_url
 
 
@@ -59,3 +61,35 @@ def test_another_process_adding_or_firing_a_schedule_wakes_a_listener(mysql_url:
     finally:
         listening.close()
         writer.close()
+
+
+def test_unique_fire_takes_only_the_schedule_version_it_read(mysql_url: str) -> None:
+    """Another node claims and ends the fire between this claim's read of its candidates and its
+    writes, releasing the schedule to a next fire that is already due: this claim must take
+    nothing, and above all write no run row for a fire it never took (that row would fence the
+    fire out for its real claimer: a lost fire)."""
+    slow, other = MySQLStore(mysql_url, claim="unique-fire"), MySQLStore(mysql_url, claim="unique-fire")
+    slow.upgrade()
+    slow.open()
+    other.open()
+    try:
+        other.add(spec("raced"), other.now() - timedelta(seconds=5))
+        interleaved: list[int] = []
+
+        def after_candidates(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+            if interleaved or "LIMIT" not in statement or not statement.lstrip().upper().startswith("SELECT"):
+                return
+            (claim,) = other.claim_due("other", limit=1, buckets=None)
+            next_fire = claim.scheduled_for + timedelta(seconds=1)  # still in the past: due again
+            other.finish("other", [Finish(claim, Outcome(RunStatus.SUCCEEDED), next_fire)])
+            interleaved.append(claim.schedule_id)
+
+        event.listen(slow.engine, "after_cursor_execute", after_candidates)
+        assert slow.claim_due("slow", limit=1, buckets=None) == []
+        assert interleaved, "the race was not staged"
+        assert [(r.node, r.status) for r in slow.history(schedule="raced")] == [("other", RunStatus.SUCCEEDED)]
+        (claim,) = other.claim_due("other", limit=1, buckets=None)  # the next fire is still there to take
+        assert claim.run_id is not None
+    finally:
+        slow.close()
+        other.close()
