@@ -15,7 +15,7 @@ from ..structures import ScheduleSpec
 from .schema import runs, schedules
 
 if TYPE_CHECKING:
-    from .store import SQLStore
+    from .storecore import SQLCore
 
 #: Rows per statement. A row binds 17 parameters: 1,000 rows stay under SQLite's 32,766 and
 #: PostgreSQL's 65,535 bound parameters per statement.
@@ -29,14 +29,14 @@ def chunks(items: Sequence[Any], size: int = WRITE_BATCH) -> Iterator[Sequence[A
         yield items[start : start + size]
 
 
-def clock(store: SQLStore, conn: Connection) -> datetime:
+def clock(store: SQLCore, conn: Connection) -> datetime:
     value = conn.execute(select(store.now_expr())).scalar_one()
     assert isinstance(value, datetime)
     return value
 
 
 def insert_schedules(
-    store: SQLStore, conn: Connection, specs: Sequence[ScheduleSpec], next_fire: NextFire, values: Callable[..., Any]
+    store: SQLCore, conn: Connection, specs: Sequence[ScheduleSpec], next_fire: NextFire, values: Callable[..., Any]
 ) -> None:
     """Create ``specs``; a name that exists already is skipped by the insert and then refused
     unless it holds a schedule of the same module (another node wrote the same plan first)."""
@@ -54,7 +54,7 @@ def insert_schedules(
 
 
 def update_schedules(
-    store: SQLStore,
+    store: SQLCore,
     conn: Connection,
     specs: Sequence[ScheduleSpec],
     next_fire: NextFire | None,

@@ -1,0 +1,229 @@
+"""Claiming due fires (through the configured claim strategy), recording their runs, giving claims back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, ClassVar, cast
+
+from sqlalchemy import (
+    Connection,
+    Float,
+    RowMapping,
+    Update,
+    bindparam,
+    delete,
+    func,
+    literal,
+    select,
+    tuple_,
+    update,
+)
+
+from ..structures import (
+    Claim,
+    ScheduleSpec,
+)
+from .claims import CLAIMED_COLUMNS, ClaimRequest
+from .schema import UTCDateTime, claimable, runs, schedules
+from .storecore import (
+    UNHELD,
+    SQLCore,
+    owned_mask,
+    spec_from_row,
+    transient_retry,
+)
+
+
+class Claiming(SQLCore):
+    """Claiming due fires (through the configured claim strategy), recording their runs, giving claims back."""
+
+    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
+        limit = max(1, min(limit, self.batch_size))
+        if self.strategy.one_per_transaction:
+            claims: list[Claim] = []
+            for _ in range(limit):
+                got = self._claim_once(node_id, 1, buckets, ahead)
+                if not got:
+                    break
+                claims.extend(got)
+            return claims
+        return self._claim_once(node_id, limit, buckets, ahead)
+
+    @transient_retry
+    def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> list[Claim]:
+        with self._tx() as conn:
+            now = self.now_expr()
+            due_by = None
+            if ahead > 0:
+                due_by = self._plus_seconds(now, bindparam("claim_ahead", ahead, type_=Float))
+            req = ClaimRequest(node_id, limit, self._owned(buckets), now, due_by, sql=self)
+            strategy = self.strategy
+            if not strategy.single_update:
+                won = strategy.claim(conn, req)
+                self.statements += 2
+                if not won:
+                    return []
+                return self._record_runs(
+                    conn, node_id, [c.row._mapping for c in won], {c.row.id: c.run_id for c in won if c.run_id}
+                )
+            if strategy.reads_first:
+                take = strategy.take(conn, req)
+                if take is None:
+                    return []
+                stmt = self._claim_statement(take)
+            else:
+                # The statement depends only on the request's named parameters: build it once.
+                key = f"claim/{buckets is None}/{ahead > 0}"
+                stmt = self._statement(key, lambda: self._claim_statement(cast(Update, strategy.take(conn, req))))
+            params: dict[str, Any] = {"claim_node": node_id, "claim_limit": limit}
+            if buckets is not None:
+                params["owned_buckets"] = owned_mask(buckets)
+            if ahead > 0:
+                params["claim_ahead"] = ahead
+            rows = conn.execute(stmt, params).mappings().all()
+            self.statements += 1
+            if self.claim_records_runs:
+                return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
+            return self._record_runs(conn, node_id, rows, {}) if rows else []
+
+    #: Whether :meth:`_claim_statement` also inserts the run rows (each row carries ``run_id``).
+    claim_records_runs: ClassVar[bool] = False
+
+    def _claim_statement(self, take: Update) -> Any:
+        """The statement that executes a strategy's ``take``, returning :data:`CLAIMED_COLUMNS`.
+        A dialect that can also insert the running run rows in it (data-modifying CTEs) does so,
+        returning each row's ``run_id`` (NULL: already recorded), and sets
+        :attr:`claim_records_runs`."""
+        return take.returning(*CLAIMED_COLUMNS)
+
+    def _record_runs(
+        self, conn: Connection, node_id: str, rows: Sequence[RowMapping], run_ids: dict[int, int]
+    ) -> list[Claim]:
+        """Insert the running run rows of claimed ``rows`` that have none in ``run_ids`` yet."""
+        need = [r for r in rows if r["id"] not in run_ids]
+        if need:
+            params = [
+                {
+                    "schedule_id": r["id"],
+                    "scheduled_for": r["next_fire"],
+                    "attempt": 1,
+                    "claim_seq": r["claim_seq"],
+                    "node": node_id,
+                    # A fire claimed ahead of its time has not started yet.
+                    "started_at": None if r["next_fire"] > r["claimed_at"] else r["claimed_at"],
+                    "status": "running",
+                }
+                for r in need
+            ]
+            run_ids = run_ids | self._insert_runs(conn, params)
+            self.statements += 1
+        return self._claims(rows, run_ids)
+
+    def _claims(self, rows: Sequence[RowMapping], run_ids: dict[int, int]) -> list[Claim]:
+        claims = []
+        for r in rows:
+            claims.append(
+                Claim(
+                    schedule_id=r["id"],
+                    spec=self._spec(r),
+                    scheduled_for=r["next_fire"],
+                    claim_seq=r["claim_seq"],
+                    claimed_at=r["claimed_at"],
+                    run_id=run_ids.get(r["id"]),
+                )
+            )
+        claims.sort(key=lambda c: (c.scheduled_for, c.schedule_id))
+        return claims
+
+    def _spec(self, r: RowMapping) -> ScheduleSpec:
+        """The row's spec, cached by (id, updated_at): a definition only changes with updated_at,
+        and building a spec per fire was a measurable share of a node's CPU."""
+        key = (r["id"], r["updated_at"])
+        spec = self._specs.get(key)
+        if spec is None:
+            if len(self._specs) > 100_000:
+                self._specs.clear()
+            spec = self._specs[key] = spec_from_row(r)
+        return spec
+
+    def _insert_runs(self, conn: Connection, params: list[dict[str, Any]]) -> dict[int, int]:
+        """Insert running run rows, skipping (schedule, fire, attempt) already recorded; return
+        ``{schedule_id: run_id}`` of those inserted. executemany: one cached statement that
+        SQLAlchemy batches into multi-row INSERTs."""
+        result = conn.execute(self.insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
+        return {r.schedule_id: r.id for r in result}
+
+    @transient_retry
+    def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
+        query = select(func.min(schedules.c.next_fire)).where(claimable())
+        owned = self._owned(buckets)
+        if owned is not None:
+            query = query.where(owned)
+        with self._tx() as conn:
+            value = conn.execute(query).scalar()
+        return value if isinstance(value, datetime) else None
+
+    @transient_retry
+    def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
+        if not claims:
+            return 0
+        fences = [(c.schedule_id, c.claim_seq) for c in claims]
+        with self._tx() as conn:
+            released = {
+                row.id
+                for row in conn.execute(
+                    update(schedules)
+                    .where(tuple_(schedules.c.id, schedules.c.claim_seq).in_(fences), schedules.c.state == "running")
+                    .values(**UNHELD)
+                    .returning(schedules.c.id)
+                )
+            }
+            run_ids = [c.run_id for c in claims if c.schedule_id in released and c.run_id is not None]
+            if run_ids:
+                conn.execute(delete(runs).where(runs.c.id.in_(run_ids), runs.c.status == "running"))
+            if released:
+                self._notify(conn)
+        return len(released)
+
+    def start_attempt(self, node_id: str, claim: Claim) -> int | None:
+        fenced = select(
+            schedules.c.id,
+            literal(claim.scheduled_for, UTCDateTime),
+            literal(claim.attempt),
+            schedules.c.claim_seq,
+            literal(node_id),
+            self.now_expr(),
+            literal("running"),
+        ).where(
+            schedules.c.id == claim.schedule_id,
+            schedules.c.claim_seq == claim.claim_seq,
+            schedules.c.state == "running",
+        )
+        with self._tx() as conn:
+            conn.execute(
+                update(schedules)
+                .where(schedules.c.id == claim.schedule_id, schedules.c.claim_seq == claim.claim_seq)
+                .values(claimed_at=self.now_expr())
+            )
+            run_id = conn.execute(
+                self.insert_ignore(runs)
+                .from_select(
+                    ["schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status"], fenced
+                )
+                .returning(runs.c.id)
+            ).scalar()
+            if run_id is None:
+                # Opened before under this very claim (the answer was lost): the same attempt.
+                run_id = conn.execute(
+                    select(runs.c.id).where(
+                        runs.c.schedule_id == claim.schedule_id,
+                        runs.c.scheduled_for == claim.scheduled_for,
+                        runs.c.attempt == claim.attempt,
+                        runs.c.claim_seq == claim.claim_seq,
+                        runs.c.node == node_id,
+                        runs.c.status == "running",
+                        fenced.exists(),
+                    )
+                ).scalar()
+        return None if run_id is None else int(run_id)

@@ -1,0 +1,226 @@
+"""Ending runs: the fenced release of a batch of ends, retries' attempt ends, renewals and parking."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Select,
+    Text,
+    Update,
+    bindparam,
+    func,
+    literal,
+    select,
+    update,
+)
+
+from ..structures import (
+    Claim,
+    Finish,
+    Outcome,
+    RunStatus,
+)
+from .schema import UTCDateTime, runs, schedules
+from .storecore import (
+    UNHELD,
+    SQLCore,
+    cap,
+    log,
+    transient_retry,
+)
+
+
+class Ending(SQLCore):
+    """Ending runs: the fenced release of a batch of ends, retries' attempt ends, renewals and parking."""
+
+    def _release_and_end_by_fences(
+        self, conn: Connection, finishes: Sequence[Finish], *, lock: bool = False
+    ) -> set[int]:
+        """:meth:`_release_and_end` for a database without UPDATE ... RETURNING or whose
+        transaction already holds the write lock: read the fences in one SELECT (``lock``: FOR
+        UPDATE, so they cannot change before the UPDATEs), then release the rows that still carry
+        ours and end their runs with one executemany of one cached statement each."""
+        ids = [f.claim.schedule_id for f in finishes]
+        key = f"fences/{lock}"
+        current = {
+            row.id: row.claim_seq
+            for row in conn.execute(self._statement(key, lambda: self._fences(lock)), {"ids": ids})
+            if row.state == "running"
+        }
+        mine = [f for f in finishes if current.get(f.claim.schedule_id) == f.claim.claim_seq]
+        self.statements += 1
+        if mine:
+            releases = [{"b_id": f.claim.schedule_id, "b_seq": f.claim.claim_seq, "b_next": f.next_fire} for f in mine]
+            conn.execute(self._statement("release_many", self._release_many), releases)
+            self.statements += 1
+        ends = [
+            {
+                "b_id": f.claim.run_id,
+                "b_status": f.outcome.status.value,
+                "b_error": cap(f.outcome.error),
+                "b_started": f.started_at,
+            }
+            for f in mine
+            if f.claim.run_id is not None
+        ]
+        if ends:
+            conn.execute(self._statement("end_runs_many", self._end_many), ends)
+            self.statements += 1
+        return {f.claim.schedule_id for f in mine}
+
+    @staticmethod
+    def _fences(lock: bool) -> Select[Any]:
+        query = select(schedules.c.id, schedules.c.claim_seq, schedules.c.state).where(
+            schedules.c.id.in_(bindparam("ids", expanding=True))
+        )
+        return query.with_for_update() if lock else query
+
+    def _release_many(self) -> Update:
+        return (
+            update(schedules)
+            .where(
+                schedules.c.id == bindparam("b_id"),
+                schedules.c.claim_seq == bindparam("b_seq"),
+                schedules.c.state == "running",
+            )
+            .values(**self.release_values(bindparam("b_next", type_=UTCDateTime)))
+        )
+
+    def _end_many(self) -> Update:
+        return (
+            update(runs)
+            .where(runs.c.id == bindparam("b_id"))
+            .values(
+                status=bindparam("b_status"),
+                error=bindparam("b_error"),
+                finished_at=self.now_expr(),
+                started_at=func.coalesce(bindparam("b_started", type_=UTCDateTime), runs.c.started_at),
+            )
+        )
+
+    @transient_retry
+    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+        if not finishes:
+            return []
+        with self._tx() as conn:
+            landed = self._release_and_end(conn, finishes)
+            now = self.now_expr()
+            late_runs = [
+                {
+                    "b_id": f.claim.run_id,
+                    "b_status": f.outcome.status.value,
+                    "b_error": cap(
+                        f"finished ({f.outcome.status.value}) after its claim was taken over"
+                        + (f": {f.outcome.error}" if f.outcome.error else "")
+                    ),
+                }
+                for f in finishes
+                if f.claim.run_id is not None and f.claim.schedule_id not in landed
+            ]
+            if late_runs:
+                # A fenced-out finisher keeps the status the reaper gave its run, if any.
+                conn.execute(
+                    update(runs)
+                    .where(runs.c.id == bindparam("b_id"), runs.c.status == "running")
+                    .values(status=bindparam("b_status"), finished_at=now),
+                    late_runs,
+                )
+                # Appended: the reason the reaper or a dead-node release wrote stays readable.
+                conn.execute(
+                    update(runs)
+                    .where(runs.c.id == bindparam("b_id"))
+                    .values(
+                        error=func.coalesce(runs.c.error + literal("\n", Text), literal("", Text))
+                        + bindparam("b_error", type_=Text)
+                    ),
+                    late_runs,
+                )
+                for f in finishes:
+                    if f.claim.run_id is not None and f.claim.schedule_id not in landed:
+                        log.warning(
+                            "run %s of %s finished after its claim was taken over; its end changes nothing",
+                            f.claim.run_id,
+                            f.claim.spec.name,
+                        )
+            skipped = [
+                {
+                    "schedule_id": f.claim.schedule_id,
+                    "scheduled_for": t,
+                    "attempt": 1,
+                    "claim_seq": f.claim.claim_seq,
+                    "node": node_id,
+                    "status": RunStatus.SKIPPED.value,
+                    "finished_at": f.finished_at or f.claim.claimed_at,
+                    "error": reason,
+                }
+                for f in finishes
+                if f.claim.schedule_id in landed
+                for t, reason in f.skipped
+            ]
+            if skipped:
+                conn.execute(self.insert_ignore(runs), skipped)
+                self.statements += 1
+        return [f.claim.schedule_id in landed for f in finishes]
+
+    @transient_retry
+    def end_attempt(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
+        values: dict[str, Any] = {
+            "status": outcome.status.value,
+            "error": cap(outcome.error),
+            "finished_at": self.now_expr(),
+        }
+        if started_at is not None:
+            values["started_at"] = started_at
+        with self._tx() as conn:
+            conn.execute(update(runs).where(runs.c.id == claim.run_id, runs.c.status == "running").values(**values))
+
+    @transient_retry
+    def renew(self, node_id: str, claims: Sequence[Claim]) -> None:
+        if not claims:
+            return
+        with self._tx() as conn:
+            conn.execute(
+                update(schedules)
+                .where(
+                    schedules.c.id.in_([c.schedule_id for c in claims]),
+                    schedules.c.claimed_by == node_id,
+                    schedules.c.state == "running",
+                )
+                .values(claimed_at=self.now_expr())
+            )
+
+    @transient_retry
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+        if not parks:
+            return []
+        now = self.now_expr()
+        with self._tx() as conn:
+            landed: list[bool] = []
+            for finish, fault in parks:
+                claim = finish.claim
+                parked = conn.execute(
+                    update(schedules)
+                    .where(
+                        schedules.c.id == claim.schedule_id,
+                        schedules.c.claim_seq == claim.claim_seq,
+                        schedules.c.state == "running",
+                    )
+                    .values(**UNHELD, next_fire=None, fire_requested_at=None, fault=cap(fault, 1000))
+                ).rowcount
+                landed.append(bool(parked))
+                if claim.run_id is not None and parked:
+                    values: dict[str, Any] = {
+                        "status": finish.outcome.status.value,
+                        "error": cap(finish.outcome.error),
+                        "finished_at": now,
+                    }
+                    if finish.started_at is not None:
+                        values["started_at"] = finish.started_at
+                    conn.execute(update(runs).where(runs.c.id == claim.run_id).values(**values))
+            if any(landed):
+                self._notify(conn)
+        return landed

@@ -1,0 +1,176 @@
+"""Reading the history and the schedules for admins (tickwork.admin, the CLI, the dashboard), and pruning."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import (
+    ColumnElement,
+    case,
+    delete,
+    func,
+    literal,
+    or_,
+    select,
+)
+
+from ..structures import (
+    FAILING,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    ScheduleState,
+)
+from .schema import runs, schedules
+from .storecore import (
+    SQLCore,
+    _run_record,
+    schedule_from_row,
+    transient_retry,
+)
+
+
+class HistoryQueries(SQLCore):
+    """Reading the history and the schedules for admins (tickwork.admin, the CLI, the dashboard), and pruning."""
+
+    @transient_retry
+    def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
+        query = (
+            select(runs, schedules.c.name.label("schedule_name"))
+            .join(schedules, schedules.c.id == runs.c.schedule_id)
+            .order_by(runs.c.id.desc())
+            .limit(limit)
+        )
+        if schedule is not None:
+            query = query.where(schedules.c.name == schedule)
+        with self._tx() as conn:
+            return [_run_record(r) for r in conn.execute(query)]
+
+    def _schedule_filters(
+        self, state: ScheduleState | None, enabled: bool | None, search: str | None, failing: bool | None = None
+    ) -> list[ColumnElement[bool]]:
+        conditions: list[ColumnElement[bool]] = []
+        if failing is not None:
+            # "Last run" as last_runs() defines it: the schedule's highest run id.
+            latest = select(func.max(runs.c.id)).group_by(runs.c.schedule_id)
+            failed = select(runs.c.schedule_id).where(
+                runs.c.id.in_(latest), runs.c.status.in_(sorted(s.value for s in FAILING))
+            )
+            conditions.append(schedules.c.id.in_(failed) if failing else schedules.c.id.not_in(failed))
+        if state is not None:
+            conditions.append(schedules.c.state == state.value)
+        if enabled is not None:
+            conditions.append(schedules.c.enabled.is_(enabled))
+        if search:
+            needle = search.lower()
+            conditions.append(
+                or_(
+                    func.lower(schedules.c.name).contains(needle, autoescape=True),
+                    func.lower(schedules.c.target).contains(needle, autoescape=True),
+                )
+            )
+        return conditions
+
+    @transient_retry
+    def find_schedules(
+        self,
+        *,
+        state: ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        failing: bool | None = None,
+    ) -> list[Schedule]:
+        # NULLS LAST spelled as a CASE: MySQL/MariaDB have no NULLS LAST.
+        query = (
+            select(schedules)
+            .where(*self._schedule_filters(state, enabled, search, failing))
+            .order_by(case((schedules.c.next_fire.is_(None), 1), else_=0), schedules.c.next_fire, schedules.c.name)
+            .offset(offset)
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        with self._tx() as conn:
+            return [schedule_from_row(row) for row in conn.execute(query)]
+
+    @transient_retry
+    def count_schedules(
+        self,
+        *,
+        state: ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        failing: bool | None = None,
+    ) -> int:
+        query = (
+            select(func.count()).select_from(schedules).where(*self._schedule_filters(state, enabled, search, failing))
+        )
+        with self._tx() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    @transient_retry
+    def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
+        if not schedule_ids:
+            return {}
+        latest = (
+            select(func.max(runs.c.id))
+            .where(runs.c.schedule_id.in_(list(schedule_ids)))
+            .group_by(runs.c.schedule_id)
+            .scalar_subquery()
+        )
+        query = (
+            select(runs, schedules.c.name.label("schedule_name"))
+            .join(schedules, schedules.c.id == runs.c.schedule_id)
+            .where(runs.c.id.in_(latest))
+        )
+        with self._tx() as conn:
+            return {r.schedule_id: _run_record(r) for r in conn.execute(query)}
+
+    @transient_retry
+    def find_runs(
+        self,
+        *,
+        schedule: str | None = None,
+        status: Sequence[RunStatus] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        node: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        query = (
+            select(runs, schedules.c.name.label("schedule_name"))
+            .join(schedules, schedules.c.id == runs.c.schedule_id)
+            .order_by(runs.c.scheduled_for.desc(), runs.c.attempt.desc(), runs.c.id.desc())
+            .limit(limit)
+        )
+        if schedule is not None:
+            query = query.where(schedules.c.name == schedule)
+        if status:
+            query = query.where(runs.c.status.in_([s.value for s in status]))
+        if since is not None:
+            query = query.where(runs.c.scheduled_for >= since)
+        if until is not None:
+            query = query.where(runs.c.scheduled_for < until)
+        if node is not None:
+            query = query.where(runs.c.node == node)
+        with self._tx() as conn:
+            return [_run_record(r) for r in conn.execute(query)]
+
+    @transient_retry
+    def prune_history(self, older_than: timedelta) -> int:
+        """Delete finished runs that finished more than ``older_than`` ago (database clock)."""
+        cutoff = self._plus_seconds(self.now_expr(), literal(-older_than.total_seconds()))
+        # A row at or after its schedule's next fire fences that fire (an abandoned fire released
+        # with its fire time unchanged): without it the fire would run again. Kept, however old.
+        fences_a_fire = (
+            select(schedules.c.id)
+            .where(schedules.c.id == runs.c.schedule_id, schedules.c.next_fire <= runs.c.scheduled_for)
+            .exists()
+        )
+        with self._tx() as conn:
+            result = conn.execute(
+                delete(runs).where(runs.c.status != "running", runs.c.finished_at < cutoff, ~fences_a_fire)
+            )
+        return int(result.rowcount or 0)

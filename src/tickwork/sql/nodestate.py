@@ -1,0 +1,182 @@
+"""Nodes and what they hold: heartbeats, registration, releasing a dead or stopped node's claims, reaping."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    delete,
+    insert,
+    literal,
+    select,
+    tuple_,
+    update,
+)
+
+from ..structures import (
+    Claim,
+    NodeInfo,
+    RunStatus,
+)
+from .schema import nodes, runs, schedules
+from .storecore import (
+    UNHELD,
+    SQLCore,
+    log,
+    transient_retry,
+)
+
+
+class NodeState(SQLCore):
+    """Nodes and what they hold: heartbeats, registration, releasing a dead or stopped node's claims, reaping."""
+
+    def _abandon_claims_of(self, conn: Connection, node_id: str, reason: str, now: Any) -> int:
+        """Record the node's running runs ``abandoned`` and release its schedules; the count released."""
+        conn.execute(
+            update(runs)
+            .where(runs.c.node == node_id, runs.c.status == "running")
+            .values(status=RunStatus.ABANDONED.value, finished_at=now, error=reason)
+        )
+        released = conn.execute(
+            update(schedules).where(schedules.c.claimed_by == node_id, schedules.c.state == "running").values(**UNHELD)
+        ).rowcount
+        if released:
+            self._notify(conn)
+        return int(released or 0)
+
+    @transient_retry
+    def release_node(self, node_id: str, reason: str) -> int:
+        now = self.now_expr()
+        with self._tx() as conn:
+            return self._abandon_claims_of(conn, node_id, reason, now)
+
+    @transient_retry
+    def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
+        keep = {(c.schedule_id, c.claim_seq) for c in tracked}
+        with self._tx() as conn:
+            # Locked where the database can (PostgreSQL, MySQL; SQLite writes one at a time), so
+            # what is read is what is released. No RETURNING: MySQL has none.
+            held = conn.execute(
+                select(schedules.c.id, schedules.c.claim_seq)
+                .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
+                .with_for_update()
+            ).all()
+            stranded = [(r.id, r.claim_seq) for r in held if (r.id, r.claim_seq) not in keep]
+            if not stranded:
+                return 0
+            conn.execute(
+                update(schedules)
+                .where(
+                    tuple_(schedules.c.id, schedules.c.claim_seq).in_(stranded),
+                    schedules.c.claimed_by == node_id,
+                    schedules.c.state == "running",
+                )
+                .values(**UNHELD)
+            )
+            conn.execute(
+                update(runs)
+                .where(
+                    tuple_(runs.c.schedule_id, runs.c.claim_seq).in_(stranded),
+                    runs.c.node == node_id,
+                    runs.c.status == "running",
+                )
+                .values(status=RunStatus.ABANDONED.value, finished_at=self.now_expr(), error=reason)
+            )
+            self._notify(conn)
+        return len(stranded)
+
+    @transient_retry
+    def reap_expired(self, grace_seconds: float) -> int:
+        now = self.now_expr()
+        deadline = self._plus_seconds(schedules.c.claimed_at, schedules.c.timeout_s + literal(grace_seconds))
+        with self._tx() as conn:
+            rows = conn.execute(
+                update(schedules)
+                .where(schedules.c.state == "running", deadline < now)
+                .values(**UNHELD)
+                .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
+            ).all()
+            for row in rows:
+                conn.execute(
+                    update(runs)
+                    .where(
+                        runs.c.schedule_id == row.id,
+                        runs.c.claim_seq == row.claim_seq,
+                        runs.c.status == "running",
+                    )
+                    .values(
+                        status=RunStatus.TIMED_OUT.value,
+                        finished_at=now,
+                        error=f"hard timeout: claim not ended within timeout + {grace_seconds:g}s grace",
+                    )
+                )
+                log.warning("hard timeout: released %s (claim %s)", row.name, row.claim_seq)
+            if rows:
+                self._notify(conn)
+        return len(rows)
+
+    @transient_retry
+    def heartbeat(self, node_id: str) -> datetime:
+        now = self.now_expr()
+        with self._tx() as conn:
+            value = conn.execute(
+                update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now).returning(nodes.c.heartbeat_at)
+            ).scalar()
+            if value is None:
+                value = conn.execute(
+                    self.insert_ignore(nodes)
+                    .values(id=node_id, started_at=now, heartbeat_at=now)
+                    .returning(nodes.c.heartbeat_at)
+                ).scalar()
+            if value is None:  # inserted concurrently by a namesake; refresh instead
+                value = conn.execute(
+                    update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now).returning(nodes.c.heartbeat_at)
+                ).scalar_one()
+        assert isinstance(value, datetime)
+        return value
+
+    @transient_retry
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+        now = self.now_expr()
+        fresh = nodes.c.heartbeat_at > self._plus_seconds(now, literal(-live_within))
+        with self._tx() as conn:
+            live = conn.execute(
+                select(nodes).where(nodes.c.id == node_id, fresh, nodes.c.instance.is_distinct_from(instance))
+            ).first()
+            if live is not None:
+                return NodeInfo(id=live.id, started_at=live.started_at, heartbeat_at=live.heartbeat_at)
+            conn.execute(delete(nodes).where(nodes.c.id == node_id))
+            conn.execute(insert(nodes).values(id=node_id, started_at=now, heartbeat_at=now, instance=instance))
+        return None
+
+    @transient_retry
+    def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
+        now = self.now_expr()
+        with self._tx() as conn:
+            # The judgement and the release in one transaction: a node that beats in between
+            # either beat first (then this deletes nothing) or waits for this to commit.
+            dead = conn.execute(
+                select(nodes.c.id)
+                .where(nodes.c.id == node_id, nodes.c.heartbeat_at < self._plus_seconds(now, literal(-stale_after)))
+                .with_for_update()
+            ).first()
+            if dead is None:
+                return None
+            conn.execute(delete(nodes).where(nodes.c.id == node_id))
+            return self._abandon_claims_of(conn, node_id, reason, now)
+
+    @transient_retry
+    def nodes(self) -> list[NodeInfo]:
+        with self._tx() as conn:
+            return [
+                NodeInfo(id=r.id, started_at=r.started_at, heartbeat_at=r.heartbeat_at)
+                for r in conn.execute(select(nodes).order_by(nodes.c.id))
+            ]
+
+    @transient_retry
+    def remove_node(self, node_id: str) -> None:
+        with self._tx() as conn:
+            conn.execute(delete(nodes).where(nodes.c.id == node_id))

@@ -1,0 +1,185 @@
+"""Writing schedules: add, update, the batched write of a deployment sync, enable, "run now", remove."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from sqlalchemy import (
+    Connection,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+
+from ..errors import (
+    ScheduleExistsError,
+    ScheduleNotFoundError,
+)
+from ..structures import (
+    Schedule,
+    SchedulePlan,
+    ScheduleSpec,
+)
+from . import bulk
+from .schema import runs, schedules
+from .storecore import (
+    SQLCore,
+    retriggered,
+    schedule_from_row,
+    spec_values,
+    transient_retry,
+)
+
+
+class ScheduleWrites(SQLCore):
+    """Writing schedules: add, update, the batched write of a deployment sync, enable, "run now", remove."""
+
+    def add(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+        now = self.now_expr()
+        values = spec_values(spec) | {"next_fire": next_fire, "created_at": now, "updated_at": now}
+        try:
+            with self._tx() as conn:
+                row = conn.execute(insert(schedules).values(**values).returning(*schedules.c)).one()
+                self._notify(conn)
+        except IntegrityError as exc:
+            raise ScheduleExistsError(spec.name) from exc
+        return schedule_from_row(row)
+
+    def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+        # A new definition is a fix: a parked schedule fires again. A new trigger while a run is
+        # active marks the row retimed, so that the run's release keeps this next fire.
+        values = spec_values(spec) | {
+            "next_fire": next_fire,
+            "updated_at": self.now_expr(),
+            "fault": None,
+            "retimed": case(
+                (and_(schedules.c.state == "running", retriggered(spec)), true()), else_=schedules.c.retimed
+            ),
+        }
+        with self._tx() as conn:
+            row = conn.execute(
+                update(schedules).where(schedules.c.name == spec.name).values(**values).returning(*schedules.c)
+            ).first()
+            if row is None:
+                raise ScheduleNotFoundError(spec.name)
+            self._notify(conn)
+        return schedule_from_row(row)
+
+    @transient_retry
+    def write_schedules(
+        self,
+        plan: Callable[[Sequence[Schedule]], SchedulePlan],
+        next_fire: Callable[[ScheduleSpec, datetime], datetime | None],
+    ) -> SchedulePlan:
+        # One transaction: the plan is made from rows that cannot change before it is written
+        # (the dialect's lock serializes two nodes starting at once), and a refused plan writes
+        # nothing.
+        try:
+            with self._tx() as conn:
+                self.lock_schedule_writes(conn)
+                stored = [schedule_from_row(r) for r in conn.execute(select(schedules).order_by(schedules.c.name))]
+                applied = plan(stored)
+                triggers = {s.name: (s.spec.trigger_kind, s.spec.expression, s.spec.timezone) for s in stored}
+                bulk.mark_retimed(
+                    conn,
+                    [
+                        spec
+                        for spec in (*applied.update, *applied.retrigger)
+                        if triggers.get(spec.name) != (spec.trigger_kind, spec.expression, spec.timezone)
+                    ],
+                )
+                bulk.insert_schedules(self, conn, applied.create, next_fire, spec_values)
+                bulk.update_schedules(self, conn, applied.update, None, spec_values)
+                bulk.update_schedules(self, conn, applied.retrigger, next_fire, spec_values)
+                bulk.delete_schedules(conn, applied.remove)
+                if applied.create or applied.update or applied.retrigger or applied.remove:
+                    self._notify(conn)
+        except IntegrityError as exc:
+            raise ScheduleExistsError(str(exc.orig)) from exc
+        return applied
+
+    def lock_schedule_writes(self, conn: Connection) -> None:
+        """Take a transaction-scoped lock that serializes :meth:`write_schedules` across nodes.
+        The default takes none: the batched insert skips names another writer created and
+        refuses those of another module, so the outcome is right, only possibly done twice.
+        SQLite's ``BEGIN IMMEDIATE`` already serializes writers."""
+
+    @transient_retry
+    def get(self, name: str) -> Schedule:
+        with self._tx() as conn:
+            row = conn.execute(select(schedules).where(schedules.c.name == name)).first()
+        if row is None:
+            raise ScheduleNotFoundError(name)
+        return schedule_from_row(row)
+
+    @transient_retry
+    def list_schedules(self, *, module: str | None = None) -> list[Schedule]:
+        query = select(schedules).order_by(schedules.c.name)
+        if module is not None:
+            query = query.where(schedules.c.module == module)
+        with self._tx() as conn:
+            return [schedule_from_row(row) for row in conn.execute(query)]
+
+    def schedule_counts(self) -> dict[str, int]:
+        """How many schedules are ``idle``, ``running`` and ``disabled`` (one grouped query; the
+        metrics plugin's ``tickwork_schedules{state}``)."""
+        state = case((schedules.c.enabled.is_(False), literal("disabled")), else_=schedules.c.state)
+        counts = {"idle": 0, "running": 0, "disabled": 0}
+        with self._tx() as conn:
+            for name, count in conn.execute(select(state, func.count()).group_by(state)):
+                counts[str(name)] = int(count)
+        return counts
+
+    def remove(self, name: str) -> None:
+        with self._tx() as conn:
+            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == name))
+            if schedule_id is None:
+                raise ScheduleNotFoundError(name)
+            # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
+            conn.execute(delete(runs).where(runs.c.schedule_id == schedule_id))
+            conn.execute(delete(schedules).where(schedules.c.id == schedule_id))
+            self._notify(conn)
+
+    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
+        with self._tx() as conn:
+            row = conn.execute(
+                update(schedules)
+                .where(schedules.c.name == name)
+                .values(enabled=enabled, next_fire=next_fire, updated_at=self.now_expr(), fault=None)
+                .returning(*schedules.c)
+            ).first()
+            if row is None:
+                raise ScheduleNotFoundError(name)
+            self._notify(conn)
+        return schedule_from_row(row)
+
+    def fire_now(self, name: str) -> Schedule:
+        now = self.now_expr()
+        with self._tx() as conn:
+            row = conn.execute(
+                update(schedules)
+                .where(schedules.c.name == name, schedules.c.state == "idle")
+                .values(next_fire=now, updated_at=now)
+                .returning(*schedules.c)
+            ).first()
+            if row is None:
+                # Running: the end of the current run would overwrite next_fire, so leave a
+                # request that the release honours (fires right after the current run).
+                row = conn.execute(
+                    update(schedules)
+                    .where(schedules.c.name == name)
+                    .values(fire_requested_at=now, updated_at=now)
+                    .returning(*schedules.c)
+                ).first()
+            if row is None:
+                raise ScheduleNotFoundError(name)
+            self._notify(conn)
+        return schedule_from_row(row)
