@@ -30,6 +30,11 @@ SCHEDULES = 50
 DURATION = 30.0
 #: Ring reaction (node_ttl 4 s + heartbeat 1 s) plus one fire interval and a margin for 2 busy cores.
 RESUME_BOUND = 9.0
+#: A database restart: 3 s down plus the server's start (1-2 s here), plus the engine's store-error
+#: back-off (0.5 s doubling while the database is away: the first pass after it returns can come up
+#: to 4 s later), plus one fire interval and the same margin. A 10 s gap was seen once in CI under
+#: the old bound of 9 s, which did not count the back-off.
+RESTART_RESUME_BOUND = 12.0
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +111,9 @@ def run_cluster(
     return store, fires, store.now()
 
 
-def check_history(store: PostgresStore, fires: Path, disrupted: tuple[datetime, datetime]) -> None:
+def check_history(
+    store: PostgresStore, fires: Path, disrupted: tuple[datetime, datetime], resume_bound: float = RESUME_BOUND
+) -> None:
     with store.engine.connect() as conn:
         rows = conn.execute(
             select(
@@ -136,7 +143,7 @@ def check_history(store: PostgresStore, fires: Path, disrupted: tuple[datetime, 
         assert not gaps, f"{name}: fire times silently lost (gaps {gaps[:3]})"
         ran = sorted(r.scheduled_for for r in rows if r.name == name and r.status == "succeeded")
         worst = max(b - a for a, b in itertools.pairwise(ran))
-        assert worst <= timedelta(seconds=RESUME_BOUND), f"{name} did not resume for {worst}"
+        assert worst <= timedelta(seconds=resume_bound), f"{name} did not resume for {worst}"
         for r in rows:
             # Before a schedule's first run no node was up yet: start-up skips are expected. A fire
             # that comes due while the previous one is still pending or running is skipped by
@@ -198,7 +205,8 @@ def test_database_restart_mid_run(tmp_path: Path) -> None:
 
         store, fires, _ = run_cluster(tmp_path, url, disrupt)
         try:
-            check_history(store, fires, (marks["down"] - timedelta(seconds=1), marks["down"] + timedelta(seconds=20)))
+            disrupted = (marks["down"] - timedelta(seconds=1), marks["down"] + timedelta(seconds=20))
+            check_history(store, fires, disrupted, resume_bound=RESTART_RESUME_BOUND)
         finally:
             store.close()
     finally:

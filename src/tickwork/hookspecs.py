@@ -110,7 +110,9 @@ def tickwork_node_started(node_id: str, config: Config, node: Node) -> None:
 @hookspec
 def tickwork_node_stopping(node_id: str) -> None:
     """The node ``node_id`` stopped claiming and is about to wait for its running jobs
-    (``[scheduler] shutdown_grace``). Called once, before anything is closed."""
+    (``[scheduler] shutdown_grace``). Called once, before anything is closed. Runs that end
+    while it waits, and ends still gathered for their batch (``[scheduler] end_batch_window``),
+    are reported with :func:`tickwork_runs_finished` after this hook."""
 
 
 @hookspec
