@@ -15,11 +15,9 @@ MAX_WAIT = min(threading.TIMEOUT_MAX, 86400.0)
 class Deadline:
     """A pending callback; :meth:`Deadlines.cancel` drops it (and what it holds) early."""
 
-    __slots__ = ("callback", "seq", "when")
+    __slots__ = ("callback",)
 
-    def __init__(self, when: float, seq: int, callback: Callable[[], None]) -> None:
-        self.when = when
-        self.seq = seq
+    def __init__(self, callback: Callable[[], None]) -> None:
         self.callback: Callable[[], None] | None = callback
 
 
@@ -50,9 +48,9 @@ class Deadlines:
         self._thread.start()
 
     def add(self, seconds: float, callback: Callable[[], None]) -> Deadline:
-        entry = Deadline(time.monotonic() + seconds, next(self._counter), callback)
+        entry = Deadline(callback)
         with self._cond:
-            heapq.heappush(self._heap, (entry.when, entry.seq, entry))
+            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._counter), entry))
             if self._heap[0][2] is entry:
                 self._cond.notify()
         return entry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from ..structures import Claim
@@ -13,14 +13,12 @@ from ..structures import Claim
 
 @dataclass
 class HeldFire:
-    """A claim taken ahead of its time; it starts at ``scheduled_for`` by the database clock."""
+    """A claim taken ahead of its time; it starts at its ``scheduled_for`` by the database clock."""
 
-    scheduled_for: datetime
-    seq: int
-    claim: Claim = field(compare=False)
+    claim: Claim
     #: The monotonic time the claim's answer arrived (its ``claimed_at`` plus the time since is
     #: a lower bound of the database clock).
-    mono_claimed: float = field(compare=False)
+    mono_claimed: float
 
 
 class HeldFires:
@@ -40,15 +38,14 @@ class HeldFires:
         return len(self._heap)
 
     def hold(self, claim: Claim, mono_claimed: float) -> None:
-        fire = HeldFire(claim.scheduled_for, next(self._seq), claim, mono_claimed)
-        heapq.heappush(self._heap, (fire.scheduled_for, fire.seq, fire))
+        heapq.heappush(self._heap, (claim.scheduled_for, next(self._seq), HeldFire(claim, mono_claimed)))
 
     def seconds_until_next(self) -> float | None:
         """Seconds until the earliest held fire is due (0 when it is), ``None`` when none is held."""
         if not self._heap:
             return None
-        first = self._heap[0][2]
-        return max(0.0, (first.scheduled_for - self._now_for(first)).total_seconds())
+        due, _, first = self._heap[0]
+        return max(0.0, (due - self._now_for(first)).total_seconds())
 
     def pop_due(self) -> list[HeldFire]:
         """Take the held fires that are due, earliest first."""
