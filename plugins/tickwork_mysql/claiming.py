@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping, bindparam, delete, literal, select, tuple_, update
 
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimRequest, ClaimSQL
-from tickwork.sql.claims.base import claim_assignment, due_filter, run_started_at
+from tickwork.sql.claims.base import claim_assignment, due_filter, started_runs
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 
 
@@ -81,14 +81,8 @@ def unique_fire(conn: Connection, req: ClaimRequest, now: datetime) -> tuple[lis
     same = tuple_(schedules.c.id, schedules.c.next_fire, schedules.c.claim_seq).in_(
         [(c.id, c.next_fire, c.claim_seq) for c in found]
     )
-    fires = select(
-        schedules.c.id,
-        schedules.c.next_fire,
-        literal(1),
-        schedules.c.claim_seq + 1,
-        literal(req.node_id),
-        run_started_at(schedules.c.next_fire, req.now),
-        literal("running"),
+    fires = started_runs(
+        schedules.c.id, schedules.c.next_fire, schedules.c.claim_seq + 1, literal(req.node_id), req.now
     ).where(same, due_filter(req))
     conn.execute(req.sql.insert_ignore(runs).from_select(list(RUN_COLUMNS), fires))
     # Ours: the fire's run written under the fence token this claim is about to take.

@@ -42,7 +42,8 @@ from sqlalchemy.engine import make_url
 from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.numbers import integer
-from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, run_started_at
+from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS
+from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import UTCDateTime, runs, schedules
@@ -174,14 +175,12 @@ class PostgresStore(SQLStore):
         # claimed ON CONFLICT DO NOTHING RETURNING) SELECT claimed LEFT JOIN recorded: the history
         # rows are written from the claimed rows inside the database, in the same round trip.
         claimed = take.returning(*CLAIMED_COLUMNS).cte("claimed")
-        fires = select(
+        fires = started_runs(
             claimed.c.id,
             claimed.c.next_fire,
-            literal(1),
             claimed.c.claim_seq,
             bindparam("claim_node", type_=Text),
-            run_started_at(claimed.c.next_fire, claimed.c.claimed_at),
-            literal("running"),
+            claimed.c.claimed_at,
         )
         recorded = (
             postgresql.insert(runs)

@@ -12,7 +12,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from sqlalchemy import (
     Text,
     bindparam,
     func,
-    literal,
     literal_column,
     select,
     type_coerce,
@@ -35,10 +34,11 @@ from sqlalchemy.dialects.sqlite.base import SQLiteDialect
 
 from tickwork.errors import ConfigError, StoreError
 from tickwork.numbers import number
-from tickwork.sql.claims import RUN_COLUMNS, run_started_at
+from tickwork.sql.claims import RUN_COLUMNS
+from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import sqlite_file_engine
-from tickwork.sql.schema import UTCDateTime, runs, schedules
+from tickwork.sql.schema import UTCDateTime, epoch_micros, runs, schedules
 from tickwork.sql.store import SQLStore, cap
 from tickwork.sql.watch import ChangeWatcher, poll_loop
 from tickwork.structures import Claim, Finish
@@ -49,13 +49,9 @@ log = logging.getLogger("tickwork.sqlite")
 _NOW_MICROS = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
 def _micros(moment: datetime | None) -> int | None:
-    """A time as the store keeps it (UTCDateTime on SQLite: integer microseconds since the epoch)."""
-    return None if moment is None else (moment - _EPOCH) // _MICROSECOND
+    """A time as the store keeps it (UTCDateTime on SQLite), for the JSON batches."""
+    return None if moment is None else epoch_micros(moment)
 
 
 # No timestamp type: times are integer microseconds since the epoch.
@@ -210,14 +206,12 @@ class SQLiteStore(SQLStore):
 
     def _record_runs_statement(self) -> Any:
         claimed = select(func.json_each(bindparam("ids", type_=Text)).table_valued("value").c.value).scalar_subquery()
-        fires = select(
+        fires = started_runs(
             schedules.c.id,
             schedules.c.next_fire,
-            literal(1),
             schedules.c.claim_seq,
             bindparam("node", type_=Text),
-            run_started_at(schedules.c.next_fire, schedules.c.claimed_at),
-            literal("running"),
+            schedules.c.claimed_at,
         ).where(schedules.c.id.in_(claimed), schedules.c.state == "running")
         return (
             sqlite.insert(runs)

@@ -63,8 +63,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             raise ValueError(f"naive datetime {value!r} cannot be stored; use an aware UTC datetime")
         if traits_of(dialect).epoch_micros:
-            delta = value - _EPOCH
-            return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+            return epoch_micros(value)
         return value.astimezone(UTC)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
@@ -73,6 +72,12 @@ class UTCDateTime(TypeDecorator[datetime]):
         if isinstance(value, datetime):
             return value.astimezone(UTC)
         return _from_micros(int(value))
+
+
+def epoch_micros(value: datetime) -> int:
+    """An aware time as stores without a timestamp type keep it: microseconds since the epoch."""
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 @functools.lru_cache(maxsize=4096)

@@ -14,12 +14,15 @@ from sqlalchemy import (
     Connection,
     Integer,
     Row,
+    Select,
     String,
     Update,
     and_,
     bindparam,
     case,
+    literal,
     null,
+    select,
 )
 from sqlalchemy.sql.expression import ColumnElement as _CE
 
@@ -121,6 +124,14 @@ def run_started_at(next_fire: ColumnElement[Any], claimed_at: ColumnElement[Any]
     """The ``started_at`` of a run row written by a claim: the claim time, or NULL for a fire
     claimed ahead of its time (it has not started yet; the end records when it did)."""
     return case((next_fire > claimed_at, null()), else_=claimed_at)
+
+
+def started_runs(schedule_id: Any, next_fire: Any, claim_seq: Any, node: Any, claimed_at: Any) -> Select[Any]:
+    """The :data:`RUN_COLUMNS` of the run rows a claim writes for its fires (attempt 1,
+    ``running``), for ``INSERT ... SELECT``; add the ``FROM``/``WHERE`` of the claimed rows."""
+    return select(
+        schedule_id, next_fire, literal(1), claim_seq, node, run_started_at(next_fire, claimed_at), literal("running")
+    )
 
 
 def due_filter(req: ClaimRequest) -> ColumnElement[bool]:

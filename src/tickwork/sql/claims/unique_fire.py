@@ -21,7 +21,7 @@ from .base import (
     ClaimStrategy,
     claim_assignment,
     due_filter,
-    run_started_at,
+    started_runs,
 )
 
 
@@ -40,14 +40,8 @@ class UniqueFireClaim(ClaimStrategy):
             return []
         # INSERT ... SELECT over the candidates' ids: one statement text whatever the batch (a
         # multi-row VALUES list was compiled afresh for every batch: 30 % of a node's CPU).
-        fires = select(
-            schedules.c.id,
-            schedules.c.next_fire,
-            literal(1),
-            schedules.c.claim_seq + 1,
-            literal(req.node_id),
-            run_started_at(schedules.c.next_fire, req.now),
-            literal("running"),
+        fires = started_runs(
+            schedules.c.id, schedules.c.next_fire, schedules.c.claim_seq + 1, literal(req.node_id), req.now
         ).where(schedules.c.id.in_([c.id for c in candidates]), due_filter(req))
         won = conn.execute(
             req.sql.insert_ignore(runs).from_select(list(RUN_COLUMNS), fires).returning(runs.c.id, runs.c.schedule_id)
