@@ -314,24 +314,16 @@ class SQLCore(Store):
             raise StoreError(f"{self.database_label} store: {exc.orig or exc}") from exc
 
     def open(self, *, check_schema: bool = True) -> None:
-        if self._engine is None:
-            self._engine = self._create_engine()
-        try:
-            with self.engine.connect() as conn:
-                current = migrations.current_revision(conn)
-        except (OperationalError, DBAPIError) as exc:
-            raise StoreError(f"cannot open {self.describe()}: {exc.orig or exc}") from exc
+        current, head = self.schema_revisions()
         if current is None and self.create_empty:
             log.info("creating the tickwork schema in the empty %s", self.describe())
             self.upgrade()
-            current = migrations.head_revision()
-        if check_schema:
-            head = migrations.head_revision()
-            if current != head:
-                raise SchemaOutdatedError(
-                    f"the schema of {self.describe()} is at revision {current or 'none (empty database)'}, "
-                    f"this tickwork needs {head}; run `tickwork db upgrade` to migrate it"
-                )
+            current = head
+        if check_schema and current != head:
+            raise SchemaOutdatedError(
+                f"the schema of {self.describe()} is at revision {current or 'none (empty database)'}, "
+                f"this tickwork needs {head}; run `tickwork db upgrade` to migrate it"
+            )
 
     def describe(self) -> str:
         return f"{self.database_label} database"
