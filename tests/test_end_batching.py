@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClock, Ticker
+from tests.test_engine import make_engine
 from tickwork import schedules as admin
 from tickwork.engine import Engine, EngineSettings
 from tickwork.errors import ConfigError, StoreError
 from tickwork.node import config_from
 from tickwork.structures import Finish, RunStatus, ScheduleSpec
 from tickwork_local.executor import LocalExecutor
-from tickwork_membership.single import SingleMembership
 from tickwork_sqlite.store import SQLiteStore
 
 
@@ -55,22 +55,8 @@ def make(store: CountingStore, clock: FakeClock, ticker: Ticker) -> Iterator[Cal
     made: list[tuple[Engine, LocalExecutor]] = []
 
     def build(**settings: object) -> Engine:
-        executor = LocalExecutor(max_workers=4)
-        executor.start()
-        membership = SingleMembership()
-        membership.start(store, "n1")
-        values: dict[str, object] = {"node_id": "n1", "reap_interval": 3600.0, "lookahead": 0.0}
-        values.update(settings)
-        engine = Engine(
-            store,
-            {"local": executor},
-            membership,
-            EngineSettings(**values),  # type: ignore[arg-type]
-            clock=clock,
-            monotonic=ticker,
-        )
-        made.append((engine, executor))
-        return engine
+        made.append(make_engine(store, clock, None, ticker, **{"lookahead": 0.0, **settings}))
+        return made[-1][0]
 
     yield build
     for engine, executor in made:
