@@ -3,6 +3,7 @@ store and the real local executor, with the node's monotonic clock stepped by ha
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -54,8 +55,8 @@ def ticker() -> Ticker:
 def make(store: CountingStore, clock: FakeClock, ticker: Ticker) -> Iterator[Callable[..., Engine]]:
     made: list[tuple[Engine, LocalExecutor]] = []
 
-    def build(**settings: object) -> Engine:
-        made.append(make_engine(store, clock, None, ticker, **{"lookahead": 0.0, **settings}))
+    def build(monotonic: Callable[[], float] = ticker, **settings: object) -> Engine:
+        made.append(make_engine(store, clock, None, monotonic, **{"lookahead": 0.0, **settings}))
         return made[-1][0]
 
     yield build
@@ -187,13 +188,88 @@ def test_the_loop_sleeps_no_longer_than_the_window(
     assert 0 < engine.sleep_seconds() == pytest.approx(0.2)
 
 
-@pytest.mark.parametrize("window", [-0.01, 1.5, float("nan"), "0.1"])
-def test_a_window_out_of_range_is_refused_by_name(window: object) -> None:
-    with pytest.raises(ConfigError, match="end_batch_window"):
-        EngineSettings(node_id="n1", end_batch_window=window)  # type: ignore[arg-type]
+def test_a_batched_end_records_the_time_the_run_ended_not_the_time_it_was_written(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock, ticker: Ticker
+) -> None:
+    add(store, "a")
+    clock.advance(60)
+    engine = make(end_batch_window=0.5)
+    gather(engine, 1)  # both clocks stand still while the run starts and ends
+    ended_at = clock()
+    ticker.advance(0.5)
+    clock.advance(0.5)
+    engine.tick()
+    assert store.finish_calls == [1]
+    (run,) = store.history()
+    assert run.status is RunStatus.SUCCEEDED and run.finished_at == ended_at == run.started_at
 
 
-def test_the_window_is_read_from_the_config() -> None:
-    assert config_from({"scheduler": {"end_batch_window": 0.005}}, {}).scheduler.end_batch_window == 0.005
-    with pytest.raises(ConfigError, match="end_batch_window"):
-        config_from({"scheduler": {"end_batch_window": 2}}, {})
+def test_an_outcome_wakes_a_loop_that_would_sleep_past_the_window(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock
+) -> None:
+    add(store, "a")
+    clock.advance(60)
+    engine = make(monotonic=time.monotonic, end_batch_window=0.05, max_sleep=30.0)
+    loop = threading.Thread(target=engine.run_forever, daemon=True)
+    loop.start()
+    try:
+        deadline = time.monotonic() + 10  # the loop would otherwise sleep 30 s after its claim
+        while not store.finish_calls:
+            assert time.monotonic() < deadline, "the run's end was not written"
+            time.sleep(0.01)
+    finally:
+        engine.stop()
+        loop.join(5)
+    assert statuses(store) == [RunStatus.SUCCEEDED]
+
+
+def test_an_outcome_that_arrived_during_a_pass_shortens_the_sleep_to_the_window(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock
+) -> None:
+    add(store, "a")
+    clock.advance(60)
+    engine = make(monotonic=time.monotonic, end_batch_window=0.05, max_sleep=30.0)
+    engine.runs.loop_awake()
+    engine.tick()  # starts the run; it ends on an executor thread, waking nothing
+    deadline = time.monotonic() + 10
+    while engine.runs.loop_asleep(30.0) == 30.0:
+        assert time.monotonic() < deadline, "the ended run never shortened the sleep"
+        engine.runs.loop_awake()
+        time.sleep(0.01)
+    engine.runs.loop_awake()
+    assert engine.runs.loop_asleep(30.0) == 0.05
+    engine.tick()
+    assert engine.ends.backlog == 1
+
+
+@pytest.mark.parametrize("key", ["end_batch_window", "start_batch_window"])
+@pytest.mark.parametrize("window", [-0.01, 1.5, float("nan"), "0.1", True])
+def test_a_window_out_of_range_is_refused_by_name(key: str, window: object) -> None:
+    with pytest.raises(ConfigError, match=key):
+        EngineSettings(node_id="n1", **{key: window})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("key", ["end_batch_window", "start_batch_window"])
+def test_the_window_is_read_from_the_config(key: str) -> None:
+    assert getattr(config_from({"scheduler": {key: 0.005}}, {}).scheduler, key) == 0.005
+    with pytest.raises(ConfigError, match=key):
+        config_from({"scheduler": {key: 2}}, {})
+
+
+def test_a_node_built_from_the_config_uses_both_windows(tmp_path: Path) -> None:
+    from tickwork.node import Node
+
+    config = config_from(
+        {
+            "scheduler": {"end_batch_window": 0.2, "start_batch_window": 0.03},
+            "store": {"plugin": "sqlite", "path": str(tmp_path / "t.db")},
+        },
+        {},
+    )
+    node = Node(config)
+    try:
+        node.open()
+        assert node.engine.settings.end_batch_window == 0.2 and node.engine.ends.window == 0.2
+        assert node.engine.settings.start_batch_window == 0.03
+    finally:
+        node.shutdown()

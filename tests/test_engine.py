@@ -16,7 +16,6 @@ from tests.conftest import T0, FakeClock, Ticker
 from tickwork import schedules as admin
 from tickwork.config import Config, PluginChoice, SchedulerConfig
 from tickwork.engine import Engine, EngineSettings
-from tickwork.engine.settings import HELD_FIRE_SLACK
 from tickwork.errors import StoreError
 from tickwork.node import Node
 from tickwork.sql.store import SQLStore
@@ -375,8 +374,9 @@ def test_lookahead_claims_early_and_starts_exactly_on_time(
     clock.advance(1.999)
     step(engine)
     assert jobs.calls == [] and len(engine.held) == 1
-    # Wakes for the due time (a few ms after it: HELD_FIRE_SLACK), not max_sleep.
-    assert 0.001 + HELD_FIRE_SLACK <= engine.sleep_seconds() <= 0.002 + HELD_FIRE_SLACK
+    # Wakes for the due time (a few ms after it: start_batch_window), not max_sleep.
+    slack = engine.settings.start_batch_window
+    assert 0.001 + slack <= engine.sleep_seconds() <= 0.002 + slack
     clock.advance(0.001)
     step(engine)
     engine.drain(5)

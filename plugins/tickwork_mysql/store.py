@@ -237,7 +237,7 @@ class MySQLStore(SQLStore):
     @transient_retry
     def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> list[Claim]:
         with self._tx() as conn:
-            now = conn.execute(select(self.now_expr())).scalar_one()
+            now = conn.execute(self.now_query()).scalar_one()
             req = claiming.request(node_id, limit, self._owned(buckets), now, ahead, self)
             self.statements += 1
             if self.strategy.name == "unique-fire":

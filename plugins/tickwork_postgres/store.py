@@ -204,6 +204,7 @@ class PostgresStore(SQLStore):
                     "status": f.outcome.status.value,
                     "error": cap(f.outcome.error),
                     "started": _iso(f.started_at),
+                    "finished": _iso(f.finished_at),
                 }
                 for f in finishes
             ]
@@ -231,6 +232,7 @@ class PostgresStore(SQLStore):
                 column("status", Text),
                 column("error", Text),
                 column("started", DateTime(timezone=True)),
+                column("finished", DateTime(timezone=True)),
             )
             .render_derived(name="r", with_types=True)
         )
@@ -248,7 +250,7 @@ class PostgresStore(SQLStore):
             .values(
                 status=f.c.status,
                 error=f.c.error,
-                finished_at=self.now_expr(),
+                finished_at=func.coalesce(type_coerce(f.c.finished, UTCDateTime), self.now_expr()),
                 started_at=func.coalesce(type_coerce(f.c.started, UTCDateTime), runs.c.started_at),
             )
             .cte("ended")

@@ -141,6 +141,7 @@ class SQLiteStore(SQLStore):
                     f.outcome.status.value,
                     cap(f.outcome.error),
                     _micros(f.started_at),
+                    _micros(f.finished_at),
                 ]
                 for f in finishes
             ]
@@ -159,9 +160,9 @@ class SQLiteStore(SQLStore):
 
     @staticmethod
     def _batch_rows() -> Any:
-        """``(id, seq, next, run_id, status, error, started)`` rows of the ``batch`` JSON array."""
+        """``(id, seq, next, run_id, status, error, started, finished)`` rows of the ``batch`` JSON array."""
         each = func.json_each(bindparam("batch", type_=Text)).table_valued("value").alias("j")
-        fields = ("id", "seq", "next", "run_id", "status", "error", "started")
+        fields = ("id", "seq", "next", "run_id", "status", "error", "started", "finished")
         return select(
             *(func.json_extract(each.c.value, f"$[{i}]").label(name) for i, name in enumerate(fields))
         ).subquery("f")
@@ -184,7 +185,7 @@ class SQLiteStore(SQLStore):
             .values(
                 status=f.c.status,
                 error=f.c.error,
-                finished_at=self.now_expr(),
+                finished_at=func.coalesce(type_coerce(f.c.finished, UTCDateTime), self.now_expr()),
                 started_at=func.coalesce(type_coerce(f.c.started, UTCDateTime), runs.c.started_at),
             )
         )

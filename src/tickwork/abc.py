@@ -318,7 +318,8 @@ class Store(ABC):
 
         Each end is fenced: it releases the schedule only if it is still claimed with the same
         ``claim_seq``. A fenced-out end updates nothing but its own history row, which records
-        that the claim had been taken over.
+        that the claim had been taken over. A run's end time is ``Finish.finished_at`` when
+        set, else the database clock at the write.
 
         :return: for each finish, whether it landed
         """

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .engine.settings import MAX_END_BATCH_WINDOW
+from .engine.settings import MAX_END_BATCH_WINDOW, MAX_START_BATCH_WINDOW
 from .errors import ConfigError
 from .numbers import DAY, YEAR, integer, number
 from .plugins import PluginManager, manager_for_blocks
@@ -48,7 +48,8 @@ class SchedulerConfig:
     default_executor: str = "local"
     lookahead: float = 1.0
     shutdown_grace: float = 30.0
-    end_batch_window: float = 0.02
+    end_batch_window: float = 0.05
+    start_batch_window: float = 0.015
 
 
 #: The range of every numeric ``[scheduler]`` key: (low, high, low excluded), in seconds (days
@@ -63,6 +64,7 @@ _SCHEDULER_RANGES: dict[str, tuple[float, float, bool]] = {
     "lookahead": (0.0, MAX_LOOKAHEAD, False),
     "shutdown_grace": (0.0, DAY, False),
     "end_batch_window": (0.0, MAX_END_BATCH_WINDOW, False),
+    "start_batch_window": (0.0, MAX_START_BATCH_WINDOW, False),
 }
 MAX_IN_FLIGHT = 1_000_000
 
@@ -81,6 +83,7 @@ _SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
     "lookahead": (int, float),
     "shutdown_grace": (int, float),
     "end_batch_window": (int, float),
+    "start_batch_window": (int, float),
 }
 
 LOG_FORMATS = ("text", "json")

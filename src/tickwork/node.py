@@ -196,6 +196,7 @@ class Node:
                 renew_interval=s.renew_interval,
                 lookahead=s.lookahead,
                 end_batch_window=s.end_batch_window,
+                start_batch_window=s.start_batch_window,
                 history_retention=timedelta(days=s.history_retention_days) if s.history_retention_days else None,
             ),
             clock=clock,

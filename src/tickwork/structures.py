@@ -252,6 +252,10 @@ class Finish:
 
     :param next_fire: the schedule's next fire time, ``None`` when it will never fire again
     :param skipped: fire times passed over, each with the reason, recorded as ``skipped``
+    :param finished_at: when the run ended (database clock), recorded as the run's end (and
+        as the time of its skipped fires); ``None``: the moment the store writes the end. An
+        end may wait a little to be written with others (``end_batch_window``): this keeps
+        its recorded time exact
     :param started_at: when the executor got the run (database clock), recorded as the run's
         start; ``None`` keeps what the claim wrote (the claim time, or nothing for a claim taken
         ahead of its time that never started)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import MAX_LOOKAHEAD, SchedulerConfig
-from ..engine.settings import MAX_END_BATCH_WINDOW
+from ..engine.settings import MAX_END_BATCH_WINDOW, MAX_START_BATCH_WINDOW
 from ..errors import TickworkError
 from ..plugins import default_manager
 from .cells import RAW, SINGLE, STORES, SYNC, WORKLOADS, Cell, Plan, expand
@@ -171,6 +171,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the nodes' [scheduler] end_batch_window: seconds a run's end may wait to share one write with others "
         f"(default {SchedulerConfig.end_batch_window:g}, the node default; 0 writes each pass's ends at once)",
     )
+    how.add_argument(
+        "--start-batch-window",
+        type=float,
+        default=SchedulerConfig.start_batch_window,
+        help="the nodes' [scheduler] start_batch_window: seconds past its time a fire claimed ahead may wait to "
+        f"start in one pass with others (default {SchedulerConfig.start_batch_window:g}, the node default; 0 wakes "
+        "at each fire's time)",
+    )
     how.add_argument("--workers", type=_positive_int, default=8, help="local executor threads per node (default 8)")
     how.add_argument(
         "--settle",
@@ -255,6 +263,11 @@ def plan_from(args: argparse.Namespace) -> Plan:
         raise UsageError(
             f"--end-batch-window: must be between 0 and {MAX_END_BATCH_WINDOW:g} seconds, got {args.end_batch_window}"
         )
+    if not 0 <= args.start_batch_window <= MAX_START_BATCH_WINDOW:
+        raise UsageError(
+            f"--start-batch-window: must be between 0 and {MAX_START_BATCH_WINDOW:g} seconds, "
+            f"got {args.start_batch_window}"
+        )
     memberships = _list(args.membership or profile.memberships, "--membership")
     registered = default_manager().memberships.names()
     for membership in memberships:
@@ -328,6 +341,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         lookahead=args.lookahead,
         end_batch_window=args.end_batch_window,
+        start_batch_window=args.start_batch_window,
         workers=args.workers,
         settle=args.settle,
         profile_dir=args.profile,
@@ -362,6 +376,7 @@ def run(args: argparse.Namespace) -> int:
                 "batch_size": settings.batch_size,
                 "lookahead_s": settings.lookahead,
                 "end_batch_window_s": settings.end_batch_window,
+                "start_batch_window_s": settings.start_batch_window,
                 "workers": settings.workers,
                 "settle_s": settings.settle,
                 "lead_s": settings.lead,

@@ -136,7 +136,10 @@ def cpu_seconds() -> float:
 def build_config(args: argparse.Namespace) -> Config:
     return Config(
         scheduler=SchedulerConfig(
-            node_id=args.node_id, lookahead=args.lookahead, end_batch_window=args.end_batch_window
+            node_id=args.node_id,
+            lookahead=args.lookahead,
+            end_batch_window=args.end_batch_window,
+            start_batch_window=args.start_batch_window,
         ),
         store=PluginChoice(args.store, json.loads(args.store_options)),
         membership=PluginChoice(args.membership, json.loads(args.membership_options)),
@@ -202,6 +205,12 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=SchedulerConfig.end_batch_window,
         help="[scheduler] end_batch_window seconds",
+    )
+    p.add_argument(
+        "--start-batch-window",
+        type=float,
+        default=SchedulerConfig.start_batch_window,
+        help="[scheduler] start_batch_window seconds",
     )
     p.add_argument("--max-seconds", type=float, default=600.0, help="stop on its own after this long")
     p.add_argument("--log-level", default="WARNING")

@@ -76,7 +76,7 @@ class Child:
             if item.get("event") == name:
                 return item
 
-    def profile(self, output: Path, rate: int = 100) -> None:
+    def profile(self, output: Path, rate: int = 250) -> None:
         """Attach ``py-spy record`` to this child (until it exits); no-op without py-spy."""
         exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
         if not Path(exe).exists():
@@ -85,6 +85,7 @@ class Child:
             [
                 exe,
                 "record",
+                "--gil",  # only samples that hold the GIL: where CPU goes, not where threads wait
                 "--pid",
                 str(self.proc.pid),
                 "--rate",

@@ -42,6 +42,7 @@ class Settings:
     #: not in burst cells: a burst is a backlog, due when the nodes first see it
     lookahead: float = SchedulerConfig.lookahead
     end_batch_window: float = SchedulerConfig.end_batch_window
+    start_batch_window: float = SchedulerConfig.start_batch_window
     workers: int = 8
     lead: float = 1.0
     settle: float = 1.5
@@ -148,6 +149,8 @@ def node_args(cell: Cell, scratch: Scratch, settings: Settings, node_id: str, ma
         str(0.0 if cell.workload == "burst" else settings.lookahead),
         "--end-batch-window",
         str(settings.end_batch_window),
+        "--start-batch-window",
+        str(settings.start_batch_window),
         *(arg for module in settings.node_imports for arg in ("--import", module)),
         *(["--metrics"] if settings.metrics else []),
     ]

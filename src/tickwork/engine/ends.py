@@ -85,14 +85,19 @@ class EndWriter:
         """The claims whose end is not written yet (still this node's)."""
         return [f.claim for f in self._unsaved] + [f.claim for f, _ in self._unparked]
 
-    def add(self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, str]] = ()) -> None:
-        """Gather ``finishes`` and ``parks``, to be written by :meth:`write_due` in time."""
+    def add(
+        self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, str]] = (), since: float | None = None
+    ) -> None:
+        """Gather ``finishes`` and ``parks``, to be written by :meth:`write_due` in time.
+
+        :param since: monotonic time the earliest of them ended (default: now); the window counts from it
+        """
         if not finishes and not parks:
             return
         now_mono = self.clock.monotonic()
         self._unsaved += finishes
         self._unparked += parks
-        write_by = now_mono + self.window
+        write_by = (now_mono if since is None else min(since, now_mono)) + self.window
         if self._write_by is not None:
             write_by = min(write_by, self._write_by)
         next_fires = [f.next_fire for f in finishes if f.next_fire is not None]

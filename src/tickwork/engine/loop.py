@@ -33,7 +33,7 @@ from .held import HeldFires
 from .housekeeping import Housekeeping
 from .retries import RetryQueue
 from .runs import Runs
-from .settings import HELD_FIRE_SLACK, EngineSettings, clamp_wait
+from .settings import EngineSettings, clamp_wait
 
 log = logging.getLogger("tickwork.engine")
 
@@ -148,16 +148,22 @@ class Engine:
         # started (measured: docs/benchmarks.md#steady-lag).
         gc.freeze()
         mono = self.clock.monotonic
-        while not self._stopping.is_set():
-            if until is not None and mono() >= until:
-                break
-            self._wake.clear()
-            wait = self.run_once()
-            if wait <= 0.0:
-                continue
-            if until is not None:
-                wait = min(wait, max(0.0, until - mono()))
-            self._wake.wait(wait)
+        try:
+            while not self._stopping.is_set():
+                if until is not None and mono() >= until:
+                    break
+                self._wake.clear()
+                self.runs.loop_awake()
+                wait = self.run_once()
+                if wait <= 0.0:
+                    continue
+                if until is not None:
+                    wait = min(wait, max(0.0, until - mono()))
+                wait = self.runs.loop_asleep(wait)
+                if wait > 0.0:
+                    self._wake.wait(wait)
+        finally:
+            self.runs.loop_stopped()
 
     def run_once(self) -> float:
         """One pass of the loop: :meth:`tick`, then how long to wait before the next pass (0: at
@@ -315,9 +321,9 @@ class Engine:
             sleep = min(sleep, retry)
         held = self.held_fires.seconds_until_next()
         if held is not None:
-            # Held fires wake the loop a little after their time (HELD_FIRE_SLACK) so that the
+            # Held fires wake the loop a little after their time (start_batch_window) so that the
             # fires of the next few milliseconds start in the same pass.
-            sleep = min(sleep, held + HELD_FIRE_SLACK if held > 0 else 0.0)
+            sleep = min(sleep, held + self.settings.start_batch_window if held > 0 else 0.0)
         if len(self.in_flight) + len(self.held_fires) >= self.settings.max_in_flight:
             return clamp_wait(min(sleep, 0.5))
         return clamp_wait(self.gate.seconds_until_claim(sleep))

@@ -8,6 +8,7 @@ and parks its schedule (:meth:`tickwork.abc.Store.park`); the other claims of th
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 from collections.abc import Callable, Iterable
@@ -76,11 +77,13 @@ class Runs:
         self.manager = manager
         self._wake = wake
         self.in_flight: dict[int, InFlight] = {}
-        self._done: queue.SimpleQueue[tuple[InFlight, Outcome]] = queue.SimpleQueue()
-        # True while ends gathered by the end writer make the loop come back by their write time
-        # anyway: an outcome arriving meanwhile then waits for it instead of waking the loop (a
-        # pass per run end is most of a spread load's CPU). Set and cleared by the loop thread only.
-        self._collected = False
+        #: (run, outcome, monotonic time it arrived), filled from executor threads.
+        self._done: queue.SimpleQueue[tuple[InFlight, Outcome, float]] = queue.SimpleQueue()
+        # Monotonic time by which the loop looks at the queue anyway (written by the loop thread
+        # only; see loop_asleep). An outcome wakes the loop only when that is later than the end
+        # batch window allows: a pass per run end was most of a spread load's CPU. 0 while a pass
+        # runs (the loop checks the queue after it), infinite while no loop runs.
+        self._looks_by = math.inf
         self._errors = OnceLogger(log)
         self._triggers: dict[tuple[str, str, str], Trigger] = {}
 
@@ -168,12 +171,37 @@ class Runs:
             self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
 
     def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:
+        monotonic = self.clock.monotonic
+
         def on_done(outcome: Outcome) -> None:
-            self._done.put((flight, outcome))
-            if not self._collected:
+            arrived = monotonic()
+            self._done.put((flight, outcome, arrived))
+            if self._looks_by > arrived + self.ends.window:
                 self._wake.set()
 
         return on_done
+
+    # -- when outcomes wake the loop --------------------------------------------------------------
+
+    def loop_awake(self) -> None:
+        """The loop starts a pass: an outcome arriving now is seen by :meth:`loop_asleep`."""
+        self._looks_by = 0.0
+
+    def loop_asleep(self, wait: float) -> float:
+        """The loop is about to wait ``wait`` seconds; returns how long it may wait so that no
+        outcome waits longer than the end batch window to be collected."""
+        now = self.clock.monotonic()
+        self._looks_by = now + wait
+        # After publishing the time: an outcome put before this check is seen here, one put
+        # after it sees the time and wakes the loop if that is too late.
+        if not self._done.empty() and wait > self.ends.window:
+            wait = self.ends.window
+            self._looks_by = now + wait
+        return wait
+
+    def loop_stopped(self) -> None:
+        """No loop runs (stopping, draining, tests driving passes by hand): every outcome wakes."""
+        self._looks_by = math.inf
 
     def start_retry(self, retry: PendingRetry, run_id: int | None) -> None:
         if run_id is None:
@@ -189,20 +217,24 @@ class Runs:
         finishes: list[Finish] = []
         parks: list[tuple[Finish, str]] = []
         now_mono = self.clock.monotonic()
+        first_arrived: float | None = None
         while True:
             try:
-                flight, outcome = self._done.get_nowait()
+                flight, outcome, arrived = self._done.get_nowait()
             except queue.Empty:
                 break
+            if first_arrived is None:
+                first_arrived = arrived
             if flight.done:  # already ended by the engine's own deadline
                 continue
             flight.done = True
             run_id = flight.claim.run_id
             assert run_id is not None
             self.in_flight.pop(run_id, None)
-            self.end_one(flight.claim, outcome, flight.mono_claimed, now_mono, flight.started_at, finishes, parks)
-        self.ends.add(finishes, parks)
-        self._collected = self.ends.backlog > 0
+            # Planned and recorded as of the moment it ended, not when this pass got to it.
+            ended = min(arrived, now_mono)
+            self.end_one(flight.claim, outcome, flight.mono_claimed, ended, flight.started_at, finishes, parks)
+        self.ends.add(finishes, parks, since=first_arrived)
 
     def write_ends(self, *, now: bool = False) -> None:
         """Write the gathered ends if their time has come (``now``: whatever their time).
@@ -213,11 +245,6 @@ class Runs:
             self.ends.write()
         else:
             self.ends.write_due()
-        if not self.ends.backlog:
-            self._collected = False
-            # An outcome that arrived while the flag was up did not wake the loop: look now.
-            if not self._done.empty():
-                self._wake.set()
 
     def end_one(
         self,

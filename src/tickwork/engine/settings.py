@@ -24,12 +24,6 @@ NEXT_DUE_MAX_AGE = 0.25
 #: Seconds between reads of the database clock for sleep times; in between, the last reading
 #: plus the monotonic time since stands in for it (a round trip and a commit saved per loop).
 CLOCK_READ_INTERVAL = 1.0
-#: Seconds past a held fire's time at which the loop wakes to start it: fires due within this of
-#: each other start in one pass instead of a pass (a wake-up, a sleep computation) each. At 1,000
-#: fires/s spread over 3 nodes it took node CPU per 1,000 fires from 0.33-0.38 s to 0.28-0.29 s and
-#: left the p99 start lag at 8-11 ms (docs/benchmarks.md#spread-load-and-batched-ends). A fire
-#: still never starts before its time.
-HELD_FIRE_SLACK = 0.005
 #: Seconds between two prunes of the history.
 PRUNE_INTERVAL = 3600.0
 #: The longest wait the engine hands to ``threading`` (longer ones raise OverflowError there).
@@ -40,6 +34,8 @@ MAX_GRACE = 365 * 86400.0
 MAX_IN_FLIGHT = 1_000_000
 #: The longest ``end_batch_window``: an end that waits longer holds its schedule visibly running.
 MAX_END_BATCH_WINDOW = 1.0
+#: The longest ``start_batch_window``: the most a fire claimed ahead may start after its time.
+MAX_START_BATCH_WINDOW = 1.0
 
 
 def clamp_wait(seconds: float) -> float:
@@ -70,7 +66,11 @@ class EngineSettings:
     lookahead: float = 1.0
     #: Seconds a run's end may wait for others to share one write (never past the moment its
     #: next fire could be claimed); 0 writes each pass's ends at once.
-    end_batch_window: float = 0.02
+    end_batch_window: float = 0.05
+    #: Seconds past a held fire's time (one claimed ahead) at which the loop wakes to start it:
+    #: the fires due by then start in the same pass, not in a pass each. The most a held fire
+    #: starts late; it never starts early. 0 wakes at each fire's time.
+    start_batch_window: float = 0.015
 
     def __post_init__(self) -> None:
         limits = {
@@ -90,11 +90,10 @@ class EngineSettings:
                     raise ConfigError(
                         f"scheduler.{f.name}: must be a finite number in ({low:g}, {high:g}], got {value}"
                     )
-        if not (isinstance(self.end_batch_window, int | float) and 0 <= self.end_batch_window <= MAX_END_BATCH_WINDOW):
-            raise ConfigError(
-                f"scheduler.end_batch_window: must be between 0 and {MAX_END_BATCH_WINDOW:g} seconds, "
-                f"got {self.end_batch_window!r}"
-            )
+        for name, high in (("end_batch_window", MAX_END_BATCH_WINDOW), ("start_batch_window", MAX_START_BATCH_WINDOW)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value <= high):
+                raise ConfigError(f"scheduler.{name}: must be between 0 and {high:g} seconds, got {value!r}")
         if not (isinstance(self.lookahead, int | float) and 0 <= self.lookahead <= 60):
             raise ConfigError(f"scheduler.lookahead: must be between 0 and 60 seconds, got {self.lookahead!r}")
         for name, high in (("batch_size", 100_000), ("max_in_flight", MAX_IN_FLIGHT)):

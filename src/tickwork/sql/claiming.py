@@ -7,9 +7,11 @@ from datetime import datetime
 from typing import Any, ClassVar, cast
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Float,
     RowMapping,
+    Select,
     Update,
     bindparam,
     delete,
@@ -29,7 +31,6 @@ from .schema import UTCDateTime, claimable, runs, schedules
 from .storecore import (
     UNHELD,
     SQLCore,
-    owned_mask,
     spec_from_row,
     transient_retry,
 )
@@ -53,11 +54,7 @@ class Claiming(SQLCore):
     @transient_retry
     def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> list[Claim]:
         with self._tx() as conn:
-            now = self.now_expr()
-            due_by = None
-            if ahead > 0:
-                due_by = self._plus_seconds(now, bindparam("claim_ahead", ahead, type_=Float))
-            req = ClaimRequest(node_id, limit, self._owned(buckets), now, due_by, sql=self)
+            req = ClaimRequest(node_id, limit, self._owned(buckets), self._claim_now(), self._due_by(ahead), sql=self)
             strategy = self.strategy
             if not strategy.single_update:
                 won = strategy.claim(conn, req)
@@ -78,7 +75,7 @@ class Claiming(SQLCore):
                 stmt = self._statement(key, lambda: self._claim_statement(cast(Update, strategy.take(conn, req))))
             params: dict[str, Any] = {"claim_node": node_id, "claim_limit": limit}
             if buckets is not None:
-                params["owned_buckets"] = owned_mask(buckets)
+                params["owned_buckets"] = self.owned_mask(buckets)
             if ahead > 0:
                 params["claim_ahead"] = ahead
             rows = conn.execute(stmt, params).mappings().all()
@@ -86,6 +83,19 @@ class Claiming(SQLCore):
             if self.claim_records_runs:
                 return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
             return self._record_runs(conn, node_id, rows, {}) if rows else []
+
+    def _claim_now(self) -> ColumnElement[Any]:
+        # The expressions of a claim request are built once: the statement of a strategy that
+        # reads first is built per claim, but its parts need not be.
+        return self._statement("claim/now", self.now_expr)
+
+    def _due_by(self, ahead: float) -> ColumnElement[Any] | None:
+        if ahead <= 0:
+            return None
+        return self._statement(
+            f"claim/due_by/{ahead!r}",
+            lambda: self._plus_seconds(self._claim_now(), bindparam("claim_ahead", ahead, type_=Float)),
+        )
 
     #: Whether :meth:`_claim_statement` also inserts the run rows (each row carries ``run_id``).
     claim_records_runs: ClassVar[bool] = False
@@ -156,12 +166,16 @@ class Claiming(SQLCore):
 
     @transient_retry
     def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
-        query = select(func.min(schedules.c.next_fire)).where(claimable())
-        owned = self._owned(buckets)
-        if owned is not None:
-            query = query.where(owned)
+        def build() -> Select[Any]:
+            query = select(func.min(schedules.c.next_fire)).where(claimable())
+            owned = self._owned(buckets)
+            return query if owned is None else query.where(owned)
+
+        # Built once: the loop asks this whenever it has nothing in hand, several times a second.
+        query = self._statement(f"next_due/{buckets is None}", build)
+        params = {} if buckets is None else {"owned_buckets": self.owned_mask(buckets)}
         with self._tx() as conn:
-            value = conn.execute(query).scalar()
+            value = conn.execute(query, params).scalar()
         return value if isinstance(value, datetime) else None
 
     @transient_retry

@@ -63,6 +63,7 @@ class Ending(SQLCore):
                 "b_status": f.outcome.status.value,
                 "b_error": cap(f.outcome.error),
                 "b_started": f.started_at,
+                "b_finished": f.finished_at,
             }
             for f in mine
             if f.claim.run_id is not None
@@ -97,7 +98,7 @@ class Ending(SQLCore):
             .values(
                 status=bindparam("b_status"),
                 error=bindparam("b_error"),
-                finished_at=self.now_expr(),
+                finished_at=func.coalesce(bindparam("b_finished", type_=UTCDateTime), self.now_expr()),
                 started_at=func.coalesce(bindparam("b_started", type_=UTCDateTime), runs.c.started_at),
             )
         )
@@ -108,7 +109,6 @@ class Ending(SQLCore):
             return []
         with self._tx() as conn:
             landed = self._release_and_end(conn, finishes)
-            now = self.now_expr()
             late_runs = [
                 {
                     "b_id": f.claim.run_id,
@@ -126,7 +126,7 @@ class Ending(SQLCore):
                 conn.execute(
                     update(runs)
                     .where(runs.c.id == bindparam("b_id"), runs.c.status == "running")
-                    .values(status=bindparam("b_status"), finished_at=now),
+                    .values(status=bindparam("b_status"), finished_at=self.now_expr()),
                     late_runs,
                 )
                 # Appended: the reason the reaper or a dead-node release wrote stays readable.

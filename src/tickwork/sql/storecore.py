@@ -22,6 +22,7 @@ from sqlalchemy import (
     LargeBinary,
     Row,
     RowMapping,
+    Select,
     bindparam,
     case,
     func,
@@ -213,6 +214,8 @@ class SQLCore(Store):
         self.statements = 0
         self._specs: dict[tuple[int, datetime], ScheduleSpec] = {}
         self._built: dict[str, Any] = {}
+        self._masks: dict[tuple[int, ...], bytes] = {}
+        self._owned_filters: dict[bytes, ColumnElement[bool]] = {}
 
     @abstractmethod
     def _create_engine(self) -> Engine:
@@ -263,8 +266,29 @@ class SQLCore(Store):
         string is the same function on SQLite, PostgreSQL and MySQL."""
         if buckets is None:
             return None
-        mask = bindparam("owned_buckets", owned_mask(buckets), type_=LargeBinary)
-        return func.substr(mask, schedules.c.bucket + 1, 1) == literal(OWNED, LargeBinary)
+        # Built once per ring (a claim asks for it every pass; building the expression cost more
+        # than the bucket test itself).
+        mask = self.owned_mask(buckets)
+        owned = self._owned_filters.get(mask)
+        if owned is None:
+            if len(self._owned_filters) > 64:
+                self._owned_filters.clear()
+            param = bindparam("owned_buckets", mask, type_=LargeBinary)
+            owned = self._owned_filters[mask] = func.substr(param, schedules.c.bucket + 1, 1) == literal(
+                OWNED, LargeBinary
+            )
+        return owned
+
+    def owned_mask(self, buckets: Sequence[int]) -> bytes:
+        """:func:`owned_mask`, remembered per bucket set (a ring changes rarely; a claim asks
+        for its mask every pass)."""
+        key = tuple(buckets)
+        mask = self._masks.get(key)
+        if mask is None:
+            if len(self._masks) > 64:
+                self._masks.clear()
+            mask = self._masks[key] = owned_mask(key)
+        return mask
 
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:
         """The SET clause of a fenced release; a pending "run now" makes the schedule due at once,
@@ -362,10 +386,14 @@ class SQLCore(Store):
         except CommandError as exc:
             raise StoreError(f"cannot migrate {self.describe()}: {exc}") from exc
 
+    def now_query(self) -> Select[Any]:
+        """``SELECT`` of :meth:`now_expr`, built once."""
+        return self._statement("now", lambda: select(self.now_expr()))
+
     @transient_retry
     def now(self) -> datetime:
         with self._tx() as conn:
-            value = conn.execute(select(self.now_expr())).scalar_one()
+            value = conn.execute(self.now_query()).scalar_one()
         assert isinstance(value, datetime)
         return value
 

@@ -293,6 +293,21 @@ class StoreContract:
         assert run.finished_at is not None and c.claimed_at <= run.finished_at <= after
         assert store.next_due(buckets=None) == t + MINUTE
 
+    def test_finish_records_the_end_time_it_is_given(self, store: Store) -> None:
+        # An end written a little after the run ended (batched) keeps the time it ended.
+        t = store.now()
+        store.add(spec("a"), t)
+        store.add(spec("b"), t)
+        ca, cb = claim_all(store)
+        ended = ca.claimed_at + timedelta(microseconds=1500)
+        landed = store.finish("n1", [Finish(ca, OK, t + MINUTE, finished_at=ended), Finish(cb, OK, t + MINUTE)])
+        after = store.now()
+        assert landed == [True, True]
+        runs = {r.schedule: r for r in store.history()}
+        assert runs["a"].finished_at == ended
+        b_end = runs["b"].finished_at
+        assert b_end is not None and cb.claimed_at <= b_end <= after
+
     def test_skipped_fire_times_are_recorded(self, store: Store) -> None:
         t = store.now()
         store.add(spec("a"), t)

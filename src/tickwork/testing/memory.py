@@ -101,7 +101,7 @@ class MemoryStore(MemoryTables, Store):
         row.fire_requested_at = None
         row.unhold()
         if run is not None:
-            run.end(f.outcome.status, f.outcome.error, now)
+            run.end(f.outcome.status, f.outcome.error, utc(f.finished_at) if f.finished_at is not None else now)
             if f.started_at is not None:
                 run.started_at = utc(f.started_at)
         for at, reason in f.skipped:
