@@ -4,6 +4,7 @@ and the row helpers its parts share (:mod:`tickwork.sql.store` assembles the par
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import random
 import time
@@ -61,6 +62,13 @@ MAX_ERROR_CHARS = 4000
 UNHELD: dict[str, Any] = {"state": "idle", "claimed_by": None, "claimed_at": None, "retimed": False}
 
 
+def _arguments(stored: Any) -> dict[str, Any]:
+    # JSON text from a claim (CLAIMED_COLUMNS), already decoded elsewhere.
+    if isinstance(stored, str | bytes):
+        stored = json.loads(stored)
+    return dict(stored or {})
+
+
 def spec_from_row(r: RowMapping) -> ScheduleSpec:
     """The spec of a schedule row (by key: a Row's attribute access costs 5x more, and this runs
     for every claimed row not seen before)."""
@@ -71,7 +79,7 @@ def spec_from_row(r: RowMapping) -> ScheduleSpec:
         timezone=r["timezone"],
         executor=r["executor"],
         target=r["target"],
-        arguments=dict(r["arguments"] or {}),
+        arguments=_arguments(r["arguments"]),
         timeout=timedelta(seconds=r["timeout_s"]),
         module=r["module"],
         enabled=bool(r["enabled"]),

@@ -293,6 +293,14 @@ class StoreContract:
         assert run.finished_at is not None and c.claimed_at <= run.finished_at <= after
         assert store.next_due(buckets=None) == t + MINUTE
 
+    def test_a_claim_carries_the_stored_arguments(self, store: Store) -> None:
+        t = store.now()
+        arguments = {"text": "zwölf \u20ac \"quoted\"", "nested": {"list": [1, 2.5, None, True]}, "n": 10**12}
+        store.add(spec("a", arguments=arguments), t)
+        store.add(spec("b"), t)
+        claims = {c.spec.name: c for c in claim_all(store)}
+        assert claims["a"].spec.arguments == arguments and claims["b"].spec.arguments == {}
+
     def test_finish_records_the_end_time_it_is_given(self, store: Store) -> None:
         # An end written a little after the run ended (batched) keeps the time it ended.
         t = store.now()
