@@ -1,4 +1,4 @@
-"""Measure tickwork against the targets of issue #7 with ``tickwork bench`` and say which were met.
+"""Measure tickwork against the targets of issues #7 and #18 with ``tickwork bench`` and say which were met.
 
 Run: ``/work/venv/bin/python benchmarks/bench_targets.py [--pg-url URL] [--only NAME ...] [--out DIR]``
 
@@ -87,6 +87,37 @@ def stored_1m(docs: dict[str, Doc]) -> Verdict:
     return ratio <= 1.2 and rss <= 150, text
 
 
+def spread_3_nodes(doc: Doc) -> Verdict:
+    """Issue #18: 1,000 spread fires/s on 3 nodes, every membership measured."""
+    parts, ok = [], True
+    for c in cells(doc, nodes=3, workload="spread"):
+        m = c["metrics"]
+        cpu, stmts, p99 = m["cpu_s_per_1k_fires"] or 1e9, m["statements_per_fire"] or 1e9, m["lag_p99_ms"] or 1e9
+        ok = ok and cpu <= 0.25 and stmts <= 0.2 and p99 <= 25 and m["missed"] == 0 and m["duplicates"] == 0
+        parts.append(f"{c['membership']}: {cpu:.3f} s CPU/1k, {stmts:.3f} statements/fire, p99 {p99:.0f} ms")
+    return ok and bool(parts), "; ".join(parts)
+
+
+def _share_of_raw(doc: Doc, **match: Any) -> list[tuple[Doc, float]]:
+    """(cell, fires/s as a share of the raw loop's) for the tickwork cells matching ``match``."""
+    (raw,) = cells(doc, claim="raw", **match)
+    return [(c, _rate(c) / _rate(raw)) for c in cells(doc, **match) if c["claim"] != "raw"]
+
+
+def burst_share(doc: Doc, floor: float, **match: Any) -> Verdict:
+    shares = _share_of_raw(doc, **match)
+    text = "; ".join(
+        f"{c['claim']}/{c['membership']}: {_rate(c):,.0f} fires/s = {share:.2f} x raw" for c, share in shares
+    )
+    return bool(shares) and all(share >= floor for _, share in shares) and no_duplicates(doc), text
+
+
+def hashring_near_all(doc: Doc) -> Verdict:
+    rates = {c["membership"]: _rate(c) for c in cells(doc, nodes=4, workload="burst") if c["claim"] != "raw"}
+    ratio = rates["hashring"] / rates["all"]
+    return ratio >= 0.9, f"hashring {rates['hashring']:,.0f} vs all {rates['all']:,.0f} fires/s: {ratio:.2f}"
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -135,6 +166,46 @@ TARGETS = [
             ),
         },
         stored_1m,
+    ),
+    Target(
+        "spread-pg-3",
+        "#18: 3 PostgreSQL nodes, 1,000 spread fires/s: <= 0.25 s node CPU per 1,000 fires, <= 0.2 statements "
+        "per fire, p99 lag <= 25 ms (all and hashring)",
+        {
+            "run": cmd(
+                "--store postgres --claim skip-locked --membership all,hashring --nodes 3 --workload spread "
+                "--steady-schedules 1000 --steady-seconds 10 --no-raw"
+            )
+        },
+        lambda docs: spread_3_nodes(docs["run"]),
+    ),
+    Target(
+        "burst-pg-100k",
+        "#18: 4 PostgreSQL nodes, 100,000 due at once: >= 0.65 x the raw loop, 0 duplicates (all and hashring)",
+        {
+            "run": cmd(
+                "--store postgres --claim skip-locked --membership all,hashring --nodes 4 --workload burst "
+                "--schedules 100000"
+            )
+        },
+        lambda docs: burst_share(docs["run"], 0.65, nodes=4),
+    ),
+    Target(
+        "hashring-10k",
+        "#18: 4 PostgreSQL nodes, 10,000 due at once: hashring within 10 % of all",
+        {
+            "run": cmd(
+                "--store postgres --claim skip-locked --membership all,hashring --nodes 4 --workload burst "
+                "--schedules 10000 --no-raw"
+            )
+        },
+        lambda docs: hashring_near_all(docs["run"]),
+    ),
+    Target(
+        "burst-sqlite-100k",
+        "#18: SQLite, 1 node, 100,000 due at once: >= 0.35 x the raw loop",
+        {"run": cmd("--store sqlite --claim optimistic --nodes 1 --workload burst --schedules 100000")},
+        lambda docs: burst_share(docs["run"], 0.35, nodes=1),
     ),
 ]
 
