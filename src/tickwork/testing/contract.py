@@ -295,7 +295,7 @@ class StoreContract:
 
     def test_a_claim_carries_the_stored_arguments(self, store: Store) -> None:
         t = store.now()
-        arguments = {"text": "zwölf \u20ac \"quoted\"", "nested": {"list": [1, 2.5, None, True]}, "n": 10**12}
+        arguments = {"text": 'zwölf \u20ac "quoted"', "nested": {"list": [1, 2.5, None, True]}, "n": 10**12}
         store.add(spec("a", arguments=arguments), t)
         store.add(spec("b"), t)
         claims = {c.spec.name: c for c in claim_all(store)}
