@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from sqlalchemy import Connection, func, select, text
+from sqlalchemy import Connection, func, select
 
 from tickwork.sql.claims import STRATEGIES, ClaimRequest
 from tickwork.sql.schema import claimable, schedules
@@ -21,8 +21,12 @@ from tickwork_postgres.store import PostgresStore
 
 
 def explain(conn: Connection, stmt: Any) -> str:
-    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
-    rows = conn.execute(text(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {compiled}")).scalars().all()
+    # Bound, not rendered as literals: the owned-bucket mask is a bytea parameter (literal
+    # rendering of binary values is not supported), and the plan should be the one of the
+    # parameterized statement a node sends.
+    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.construct_params()
+    rows = conn.exec_driver_sql(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {compiled}", params).scalars().all()
     return "\n".join(rows)
 
 
