@@ -42,7 +42,7 @@ from sqlalchemy.engine import make_url
 from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.numbers import integer
-from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS
+from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimRequest
 from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
@@ -192,6 +192,30 @@ class PostgresStore(SQLStore):
         return select(*claimed.c, recorded.c.id.label("run_id")).select_from(
             claimed.outerjoin(recorded, recorded.c.schedule_id == claimed.c.id)
         )
+
+    def explain_claim(
+        self, node_id: str = "explain", *, limit: int = 100, buckets: Sequence[int] | None = None, ahead: float = 0.0
+    ) -> str:
+        """PostgreSQL's plan (``EXPLAIN``, not run) for the statement :meth:`claim_due` sends with
+        these arguments, with its parameters bound as they are sent: a diagnostic for what a
+        claim costs as the table grows (benchmarks/explain_due_query.py, tests/test_claim_plans.py).
+
+        :raises ValueError: for a claim strategy that does not claim with one statement built
+            ahead (those that read first or claim in several statements)
+        """
+        if not self.strategy.single_update or self.strategy.reads_first:
+            raise ValueError(
+                f"claim strategy {self.strategy.name!r} does not claim with one statement built ahead; "
+                "explain_claim explains skip-locked"
+            )
+        limit = max(1, min(limit, self.batch_size))
+        with self._tx() as conn:
+            req = ClaimRequest(node_id, limit, self._owned(buckets), self._claim_now(), self._due_by(ahead), sql=self)
+            stmt = self._single_claim_statement(conn, req, buckets, ahead)
+            compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+            params = compiled.construct_params(self._claim_params(node_id, limit, buckets, ahead))
+            rows = conn.exec_driver_sql(f"EXPLAIN (COSTS OFF) {compiled}", params).scalars().all()
+        return "\n".join(rows)
 
     def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
         batch = json.dumps(

@@ -64,25 +64,35 @@ class Claiming(SQLCore):
                 return self._record_runs(
                     conn, node_id, [c.row._mapping for c in won], {c.row.id: c.run_id for c in won if c.run_id}
                 )
-            if strategy.reads_first:
-                take = strategy.take(conn, req)
-                if take is None:
-                    return []
-                stmt = self._claim_statement(take)
-            else:
-                # The statement depends only on the request's named parameters: build it once.
-                key = f"claim/{buckets is None}/{ahead > 0}"
-                stmt = self._statement(key, lambda: self._claim_statement(cast(Update, strategy.take(conn, req))))
-            params: dict[str, Any] = {"claim_node": node_id, "claim_limit": limit}
-            if buckets is not None:
-                params["owned_buckets"] = self.owned_mask(buckets)
-            if ahead > 0:
-                params["claim_ahead"] = ahead
-            rows = conn.execute(stmt, params).mappings().all()
+            stmt = self._single_claim_statement(conn, req, buckets, ahead)
+            if stmt is None:
+                return []
+            rows = conn.execute(stmt, self._claim_params(node_id, limit, buckets, ahead)).mappings().all()
             self.statements += 1
             if self.claim_records_runs:
                 return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
             return self._record_runs(conn, node_id, rows, {}) if rows else []
+
+    def _single_claim_statement(
+        self, conn: Connection, req: ClaimRequest, buckets: Sequence[int] | None, ahead: float
+    ) -> Any:
+        """The one statement a single-update strategy claims with (None: a strategy that reads
+        first found nothing due)."""
+        strategy = self.strategy
+        if strategy.reads_first:
+            take = strategy.take(conn, req)
+            return None if take is None else self._claim_statement(take)
+        # The statement depends only on the request's named parameters: build it once.
+        key = f"claim/{buckets is None}/{ahead > 0}"
+        return self._statement(key, lambda: self._claim_statement(cast(Update, strategy.take(conn, req))))
+
+    def _claim_params(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> dict[str, Any]:
+        params: dict[str, Any] = {"claim_node": node_id, "claim_limit": limit}
+        if buckets is not None:
+            params["owned_buckets"] = self.owned_mask(buckets)
+        if ahead > 0:
+            params["claim_ahead"] = ahead
+        return params
 
     def _claim_now(self) -> ColumnElement[Any]:
         # The expressions of a claim request are built once: the statement of a strategy that
