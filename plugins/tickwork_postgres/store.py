@@ -42,7 +42,7 @@ from sqlalchemy.engine import make_url
 from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.numbers import integer
-from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimRequest
+from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
@@ -210,8 +210,9 @@ class PostgresStore(SQLStore):
             )
         limit = max(1, min(limit, self.batch_size))
         with self._tx() as conn:
-            req = ClaimRequest(node_id, limit, self._owned(buckets), self._claim_now(), self._due_by(ahead), sql=self)
-            stmt = self._single_claim_statement(conn, req, buckets, ahead)
+            stmt = self._single_claim_statement(
+                conn, self._claim_request(node_id, limit, buckets, ahead), buckets, ahead
+            )
             compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
             params = compiled.construct_params(self._claim_params(node_id, limit, buckets, ahead))
             rows = conn.exec_driver_sql(f"EXPLAIN (COSTS OFF) {compiled}", params).scalars().all()

@@ -54,7 +54,7 @@ class Claiming(SQLCore):
     @transient_retry
     def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> list[Claim]:
         with self._tx() as conn:
-            req = ClaimRequest(node_id, limit, self._owned(buckets), self._claim_now(), self._due_by(ahead), sql=self)
+            req = self._claim_request(node_id, limit, buckets, ahead)
             strategy = self.strategy
             if not strategy.single_update:
                 won = strategy.claim(conn, req)
@@ -72,6 +72,9 @@ class Claiming(SQLCore):
             if self.claim_records_runs:
                 return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
             return self._record_runs(conn, node_id, rows, {}) if rows else []
+
+    def _claim_request(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> ClaimRequest:
+        return ClaimRequest(node_id, limit, self._owned(buckets), self._claim_now(), self._due_by(ahead), sql=self)
 
     def _single_claim_statement(
         self, conn: Connection, req: ClaimRequest, buckets: Sequence[int] | None, ahead: float

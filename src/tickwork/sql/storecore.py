@@ -225,8 +225,8 @@ class SQLCore(Store):
         self.statements = 0
         self._specs: dict[tuple[int, datetime], ScheduleSpec] = {}
         self._built: dict[str, Any] = {}
-        self._masks: dict[tuple[int, ...], bytes] = {}
-        self._owned_filters: dict[bytes, ColumnElement[bool]] = {}
+        #: (mask, filter) per bucket set: a ring changes rarely, a claim asks for both every pass.
+        self._ownership: dict[tuple[int, ...], tuple[bytes, ColumnElement[bool]]] = {}
 
     @abstractmethod
     def _create_engine(self) -> Engine:
@@ -275,36 +275,29 @@ class SQLCore(Store):
         ``IN`` list (or ``= ANY(array)``) of the ~500 buckets a node owns is scanned for every
         candidate row, which made ``hashring`` slower than ``all``. ``substr`` of a binary
         string is the same function on SQLite, PostgreSQL and MySQL."""
-        if buckets is None:
-            return None
-        # Built once per ring (a claim asks for it every pass; building the expression cost more
-        # than the bucket test itself).
-        mask = self.owned_mask(buckets)
-        owned = self._owned_filters.get(mask)
-        if owned is None:
-            if len(self._owned_filters) > 64:
-                self._owned_filters.clear()
+        return None if buckets is None else self._ownership_of(buckets)[1]
+
+    def owned_mask(self, buckets: Sequence[int]) -> bytes:
+        """:func:`owned_mask`, remembered per bucket set."""
+        return self._ownership_of(buckets)[0]
+
+    def _ownership_of(self, buckets: Sequence[int]) -> tuple[bytes, ColumnElement[bool]]:
+        # Built once per ring: building the filter expression cost more than the bucket test.
+        key = tuple(buckets)
+        found = self._ownership.get(key)
+        if found is None:
+            if len(self._ownership) > 64:
+                self._ownership.clear()
+            mask = owned_mask(key)
             param = bindparam("owned_buckets", mask, type_=LargeBinary)
             # "> x'00'", not "= x'01'": the mask holds only those two bytes, but PostgreSQL
             # estimates an equality on an expression at 0.5 % of the rows and then scans and
             # sorts every due row for a claim of 100 instead of reading the due index in order
             # (5 ms against 0.1 ms with 10,000 due; docs/benchmarks.md). An inequality is
             # estimated at a third. A bucket past the mask's end gives an empty string: not owned.
-            owned = self._owned_filters[mask] = func.substr(param, schedules.c.bucket + 1, 1) > literal(
-                NOT_OWNED, LargeBinary
-            )
-        return owned
-
-    def owned_mask(self, buckets: Sequence[int]) -> bytes:
-        """:func:`owned_mask`, remembered per bucket set (a ring changes rarely; a claim asks
-        for its mask every pass)."""
-        key = tuple(buckets)
-        mask = self._masks.get(key)
-        if mask is None:
-            if len(self._masks) > 64:
-                self._masks.clear()
-            mask = self._masks[key] = owned_mask(key)
-        return mask
+            owned = func.substr(param, schedules.c.bucket + 1, 1) > literal(NOT_OWNED, LargeBinary)
+            found = self._ownership[key] = (mask, owned)
+        return found
 
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:
         """The SET clause of a fenced release; a pending "run now" makes the schedule due at once,
