@@ -54,6 +54,9 @@ def _micros(moment: datetime | None) -> int | None:
     return None if moment is None else epoch_micros(moment)
 
 
+#: The fields of each end in the JSON batch of :meth:`SQLiteStore._release_and_end`, in order.
+_BATCH_FIELDS = ("id", "seq", "next", "run_id", "status", "error", "started", "finished")
+
 # No timestamp type: times are integer microseconds since the epoch.
 declare(SQLiteDialect, SQLTraits(epoch_micros=True))
 
@@ -159,16 +162,18 @@ class SQLiteStore(SQLStore):
         return released
 
     @staticmethod
-    def _batch_rows() -> Any:
-        """``(id, seq, next, run_id, status, error, started, finished)`` rows of the ``batch`` JSON array."""
+    def _batch_rows(*names: str) -> Any:
+        """The named fields (of :data:`_BATCH_FIELDS`) of the rows of the ``batch`` JSON array.
+        Only those a statement reads: SQLite evaluates every column of the subquery for every
+        row, and extracting all eight in both statements made the two a quarter dearer (a direct
+        sqlite3 loop, 100-row batches: 14.5 against 10.6 µs per end)."""
         each = func.json_each(bindparam("batch", type_=Text)).table_valued("value").alias("j")
-        fields = ("id", "seq", "next", "run_id", "status", "error", "started", "finished")
         return select(
-            *(func.json_extract(each.c.value, f"$[{i}]").label(name) for i, name in enumerate(fields))
+            *(func.json_extract(each.c.value, f"$[{_BATCH_FIELDS.index(name)}]").label(name) for name in names)
         ).subquery("f")
 
     def _release_statement(self) -> Any:
-        f = self._batch_rows()
+        f = self._batch_rows("id", "seq", "next")
         return (
             update(schedules)
             .where(schedules.c.id == f.c.id, schedules.c.claim_seq == f.c.seq, schedules.c.state == "running")
@@ -177,7 +182,7 @@ class SQLiteStore(SQLStore):
         )
 
     def _end_statement(self) -> Any:
-        f = self._batch_rows()
+        f = self._batch_rows("id", "run_id", "status", "error", "started", "finished")
         landed = select(func.json_each(bindparam("ids", type_=Text)).table_valued("value").c.value).scalar_subquery()
         return (
             update(runs)

@@ -6,21 +6,20 @@ transaction: only for databases whose store offers such a lock."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Update, select, update
+from sqlalchemy import Connection, Update, update
 
 from ..schema import schedules
-from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_filter
+from .base import ClaimRequest, ClaimStrategy, candidate_ids, claim_assignment, due_filter
 
 
 class AdvisoryClaim(ClaimStrategy):
     name = "advisory"
     reads_first = True
 
-    def take(self, conn: Connection, req: ClaimRequest) -> Update | None:
-        ids = conn.scalars(
-            select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(req.limit)
-        ).all()
-        if not ids:
-            return None
+    def take(self, conn: Connection, req: ClaimRequest) -> Update:
         lock = req.sql.try_lock_row(schedules.c.id)
-        return update(schedules).where(schedules.c.id.in_(ids), due_filter(req), lock).values(**claim_assignment(req))
+        return (
+            update(schedules)
+            .where(schedules.c.id.in_(candidate_ids()), due_filter(req), lock)
+            .values(**claim_assignment(req))
+        )

@@ -156,6 +156,12 @@ def claim_limit(req: ClaimRequest) -> BindParameter[int]:
     return bindparam("claim_limit", req.limit, type_=Integer)
 
 
+def candidate_ids() -> BindParameter[Any]:
+    """The ids a strategy that reads first found (:meth:`ClaimStrategy.candidates`), as the
+    named expanding parameter ``claim_ids``."""
+    return bindparam("claim_ids", expanding=True)
+
+
 def claim_assignment(req: ClaimRequest) -> dict[str, Any]:
     """The SET clause of a claim: running, held by this node (the named parameter
     ``claim_node``), a fresh fence token."""
@@ -186,15 +192,22 @@ class ClaimStrategy(ABC):
     one_per_transaction: ClassVar[bool] = False
     #: When true the claim is :meth:`take`'s UPDATE (after any reads :meth:`take` makes).
     single_update: ClassVar[bool] = True
-    #: When true :meth:`take` reads candidates first and its statement differs per call;
-    #: otherwise it depends only on the request's named parameters and is built once.
+    #: When true the store first reads the ids of the candidates (:meth:`candidates`) and
+    #: :meth:`take`'s UPDATE is restricted to them (the named expanding parameter ``claim_ids``,
+    #: :func:`candidate_ids`); nothing is taken when the read finds none. Either way the
+    #: statements depend only on the request's named parameters: the store builds them once.
     reads_first: ClassVar[bool] = False
 
-    def take(self, conn: Connection, req: ClaimRequest) -> Update | None:
+    def candidates(self, req: ClaimRequest) -> Select[Any]:
+        """The read of a strategy that reads first: ids of up to ``claim_limit`` due rows,
+        earliest first, without locks."""
+        return select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(claim_limit(req))
+
+    def take(self, conn: Connection, req: ClaimRequest) -> Update:
         """Build the UPDATE that takes up to ``req.limit`` due rows, without RETURNING.
 
-        :param conn: the claim's transaction, for strategies that read candidates first
-        :return: the statement, or ``None`` when the strategy already knows nothing is due
+        :param conn: the claim's transaction (the statement is built once and run for every
+            claim: it must not read anything or depend on anything but the named parameters)
         """
         raise NotImplementedError(f"claim strategy {self.name!r} has no single take statement")
 
@@ -203,7 +216,4 @@ class ClaimStrategy(ABC):
 
         :return: the won rows, with at least :data:`CLAIMED_COLUMNS`
         """
-        stmt = self.take(conn, req)
-        if stmt is None:
-            return []
-        return [ClaimedRow(row) for row in conn.execute(stmt.returning(*CLAIMED_COLUMNS))]
+        return [ClaimedRow(row) for row in conn.execute(self.take(conn, req).returning(*CLAIMED_COLUMNS))]

@@ -4,20 +4,19 @@ under contention losers waste their read."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Update, select, update
+from sqlalchemy import Connection, Update, update
 
 from ..schema import schedules
-from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_filter
+from .base import ClaimRequest, ClaimStrategy, candidate_ids, claim_assignment, due_filter
 
 
 class OptimisticClaim(ClaimStrategy):
     name = "optimistic"
     reads_first = True
 
-    def take(self, conn: Connection, req: ClaimRequest) -> Update | None:
-        ids = conn.scalars(
-            select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(req.limit)
-        ).all()
-        if not ids:
-            return None
-        return update(schedules).where(schedules.c.id.in_(ids), due_filter(req)).values(**claim_assignment(req))
+    def take(self, conn: Connection, req: ClaimRequest) -> Update:
+        return (
+            update(schedules)
+            .where(schedules.c.id.in_(candidate_ids()), due_filter(req))
+            .values(**claim_assignment(req))
+        )
