@@ -38,6 +38,9 @@ log = logging.getLogger("tickwork.local")
 
 MODES = ("thread", "process")
 
+#: Outcomes are immutable: the common one is built once, not per run.
+SUCCEEDED = Outcome(RunStatus.SUCCEEDED)
+
 
 def _call_in(context: RunContext, func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     with running(context):
@@ -169,7 +172,7 @@ class LocalExecutor(Executor):
     @staticmethod
     def _outcome(exc: BaseException | None) -> Outcome:
         if exc is None:
-            return Outcome(RunStatus.SUCCEEDED)
+            return SUCCEEDED
         if isinstance(exc, PoolShutDown):
             return Outcome(RunStatus.FAILED, error="not run: the local executor shut down first")
         if isinstance(exc, concurrent.futures.CancelledError):

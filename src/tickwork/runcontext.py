@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from .structures import JobCall, _check_aware
+from .structures import JobCall, _check_aware, assembled
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,20 @@ class RunContext:
     @classmethod
     def of(cls, call: JobCall) -> RunContext:
         """The context of the run an executor received as ``call``."""
-        return cls(call.schedule, call.scheduled_for, call.run_id, call.attempt, call.node_id)
+        # The checks of __init__, without its per-field object.__setattr__: once per run.
+        _check_aware("scheduled_for", call.scheduled_for)
+        if call.attempt < 1:
+            raise ValueError(f"attempt: must be >= 1, got {call.attempt}")
+        return assembled(
+            cls,
+            {
+                "schedule": call.schedule,
+                "scheduled_for": call.scheduled_for,
+                "run_id": call.run_id,
+                "attempt": call.attempt,
+                "node_id": call.node_id,
+            },
+        )
 
 
 _current: contextvars.ContextVar[RunContext] = contextvars.ContextVar("tickwork_current_run")

@@ -10,7 +10,9 @@ import enum
 import zlib
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Number of hash buckets schedules are spread over; membership plugins own buckets, not schedules.
 BUCKETS = 1024
@@ -66,6 +68,16 @@ class MisfirePolicy(Choice):
 def bucket_of(name: str) -> int:
     """The hash bucket of a schedule name; stable across processes and versions."""
     return zlib.crc32(name.encode("utf-8")) % BUCKETS
+
+
+def assembled(cls: type[T], values: dict[str, Any]) -> T:
+    """An instance of the frozen dataclass ``cls`` holding ``values`` (every field), built
+    without its ``__init__``: for values already checked, on paths taken for every fire. A frozen
+    dataclass's generated ``__init__`` sets each field through ``object.__setattr__``: 2.7 µs for
+    a :class:`JobCall`, 0.6 µs this way."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(values)
+    return obj
 
 
 def _check_aware(field_name: str, value: datetime | None) -> None:
@@ -141,9 +153,7 @@ class ScheduleSpec:
         engine thread in a 10,000-fire burst)."""
         if fields.keys() != _SPEC_FIELDS:
             raise ValueError(f"stored spec: expected the fields {sorted(_SPEC_FIELDS)}, got {sorted(fields)}")
-        spec = object.__new__(cls)
-        spec.__dict__.update(fields)
-        return spec
+        return assembled(cls, fields)
 
     @property
     def bucket(self) -> int:
@@ -206,6 +216,32 @@ class Claim:
         _check_aware("scheduled_for", self.scheduled_for)
         _check_aware("claimed_at", self.claimed_at)
 
+    @classmethod
+    def stored(
+        cls,
+        *,
+        schedule_id: int,
+        spec: ScheduleSpec,
+        scheduled_for: datetime,
+        claim_seq: int,
+        claimed_at: datetime,
+        run_id: int | None,
+    ) -> Claim:
+        """A first attempt's claim as the store read it back (its times come aware from the
+        store's column type), not checked again: one is built for every fire."""
+        return assembled(
+            cls,
+            {
+                "schedule_id": schedule_id,
+                "spec": spec,
+                "scheduled_for": scheduled_for,
+                "claim_seq": claim_seq,
+                "claimed_at": claimed_at,
+                "run_id": run_id,
+                "attempt": 1,
+            },
+        )
+
     @property
     def early(self) -> bool:
         """Claimed before its fire time: it must not start before ``scheduled_for``."""
@@ -228,6 +264,27 @@ class JobCall:
     attempt: int = 1
     options: dict[str, Any] = field(default_factory=dict)
     node_id: str = ""
+
+    @classmethod
+    def for_claim(cls, claim: Claim, *, timeout: float, node_id: str) -> JobCall:
+        """The call of ``claim``'s run (which has its run id), built from the claim's already
+        checked values without ``__init__``: one is built for every fire."""
+        assert claim.run_id is not None
+        spec = claim.spec
+        return assembled(
+            cls,
+            {
+                "run_id": claim.run_id,
+                "schedule": spec.name,
+                "scheduled_for": claim.scheduled_for,
+                "target": spec.target,
+                "arguments": spec.arguments,
+                "timeout": timeout,
+                "attempt": claim.attempt,
+                "options": {},
+                "node_id": node_id,
+            },
+        )
 
 
 @dataclass(frozen=True)

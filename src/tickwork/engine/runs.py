@@ -111,9 +111,14 @@ class Runs:
         immediate: list[Finish] = []
         parks: list[tuple[Finish, str]] = []
         started: list[JobCall] = []
+        # The clock as of each claim time: the claims of one batch share theirs.
+        nows: dict[datetime, datetime] = {}
         for claim in claims:
             try:
-                self._dispatch_one(claim, mono_claimed, now_mono, immediate, started)
+                now = nows.get(claim.claimed_at)
+                if now is None:
+                    now = nows[claim.claimed_at] = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
+                self._dispatch_one(claim, now, mono_claimed, now_mono, immediate, started)
             except Exception as exc:  # this claim's fault, contained to this claim
                 parks.append(self._parked(claim, None, None, exc))
         if started:
@@ -121,9 +126,14 @@ class Runs:
         self.ends.add(immediate, parks)
 
     def _dispatch_one(
-        self, claim: Claim, mono_claimed: float, now_mono: float, immediate: list[Finish], started: list[JobCall]
+        self,
+        claim: Claim,
+        now: datetime,
+        mono_claimed: float,
+        now_mono: float,
+        immediate: list[Finish],
+        started: list[JobCall],
     ) -> None:
-        now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
         if claim.early and now < claim.scheduled_for:
             self.held.hold(claim, mono_claimed)
             return
@@ -153,16 +163,7 @@ class Runs:
         deadline = now_mono + timeout + self.settings.hard_timeout_grace
         flight = InFlight(claim, mono_claimed, deadline, started_at=now)
         self.in_flight[claim.run_id] = flight
-        call = JobCall(
-            run_id=claim.run_id,
-            schedule=claim.spec.name,
-            scheduled_for=claim.scheduled_for,
-            target=claim.spec.target,
-            arguments=claim.spec.arguments,
-            timeout=timeout,
-            attempt=claim.attempt,
-            node_id=self.settings.node_id,
-        )
+        call = JobCall.for_claim(claim, timeout=timeout, node_id=self.settings.node_id)
         started.append(call)
         try:
             executor.submit(call, self._on_done_for(flight))

@@ -150,7 +150,7 @@ class Claiming(SQLCore):
         claims = []
         for r in rows:
             claims.append(
-                Claim(
+                Claim.stored(
                     schedule_id=r["id"],
                     spec=self._spec(r),
                     scheduled_for=r["next_fire"],
