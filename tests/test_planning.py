@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from tickwork.engine.planning import (
     MAX_RETRY_DELAY,
     FirePlan,
+    LastAnswer,
     misfire_reason,
     plan_next_fire,
     plan_retry,
@@ -121,3 +122,33 @@ def test_plan_retry_stops_before_the_next_fire_and_after_the_cap() -> None:
     assert plan_retry(every(3600), attempt=MAX_RETRIES + 1, retries=5000, **kwargs) is None  # type: ignore[arg-type]
     overlap = plan_retry(every(10), scheduled_for=at(10), attempt=1, retries=3, backoff=10.0, now=at(10))
     assert overlap is None
+
+
+def test_last_answer_asks_the_trigger_once_per_question_in_a_row() -> None:
+    asked: list[datetime] = []
+
+    def next_after(after: datetime) -> datetime | None:
+        asked.append(after)
+        if after.year == 1999:
+            raise ValueError("no such time")
+        return after + timedelta(hours=1)
+
+    remembering = LastAnswer(next_after)
+    t = datetime(2026, 11, 24, tzinfo=UTC)
+    assert [remembering(t), remembering(t)] == [t + timedelta(hours=1)] * 2
+    assert asked == [t]
+    # The same instant in another zone is the same question.
+    assert remembering(t.astimezone(timezone(timedelta(hours=2)))) == t + timedelta(hours=1)
+    assert asked == [t]
+    later = t + timedelta(minutes=1)
+    assert remembering(later) == later + timedelta(hours=1)
+    assert remembering(t) == t + timedelta(hours=1)
+    assert asked == [t, later, t]
+    # A search that raised leaves no answer behind: the next question is asked again.
+    bad = datetime(1999, 1, 1, tzinfo=UTC)
+    with pytest.raises(ValueError, match="no such time"):
+        remembering(bad)
+    with pytest.raises(ValueError, match="no such time"):
+        remembering(bad)
+    assert remembering(t) == t + timedelta(hours=1)
+    assert asked == [t, later, t, bad, bad]

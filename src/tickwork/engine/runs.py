@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..abc import Executor, Store, Trigger
+from ..abc import Executor, Store
 from ..errors import StoreError, TickworkError
 from ..listener import EngineListener
 from ..plugins import PluginManager
@@ -25,7 +25,7 @@ from .clock import DatabaseClock
 from .ends import Counters, EndWriter
 from .faults import OnceLogger, describe
 from .held import HeldFires
-from .planning import misfire_reason, plan_next_fire, plan_retry
+from .planning import LastAnswer, NextAfter, misfire_reason, plan_next_fire, plan_retry
 from .retries import PendingRetry, RetryQueue
 from .settings import MAX_WAIT, EngineSettings
 
@@ -85,25 +85,26 @@ class Runs:
         # runs (the loop checks the queue after it), infinite while no loop runs.
         self._looks_by = math.inf
         self._errors = OnceLogger(log)
-        self._triggers: dict[tuple[str, str, str], Trigger] = {}
+        self._triggers: dict[tuple[str, str, str], NextAfter] = {}
 
     def earliest_deadline(self) -> float | None:
         return min((f.deadline for f in self.in_flight.values()), default=None)
 
     # -- dispatch ---------------------------------------------------------------------------------
 
-    def _trigger(self, spec: ScheduleSpec, after: datetime) -> Trigger:
+    def _next_after(self, spec: ScheduleSpec, after: datetime) -> NextAfter:
+        """The ``next_after`` of the schedule's compiled, period-checked trigger."""
         # Twice per fire (start and end): the registry lookup, the compile cache and the period
         # check's cache each hash the trigger; one dict keyed by three strings is cheaper.
         key = (spec.trigger_kind, spec.expression, spec.timezone)
-        trigger = self._triggers.get(key)
-        if trigger is None:
+        next_after = self._triggers.get(key)
+        if next_after is None:
             trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
-            trigger = checked_period(trigger, after)
+            next_after = LastAnswer(checked_period(trigger, after).next_after)
             if len(self._triggers) >= TRIGGER_CACHE_SIZE:
                 self._triggers.clear()
-            self._triggers[key] = trigger
-        return trigger
+            self._triggers[key] = next_after
+        return next_after
 
     def dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None) -> None:
         now_mono = self.clock.monotonic()
@@ -138,14 +139,14 @@ class Runs:
             self.held.hold(claim, mono_claimed)
             return
         self.counters.fired += 1
-        trigger = self._trigger(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it before it runs
+        next_after = self._next_after(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it
         if claim.run_id is None:
             log.warning(
                 "%s: the fire at %s already has a run in the history; not running it twice",
                 claim.spec.name,
                 claim.scheduled_for.isoformat(),
             )
-            immediate.append(self._finish_for(claim, trigger, Outcome(RunStatus.SKIPPED, "already recorded"), now))
+            immediate.append(self._finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, "already recorded"), now))
             return
         policy = claim.spec.misfire or self.settings.misfire
         grace = self.settings.misfire_grace
@@ -154,7 +155,7 @@ class Runs:
         )
         if missed is not None:
             self.counters.skipped += 1
-            immediate.append(self._finish_for(claim, trigger, Outcome(RunStatus.SKIPPED, error=missed), now))
+            immediate.append(self._finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, error=missed), now))
             return
         executor = self.executors.get(claim.spec.executor)
         if executor is None:
@@ -261,19 +262,19 @@ class Runs:
     ) -> None:
         """Plan a retry or the next fire of an ended run; a fault doing so parks the schedule."""
         try:
-            trigger = self._trigger(claim.spec, claim.scheduled_for)
+            next_after = self._next_after(claim.spec, claim.scheduled_for)
             now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
             failed = retry and outcome.status is RunStatus.FAILED
-            if failed and self._retry(claim, trigger, outcome, now, mono_claimed, started_at):
+            if failed and self._retry(claim, next_after, outcome, now, mono_claimed, started_at):
                 return
-            finishes.append(self._finish_for(claim, trigger, outcome, now, started_at))
+            finishes.append(self._finish_for(claim, next_after, outcome, now, started_at))
         except Exception as exc:
             parks.append(self._parked(claim, outcome, started_at, exc))
 
     def _retry(
         self,
         claim: Claim,
-        trigger: Trigger,
+        next_after: NextAfter,
         outcome: Outcome,
         now: datetime,
         mono_claimed: float,
@@ -283,7 +284,7 @@ class Runs:
         before the next scheduled fire (a retry never overlaps the next fire)."""
         spec = claim.spec
         delay = plan_retry(
-            trigger.next_after,
+            next_after,
             scheduled_for=claim.scheduled_for,
             attempt=claim.attempt,
             retries=spec.retries,
@@ -300,11 +301,11 @@ class Runs:
         return True
 
     def _finish_for(
-        self, claim: Claim, trigger: Trigger, outcome: Outcome, now: datetime, started_at: datetime | None = None
+        self, claim: Claim, next_after: NextAfter, outcome: Outcome, now: datetime, started_at: datetime | None = None
     ) -> Finish:
         """The end of ``claim`` with the next fire time and the skipped ones (planning.py)."""
         plan = plan_next_fire(
-            trigger.next_after,
+            next_after,
             scheduled_for=claim.scheduled_for,
             claimed_at=claim.claimed_at,
             now=now,
