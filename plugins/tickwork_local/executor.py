@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import inspect
 import logging
 import threading
@@ -28,23 +27,15 @@ from tickwork.numbers import integer
 from tickwork.plugins import load_object
 from tickwork.runcontext import RunContext, running
 from tickwork.structures import JobCall, Outcome, RunStatus
-from tickwork.tracebacks import format_exception
 
 from .deadlines import Deadline, Deadlines
-from .pool import Pool, PoolShutDown
+from .pool import Pool
 from .process import ProcessRunner
+from .threadrun import ThreadRun, outcome_of, soft_timeout
 
 log = logging.getLogger("tickwork.local")
 
 MODES = ("thread", "process")
-
-#: Outcomes are immutable: the common one is built once, not per run.
-SUCCEEDED = Outcome(RunStatus.SUCCEEDED)
-
-
-def _call_in(context: RunContext, func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    with running(context):
-        return func(**kwargs)
 
 
 async def _await_in(context: RunContext, func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
@@ -144,53 +135,26 @@ class LocalExecutor(Executor):
             # The runner reports the child's outcome (and kills it at the deadline) itself.
             self._pool.submit(
                 lambda: self._processes.run(call.target, kwargs, context, call.timeout, once),
-                lambda exc: exc is not None and once(self._outcome(exc)),
+                lambda exc: exc is not None and once(outcome_of(exc)),
             )
+            return
+        if not is_coroutine:
+            ThreadRun(call, once, context, func, kwargs, self._pool, self._deadlines).start()
             return
         watch: list[Deadline] = []
 
         def report(exc: BaseException | None) -> None:
-            once(self._outcome(exc))
+            once(outcome_of(exc))
             if watch:
                 self._deadlines.cancel(watch[0])
 
-        cancel: Callable[[], bool]
-        if is_coroutine:
-            future = asyncio.run_coroutine_threadsafe(_await_in(context, func, kwargs), self._event_loop())
-            cancel = future.cancel
-            future.add_done_callback(
-                lambda f: report(concurrent.futures.CancelledError() if f.cancelled() else f.exception())
-            )
-        else:
-            task = self._pool.submit(functools.partial(_call_in, context, func, kwargs), report)
-            # Cancelling only works while it waits for a thread: then it never runs at all.
-            cancel = functools.partial(self._pool.cancel, task)
-        watch.append(self._deadlines.add(call.timeout, lambda: self._timed_out(call, once, cancel, is_coroutine)))
+        future = asyncio.run_coroutine_threadsafe(_await_in(context, func, kwargs), self._event_loop())
+        future.add_done_callback(
+            lambda f: report(concurrent.futures.CancelledError() if f.cancelled() else f.exception())
+        )
+        watch.append(self._deadlines.add(call.timeout, lambda: soft_timeout(call, once, future.cancel, True)))
         if once.done:  # ended before its watchdog was in place: report() could not cancel it
             self._deadlines.cancel(watch[0])
-
-    @staticmethod
-    def _outcome(exc: BaseException | None) -> Outcome:
-        if exc is None:
-            return SUCCEEDED
-        if isinstance(exc, PoolShutDown):
-            return Outcome(RunStatus.FAILED, error="not run: the local executor shut down first")
-        if isinstance(exc, concurrent.futures.CancelledError):
-            return Outcome(RunStatus.TIMED_OUT, error="cancelled")
-        return Outcome(RunStatus.FAILED, error=format_exception(exc), exception=exc)
-
-    @staticmethod
-    def _timed_out(call: JobCall, once: ReportOnce, cancel: Callable[[], bool], is_coroutine: bool) -> None:
-        if is_coroutine:  # a coroutine can really be stopped
-            message = f"soft timeout after {call.timeout:g}s; the coroutine was cancelled"
-        elif cancel():
-            message = f"soft timeout after {call.timeout:g}s while waiting for a thread; cancelled before it started"
-        else:
-            message = (
-                f"soft timeout after {call.timeout:g}s; the thread may still be running (threads cannot be killed)"
-            )
-        if once(Outcome(RunStatus.TIMED_OUT, error=message)) and is_coroutine:
-            cancel()
 
     def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
         if self._pool is not None:
