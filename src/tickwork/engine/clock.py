@@ -67,3 +67,9 @@ class DatabaseClock:
         now = claimed_at + timedelta(seconds=now_mono - mono_claimed)
         synced = self._synced(now_mono)
         return now if synced is None else max(now, synced)
+
+    def before(self, now: datetime, seconds: float) -> datetime:
+        """The estimate ``now`` (of :meth:`since_claim`) as of ``seconds`` earlier: both of its
+        lower bounds advance with the monotonic clock. A fake clock stands still between the
+        steps a test makes: its time is ``now`` whatever the monotonic clock did."""
+        return now if self.fake is not None else now - timedelta(seconds=seconds)

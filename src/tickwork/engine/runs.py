@@ -220,6 +220,9 @@ class Runs:
         parks: list[tuple[Finish, str]] = []
         now_mono = self.clock.monotonic()
         first_arrived: float | None = None
+        # The clock now, per claim batch (claim time and monotonic time of its answer); a run's
+        # end is that as of when it arrived (DatabaseClock.before): one estimate per batch.
+        anchors: dict[tuple[datetime, float], datetime] = {}
         while True:
             try:
                 flight, outcome, arrived = self._done.get_nowait()
@@ -235,7 +238,13 @@ class Runs:
             self.in_flight.pop(run_id, None)
             # Planned and recorded as of the moment it ended, not when this pass got to it.
             ended = min(arrived, now_mono)
-            self.end_one(flight.claim, outcome, flight.mono_claimed, ended, flight.started_at, finishes, parks)
+            claim = flight.claim
+            key = (claim.claimed_at, flight.mono_claimed)
+            anchor = anchors.get(key)
+            if anchor is None:
+                anchor = anchors[key] = self.clock.since_claim(claim.claimed_at, flight.mono_claimed, now_mono)
+            now = self.clock.before(anchor, now_mono - ended)
+            self.end_one(claim, outcome, flight.mono_claimed, ended, flight.started_at, finishes, parks, now=now)
         self.ends.add(finishes, parks, since=first_arrived)
 
     def write_ends(self, *, now: bool = False) -> None:
@@ -259,11 +268,16 @@ class Runs:
         parks: list[tuple[Finish, str]],
         *,
         retry: bool = True,
+        now: datetime | None = None,
     ) -> None:
-        """Plan a retry or the next fire of an ended run; a fault doing so parks the schedule."""
+        """Plan a retry or the next fire of an ended run; a fault doing so parks the schedule.
+
+        :param now: the database clock at ``now_mono``, when the caller knows it already
+        """
         try:
             next_after = self._next_after(claim.spec, claim.scheduled_for)
-            now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
+            if now is None:
+                now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
             failed = retry and outcome.status is RunStatus.FAILED
             if failed and self._retry(claim, next_after, outcome, now, mono_claimed, started_at):
                 return
