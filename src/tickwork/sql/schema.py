@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -66,12 +67,21 @@ class UTCDateTime(TypeDecorator[datetime]):
             return epoch_micros(value)
         return value.astimezone(UTC)
 
-    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, datetime):
-            return value.astimezone(UTC)
-        return _from_micros(int(value))
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], datetime | None]:
+        # Instead of process_result_value: TypeDecorator's wrapping around that, three times in
+        # every claimed row, was half of a SQLite claim's row processing (a SELECT of a claim's
+        # columns: 7.7 µs per row, 3.7 without the three conversions).
+        if traits_of(dialect).epoch_micros:
+
+            def from_micros(value: Any) -> datetime | None:
+                return None if value is None else _from_micros(int(value))
+
+            return from_micros
+
+        def to_utc(value: Any) -> datetime | None:
+            return None if value is None else value.astimezone(UTC)
+
+        return to_utc
 
 
 def epoch_micros(value: datetime) -> int:
