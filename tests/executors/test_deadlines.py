@@ -36,13 +36,33 @@ def test_a_cancelled_deadline_never_fires_and_is_compacted_away() -> None:
             deadlines.cancel(entry)
             deadlines.cancel(entry)  # idempotent
         assert len(deadlines) == 1
-        assert len(deadlines._heap) < 3000  # compacted once most of it was cancelled
+        assert deadlines.kept() == 1  # each dropped as it came to the head of its lane
         done = threading.Event()
         deadlines.add(0.3, done.set)
         assert done.wait(WAIT_S)
     finally:
         deadlines.stop()
     assert fired == [2999]
+
+
+def test_deadlines_cancelled_behind_a_live_one_are_swept_out() -> None:
+    deadlines = Deadlines()
+    deadlines.start()
+    fired: list[int] = []
+    try:
+        entries = [deadlines.add(0.2, lambda i=i: fired.append(i)) for i in range(3000)]
+        entries += [deadlines.add(0.1, lambda i=i: fired.append(i)) for i in range(3000, 3010)]
+        for entry in entries[1:3000]:
+            deadlines.cancel(entry)
+        assert len(deadlines) == 11
+        assert deadlines.kept() < 2000  # swept once most of what was kept was cancelled
+        done = threading.Event()
+        deadlines.add(0.3, done.set)
+        assert done.wait(WAIT_S)
+    finally:
+        deadlines.stop()
+    # The shorter lane's deadlines fall due first, in the order they were added.
+    assert fired == [*range(3000, 3010), 0]
 
 
 def test_runs_that_ended_leave_no_pending_watchdog() -> None:
