@@ -31,6 +31,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.dialects.sqlite.base import SQLiteDialect
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
 
 from tickwork.errors import ConfigError, StoreError
 from tickwork.numbers import number
@@ -52,6 +54,16 @@ _NOW_MICROS = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
 def _micros(moment: datetime | None) -> int | None:
     """A time as the store keeps it (UTCDateTime on SQLite), for the JSON batches."""
     return None if moment is None else epoch_micros(moment)
+
+
+class JSONList(TypeDecorator[list[Any]]):
+    """A list bound as JSON text (for ``json_each``)."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: list[Any] | None, dialect: Dialect) -> str | None:
+        return None if value is None else json.dumps(value)
 
 
 #: The fields of each end in the JSON batch of :meth:`SQLiteStore._release_and_end`, in order.
@@ -128,6 +140,12 @@ class SQLiteStore(SQLStore):
 
     def insert_ignore(self, table: Any) -> Any:
         return sqlite.insert(table).on_conflict_do_nothing()
+
+    def one_of(self, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
+        # One JSON array unpacked by json_each: with an expanding parameter SQLAlchemy rendered a
+        # placeholder and processed a parameter per id of every claim (4 % of a node's engine
+        # thread in a burst, claims of 100).
+        return column.in_(select(func.json_each(bindparam(name, type_=JSONList())).table_valued("value").c.value))
 
     def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
         # Two fixed statements whatever the batch: the batch travels as one JSON array (encoded by

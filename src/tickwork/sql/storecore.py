@@ -430,6 +430,11 @@ class SQLCore(Store):
         ``MATERIALIZED`` keyword for that; most databases do it anyway)."""
         return cte
 
+    def one_of(self, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
+        """``column IN`` the list bound as ``name`` (:class:`~tickwork.sql.claims.ClaimSQL`): an
+        expanding parameter, one placeholder per value."""
+        return column.in_(bindparam(name, expanding=True))
+
     def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
         """A transaction-scoped try-lock on ``row_id`` (the ``advisory`` strategy); only stores
         that list that strategy provide one."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, Update, update
 
 from ..schema import schedules
-from .base import ClaimRequest, ClaimStrategy, candidate_ids, claim_assignment, due_filter
+from .base import ClaimRequest, ClaimStrategy, among_candidates, claim_assignment, due_filter
 
 
 class AdvisoryClaim(ClaimStrategy):
@@ -18,8 +18,4 @@ class AdvisoryClaim(ClaimStrategy):
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update:
         lock = req.sql.try_lock_row(schedules.c.id)
-        return (
-            update(schedules)
-            .where(schedules.c.id.in_(candidate_ids()), due_filter(req), lock)
-            .values(**claim_assignment(req))
-        )
+        return update(schedules).where(among_candidates(req), due_filter(req), lock).values(**claim_assignment(req))

@@ -44,6 +44,10 @@ class ClaimSQL(Protocol):
         """True where this transaction got a lock on ``row_id`` without waiting (held until the
         transaction ends), false where another transaction holds it."""
 
+    def one_of(self, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
+        """True where ``column`` is one of the list of integers bound as the named parameter
+        ``name`` (a statement built once, run with lists of any length)."""
+
 
 class _PortableSQL:
     """Standard SQL only, for a request built without a store (e.g. to EXPLAIN a statement)."""
@@ -56,6 +60,9 @@ class _PortableSQL:
 
     def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
         raise NotImplementedError("this claim request was built without a store: no row try-lock")
+
+    def one_of(self, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
+        return column.in_(bindparam(name, expanding=True))
 
 
 _PORTABLE = _PortableSQL()
@@ -156,10 +163,10 @@ def claim_limit(req: ClaimRequest) -> BindParameter[int]:
     return bindparam("claim_limit", req.limit, type_=Integer)
 
 
-def candidate_ids() -> BindParameter[Any]:
-    """The ids a strategy that reads first found (:meth:`ClaimStrategy.candidates`), as the
-    named expanding parameter ``claim_ids``."""
-    return bindparam("claim_ids", expanding=True)
+def among_candidates(req: ClaimRequest) -> ColumnElement[bool]:
+    """The row is one of those a strategy that reads first found (:meth:`ClaimStrategy.candidates`),
+    the list bound as the named parameter ``claim_ids``."""
+    return req.sql.one_of(schedules.c.id, "claim_ids")
 
 
 def claim_assignment(req: ClaimRequest) -> dict[str, Any]:
@@ -193,8 +200,8 @@ class ClaimStrategy(ABC):
     #: When true the claim is :meth:`take`'s UPDATE (after any reads :meth:`take` makes).
     single_update: ClassVar[bool] = True
     #: When true the store first reads the ids of the candidates (:meth:`candidates`) and
-    #: :meth:`take`'s UPDATE is restricted to them (the named expanding parameter ``claim_ids``,
-    #: :func:`candidate_ids`); nothing is taken when the read finds none. Either way the
+    #: :meth:`take`'s UPDATE is restricted to them (the named parameter ``claim_ids``,
+    #: :func:`among_candidates`); nothing is taken when the read finds none. Either way the
     #: statements depend only on the request's named parameters: the store builds them once.
     reads_first: ClassVar[bool] = False
 

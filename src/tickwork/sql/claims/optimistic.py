@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, Update, update
 
 from ..schema import schedules
-from .base import ClaimRequest, ClaimStrategy, candidate_ids, claim_assignment, due_filter
+from .base import ClaimRequest, ClaimStrategy, among_candidates, claim_assignment, due_filter
 
 
 class OptimisticClaim(ClaimStrategy):
@@ -15,8 +15,4 @@ class OptimisticClaim(ClaimStrategy):
     reads_first = True
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update:
-        return (
-            update(schedules)
-            .where(schedules.c.id.in_(candidate_ids()), due_filter(req))
-            .values(**claim_assignment(req))
-        )
+        return update(schedules).where(among_candidates(req), due_filter(req)).values(**claim_assignment(req))
