@@ -3,6 +3,7 @@ of their watchdog at once (it held each run's call and closures for the whole ti
 
 from __future__ import annotations
 
+import gc
 import threading
 
 from tests.executors.local_helpers import WAIT_S, Recorder, job_call
@@ -88,3 +89,28 @@ def test_a_run_still_going_keeps_its_watchdog_and_times_out() -> None:
         assert recorder.wait().status is RunStatus.TIMED_OUT
     finally:
         executor.shutdown(wait=False)
+
+
+def test_ended_runs_leave_no_reference_cycles_behind() -> None:
+    # A cycle keeps a run's call, context and callbacks alive until the collector finds it:
+    # with many runs a second, that was most of a node's garbage collection.
+    executor = LocalExecutor(max_workers=2)
+    executor.start()
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        recorders = [Recorder() for _ in range(100)]
+        for run_id, recorder in enumerate(recorders, 1):
+            executor.submit(job_call("sleep_for", timeout=300.0, run_id=run_id, seconds=0), recorder)
+        for recorder in recorders:
+            assert recorder.wait().status is RunStatus.SUCCEEDED
+        del recorder, recorders
+        gc.collect()
+        ours = [type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith(("tickwork", "tests"))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+        executor.shutdown()
+    assert ours == []
