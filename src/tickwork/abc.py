@@ -66,6 +66,9 @@ class Trigger(ABC):
     def next_after(self, after: datetime) -> datetime | None:
         """Return the first fire time strictly after ``after``.
 
+        A function of the instant ``after`` alone: the engine keeps its last answer and gives it
+        again for the same instant (the schedules sharing a trigger and a fire time ask in turn).
+
         :param after: an aware datetime (any zone)
         :return: an aware UTC datetime, or ``None`` if the trigger never fires again
         """
