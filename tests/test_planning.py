@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from tickwork.engine.nextfires import NextFires
 from tickwork.engine.planning import (
     MAX_RETRY_DELAY,
     FirePlan,
@@ -15,7 +16,8 @@ from tickwork.engine.planning import (
     plan_retry,
     retry_delay,
 )
-from tickwork.structures import MAX_RETRIES, MisfirePolicy
+from tickwork.errors import TriggerError
+from tickwork.structures import MAX_RETRIES, MisfirePolicy, ScheduleSpec
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -152,3 +154,16 @@ def test_last_answer_asks_the_trigger_once_per_question_in_a_row() -> None:
         remembering(bad)
     assert remembering(t) == t + timedelta(hours=1)
     assert asked == [t, later, t, bad, bad]
+
+
+def test_next_fires_compiles_each_trigger_once_and_parks_what_cannot_compile() -> None:
+    fires = NextFires(None)
+    first = ScheduleSpec("a", "cron", "0 * * * *", "m:f")
+    second = ScheduleSpec("b", "cron", "0 * * * *", "m:g")
+    other_zone = ScheduleSpec("c", "cron", "0 * * * *", "m:g", timezone="Asia/Kolkata")
+    assert fires.of(first, T0) is fires.of(second, T0)
+    assert fires.of(other_zone, T0) is not fires.of(first, T0)
+    assert fires.of(first, T0)(T0) == T0 + timedelta(hours=1)
+    assert fires.of(other_zone, T0)(T0) == T0 + timedelta(minutes=30)
+    with pytest.raises(TriggerError):
+        fires.of(ScheduleSpec("d", "cron", "not a cron", "m:f"), T0)

@@ -19,20 +19,17 @@ from ..abc import Executor, Store
 from ..errors import StoreError, TickworkError
 from ..listener import EngineListener
 from ..plugins import PluginManager
-from ..structures import Claim, Finish, JobCall, MisfirePolicy, Outcome, RunStatus, ScheduleSpec
-from ..triggers import checked_period, get_trigger
+from ..structures import Claim, Finish, JobCall, MisfirePolicy, Outcome, RunStatus
 from .clock import DatabaseClock
 from .ends import Counters, EndWriter
 from .faults import OnceLogger, describe
 from .held import HeldFires
-from .planning import LastAnswer, NextAfter, misfire_reason, plan_next_fire, plan_retry
+from .nextfires import NextFires
+from .planning import NextAfter, misfire_reason, plan_next_fire, plan_retry
 from .retries import PendingRetry, RetryQueue
 from .settings import MAX_WAIT, EngineSettings
 
 log = logging.getLogger("tickwork.engine")
-
-#: Compiled, period-checked triggers kept per engine (by kind, expression and zone).
-TRIGGER_CACHE_SIZE = 65536
 
 
 @dataclass
@@ -74,7 +71,6 @@ class Runs:
         self.retries = retries
         self.ends = ends
         self.listener = listener
-        self.manager = manager
         self._wake = wake
         self.in_flight: dict[int, InFlight] = {}
         #: (run, outcome, monotonic time it arrived), filled from executor threads.
@@ -85,26 +81,12 @@ class Runs:
         # runs (the loop checks the queue after it), infinite while no loop runs.
         self._looks_by = math.inf
         self._errors = OnceLogger(log)
-        self._triggers: dict[tuple[str, str, str], NextAfter] = {}
+        self.next_fires = NextFires(manager)
 
     def earliest_deadline(self) -> float | None:
         return min((f.deadline for f in self.in_flight.values()), default=None)
 
     # -- dispatch ---------------------------------------------------------------------------------
-
-    def _next_after(self, spec: ScheduleSpec, after: datetime) -> NextAfter:
-        """The ``next_after`` of the schedule's compiled, period-checked trigger."""
-        # Twice per fire (start and end): the registry lookup, the compile cache and the period
-        # check's cache each hash the trigger; one dict keyed by three strings is cheaper.
-        key = (spec.trigger_kind, spec.expression, spec.timezone)
-        next_after = self._triggers.get(key)
-        if next_after is None:
-            trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
-            next_after = LastAnswer(checked_period(trigger, after).next_after)
-            if len(self._triggers) >= TRIGGER_CACHE_SIZE:
-                self._triggers.clear()
-            self._triggers[key] = next_after
-        return next_after
 
     def dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None) -> None:
         now_mono = self.clock.monotonic()
@@ -139,7 +121,7 @@ class Runs:
             self.held.hold(claim, mono_claimed)
             return
         self.counters.fired += 1
-        next_after = self._next_after(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it
+        next_after = self.next_fires.of(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it
         if claim.run_id is None:
             log.warning(
                 "%s: the fire at %s already has a run in the history; not running it twice",
@@ -275,7 +257,7 @@ class Runs:
         :param now: the database clock at ``now_mono``, when the caller knows it already
         """
         try:
-            next_after = self._next_after(claim.spec, claim.scheduled_for)
+            next_after = self.next_fires.of(claim.spec, claim.scheduled_for)
             if now is None:
                 now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
             failed = retry and outcome.status is RunStatus.FAILED
