@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping, bindparam, delete, literal, select, tuple_, update
 
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimRequest, ClaimSQL
-from tickwork.sql.claims.base import claim_assignment, due_filter, started_runs
+from tickwork.sql.claims.base import claim_assignment, due_filter, due_ids, started_runs
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 
 
@@ -31,7 +31,7 @@ def request(node_id: str, limit: int, owned: Any, now: datetime, ahead: float, s
 def candidates(conn: Connection, req: ClaimRequest, *, lock: bool) -> list[int]:
     """Ids of due schedules, earliest first; with ``lock``, locked with ``FOR UPDATE SKIP LOCKED``
     (rows another node is claiming are passed over, never waited for)."""
-    query = select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(req.limit)
+    query = due_ids(req)
     if lock:
         query = query.with_for_update(skip_locked=True)
     return list(conn.scalars(query).all())

@@ -101,8 +101,7 @@ class Claiming(SQLCore):
         return params
 
     def _claim_now(self) -> ColumnElement[Any]:
-        # The expressions of a claim request are built once: the statement of a strategy that
-        # reads first is built per claim, but its parts need not be.
+        # The expressions of a claim request are built once, like the statements made of them.
         return self._statement("claim/now", self.now_expr)
 
     def _due_by(self, ahead: float) -> ColumnElement[Any] | None:

@@ -163,6 +163,12 @@ def claim_limit(req: ClaimRequest) -> BindParameter[int]:
     return bindparam("claim_limit", req.limit, type_=Integer)
 
 
+def due_ids(req: ClaimRequest) -> Select[Any]:
+    """Ids of up to ``claim_limit`` (:func:`claim_limit`) due rows, earliest first: what every
+    strategy that picks rows before taking them reads (add its locking clause)."""
+    return select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(claim_limit(req))
+
+
 def among_candidates(req: ClaimRequest) -> ColumnElement[bool]:
     """The row is one of those a strategy that reads first found (:meth:`ClaimStrategy.candidates`),
     the list bound as the named parameter ``claim_ids``."""
@@ -206,9 +212,8 @@ class ClaimStrategy(ABC):
     reads_first: ClassVar[bool] = False
 
     def candidates(self, req: ClaimRequest) -> Select[Any]:
-        """The read of a strategy that reads first: ids of up to ``claim_limit`` due rows,
-        earliest first, without locks."""
-        return select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(claim_limit(req))
+        """The read of a strategy that reads first: :func:`due_ids`, without locks."""
+        return due_ids(req)
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update:
         """Build the UPDATE that takes up to ``req.limit`` due rows, without RETURNING.

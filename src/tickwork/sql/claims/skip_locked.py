@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, Update, any_, func, select, update
 
 from ..schema import schedules
-from .base import ClaimRequest, ClaimStrategy, claim_assignment, claim_limit, due_filter
+from .base import ClaimRequest, ClaimStrategy, claim_assignment, due_ids
 
 
 class SkipLockedClaim(ClaimStrategy):
@@ -16,10 +16,7 @@ class SkipLockedClaim(ClaimStrategy):
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update:
         locked = req.sql.materialized(
-            select(schedules.c.id)
-            .where(due_filter(req))
-            .order_by(schedules.c.next_fire)
-            .limit(claim_limit(req))
+            due_ids(req)
             .with_for_update(skip_locked=True)
             # Materialized: as a plain IN (sub-select) PostgreSQL's planner may run the LIMIT
             # more than once and claim more rows than asked (seen in tests: limit 1 claimed 2).
