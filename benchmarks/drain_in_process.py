@@ -83,6 +83,7 @@ def main() -> None:
             lookahead=0.0,
             end_batch_window=0.05,
             start_batch_window=0.015,
+            steal_after=0.25,
             metrics=False,
         )
         config = build_config(node_args)

@@ -24,3 +24,9 @@ def odd_fails(n: int) -> None:
     os.close(fd)
     if run.scheduled_for.second % 2 and run.attempt < 3:
         raise RuntimeError(f"odd second, attempt {run.attempt}")
+
+
+def slow(n: int) -> None:
+    """Like :func:`work`, but a node running one at a time falls behind a fire per second."""
+    work(n)
+    time.sleep(0.25)

@@ -63,9 +63,20 @@ class FaultyStore(SQLiteStore):
             raise StoreError(f"injected failure after {name} (committed, answer lost)")
         return result
 
-    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
+    def claim_due(
+        self,
+        node_id: str,
+        *,
+        limit: int,
+        buckets: Sequence[int] | None,
+        ahead: float = 0.0,
+        steal_after: float | None = None,
+    ) -> list[Claim]:
         return self._call(  # type: ignore[no-any-return]
-            "claim_due", lambda: super(FaultyStore, self).claim_due(node_id, limit=limit, buckets=buckets, ahead=ahead)
+            "claim_due",
+            lambda: super(FaultyStore, self).claim_due(
+                node_id, limit=limit, buckets=buckets, ahead=ahead, steal_after=steal_after
+            ),
         )
 
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:

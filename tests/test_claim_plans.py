@@ -45,11 +45,15 @@ def _filled(store: PostgresStore) -> Iterator[PostgresStore]:
 OWNER_OF_TWO = BucketRing(["n1", "n2", "n3", "n4"], owners=2).buckets_of("n1")
 
 
-@pytest.mark.parametrize("buckets", [None, OWNER_OF_TWO], ids=["all-buckets", "hash-ring-2-of-4"])
+@pytest.mark.parametrize(
+    ("buckets", "steal_after"),
+    [(None, None), (OWNER_OF_TWO, None), (OWNER_OF_TWO, 0.25)],
+    ids=["all-buckets", "hash-ring-2-of-4", "hash-ring-2-of-4-stealing-overdue"],
+)
 def test_a_claim_reads_the_due_index_in_order_and_rows_by_primary_key(
-    burst_store: PostgresStore, buckets: list[int] | None
+    burst_store: PostgresStore, buckets: list[int] | None, steal_after: float | None
 ) -> None:
-    plan = burst_store.explain_claim(limit=100, buckets=buckets)
+    plan = burst_store.explain_claim(limit=100, buckets=buckets, steal_after=steal_after)
     assert "Index Scan using ix_tickwork_schedules_due" in plan, plan
     assert "Sort" not in plan, plan
     assert "Seq Scan on tickwork_schedules" not in plan, plan

@@ -36,6 +36,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from tickwork import dburl
 from tickwork.errors import ConfigError, ScheduleExistsError, ScheduleNotFoundError
+from tickwork.sql.claiming import ClaimScope
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import UTCDateTime, claimable, nodes, runs, schedules
@@ -235,10 +236,11 @@ class MySQLStore(SQLStore):
             return self._row(conn, name)
 
     @transient_retry
-    def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> list[Claim]:
+    def _claim_once(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]:
         with self._tx() as conn:
             now = conn.execute(self.now_query()).scalar_one()
-            req = claiming.request(node_id, limit, self._owned(buckets), now, ahead, self)
+            owned = self._owned(scope.buckets, scope.steal_after)
+            req = claiming.request(node_id, limit, owned, now, scope.ahead, self)
             self.statements += 1
             if self.strategy.name == "unique-fire":
                 rows, run_ids = claiming.unique_fire(conn, req, now)

@@ -42,6 +42,7 @@ from sqlalchemy.engine import make_url
 from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.numbers import integer
+from tickwork.sql.claiming import ClaimScope
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
@@ -194,7 +195,13 @@ class PostgresStore(SQLStore):
         )
 
     def explain_claim(
-        self, node_id: str = "explain", *, limit: int = 100, buckets: Sequence[int] | None = None, ahead: float = 0.0
+        self,
+        node_id: str = "explain",
+        *,
+        limit: int = 100,
+        buckets: Sequence[int] | None = None,
+        ahead: float = 0.0,
+        steal_after: float | None = None,
     ) -> str:
         """PostgreSQL's plan (``EXPLAIN``, not run) for the statement :meth:`claim_due` sends with
         these arguments, with its parameters bound as they are sent: a diagnostic for what a
@@ -209,12 +216,11 @@ class PostgresStore(SQLStore):
                 "explain_claim explains skip-locked"
             )
         limit = max(1, min(limit, self.batch_size))
+        scope = ClaimScope(buckets, ahead, None if buckets is None else steal_after)
         with self._tx() as conn:
-            stmt = self._single_claim_statement(
-                conn, self._claim_request(node_id, limit, buckets, ahead), buckets, ahead
-            )
+            stmt = self._single_claim_statement(conn, self._claim_request(node_id, limit, scope), scope)
             compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
-            params = compiled.construct_params(self._claim_params(node_id, limit, buckets, ahead))
+            params = compiled.construct_params(self._claim_params(node_id, limit, scope))
             rows = conn.exec_driver_sql(f"EXPLAIN (COSTS OFF) {compiled}", params).scalars().all()
         return "\n".join(rows)
 

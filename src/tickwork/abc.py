@@ -300,7 +300,15 @@ class Store(ABC):
     # -- claiming ---------------------------------------------------------------------------------
 
     @abstractmethod
-    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
+    def claim_due(
+        self,
+        node_id: str,
+        *,
+        limit: int,
+        buckets: Sequence[int] | None,
+        ahead: float = 0.0,
+        steal_after: float | None = None,
+    ) -> list[Claim]:
         """Claim up to ``limit`` enabled, idle schedules whose next fire time is due, earliest
         first.
 
@@ -312,6 +320,9 @@ class Store(ABC):
         :param ahead: also claim schedules due within this many seconds of the database clock
             (their :attr:`~tickwork.structures.Claim.early` is true; the caller starts them on
             time or gives them back with :meth:`unclaim`)
+        :param steal_after: with ``buckets``, also claim schedules of any bucket whose fire is
+            overdue by more than this many seconds of the database clock (their owners are
+            behind); ``None``: only ``buckets``. Ignored without ``buckets``.
         :raises tickwork.errors.StoreError: on a database error (nothing is claimed then)
         """
 

@@ -50,6 +50,7 @@ class SchedulerConfig:
     shutdown_grace: float = 30.0
     end_batch_window: float = 0.05
     start_batch_window: float = 0.015
+    steal_after: float = 0.25
 
 
 #: The range of every numeric ``[scheduler]`` key: (low, high, low excluded), in seconds (days
@@ -65,6 +66,7 @@ _SCHEDULER_RANGES: dict[str, tuple[float, float, bool]] = {
     "shutdown_grace": (0.0, DAY, False),
     "end_batch_window": (0.0, MAX_END_BATCH_WINDOW, False),
     "start_batch_window": (0.0, MAX_START_BATCH_WINDOW, False),
+    "steal_after": (0.0, YEAR, True),
 }
 MAX_IN_FLIGHT = 1_000_000
 
@@ -84,6 +86,7 @@ _SCHEDULER_TYPES: dict[str, type | tuple[type, ...]] = {
     "shutdown_grace": (int, float),
     "end_batch_window": (int, float),
     "start_batch_window": (int, float),
+    "steal_after": (int, float),
 }
 
 LOG_FORMATS = ("text", "json")

@@ -197,6 +197,7 @@ class Node:
                 lookahead=s.lookahead,
                 end_batch_window=s.end_batch_window,
                 start_batch_window=s.start_batch_window,
+                steal_after=s.steal_after,
                 history_retention=timedelta(days=s.history_retention_days) if s.history_retention_days else None,
             ),
             clock=clock,

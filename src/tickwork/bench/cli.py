@@ -179,6 +179,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"start in one pass with others (default {SchedulerConfig.start_batch_window:g}, the node default; 0 wakes "
         "at each fire's time)",
     )
+    how.add_argument(
+        "--steal-after",
+        type=_positive_float,
+        default=SchedulerConfig.steal_after,
+        help="the nodes' [scheduler] steal_after: seconds a fire may be overdue before nodes that do not own its "
+        f"bucket claim it too (default {SchedulerConfig.steal_after:g}, the node default; only hashring cells)",
+    )
     how.add_argument("--workers", type=_positive_int, default=8, help="local executor threads per node (default 8)")
     how.add_argument(
         "--settle",
@@ -342,6 +349,7 @@ def run(args: argparse.Namespace) -> int:
         lookahead=args.lookahead,
         end_batch_window=args.end_batch_window,
         start_batch_window=args.start_batch_window,
+        steal_after=args.steal_after,
         workers=args.workers,
         settle=args.settle,
         profile_dir=args.profile,
@@ -377,6 +385,7 @@ def run(args: argparse.Namespace) -> int:
                 "lookahead_s": settings.lookahead,
                 "end_batch_window_s": settings.end_batch_window,
                 "start_batch_window_s": settings.start_batch_window,
+                "steal_after_s": settings.steal_after,
                 "workers": settings.workers,
                 "settle_s": settings.settle,
                 "lead_s": settings.lead,

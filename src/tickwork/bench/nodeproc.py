@@ -67,8 +67,15 @@ class Meter:
         self._store_statements_base = 0
         inner = store.claim_due
 
-        def claim_due(node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
-            claims = inner(node_id, limit=limit, buckets=buckets, ahead=ahead)
+        def claim_due(
+            node_id: str,
+            *,
+            limit: int,
+            buckets: Sequence[int] | None,
+            ahead: float = 0.0,
+            steal_after: float | None = None,
+        ) -> list[Claim]:
+            claims = inner(node_id, limit=limit, buckets=buckets, ahead=ahead, steal_after=steal_after)
             c = self.counters
             c.claim_calls += 1
             c.asked += limit
@@ -140,6 +147,7 @@ def build_config(args: argparse.Namespace) -> Config:
             lookahead=args.lookahead,
             end_batch_window=args.end_batch_window,
             start_batch_window=args.start_batch_window,
+            steal_after=args.steal_after,
         ),
         store=PluginChoice(args.store, json.loads(args.store_options)),
         membership=PluginChoice(args.membership, json.loads(args.membership_options)),
@@ -211,6 +219,9 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=SchedulerConfig.start_batch_window,
         help="[scheduler] start_batch_window seconds",
+    )
+    p.add_argument(
+        "--steal-after", type=float, default=SchedulerConfig.steal_after, help="[scheduler] steal_after seconds"
     )
     p.add_argument("--max-seconds", type=float, default=600.0, help="stop on its own after this long")
     p.add_argument("--log-level", default="WARNING")

@@ -43,6 +43,7 @@ class Settings:
     lookahead: float = SchedulerConfig.lookahead
     end_batch_window: float = SchedulerConfig.end_batch_window
     start_batch_window: float = SchedulerConfig.start_batch_window
+    steal_after: float = SchedulerConfig.steal_after
     workers: int = 8
     lead: float = 1.0
     settle: float = 1.5
@@ -151,6 +152,8 @@ def node_args(cell: Cell, scratch: Scratch, settings: Settings, node_id: str, ma
         str(settings.end_batch_window),
         "--start-batch-window",
         str(settings.start_batch_window),
+        "--steal-after",
+        str(settings.steal_after),
         *(arg for module in settings.node_imports for arg in ("--import", module)),
         *(["--metrics"] if settings.metrics else []),
     ]

@@ -313,6 +313,7 @@ class Engine:
             limit=limit,
             buckets=self.membership.owned_buckets(),
             ahead=self.settings.lookahead,
+            steal_after=self.settings.steal_after,
         )
         self.listener.claimed(len(claims), self.clock.monotonic() - claim_started)
         self.gate.claimed(len(claims), limit)

@@ -80,6 +80,10 @@ class EngineSettings:
     #: the fires due by then start in the same pass, not in a pass each. The most a held fire
     #: starts late; it never starts early. 0 wakes at each fire's time.
     start_batch_window: float = 0.015
+    #: Seconds a fire may be overdue before any node claims it, whatever buckets it owns: a fire
+    #: whose owners are behind (a burst, a slow or dead owner not yet declared dead) is then
+    #: shared like under ``all``. Only matters when the membership restricts buckets.
+    steal_after: float = 0.25
 
     def __post_init__(self) -> None:
         limits = {
@@ -88,6 +92,7 @@ class EngineSettings:
             "hard_timeout_grace": (0.0, MAX_GRACE),
             "reap_interval": (0.0, MAX_INTERVAL),
             "renew_interval": (0.0, MAX_INTERVAL),
+            "steal_after": (0.0, MAX_GRACE),
         }
         for f in fields(self):
             value = getattr(self, f.name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
@@ -36,25 +36,48 @@ from .storecore import (
 )
 
 
+class ClaimScope(NamedTuple):
+    """Which fires a claim may take: in ``buckets`` (``None``: all), due within ``ahead``
+    seconds, and with ``steal_after`` (only with buckets) any overdue by that many seconds."""
+
+    buckets: Sequence[int] | None
+    ahead: float
+    steal_after: float | None
+
+    @property
+    def key(self) -> str:
+        """What the claim's statements depend on (their cache key); the values are parameters."""
+        return f"{self.buckets is None}/{self.ahead > 0}/{self.steal_after is not None}"
+
+
 class Claiming(SQLCore):
     """Claiming due fires (through the configured claim strategy), recording their runs, giving claims back."""
 
-    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
+    def claim_due(
+        self,
+        node_id: str,
+        *,
+        limit: int,
+        buckets: Sequence[int] | None,
+        ahead: float = 0.0,
+        steal_after: float | None = None,
+    ) -> list[Claim]:
         limit = max(1, min(limit, self.batch_size))
+        scope = ClaimScope(buckets, ahead, None if buckets is None else steal_after)
         if self.strategy.one_per_transaction:
             claims: list[Claim] = []
             for _ in range(limit):
-                got = self._claim_once(node_id, 1, buckets, ahead)
+                got = self._claim_once(node_id, 1, scope)
                 if not got:
                     break
                 claims.extend(got)
             return claims
-        return self._claim_once(node_id, limit, buckets, ahead)
+        return self._claim_once(node_id, limit, scope)
 
     @transient_retry
-    def _claim_once(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> list[Claim]:
+    def _claim_once(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]:
         with self._tx() as conn:
-            req = self._claim_request(node_id, limit, buckets, ahead)
+            req = self._claim_request(node_id, limit, scope)
             strategy = self.strategy
             if not strategy.single_update:
                 won = strategy.claim(conn, req)
@@ -64,40 +87,40 @@ class Claiming(SQLCore):
                 return self._record_runs(
                     conn, node_id, [c.row._mapping for c in won], {c.row.id: c.run_id for c in won if c.run_id}
                 )
-            params = self._claim_params(node_id, limit, buckets, ahead)
+            params = self._claim_params(node_id, limit, scope)
             if strategy.reads_first:
-                read = self._statement(f"claim_read/{buckets is None}/{ahead > 0}", lambda: strategy.candidates(req))
+                read = self._statement(f"claim_read/{scope.key}", lambda: strategy.candidates(req))
                 ids = conn.scalars(read, params).all()
                 self.statements += 1
                 if not ids:
                     return []
                 params["claim_ids"] = ids
-            stmt = self._single_claim_statement(conn, req, buckets, ahead)
+            stmt = self._single_claim_statement(conn, req, scope)
             rows = conn.execute(stmt, params).mappings().all()
             self.statements += 1
             if self.claim_records_runs:
                 return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
             return self._record_runs(conn, node_id, rows, {}) if rows else []
 
-    def _claim_request(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> ClaimRequest:
-        return ClaimRequest(node_id, limit, self._owned(buckets), self._claim_now(), self._due_by(ahead), sql=self)
+    def _claim_request(self, node_id: str, limit: int, scope: ClaimScope) -> ClaimRequest:
+        owned = self._owned(scope.buckets, scope.steal_after)
+        return ClaimRequest(node_id, limit, owned, self._claim_now(), self._due_by(scope.ahead), sql=self)
 
-    def _single_claim_statement(
-        self, conn: Connection, req: ClaimRequest, buckets: Sequence[int] | None, ahead: float
-    ) -> Any:
+    def _single_claim_statement(self, conn: Connection, req: ClaimRequest, scope: ClaimScope) -> Any:
         """The statement a single-update strategy takes its rows with (after the read of one
         that reads first). It depends only on the request's named parameters: built once (per
         claim, the statements of a strategy that reads first were 8 % of a node's engine thread
         in a SQLite burst)."""
-        key = f"claim/{buckets is None}/{ahead > 0}"
-        return self._statement(key, lambda: self._claim_statement(self.strategy.take(conn, req)))
+        return self._statement(f"claim/{scope.key}", lambda: self._claim_statement(self.strategy.take(conn, req)))
 
-    def _claim_params(self, node_id: str, limit: int, buckets: Sequence[int] | None, ahead: float) -> dict[str, Any]:
+    def _claim_params(self, node_id: str, limit: int, scope: ClaimScope) -> dict[str, Any]:
         params: dict[str, Any] = {"claim_node": node_id, "claim_limit": limit}
-        if buckets is not None:
-            params["owned_buckets"] = self.owned_mask(buckets)
-        if ahead > 0:
-            params["claim_ahead"] = ahead
+        if scope.buckets is not None:
+            params["owned_buckets"] = self.owned_mask(scope.buckets)
+        if scope.ahead > 0:
+            params["claim_ahead"] = scope.ahead
+        if scope.steal_after is not None:
+            params["steal_after"] = scope.steal_after
         return params
 
     def _claim_now(self) -> ColumnElement[Any]:

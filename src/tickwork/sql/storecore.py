@@ -12,7 +12,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from alembic.util.exc import CommandError
 from sqlalchemy import (
@@ -20,6 +20,7 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    Float,
     LargeBinary,
     Row,
     RowMapping,
@@ -153,6 +154,13 @@ OWNED = b"\x01"
 NOT_OWNED = b"\x00"
 
 
+class Ownership(NamedTuple):
+    """A bucket set's mask and the ownership filter built on it (:meth:`SQLCore._owned`)."""
+
+    mask: bytes
+    owned: ColumnElement[bool]
+
+
 def owned_mask(buckets: Sequence[int]) -> bytes:
     """One byte per bucket, :data:`OWNED` where the node owns it (byte ``b`` for bucket ``b``)."""
     mask = bytearray(NOT_OWNED * max(BUCKETS, max(buckets, default=-1) + 1))
@@ -240,7 +248,9 @@ class SQLCore(Store):
         self._specs: dict[tuple[int, datetime], ScheduleSpec] = {}
         self._built: dict[str, Any] = {}
         #: (mask, filter) per bucket set: a ring changes rarely, a claim asks for both every pass.
-        self._ownership: dict[tuple[int, ...], tuple[bytes, ColumnElement[bool]]] = {}
+        self._ownership: dict[tuple[int, ...], Ownership] = {}
+        #: The ownership filter with stealing, per bucket set and steal_after.
+        self._stealing: dict[tuple[tuple[int, ...], float], ColumnElement[bool]] = {}
 
     @abstractmethod
     def _create_engine(self) -> Engine:
@@ -282,20 +292,38 @@ class SQLCore(Store):
         a serialization failure). Default: the SQLSTATE the driver reports."""
         return getattr(error.orig, "sqlstate", None) in _TRANSIENT_SQLSTATES
 
-    def _owned(self, buckets: Sequence[int] | None) -> ColumnElement[bool] | None:
-        """The ownership filter of the due query: the row's byte in a mask of the owned buckets.
+    def _owned(self, buckets: Sequence[int] | None, steal_after: float | None = None) -> ColumnElement[bool] | None:
+        """The ownership filter of the due query: the row's byte in a mask of the owned buckets
+        (parameter ``owned_buckets``), or with ``steal_after`` also any fire overdue by that many
+        seconds by the database clock (parameter ``steal_after``; see
+        :meth:`tickwork.abc.Store.claim_due`).
 
         One bound value whatever the ring looks like, and a constant-time test per row: an
         ``IN`` list (or ``= ANY(array)``) of the ~500 buckets a node owns is scanned for every
         candidate row, which made ``hashring`` slower than ``all``. ``substr`` of a binary
         string is the same function on SQLite, PostgreSQL and MySQL."""
-        return None if buckets is None else self._ownership_of(buckets)[1]
+        if buckets is None:
+            return None
+        owned = self._ownership_of(buckets).owned
+        if steal_after is None:
+            return owned
+        key = (tuple(buckets), steal_after)
+        found = self._stealing.get(key)
+        if found is None:
+            if len(self._stealing) > 64:
+                self._stealing.clear()
+            # An OR of the two tests: the claim still reads the due index in fire-time order and
+            # tests each row (tests/test_claim_plans.py). The value is bound in the expression
+            # for strategies that execute it as built.
+            since = self._plus_seconds(self.now_expr(), -bindparam("steal_after", steal_after, type_=Float))
+            found = self._stealing[key] = or_(owned, schedules.c.next_fire <= since)
+        return found
 
     def owned_mask(self, buckets: Sequence[int]) -> bytes:
         """:func:`owned_mask`, remembered per bucket set."""
-        return self._ownership_of(buckets)[0]
+        return self._ownership_of(buckets).mask
 
-    def _ownership_of(self, buckets: Sequence[int]) -> tuple[bytes, ColumnElement[bool]]:
+    def _ownership_of(self, buckets: Sequence[int]) -> Ownership:
         # Built once per ring: building the filter expression cost more than the bucket test.
         key = tuple(buckets)
         found = self._ownership.get(key)
@@ -310,7 +338,7 @@ class SQLCore(Store):
             # (5 ms against 0.1 ms with 10,000 due; docs/benchmarks.md). An inequality is
             # estimated at a third. A bucket past the mask's end gives an empty string: not owned.
             owned = func.substr(param, schedules.c.bucket + 1, 1) > literal(NOT_OWNED, LargeBinary)
-            found = self._ownership[key] = (mask, owned)
+            found = self._ownership[key] = Ownership(mask, owned)
         return found
 
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:

@@ -268,6 +268,27 @@ class StoreContract:
         assert [c.spec.name for c in claim_all(store, buckets=[BUCKETS - 1])] == [edge[BUCKETS - 1]]
         assert [c.spec.name for c in claim_all(store, buckets=[0, 5])] == [edge[0]]
 
+    def test_steal_after_takes_other_buckets_fires_only_when_overdue(self, store: Store) -> None:
+        t = store.now()
+        names = [f"steal-{i}" for i in range(40)]
+        mine = sorted({bucket_of(n) for n in names[:3]})
+        theirs = [n for n in names if bucket_of(n) not in mine]
+        store.add(spec(names[0]), t + timedelta(seconds=30))  # mine, within the look-ahead
+        store.add(spec(theirs[0]), t - 10 * MINUTE)  # theirs, long overdue
+        store.add(spec(theirs[1]), t - timedelta(seconds=5))  # theirs, overdue but not by enough
+        store.add(spec(theirs[2]), t + timedelta(seconds=30))  # theirs, not due yet
+        claims = store.claim_due("n1", limit=1000, buckets=mine, ahead=60.0, steal_after=60.0)
+        assert sorted(c.spec.name for c in claims) == sorted([names[0], theirs[0]])
+        # Without buckets every bucket is claimable anyway; steal_after changes nothing.
+        assert sorted(c.spec.name for c in store.claim_due("n2", limit=1000, buckets=None, steal_after=3600.0)) == [
+            theirs[1]
+        ]
+        # Owning nothing: only what is overdue by more than steal_after.
+        store.add(spec("steal-late"), t - 2 * MINUTE)
+        assert claim_all(store, "n3", buckets=[]) == []
+        stolen = store.claim_due("n3", limit=1000, buckets=[], steal_after=60.0)
+        assert [c.spec.name for c in stolen] == ["steal-late"]
+
     # -- claiming: invariant 3, only the holder advances ------------------------------------------
 
     def test_claim_marks_running_and_is_exclusive(self, store: Store) -> None:

@@ -43,19 +43,29 @@ class MemoryStore(MemoryTables, Store):
 
     # -- claiming ---------------------------------------------------------------------------------
 
-    def claim_due(self, node_id: str, *, limit: int, buckets: Sequence[int] | None, ahead: float = 0.0) -> list[Claim]:
+    def claim_due(
+        self,
+        node_id: str,
+        *,
+        limit: int,
+        buckets: Sequence[int] | None,
+        ahead: float = 0.0,
+        steal_after: float | None = None,
+    ) -> list[Claim]:
         limit = max(1, min(limit, self.batch_size))
         owned = None if buckets is None else set(buckets)
         with self._tx() as now:
             # Invariant 2: due by the clock of this very claim (plus the look-ahead window).
             due_by = now + timedelta(seconds=max(ahead, 0.0))
+            # Any bucket's fire overdue by more than steal_after (its owners are behind).
+            stolen_by = None if steal_after is None else now - timedelta(seconds=steal_after)
             due = [
                 r
                 for r in self._schedules.values()
                 if r.claimable
                 and r.next_fire is not None
                 and r.next_fire <= due_by
-                and (owned is None or r.spec.bucket in owned)
+                and (owned is None or r.spec.bucket in owned or (stolen_by is not None and r.next_fire <= stolen_by))
             ]
             due.sort(key=lambda r: (r.next_fire, r.id))
             claims = []
