@@ -49,9 +49,7 @@ def config(tmp_path: Path, url: str, node_id: str, extra: str) -> Path:
     return path
 
 
-def test_a_node_behind_on_its_buckets_has_its_overdue_fires_taken_by_another(
-    postgres_url: str, tmp_path: Path
-) -> None:
+def test_a_node_behind_on_its_buckets_has_its_overdue_fires_taken_by_another(postgres_url: str, tmp_path: Path) -> None:
     ring = BucketRing(["n1", "n2"], owners=1)
     slow_buckets = set(ring.buckets_of("n1"))
     names: dict[bool, list[str]] = {True: [], False: []}

@@ -261,7 +261,9 @@ class Engine:
         now_mono = self.clock.monotonic()
         for retry in self.retries.take_all():
             # Ending a run never retries it again: only a run that failed now plans one.
-            self.runs.end_one(retry.claim, failed, retry.mono_claimed, now_mono, None, finishes, parks, retry=False)
+            self.runs.follow_ups.end_one(
+                retry.claim, failed, retry.mono_claimed, now_mono, None, finishes, parks, retry=False
+            )
         self.ends.write(finishes, parks)
 
     def drain(self, timeout: float) -> None:

@@ -1,4 +1,5 @@
-"""Runs: handing claims to executors, collecting their outcomes, planning what follows each.
+"""Runs: handing claims to executors and collecting their outcomes (what follows each end is
+planned by :mod:`.followups`).
 
 Every claim is handled on its own: a fault while handling one (its trigger kind or time zone
 unknown here, its executor missing, its arithmetic failing) ends that run with the error recorded
@@ -16,16 +17,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ..abc import Executor, Store
-from ..errors import StoreError, TickworkError
+from ..errors import TickworkError
 from ..listener import EngineListener
 from ..plugins import PluginManager
-from ..structures import Claim, Finish, JobCall, MisfirePolicy, Outcome, RunStatus
+from ..structures import Claim, Finish, JobCall, Outcome, RunStatus
 from .clock import DatabaseClock
 from .ends import Counters, EndWriter
-from .faults import OnceLogger, describe
+from .followups import FollowUps
 from .held import HeldFires
 from .nextfires import NextFires
-from .planning import NextAfter, misfire_reason, plan_next_fire, plan_retry
+from .planning import misfire_reason
 from .retries import PendingRetry, RetryQueue
 from .settings import MAX_WAIT, EngineSettings
 
@@ -62,13 +63,11 @@ class Runs:
         wake: threading.Event,
         manager: PluginManager | None,
     ) -> None:
-        self.store = store
         self.settings = settings
         self.executors = executors
         self.clock = clock
         self.counters = counters
         self.held = held
-        self.retries = retries
         self.ends = ends
         self.listener = listener
         self._wake = wake
@@ -80,8 +79,11 @@ class Runs:
         # batch window allows: a pass per run end was most of a spread load's CPU. 0 while a pass
         # runs (the loop checks the queue after it), infinite while no loop runs.
         self._looks_by = math.inf
-        self._errors = OnceLogger(log)
         self.next_fires = NextFires(manager)
+        #: What follows each end: a retry, the next fire, or parking (followups.py).
+        self.follow_ups = FollowUps(
+            store=store, settings=settings, clock=clock, retries=retries, next_fires=self.next_fires
+        )
 
     def earliest_deadline(self) -> float | None:
         return min((f.deadline for f in self.in_flight.values()), default=None)
@@ -103,7 +105,7 @@ class Runs:
                     now = nows[claim.claimed_at] = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
                 self._dispatch_one(claim, now, mono_claimed, now_mono, immediate, started)
             except Exception as exc:  # this claim's fault, contained to this claim
-                parks.append(self._parked(claim, None, None, exc))
+                parks.append(self.follow_ups.parked(claim, None, None, exc))
         if started:
             self.listener().runs_started(started)
         self.ends.add(immediate, parks)
@@ -128,7 +130,9 @@ class Runs:
                 claim.spec.name,
                 claim.scheduled_for.isoformat(),
             )
-            immediate.append(self._finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, "already recorded"), now))
+            immediate.append(
+                self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, "already recorded"), now)
+            )
             return
         policy = claim.spec.misfire or self.settings.misfire
         grace = self.settings.misfire_grace
@@ -137,7 +141,9 @@ class Runs:
         )
         if missed is not None:
             self.counters.skipped += 1
-            immediate.append(self._finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, error=missed), now))
+            immediate.append(
+                self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, error=missed), now)
+            )
             return
         executor = self.executors.get(claim.spec.executor)
         if executor is None:
@@ -226,7 +232,9 @@ class Runs:
             if anchor is None:
                 anchor = anchors[key] = self.clock.since_claim(claim.claimed_at, flight.mono_claimed, now_mono)
             now = self.clock.before(anchor, now_mono - ended)
-            self.end_one(claim, outcome, flight.mono_claimed, ended, flight.started_at, finishes, parks, now=now)
+            self.follow_ups.end_one(
+                claim, outcome, flight.mono_claimed, ended, flight.started_at, finishes, parks, now=now
+            )
         self.ends.add(finishes, parks, since=first_arrived)
 
     def write_ends(self, *, now: bool = False) -> None:
@@ -238,91 +246,6 @@ class Runs:
             self.ends.write()
         else:
             self.ends.write_due()
-
-    def end_one(
-        self,
-        claim: Claim,
-        outcome: Outcome,
-        mono_claimed: float,
-        now_mono: float,
-        started_at: datetime | None,
-        finishes: list[Finish],
-        parks: list[tuple[Finish, str]],
-        *,
-        retry: bool = True,
-        now: datetime | None = None,
-    ) -> None:
-        """Plan a retry or the next fire of an ended run; a fault doing so parks the schedule.
-
-        :param now: the database clock at ``now_mono``, when the caller knows it already
-        """
-        try:
-            next_after = self.next_fires.of(claim.spec, claim.scheduled_for)
-            if now is None:
-                now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
-            failed = retry and outcome.status is RunStatus.FAILED
-            if failed and self._retry(claim, next_after, outcome, now, mono_claimed, started_at):
-                return
-            finishes.append(self._finish_for(claim, next_after, outcome, now, started_at))
-        except Exception as exc:
-            parks.append(self._parked(claim, outcome, started_at, exc))
-
-    def _retry(
-        self,
-        claim: Claim,
-        next_after: NextAfter,
-        outcome: Outcome,
-        now: datetime,
-        mono_claimed: float,
-        started_at: datetime | None,
-    ) -> bool:
-        """Keep the claim and retry later if the schedule allows it and the retry would start
-        before the next scheduled fire (a retry never overlaps the next fire)."""
-        spec = claim.spec
-        delay = plan_retry(
-            next_after,
-            scheduled_for=claim.scheduled_for,
-            attempt=claim.attempt,
-            retries=spec.retries,
-            backoff=spec.retry_backoff.total_seconds(),
-            now=now,
-        )
-        if delay is None:
-            return False
-        try:
-            self.store.end_attempt(claim, outcome, started_at)
-        except StoreError:
-            return False  # record it as a plain failure through the buffered path
-        self.retries.add(claim, delay, mono_claimed)
-        return True
-
-    def _finish_for(
-        self, claim: Claim, next_after: NextAfter, outcome: Outcome, now: datetime, started_at: datetime | None = None
-    ) -> Finish:
-        """The end of ``claim`` with the next fire time and the skipped ones (planning.py)."""
-        plan = plan_next_fire(
-            next_after,
-            scheduled_for=claim.scheduled_for,
-            claimed_at=claim.claimed_at,
-            now=now,
-            policy=claim.spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
-            grace=self.settings.misfire_grace,
-        )
-        return Finish(claim, outcome, plan.next_fire, plan.skipped, finished_at=now, started_at=started_at)
-
-    def _parked(
-        self, claim: Claim, outcome: Outcome | None, started_at: datetime | None, exc: Exception
-    ) -> tuple[Finish, str]:
-        """The end of a claim whose handling failed: its run records the error (after the run's
-        own outcome, if it ran) and the schedule is parked with the error until fixed."""
-        fault = describe(exc)
-        self._errors.log(f"{claim.spec.name}: cannot handle its claim; parking the schedule", exc)
-        if outcome is None:
-            outcome = Outcome(RunStatus.FAILED, error=f"not run: {fault} (schedule parked)")
-        else:
-            note = f"schedule parked after the run: {fault}"
-            outcome = Outcome(outcome.status, error=f"{outcome.error}\n{note}" if outcome.error else note)
-        return Finish(claim, outcome, None, started_at=started_at), fault
 
     def expire_overdue(self) -> None:
         """Backstop for an executor that never reports: end the run as timed out ourselves."""

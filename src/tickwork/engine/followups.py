@@ -1,0 +1,125 @@
+"""What follows a run's end: a retry, or the schedule's next fire (with the fire times skipped on
+the way), or, when planning either fails, parking the schedule with the error."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from ..abc import Store
+from ..errors import StoreError
+from ..structures import Claim, Finish, MisfirePolicy, Outcome, RunStatus
+from .clock import DatabaseClock
+from .faults import OnceLogger, describe
+from .nextfires import NextFires
+from .planning import NextAfter, plan_next_fire, plan_retry
+from .retries import RetryQueue
+from .settings import EngineSettings
+
+log = logging.getLogger("tickwork.engine")
+
+
+class FollowUps:
+    """Plans what follows each ended run (used by :class:`~tickwork.engine.runs.Runs` and by the
+    engine's stop); a fault while planning parks that schedule and touches no other."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        settings: EngineSettings,
+        clock: DatabaseClock,
+        retries: RetryQueue,
+        next_fires: NextFires,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.retries = retries
+        self.next_fires = next_fires
+        self._errors = OnceLogger(log)
+
+    def end_one(
+        self,
+        claim: Claim,
+        outcome: Outcome,
+        mono_claimed: float,
+        now_mono: float,
+        started_at: datetime | None,
+        finishes: list[Finish],
+        parks: list[tuple[Finish, str]],
+        *,
+        retry: bool = True,
+        now: datetime | None = None,
+    ) -> None:
+        """Plan a retry or the next fire of an ended run; a fault doing so parks the schedule.
+
+        :param now: the database clock at ``now_mono``, when the caller knows it already
+        """
+        try:
+            next_after = self.next_fires.of(claim.spec, claim.scheduled_for)
+            if now is None:
+                now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
+            failed = retry and outcome.status is RunStatus.FAILED
+            if failed and self._retry(claim, next_after, outcome, now, mono_claimed, started_at):
+                return
+            finishes.append(self.finish_for(claim, next_after, outcome, now, started_at))
+        except Exception as exc:
+            parks.append(self.parked(claim, outcome, started_at, exc))
+
+    def _retry(
+        self,
+        claim: Claim,
+        next_after: NextAfter,
+        outcome: Outcome,
+        now: datetime,
+        mono_claimed: float,
+        started_at: datetime | None,
+    ) -> bool:
+        """Keep the claim and retry later if the schedule allows it and the retry would start
+        before the next scheduled fire (a retry never overlaps the next fire)."""
+        spec = claim.spec
+        delay = plan_retry(
+            next_after,
+            scheduled_for=claim.scheduled_for,
+            attempt=claim.attempt,
+            retries=spec.retries,
+            backoff=spec.retry_backoff.total_seconds(),
+            now=now,
+        )
+        if delay is None:
+            return False
+        try:
+            self.store.end_attempt(claim, outcome, started_at)
+        except StoreError:
+            return False  # record it as a plain failure through the buffered path
+        self.retries.add(claim, delay, mono_claimed)
+        return True
+
+    def finish_for(
+        self, claim: Claim, next_after: NextAfter, outcome: Outcome, now: datetime, started_at: datetime | None = None
+    ) -> Finish:
+        """The end of ``claim`` with the next fire time and the skipped ones (planning.py)."""
+        plan = plan_next_fire(
+            next_after,
+            scheduled_for=claim.scheduled_for,
+            claimed_at=claim.claimed_at,
+            now=now,
+            policy=claim.spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
+            grace=self.settings.misfire_grace,
+        )
+        return Finish(claim, outcome, plan.next_fire, plan.skipped, finished_at=now, started_at=started_at)
+
+    def parked(
+        self, claim: Claim, outcome: Outcome | None, started_at: datetime | None, exc: Exception
+    ) -> tuple[Finish, str]:
+        """The end of a claim whose handling failed: its run records the error (after the run's
+        own outcome, if it ran) and the schedule is parked with the error until fixed."""
+        fault = describe(exc)
+        self._errors.log(f"{claim.spec.name}: cannot handle its claim; parking the schedule", exc)
+        if outcome is None:
+            outcome = Outcome(RunStatus.FAILED, error=f"not run: {fault} (schedule parked)")
+        else:
+            note = f"schedule parked after the run: {fault}"
+            outcome = Outcome(outcome.status, error=f"{outcome.error}\n{note}" if outcome.error else note)
+        return Finish(claim, outcome, None, started_at=started_at), fault
