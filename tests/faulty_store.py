@@ -97,8 +97,10 @@ class FaultyStore(SQLiteStore):
     def renew(self, node_id: str, claims: Sequence[Claim]) -> None:
         self._call("renew", lambda: super(FaultyStore, self).renew(node_id, claims))
 
-    def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
-        return self._call("next_due", lambda: super(FaultyStore, self).next_due(buckets=buckets))  # type: ignore[no-any-return]
+    def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
+        return self._call(  # type: ignore[no-any-return]
+            "next_due", lambda: super(FaultyStore, self).next_due(buckets=buckets, steal_after=steal_after)
+        )
 
     def reap_expired(self, grace_seconds: float) -> int:
         return self._call("reap_expired", lambda: super(FaultyStore, self).reap_expired(grace_seconds))  # type: ignore[no-any-return]

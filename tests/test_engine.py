@@ -609,3 +609,46 @@ def test_the_loop_raises_the_default_gc_threshold_while_it_runs_and_restores_it(
         thread.join(5)
         executor.shutdown()
         gc.set_threshold(*before)
+
+
+class _OwnsNothing(SingleMembership):
+    """A ring member that owns no bucket: every fire is another node's."""
+
+    def owned_buckets(self) -> list[int]:
+        return []
+
+
+def test_a_node_takes_another_bucket_s_fire_once_overdue_by_steal_after_without_spinning(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
+    ticker = Ticker()
+    engine = new_engine(
+        sqlite_store, membership=_OwnsNothing(), monotonic=ticker, lookahead=1.0, steal_after=0.5, max_sleep=3600.0
+    )
+    add(sqlite_store, "record")  # due at T0 + 60 s, in a bucket this node does not own
+    engine.tick()
+    ticker.advance(61)  # past the start-up's busy polling
+    assert engine.sleep_seconds() > 60  # not due yet: its owners claim it, nothing to wait for
+    clock.advance(60.2)  # due, and still idle: its owners are behind
+    ticker.advance(1)  # the next due time read before is too old to trust
+    reads = engine.gate.reads
+    for _ in range(5):  # one claim (ahead, empty) at most; then the gate waits for the time itself
+        engine.tick()
+        engine.sleep_seconds()
+    assert jobs.calls == [] and runs(sqlite_store) == []
+    assert 1 <= engine.gate.reads - reads <= 3
+    assert engine.sleep_seconds() == pytest.approx(0.3, abs=0.0001)
+    clock.advance(0.3)
+    step(engine)
+    assert jobs.calls == ["record"]
+    assert [(r.status, r.node) for r in runs(sqlite_store)] == [(RunStatus.SUCCEEDED, "n1")]
+
+
+def test_without_steal_after_a_node_leaves_other_buckets_alone(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
+    engine = new_engine(sqlite_store, membership=_OwnsNothing(), lookahead=1.0, steal_after=86400.0)
+    add(sqlite_store, "record")
+    clock.advance(120)
+    step(engine)
+    assert jobs.calls == [] and runs(sqlite_store) == []

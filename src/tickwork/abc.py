@@ -364,8 +364,14 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
-        """Return the earliest next fire time of an enabled, idle schedule in ``buckets``."""
+    def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
+        """Return the earliest next fire time of an enabled, idle schedule in ``buckets``.
+
+        :param steal_after: with ``buckets``, a schedule of any other bucket that is due by the
+            database clock and still idle (its owners are behind) counts too, from the moment
+            :meth:`claim_due` with the same ``steal_after`` may take it (its next fire plus this
+            many seconds); ``None``: only ``buckets``. Ignored without ``buckets``.
+        """
 
     @abstractmethod
     def renew(self, node_id: str, claims: Sequence[Claim]) -> None:

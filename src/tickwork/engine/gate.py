@@ -21,12 +21,25 @@ class ClaimGate:
     before any other node could.
     """
 
-    def __init__(self, store: Store, membership: Membership, clock: DatabaseClock, lookahead: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        membership: Membership,
+        clock: DatabaseClock,
+        lookahead: float,
+        steal_after: float | None = None,
+    ) -> None:
         self.store = store
         self.membership = membership
         self.clock = clock
         self.lookahead = lookahead
+        self.steal_after = steal_after
         self._next_due: datetime | None = None
+        # The due time a claim came back empty for (None once a claim took something). Read
+        # again unchanged, it is not a fire this node can claim ahead: another bucket's fire,
+        # claimable only once overdue by steal_after. The next claim for it waits for the time
+        # itself, not a claim lead before it (claiming every pass until then would spin).
+        self._empty_at: datetime | None = None
         self._known = False
         self._read_at = 0.0
         #: How many times the next due time was read from the store.
@@ -67,9 +80,13 @@ class ClaimGate:
             self.read()
         if self._next_due is None:
             return False
-        return (self._next_due - self.clock.now()).total_seconds() <= self.claim_lead
+        return (self._next_due - self.clock.now()).total_seconds() <= self._lead_for(self._next_due)
+
+    def _lead_for(self, due: datetime) -> float:
+        return 0.0 if due == self._empty_at else self.claim_lead
 
     def claimed(self, count: int, limit: int) -> None:
+        self._empty_at = None if count else self._next_due
         if count:
             self._due_seen_at = self.clock.monotonic()
         if count < limit:
@@ -80,7 +97,7 @@ class ClaimGate:
 
     def read(self) -> datetime | None:
         changes = self._changes
-        self._next_due = self.store.next_due(buckets=self.membership.owned_buckets())
+        self._next_due = self.store.next_due(buckets=self.membership.owned_buckets(), steal_after=self.steal_after)
         self._known, self._read_at, self._read_changes = True, self.clock.monotonic(), changes
         self.reads += 1
         return self._next_due
@@ -110,7 +127,7 @@ class ClaimGate:
         now_mono = self.clock.monotonic()
         if due is not None:
             # The database clock decides; ask it rather than trusting this node's wall clock.
-            until_due = (due - self.clock.now()).total_seconds() - self.claim_lead
+            until_due = (due - self.clock.now()).total_seconds() - self._lead_for(due)
             self._due_seen_at = now_mono
             return min(sleep, max(until_due, 0.001))
         if self.lookahead > 0 and now_mono - self._due_seen_at < BUSY_POLL_WINDOW:

@@ -85,7 +85,7 @@ class Engine:
         self.manager = manager
         self.clock = DatabaseClock(store, clock, monotonic)
         self.counters = Counters()
-        self.gate = ClaimGate(store, membership, self.clock, settings.lookahead)
+        self.gate = ClaimGate(store, membership, self.clock, settings.lookahead, settings.steal_after)
         self.held_fires = HeldFires(
             lambda h: self.clock.since_claim(h.claim.claimed_at, h.mono_claimed, self.clock.monotonic())
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, NamedTuple
 
 from sqlalchemy import (
@@ -203,18 +203,32 @@ class Claiming(SQLCore):
         return {r.schedule_id: r.id for r in result}
 
     @transient_retry
-    def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
-        def build() -> Select[Any]:
+    def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
+        def earliest(owned: ColumnElement[bool] | None) -> Select[Any]:
             query = select(func.min(schedules.c.next_fire)).where(claimable())
-            owned = self._owned(buckets)
             return query if owned is None else query.where(owned)
 
+        def build() -> Select[Any]:
+            owned = earliest(self._owned(buckets))
+            if buckets is None or steal_after is None:
+                return owned
+            # Only a fire already due and still idle: its owners may be behind. One not yet due
+            # is theirs to claim (ahead); counting it would wake this node for every such fire.
+            late = earliest(None).where(schedules.c.next_fire <= self.now_expr())
+            # Both minima in one round trip; each reads the due index from its start.
+            return select(owned.scalar_subquery(), late.scalar_subquery())
+
+        stealing = buckets is not None and steal_after is not None
         # Built once: the loop asks this whenever it has nothing in hand, several times a second.
-        query = self._statement(f"next_due/{buckets is None}", build)
+        query = self._statement(f"next_due/{buckets is None}/{stealing}", build)
         params = {} if buckets is None else {"owned_buckets": self.owned_mask(buckets)}
         with self._tx() as conn:
-            value = conn.execute(query, params).scalar()
-        return value if isinstance(value, datetime) else None
+            row = conn.execute(query, params).one()
+        owned_next = row[0] if isinstance(row[0], datetime) else None
+        if steal_after is None or not stealing or not isinstance(row[1], datetime):
+            return owned_next
+        stealable_at = row[1] + timedelta(seconds=steal_after)
+        return stealable_at if owned_next is None else min(owned_next, stealable_at)
 
     @transient_retry
     def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:

@@ -289,6 +289,23 @@ class StoreContract:
         stolen = store.claim_due("n3", limit=1000, buckets=[], steal_after=60.0)
         assert [c.spec.name for c in stolen] == ["steal-late"]
 
+    def test_next_due_counts_other_buckets_from_when_they_may_be_stolen(self, store: Store) -> None:
+        t = store.now()
+        names = [f"due-{i}" for i in range(40)]
+        mine = sorted({bucket_of(names[0])})
+        theirs = [n for n in names if bucket_of(n) not in mine]
+        store.add(spec(names[0]), t + 10 * MINUTE)
+        store.add(spec(theirs[0]), t + MINUTE)  # not due yet: its owners claim it
+        assert store.next_due(buckets=mine, steal_after=30.0) == t + 10 * MINUTE
+        assert store.next_due(buckets=[], steal_after=30.0) is None
+        store.add(spec(theirs[1]), t - MINUTE)  # due and still idle: its owners are behind
+        assert store.next_due(buckets=mine) == t + 10 * MINUTE
+        assert store.next_due(buckets=mine, steal_after=30.0) == t - MINUTE + timedelta(seconds=30)
+        assert store.next_due(buckets=mine, steal_after=3600.0) == t + 10 * MINUTE
+        assert store.next_due(buckets=[], steal_after=30.0) == t - MINUTE + timedelta(seconds=30)
+        assert store.next_due(buckets=[]) is None
+        assert store.next_due(buckets=None, steal_after=30.0) == t - MINUTE
+
     # -- claiming: invariant 3, only the holder advances ------------------------------------------
 
     def test_claim_marks_running_and_is_exclusive(self, store: Store) -> None:

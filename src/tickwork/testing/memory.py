@@ -183,14 +183,19 @@ class MemoryStore(MemoryTables, Store):
             )
             return self._insert_run(run)
 
-    def next_due(self, *, buckets: Sequence[int] | None) -> datetime | None:
+    def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
         owned = None if buckets is None else set(buckets)
-        with self._tx():
-            times = [
-                r.next_fire
-                for r in self._schedules.values()
-                if r.claimable and r.next_fire is not None and (owned is None or r.spec.bucket in owned)
-            ]
+        # Another bucket's fire is claimable once overdue by steal_after (claim_due).
+        late = None if steal_after is None else timedelta(seconds=steal_after)
+        with self._tx() as now:
+            times = []
+            for r in self._schedules.values():
+                if not r.claimable or r.next_fire is None:
+                    continue
+                if owned is None or r.spec.bucket in owned:
+                    times.append(r.next_fire)
+                elif late is not None and r.next_fire <= now:  # already due, its owners behind
+                    times.append(r.next_fire + late)
             return min(times, default=None)
 
     def renew(self, node_id: str, claims: Sequence[Claim]) -> None:
