@@ -20,11 +20,13 @@ from sqlalchemy import (
     Engine,
     RowMapping,
     bindparam,
+    column,
     delete,
     event,
     func,
     literal_column,
     select,
+    table,
     tuple_,
     type_coerce,
     update,
@@ -39,6 +41,7 @@ from tickwork.errors import ConfigError, ScheduleExistsError, ScheduleNotFoundEr
 from tickwork.sql.claiming import ClaimScope
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
+from tickwork.sql.migrations import VERSION_TABLE
 from tickwork.sql.schema import UTCDateTime, claimable, nodes, runs, schedules
 from tickwork.sql.store import UNHELD, SQLStore, retriggered, schedule_from_row, spec_values, transient_retry
 from tickwork.sql.watch import ChangeWatcher, poll_loop
@@ -55,6 +58,8 @@ declare(MySQLDialect, SQLTraits(epoch_micros=True))
 _NOW_MICROS = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
 #: MySQL error numbers after which the transaction was rolled back and may be rerun.
 _TRANSIENT_ERRORS = {1213, 1205}  # deadlock found, lock wait timeout
+#: The schema's version row, locked to serialize deployment syncs (lock_schedule_writes).
+_SCHEMA_VERSION = table(VERSION_TABLE, column("version_num"))
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -160,6 +165,14 @@ class MySQLStore(SQLStore):
 
     def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
         return self._release_and_end_by_fences(conn, finishes, lock=True)
+
+    def lock_schedule_writes(self, conn: Connection) -> None:
+        # A second node starting at the same moment waits here, then plans from what the first
+        # one wrote (READ COMMITTED: the next read sees it). Not GET_LOCK: a named lock belongs
+        # to the session and would outlive the transaction on a pooled connection. A locking
+        # read of the schema's version row (one row in every migrated database) ends with the
+        # transaction; a wait past innodb_lock_wait_timeout (error 1205) is retried.
+        conn.execute(select(_SCHEMA_VERSION.c.version_num).with_for_update()).all()
 
     def _notify(self, conn: Connection) -> None:
         """Nothing to send: listeners poll."""
