@@ -1,8 +1,12 @@
 """The dashboard in a real Chromium against real processes: a SQLite store, a running node
-(``tickwork run``) and ``tickwork web``. The screenshots land in docs/images/ for docs/web.md."""
+(``tickwork run``) and ``tickwork web``. The screenshots land in docs/images/ for docs/web.md when
+``TICKWORK_DOCS_SCREENSHOTS=1`` is set, else in a temporary directory (a test run leaves the
+checkout unchanged)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +15,11 @@ from playwright.sync_api import Page, expect
 from tests.web.browser import chromium
 from tests.web.webhelpers import REPO, TOKEN, populate, process, web_server, write_config
 
-IMAGES = REPO / "docs" / "images"
+IMAGES = (
+    REPO / "docs" / "images"
+    if os.environ.get("TICKWORK_DOCS_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / "tickwork-screenshots"
+)
 #: How long to wait for the page to show what a node did (the node and the page poll).
 SHOWS_WITHIN_MS = 20_000
 
