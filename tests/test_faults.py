@@ -43,7 +43,7 @@ def _reset_jobs() -> Iterator[None]:
 def add_raw(store: SQLStore, name: str, kind: str = "cron", expression: str = "* * * * *", **kw: object) -> None:
     """Store a schedule as an older or differently equipped node could have (no checks here)."""
     base = ScheduleSpec(name, "cron", "* * * * *", "tests.jobs_for_tests:record")
-    spec = ScheduleSpec.stored(**{**fields_of(base), "trigger_kind": kind, "expression": expression, **kw})
+    spec = ScheduleSpec.stored({**fields_of(base), "trigger_kind": kind, "expression": expression, **kw})
     store.add(spec, T0 + timedelta(minutes=1) if expression == "* * * * *" else T0 + timedelta(hours=1))
 
 

@@ -104,7 +104,7 @@ def add_rows(path: Path) -> None:
         }
         now = store.now()
         for name, changes in rows.items():
-            store.add(ScheduleSpec.stored(**{**base, "name": name, **changes}), now + timedelta(seconds=1))
+            store.add(ScheduleSpec.stored({**base, "name": name, **changes}), now + timedelta(seconds=1))
     finally:
         store.close()
 

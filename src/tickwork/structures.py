@@ -147,10 +147,10 @@ class ScheduleSpec:
             object.__setattr__(self, "misfire", MisfirePolicy(self.misfire))
 
     @classmethod
-    def stored(cls, **fields: Any) -> ScheduleSpec:
+    def stored(cls, fields: dict[str, Any]) -> ScheduleSpec:
         """A spec read back from the store, given every field: it was validated when it was
         written, so it is not checked again (re-validating every claimed row was 11 % of a node's
-        engine thread in a 10,000-fire burst)."""
+        engine thread in a 10,000-fire burst; keyword arguments cost 3.9 µs a spec, a dict 2.2)."""
         if fields.keys() != _SPEC_FIELDS:
             raise ValueError(f"stored spec: expected the fields {sorted(_SPEC_FIELDS)}, got {sorted(fields)}")
         return assembled(cls, fields)
