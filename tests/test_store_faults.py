@@ -1,4 +1,4 @@
-"""The SQL stores' fault-containment contract (park, reconcile, retimed releases, appended
+"""The SQL stores' fault-containment contract (park, reconcile, retimed bulk writes, appended
 fenced-out notes, pruning that keeps fencing rows, node identity, dead-node judgement), on every
 backend and claim strategy, on a fake clock (docs/architecture.md#faults)."""
 
@@ -48,21 +48,6 @@ def finish(store: SQLStore, claim: Claim, next_fire: datetime | None, node: str 
 
 
 # -- faults contained (docs/architecture.md#faults) ---------------------------------------------------
-
-
-def test_a_trigger_changed_during_a_run_keeps_the_next_fire_it_set(store: SQLStore, clock: FakeClock) -> None:
-    store.add(spec("a"), T0)
-    store.add(spec("b"), T0)
-    ca, cb = claim_all(store)
-    store.update(spec("a", expression="0 * * * *"), T0 + timedelta(hours=1))  # synced while running
-    store.update(spec("b", target="mod:other"), T0)  # same trigger: the run's next fire still wins
-    assert finish(store, ca, T0 + timedelta(minutes=1)) and finish(store, cb, T0 + timedelta(minutes=1))
-    assert store.get("a").next_fire == T0 + timedelta(hours=1)
-    assert store.get("b").next_fire == T0 + timedelta(minutes=1)
-    clock.set(T0 + timedelta(hours=1))
-    (again,) = [c for c in claim_all(store) if c.spec.name == "a"]
-    assert finish(store, again, T0 + timedelta(hours=2))  # retimed once, not for ever
-    assert store.get("a").next_fire == T0 + timedelta(hours=2)
 
 
 def test_a_fenced_out_end_appends_to_the_recorded_reason(store: SQLStore, clock: FakeClock) -> None:

@@ -331,6 +331,22 @@ class StoreContract:
         assert run.finished_at is not None and c.claimed_at <= run.finished_at <= after
         assert store.next_due(buckets=None) == t + MINUTE
 
+    def test_a_trigger_changed_during_a_run_keeps_the_next_fire_it_set(self, store: Store) -> None:
+        t = store.now()
+        hour = timedelta(hours=1)
+        store.add(spec("a"), t)
+        store.add(spec("b"), t)
+        ca, cb = sorted(claim_all(store), key=lambda c: c.spec.name)
+        store.update(spec("a", expression="0 * * * *"), t + hour)  # synced while running
+        store.update(spec("b", target="mod:other"), t)  # same trigger: the run's next fire still wins
+        assert finish(store, ca, t + MINUTE) and finish(store, cb, t + MINUTE)
+        assert store.get("a").next_fire == t + hour
+        assert store.get("b").next_fire == t + MINUTE
+        store.fire_now("a")
+        (again,) = [c for c in claim_all(store) if c.spec.name == "a"]
+        assert finish(store, again, t + 2 * hour)  # retimed once, not for ever
+        assert store.get("a").next_fire == t + 2 * hour
+
     def test_a_claim_carries_the_stored_arguments(self, store: Store) -> None:
         t = store.now()
         arguments = {"text": 'zwölf \u20ac "quoted"', "nested": {"list": [1, 2.5, None, True]}, "n": 10**12}

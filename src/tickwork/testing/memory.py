@@ -107,7 +107,10 @@ class MemoryStore(MemoryTables, Store):
                 detail = f": {f.outcome.error}" if f.outcome.error else ""
                 run.error = cap(f"finished ({f.outcome.status.value}) after its claim was taken over{detail}")
             return False
-        row.next_fire = now if row.fire_requested_at is not None else aware(f.next_fire)
+        if row.fire_requested_at is not None:
+            row.next_fire = now
+        elif not row.retimed:
+            row.next_fire = aware(f.next_fire)
         row.fire_requested_at = None
         row.unhold()
         if run is not None:

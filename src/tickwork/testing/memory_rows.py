@@ -45,6 +45,8 @@ class ScheduleRow:
     fire_requested_at: datetime | None = None
     #: Why the schedule is parked (see :meth:`tickwork.abc.Store.park`).
     fault: str | None = None
+    #: The trigger changed while a run was active: its release keeps the next fire set then.
+    retimed: bool = False
 
     @property
     def claimable(self) -> bool:
@@ -54,6 +56,7 @@ class ScheduleRow:
         self.state = ScheduleState.IDLE
         self.claimed_by = None
         self.claimed_at = None
+        self.retimed = False
 
     def public(self) -> Schedule:
         return Schedule(
