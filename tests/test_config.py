@@ -185,6 +185,9 @@ def test_unknown_scheduler_key_names_file_and_key(tmp_path: Path) -> None:
         ("lookahead = nan", r"scheduler\.lookahead: must be a finite number >= 0 and <= 60, got nan"),
         ("shutdown_grace = -1", r"scheduler\.shutdown_grace: must be a finite number >= 0 and <= 86400, got -1"),
         ("shutdown_grace = nan", r"scheduler\.shutdown_grace: must be a finite number >= 0 and <= 86400, got nan"),
+        ("steal_after = 0", r"scheduler\.steal_after: must be a finite number > 0 and <= 3\.1536e\+07, got 0"),
+        ("steal_after = nan", r"scheduler\.steal_after: must be a finite number > 0"),
+        ('steal_after = "1s"', r"scheduler\.steal_after: expected"),
     ],
 )
 def test_wrong_scheduler_values_name_file_and_key(tmp_path: Path, line: str, message: str) -> None:

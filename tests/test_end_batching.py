@@ -256,12 +256,18 @@ def test_the_window_is_read_from_the_config(key: str) -> None:
         config_from({"scheduler": {key: 2}}, {})
 
 
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf"), "0.25", True])
+def test_steal_after_out_of_range_is_refused_by_name(value: object) -> None:
+    with pytest.raises(ConfigError, match="steal_after"):
+        EngineSettings(node_id="n1", steal_after=value)  # type: ignore[arg-type]
+
+
 def test_a_node_built_from_the_config_uses_both_windows(tmp_path: Path) -> None:
     from tickwork.node import Node
 
     config = config_from(
         {
-            "scheduler": {"end_batch_window": 0.2, "start_batch_window": 0.03},
+            "scheduler": {"end_batch_window": 0.2, "start_batch_window": 0.03, "steal_after": 1.5},
             "store": {"plugin": "sqlite", "path": str(tmp_path / "t.db")},
         },
         {},
@@ -271,5 +277,6 @@ def test_a_node_built_from_the_config_uses_both_windows(tmp_path: Path) -> None:
         node.open()
         assert node.engine.settings.end_batch_window == 0.2 and node.engine.ends.window == 0.2
         assert node.engine.settings.start_batch_window == 0.03
+        assert node.engine.settings.steal_after == 1.5 and node.engine.gate.steal_after == 1.5
     finally:
         node.shutdown()
