@@ -95,6 +95,7 @@ def body_for(call: JobCall, timeout: float) -> bytes:
         "scheduled_for": iso_utc(call.scheduled_for),
         "run_id": call.run_id,
         "attempt": call.attempt,
+        "node_id": call.node_id,
         "arguments": call.arguments,
         "timeout": round(timeout, 3),
     }

@@ -33,7 +33,7 @@ from tickwork import signature
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.plugins import PluginManager
 from tickwork.structures import JobCall, Outcome, RunStatus
-from tickwork_http import HTTPExecutor
+from tickwork_http import HTTPExecutor, payload
 from tickwork_http import plugin as http_plugin
 
 SECRET = "whsec_" + base64.b64encode(b"tickwork-test-signing-key-8d41f0").decode()
@@ -279,6 +279,7 @@ def make_call(url: str, run_id: int = 42, timeout: float = WAIT, attempt: int = 
         arguments={"region": "eu", "limit": 3},
         timeout=timeout,
         attempt=attempt,
+        node_id="node-a",
     )
 
 
@@ -331,6 +332,7 @@ def test_success_posts_a_signed_json_document(
     assert document["scheduled_for"] == "2024-03-01T02:30:00Z"
     assert document["run_id"] == 42
     assert document["attempt"] == 2
+    assert document["node_id"] == "node-a"
     assert document["arguments"] == {"region": "eu", "limit": 3}
     assert 0 < document["timeout"] <= 30
     assert seen.headers["webhook-id"].startswith("tw_")
@@ -1070,3 +1072,35 @@ except ConfigError as exc:
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert "pip install 'tickwork[http]'" in result.stdout
+
+
+def test_the_request_shown_in_the_docs_is_what_the_executor_sends_and_verifies() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "http-executor.md").read_text()
+    block = doc.split("```http\n", 1)[1].split("```", 1)[0]
+    head, body_text = block.split("\n\n", 1)
+    headers = dict(line.split(": ", 1) for line in head.splitlines()[1:])
+    body = body_text.strip().encode()
+    secret = re.search(r"example secret\s+`(whsec_[^`]+)`", doc)
+    assert secret, "the docs name the secret the example is signed with"
+    # The reference implementation of Standard Webhooks computes the same signature.
+    when = datetime.fromtimestamp(int(headers["webhook-timestamp"]), UTC)
+    expected = standardwebhooks.Webhook(secret.group(1)).sign(headers["webhook-id"], when, body.decode())
+    assert headers["webhook-signature"] == expected
+    # And the executor sends that body and those headers for the call the example describes.
+    document = json.loads(body)
+    call = JobCall(
+        run_id=document["run_id"],
+        schedule=document["schedule"],
+        scheduled_for=datetime.fromisoformat(document["scheduled_for"]),
+        target=document["target"],
+        arguments=document["arguments"],
+        timeout=document["timeout"],
+        attempt=document["attempt"],
+        node_id=document["node_id"],
+    )
+    sent = payload.body_for(call, document["timeout"])
+    assert sent == body
+    made = payload.headers_for(
+        call, sent, signature.keys(secret.group(1)), {}, timestamp=int(headers["webhook-timestamp"])
+    )
+    assert {k: made[k] for k in headers} == headers
