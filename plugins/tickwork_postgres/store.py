@@ -216,7 +216,7 @@ class PostgresStore(SQLStore):
                 "explain_claim explains skip-locked"
             )
         limit = max(1, min(limit, self.batch_size))
-        scope = ClaimScope(buckets, ahead, None if buckets is None else steal_after)
+        scope = ClaimScope.of(buckets, ahead, steal_after)
         with self._tx() as conn:
             stmt = self._single_claim_statement(conn, self._claim_request(node_id, limit, scope), scope)
             compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})

@@ -28,9 +28,11 @@ from ..structures import Claim, Finish, Outcome, RunStatus
 from .clock import DatabaseClock
 from .ends import Counters, EndWriter
 from .faults import OnceLogger
+from .followups import FollowUps
 from .gate import ClaimGate
 from .held import HeldFires
 from .housekeeping import Housekeeping
+from .nextfires import NextFires
 from .retries import RetryQueue
 from .runs import Runs
 from .settings import GC_DEFAULT_YOUNG_THRESHOLD, GC_YOUNG_THRESHOLD, EngineSettings, clamp_wait
@@ -105,18 +107,19 @@ class Engine:
         self.housekeeping = Housekeeping(store, settings, self.tracked_claims, monotonic)
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        self.follow_ups = FollowUps(
+            store=store, settings=settings, clock=self.clock, retries=self.retries, next_fires=NextFires(manager)
+        )
         self.runs = Runs(
-            store=store,
             settings=settings,
             executors=executors,
             clock=self.clock,
             counters=self.counters,
             held=self.held_fires,
-            retries=self.retries,
+            follow_ups=self.follow_ups,
             ends=self.ends,
             listener=lambda: self.listener,
             wake=self._wake,
-            manager=manager,
         )
         #: Runs handed to executors and not ended yet, by run id.
         self.in_flight = self.runs.in_flight
@@ -261,7 +264,7 @@ class Engine:
         now_mono = self.clock.monotonic()
         for retry in self.retries.take_all():
             # Ending a run never retries it again: only a run that failed now plans one.
-            self.runs.follow_ups.end_one(
+            self.follow_ups.end_one(
                 retry.claim, failed, retry.mono_claimed, now_mono, None, finishes, parks, retry=False
             )
         self.ends.write(finishes, parks)

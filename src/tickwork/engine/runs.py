@@ -16,18 +16,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..abc import Executor, Store
+from ..abc import Executor
 from ..errors import TickworkError
 from ..listener import EngineListener
-from ..plugins import PluginManager
 from ..structures import Claim, Finish, JobCall, Outcome, RunStatus
 from .clock import DatabaseClock
 from .ends import Counters, EndWriter
 from .followups import FollowUps
 from .held import HeldFires
-from .nextfires import NextFires
 from .planning import misfire_reason
-from .retries import PendingRetry, RetryQueue
+from .retries import PendingRetry
 from .settings import MAX_WAIT, EngineSettings
 
 log = logging.getLogger("tickwork.engine")
@@ -51,23 +49,23 @@ class Runs:
     def __init__(
         self,
         *,
-        store: Store,
         settings: EngineSettings,
         executors: dict[str, Executor],
         clock: DatabaseClock,
         counters: Counters,
         held: HeldFires,
-        retries: RetryQueue,
+        follow_ups: FollowUps,
         ends: EndWriter,
         listener: Callable[[], EngineListener],
         wake: threading.Event,
-        manager: PluginManager | None,
     ) -> None:
         self.settings = settings
         self.executors = executors
         self.clock = clock
         self.counters = counters
         self.held = held
+        #: What follows each end: a retry, the next fire, or parking (followups.py).
+        self.follow_ups = follow_ups
         self.ends = ends
         self.listener = listener
         self._wake = wake
@@ -79,11 +77,6 @@ class Runs:
         # batch window allows: a pass per run end was most of a spread load's CPU. 0 while a pass
         # runs (the loop checks the queue after it), infinite while no loop runs.
         self._looks_by = math.inf
-        self.next_fires = NextFires(manager)
-        #: What follows each end: a retry, the next fire, or parking (followups.py).
-        self.follow_ups = FollowUps(
-            store=store, settings=settings, clock=clock, retries=retries, next_fires=self.next_fires
-        )
 
     def earliest_deadline(self) -> float | None:
         return min((f.deadline for f in self.in_flight.values()), default=None)
@@ -123,7 +116,7 @@ class Runs:
             self.held.hold(claim, mono_claimed)
             return
         self.counters.fired += 1
-        next_after = self.next_fires.of(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it
+        next_after = self.follow_ups.next_fires.of(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it
         if claim.run_id is None:
             log.warning(
                 "%s: the fire at %s already has a run in the history; not running it twice",

@@ -36,6 +36,11 @@ from .storecore import (
 )
 
 
+def applied_steal_after(buckets: Sequence[int] | None, steal_after: float | None) -> float | None:
+    """``steal_after`` as it applies: ``None`` without buckets (every bucket is claimable anyway)."""
+    return None if buckets is None else steal_after
+
+
 class ClaimScope(NamedTuple):
     """Which fires a claim may take: in ``buckets`` (``None``: all), due within ``ahead``
     seconds, and with ``steal_after`` (only with buckets) any overdue by that many seconds."""
@@ -43,6 +48,11 @@ class ClaimScope(NamedTuple):
     buckets: Sequence[int] | None
     ahead: float
     steal_after: float | None
+
+    @classmethod
+    def of(cls, buckets: Sequence[int] | None, ahead: float, steal_after: float | None) -> ClaimScope:
+        """The scope of :meth:`tickwork.abc.Store.claim_due`'s arguments."""
+        return cls(buckets, ahead, applied_steal_after(buckets, steal_after))
 
     @property
     def key(self) -> str:
@@ -63,7 +73,7 @@ class Claiming(SQLCore):
         steal_after: float | None = None,
     ) -> list[Claim]:
         limit = max(1, min(limit, self.batch_size))
-        scope = ClaimScope(buckets, ahead, None if buckets is None else steal_after)
+        scope = ClaimScope.of(buckets, ahead, steal_after)
         if self.strategy.one_per_transaction:
             claims: list[Claim] = []
             for _ in range(limit):
@@ -208,9 +218,11 @@ class Claiming(SQLCore):
             query = select(func.min(schedules.c.next_fire)).where(claimable())
             return query if owned is None else query.where(owned)
 
+        steal = applied_steal_after(buckets, steal_after)
+
         def build() -> Select[Any]:
             owned = earliest(self._owned(buckets))
-            if buckets is None or steal_after is None:
+            if steal is None:
                 return owned
             # Only a fire already due and still idle: its owners may be behind. One not yet due
             # is theirs to claim (ahead); counting it would wake this node for every such fire.
@@ -218,16 +230,15 @@ class Claiming(SQLCore):
             # Both minima in one round trip; each reads the due index from its start.
             return select(owned.scalar_subquery(), late.scalar_subquery())
 
-        stealing = buckets is not None and steal_after is not None
         # Built once: the loop asks this whenever it has nothing in hand, several times a second.
-        query = self._statement(f"next_due/{buckets is None}/{stealing}", build)
+        query = self._statement(f"next_due/{buckets is None}/{steal is not None}", build)
         params = {} if buckets is None else {"owned_buckets": self.owned_mask(buckets)}
         with self._tx() as conn:
             row = conn.execute(query, params).one()
         owned_next = row[0] if isinstance(row[0], datetime) else None
-        if steal_after is None or not stealing or not isinstance(row[1], datetime):
+        if steal is None or not isinstance(row[1], datetime):
             return owned_next
-        stealable_at = row[1] + timedelta(seconds=steal_after)
+        stealable_at = row[1] + timedelta(seconds=steal)
         return stealable_at if owned_next is None else min(owned_next, stealable_at)
 
     @transient_retry

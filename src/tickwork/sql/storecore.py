@@ -152,10 +152,12 @@ NOT_OWNED = b"\x00"
 
 
 class Ownership(NamedTuple):
-    """A bucket set's mask and the ownership filter built on it (:meth:`SQLCore._owned`)."""
+    """A bucket set's mask and the ownership filters built on it (:meth:`SQLCore._owned`)."""
 
     mask: bytes
     owned: ColumnElement[bool]
+    #: ``owned`` or overdue, per ``steal_after`` (filled as claims ask for it).
+    or_overdue: dict[float, ColumnElement[bool]]
 
 
 def owned_mask(buckets: Sequence[int]) -> bytes:
@@ -244,10 +246,8 @@ class SQLCore(Store):
         self.statements = 0
         self._specs: dict[tuple[int, datetime], ScheduleSpec] = {}
         self._built: dict[str, Any] = {}
-        #: (mask, filter) per bucket set: a ring changes rarely, a claim asks for both every pass.
+        #: Mask and filters per bucket set: a ring changes rarely, a claim asks for them every pass.
         self._ownership: dict[tuple[int, ...], Ownership] = {}
-        #: The ownership filter with stealing, per bucket set and steal_after.
-        self._stealing: dict[tuple[tuple[int, ...], float], ColumnElement[bool]] = {}
 
     @abstractmethod
     def _create_engine(self) -> Engine:
@@ -301,19 +301,16 @@ class SQLCore(Store):
         string is the same function on SQLite, PostgreSQL and MySQL."""
         if buckets is None:
             return None
-        owned = self._ownership_of(buckets).owned
+        ownership = self._ownership_of(buckets)
         if steal_after is None:
-            return owned
-        key = (tuple(buckets), steal_after)
-        found = self._stealing.get(key)
+            return ownership.owned
+        found = ownership.or_overdue.get(steal_after)
         if found is None:
-            if len(self._stealing) > 64:
-                self._stealing.clear()
             # An OR of the two tests: the claim still reads the due index in fire-time order and
             # tests each row (tests/test_claim_plans.py). The value is bound in the expression
             # for strategies that execute it as built.
             since = self._plus_seconds(self.now_expr(), -bindparam("steal_after", steal_after, type_=Float))
-            found = self._stealing[key] = or_(owned, schedules.c.next_fire <= since)
+            found = ownership.or_overdue[steal_after] = or_(ownership.owned, schedules.c.next_fire <= since)
         return found
 
     def owned_mask(self, buckets: Sequence[int]) -> bytes:
@@ -335,7 +332,7 @@ class SQLCore(Store):
             # (5 ms against 0.1 ms with 10,000 due; docs/benchmarks.md). An inequality is
             # estimated at a third. A bucket past the mask's end gives an empty string: not owned.
             owned = func.substr(param, schedules.c.bucket + 1, 1) > literal(NOT_OWNED, LargeBinary)
-            found = self._ownership[key] = Ownership(mask, owned)
+            found = self._ownership[key] = Ownership(mask, owned, {})
         return found
 
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:

@@ -117,12 +117,13 @@ class MemoryTables:
     def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
         with self._tx() as now:
             row = self._row(spec.name)
-            trigger = (spec.trigger_kind, spec.expression, spec.timezone)
-            if row.state is ScheduleState.RUNNING and trigger != (
-                row.spec.trigger_kind,
-                row.spec.expression,
-                row.spec.timezone,
-            ):
+            old = row.spec
+            retriggered = (old.trigger_kind, old.expression, old.timezone) != (
+                spec.trigger_kind,
+                spec.expression,
+                spec.timezone,
+            )
+            if row.state is ScheduleState.RUNNING and retriggered:
                 row.retimed = True  # the active run's next fire, from the old trigger, must not win
             row.spec, row.next_fire, row.updated_at, row.fault = stored_spec(spec), aware(next_fire), now, None
             self._notify()
