@@ -11,7 +11,8 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,6 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
-    RowMapping,
     Text,
     bindparam,
     func,
@@ -40,10 +40,13 @@ from tickwork.sql.claims import RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import sqlite_file_engine
+from tickwork.sql.prepared import DirectPrepared, Prepared
 from tickwork.sql.schema import UTCDateTime, epoch_micros, runs, schedules
 from tickwork.sql.store import SQLStore, cap
 from tickwork.sql.watch import ChangeWatcher, poll_loop
 from tickwork.structures import Claim, Finish
+
+from .connection import OneConnection
 
 log = logging.getLogger("tickwork.sqlite")
 
@@ -114,6 +117,7 @@ class SQLiteStore(SQLStore):
         self.poll_interval = number("poll_interval", poll_interval, low=0.01, high=60.0, unit="seconds")
         self.create_empty = create
         self._watcher = ChangeWatcher("tickwork-sqlite-watch", join_timeout=2)
+        self._connection = OneConnection(lambda: self.engine, timeout=self.busy_timeout)
 
     def describe(self) -> str:
         return f"SQLite database {str(self.path)!r}"
@@ -126,6 +130,9 @@ class SQLiteStore(SQLStore):
             raise StoreError(f"cannot open {self.describe()}: directory {str(self.path.parent)!r} does not exist")
         # The file is created 0600 by the shared setup (tickwork.sql.filemode).
         return sqlite_file_engine(self.path, busy_timeout=self.busy_timeout)
+
+    def _begin(self) -> AbstractContextManager[Connection]:
+        return self._connection.begin()
 
     def _db_now(self) -> ColumnElement[Any]:
         return type_coerce(literal_column(_NOW_MICROS), UTCDateTime)
@@ -140,6 +147,10 @@ class SQLiteStore(SQLStore):
 
     def insert_ignore(self, table: Any) -> Any:
         return sqlite.insert(table).on_conflict_do_nothing()
+
+    def prepare(self, statement: Any) -> Prepared:
+        # The engine thread is a SQLite node's bottleneck in a burst (tickwork.sql.prepared).
+        return DirectPrepared(statement, self.engine.dialect)
 
     def one_of(self, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
         # One JSON array unpacked by json_each (also this store's run inserts and ends): with an
@@ -167,15 +178,10 @@ class SQLiteStore(SQLStore):
                 for f in finishes
             ]
         )
-        released = {
-            row[0] for row in conn.execute(self._statement("sqlite_release", self._release_statement), {"batch": batch})
-        }
+        released = set(self._prepared("sqlite_release", self._release_statement).scalars(conn, {"batch": batch}))
         self.statements += 1
         if released:
-            conn.execute(
-                self._statement("sqlite_end_runs", self._end_statement),
-                {"batch": batch, "ids": sorted(released)},
-            )
+            self._prepared("sqlite_end_runs", self._end_statement).rows(conn, {"batch": batch, "ids": sorted(released)})
             self.statements += 1
         return released
 
@@ -213,15 +219,14 @@ class SQLiteStore(SQLStore):
         )
 
     def _record_runs(
-        self, conn: Connection, node_id: str, rows: Sequence[RowMapping], run_ids: dict[int, int]
+        self, conn: Connection, node_id: str, rows: Sequence[Mapping[Any, Any]], run_ids: dict[int, int]
     ) -> list[Claim]:
         # INSERT ... SELECT from the rows this transaction just claimed (BEGIN IMMEDIATE: nobody
         # else wrote them since), by id (one_of: one JSON array, no per-row parameters in Python).
         need = [r["id"] for r in rows if r["id"] not in run_ids]
         if need:
-            inserted = conn.execute(
-                self._statement("sqlite_record_runs", self._record_runs_statement),
-                {"ids": need, "node": node_id},
+            inserted = self._prepared("sqlite_record_runs", self._record_runs_statement).rows(
+                conn, {"ids": need, "node": node_id}
             )
             # By position (runs.c.id, runs.c.schedule_id): a Row's attribute access costs more.
             run_ids = run_ids | {schedule_id: run_id for run_id, schedule_id in inserted}
@@ -265,4 +270,5 @@ class SQLiteStore(SQLStore):
 
     def close(self) -> None:
         self._watcher.stop()
+        self._connection.close()
         super().close()

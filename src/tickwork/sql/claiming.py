@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, NamedTuple
 
@@ -10,7 +10,6 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Float,
-    RowMapping,
     Select,
     Update,
     bindparam,
@@ -99,14 +98,14 @@ class Claiming(SQLCore):
                 )
             params = self._claim_params(node_id, limit, scope)
             if strategy.reads_first:
-                read = self._statement(f"claim_read/{scope.key}", lambda: strategy.candidates(req))
-                ids = conn.scalars(read, params).all()
+                read = self._prepared(f"claim_read/{scope.key}", lambda: strategy.candidates(req))
+                ids = read.scalars(conn, params)
                 self.statements += 1
                 if not ids:
                     return []
                 params["claim_ids"] = ids
-            stmt = self._single_claim_statement(conn, req, scope)
-            rows = conn.execute(stmt, params).mappings().all()
+            claim = self._prepared(f"claim/{scope.key}", lambda: self._single_claim_statement(conn, req, scope))
+            rows = claim.mappings(conn, params)
             self.statements += 1
             if self.claim_records_runs:
                 return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
@@ -156,7 +155,7 @@ class Claiming(SQLCore):
         return take.returning(*CLAIMED_COLUMNS)
 
     def _record_runs(
-        self, conn: Connection, node_id: str, rows: Sequence[RowMapping], run_ids: dict[int, int]
+        self, conn: Connection, node_id: str, rows: Sequence[Mapping[Any, Any]], run_ids: dict[int, int]
     ) -> list[Claim]:
         """Insert the running run rows of claimed ``rows`` that have none in ``run_ids`` yet."""
         need = [r for r in rows if r["id"] not in run_ids]
@@ -178,7 +177,7 @@ class Claiming(SQLCore):
             self.statements += 1
         return self._claims(rows, run_ids)
 
-    def _claims(self, rows: Sequence[RowMapping], run_ids: dict[int, int]) -> list[Claim]:
+    def _claims(self, rows: Sequence[Mapping[Any, Any]], run_ids: dict[int, int]) -> list[Claim]:
         claims = []
         for r in rows:
             claims.append(
@@ -194,7 +193,7 @@ class Claiming(SQLCore):
         claims.sort(key=lambda c: (c.scheduled_for, c.schedule_id))
         return claims
 
-    def _spec(self, r: RowMapping) -> ScheduleSpec:
+    def _spec(self, r: Mapping[Any, Any]) -> ScheduleSpec:
         """The row's spec, cached by (id, updated_at): a definition only changes with updated_at,
         and building a spec per fire was a measurable share of a node's CPU."""
         key = (r["id"], r["updated_at"])

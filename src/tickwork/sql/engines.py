@@ -3,10 +3,12 @@ sides cannot drift apart (pool sizes, pre-ping, SQLite's pragmas and write locki
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError
 
 from .filemode import create_private
 
@@ -41,7 +43,15 @@ def sqlite_file_engine(path: str | Path, *, busy_timeout: float, immediate: bool
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # On the driver's connection: through exec_driver_sql this was a third of what a
+            # transaction costs SQLAlchemy's Python, twice per batch of fires.
+            driver = conn.connection.driver_connection
+            conn.dispatch.before_cursor_execute(conn, None, "BEGIN IMMEDIATE", (), None, False)
+            try:
+                driver.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
+            except sqlite3.Error as exc:
+                # As SQLAlchemy raises it, so the stores' retries and messages see one kind.
+                raise DBAPIError.instance("BEGIN IMMEDIATE", (), exc, sqlite3.Error) from exc
 
     return engine
 

@@ -9,8 +9,8 @@ import logging
 import random
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
@@ -23,7 +23,6 @@ from sqlalchemy import (
     Float,
     LargeBinary,
     Row,
-    RowMapping,
     Select,
     bindparam,
     case,
@@ -53,6 +52,7 @@ from ..structures import (
 )
 from . import migrations
 from .claims import STRATEGIES, ClaimStrategy
+from .prepared import Prepared
 from .schema import UTCDateTime, schedules
 
 log = logging.getLogger("tickwork.store")
@@ -80,7 +80,7 @@ def _seconds(value: float) -> timedelta:
     return timedelta(seconds=value)
 
 
-def spec_from_row(r: RowMapping) -> ScheduleSpec:
+def spec_from_row(r: Mapping[Any, Any]) -> ScheduleSpec:
     """The spec of a schedule row (by key: a Row's attribute access costs 5x more, and this runs
     for every claimed row not seen before)."""
     return ScheduleSpec.stored(
@@ -364,6 +364,15 @@ class SQLCore(Store):
             stmt = self._built[key] = build()
         return stmt
 
+    def _prepared(self, key: str, build: Callable[[], Any]) -> Prepared:
+        """A hot statement, built once per store and executed as :meth:`prepare` decides."""
+        return self._statement(f"prepared/{key}", lambda: self.prepare(build()))
+
+    def prepare(self, statement: Any) -> Prepared:
+        """How this store executes the statements it runs for every batch of fires (see
+        :mod:`tickwork.sql.prepared`): through SQLAlchemy unless a store says otherwise."""
+        return Prepared(statement)
+
     def now_expr(self) -> ColumnElement[Any]:
         """The clock every statement reads: the database's, or a ``clock`` given to the store,
         bound as a parameter whose value is read at each execution — so a statement built once
@@ -375,12 +384,17 @@ class SQLCore(Store):
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
         try:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 yield conn
         except IntegrityError:
             raise
         except (OperationalError, DBAPIError) as exc:
             raise StoreError(f"{self.database_label} store: {exc.orig or exc}") from exc
+
+    def _begin(self) -> AbstractContextManager[Connection]:
+        """A transaction on a connection (committed if the block ends without an exception):
+        one from the engine's pool unless a store keeps its own."""
+        return self.engine.begin()
 
     def open(self, *, check_schema: bool = True) -> None:
         current, head = self.schema_revisions()

@@ -1,0 +1,119 @@
+"""Hot statements, built once and executed the way their store's engine thread can afford.
+
+A store runs a handful of statements for every batch of fires: the claim, its run rows, the
+releases and the run ends. :class:`Prepared` executes such a statement through SQLAlchemy, like
+every other statement. :class:`DirectPrepared` compiles it once (SQLAlchemy still builds and
+compiles the SQL, with bound parameters) and executes the compiled string on the transaction's own
+DBAPI connection, converting parameters and results with the same type processors SQLAlchemy
+would. On SQLite the node's engine thread is the bottleneck of a burst, and SQLAlchemy's
+per-execution machinery (execution context, parameter processing, result objects) was about a
+fifth of that thread's time (docs/benchmarks.md, "SQLite bursts, fourth round"). Stores on a
+database server keep :class:`Prepared`: there the database is the bottleneck, and SQLAlchemy's
+handling of a dropped connection (invalidating the pool) matters more than its Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
+
+Row = Sequence[Any]
+
+
+class Prepared:
+    """A statement executed through SQLAlchemy (the default)."""
+
+    def __init__(self, statement: Any) -> None:
+        self.statement = statement
+
+    def rows(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Row]:
+        """Execute in ``conn``'s transaction; the result rows (by position), if any."""
+        result = conn.execute(self.statement, params)
+        return result.all() if result.returns_rows else []
+
+    def mappings(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Mapping[Any, Any]]:
+        """Execute in ``conn``'s transaction; the result rows by column name."""
+        return conn.execute(self.statement, params).mappings().all()
+
+    def scalars(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
+        """Execute in ``conn``'s transaction; the first column of every result row."""
+        return list(conn.scalars(self.statement, params).all())
+
+
+class DirectPrepared(Prepared):
+    """A statement compiled once for ``dialect`` and executed on the DBAPI connection.
+
+    Only for a dialect with a positional parameter style (SQLite's ``qmark``) and statements
+    without "expanding" parameters (a list is bound as one value: see ``one_of``). Engine
+    ``before_cursor_execute`` listeners still see each execution (the benchmark counts
+    statements with one); driver errors are raised as SQLAlchemy's, like ``conn.execute``'s.
+
+    :raises ValueError: for a statement or dialect this cannot execute directly
+    """
+
+    def __init__(self, statement: Any, dialect: Dialect) -> None:
+        super().__init__(statement)
+        if not dialect.positional:
+            raise ValueError(f"direct execution needs a positional parameter style, not {dialect.paramstyle!r}")
+        compiled = statement.compile(dialect=dialect)
+        self.sql: str = compiled.string
+        if "__[POSTCOMPILE" in self.sql:
+            raise ValueError(f"direct execution cannot expand list parameters: {self.sql}")
+        self._binds = [
+            (name, compiled.binds[name], compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
+            for name in compiled.positiontup or ()
+        ]
+        columns = list(getattr(statement, "exported_columns", ()))
+        self.keys: tuple[str, ...] = tuple(c.key for c in columns)
+        self._convert: list[tuple[int, Callable[[Any], Any]]] = []
+        for i, column in enumerate(columns):
+            process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+            if process is not None:
+                self._convert.append((i, process))
+        self._dbapi_error: type[Exception] = dialect.loaded_dbapi.Error
+
+    def _parameters(self, params: Mapping[str, Any]) -> list[Any]:
+        values = []
+        for name, bind, process in self._binds:
+            if name in params:
+                value = params[name]
+            elif bind.required and bind.callable is None:
+                raise KeyError(f"no value for the bound parameter {name!r} of: {self.sql}")
+            else:
+                value = bind.effective_value
+            values.append(value if process is None else process(value))
+        return values
+
+    def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[Row]:
+        values = self._parameters(params)
+        dbapi = conn.connection.driver_connection
+        cursor = dbapi.cursor()  # type: ignore[union-attr]
+        conn.dispatch.before_cursor_execute(conn, cursor, self.sql, values, None, False)
+        try:
+            cursor.execute(self.sql, values)
+            rows: list[Any] = cursor.fetchall() if cursor.description else []
+        except self._dbapi_error as exc:
+            raise DBAPIError.instance(self.sql, values, exc, self._dbapi_error) from exc
+        finally:
+            cursor.close()
+        if not self._convert or not rows:
+            return rows
+        convert = self._convert
+        out: list[Row] = []
+        for row in rows:
+            values = list(row)
+            for i, process in convert:
+                values[i] = process(values[i])
+            out.append(values)
+        return out
+
+    def mappings(self, conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        keys = self.keys
+        return [dict(zip(keys, row, strict=True)) for row in self.rows(conn, params)]
+
+    def scalars(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
+        return [row[0] for row in self.rows(conn, params)]
