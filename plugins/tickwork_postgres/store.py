@@ -47,7 +47,6 @@ from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
-from tickwork.sql.prepared import DirectPrepared, Prepared
 from tickwork.sql.schema import UTCDateTime, runs, schedules
 from tickwork.sql.store import SQLStore, cap
 from tickwork.sql.watch import ChangeWatcher
@@ -127,17 +126,8 @@ class PostgresStore(SQLStore):
         with self._tx() as conn:
             conn.exec_driver_sql("ANALYZE tickwork_schedules")
 
-    def prepare(self, statement: Any) -> Prepared:
-        # A node's own CPU per fire matters under spread load (tickwork.sql.prepared).
-        return DirectPrepared(statement, self.engine.dialect)
-
     def insert_ignore(self, table: Any) -> Any:
         return postgresql.insert(table).on_conflict_do_nothing()
-
-    def one_of(self, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
-        # One array parameter: one statement text whatever the list's length (an expanding IN
-        # renders a placeholder per value, a new text per length), so it runs directly.
-        return column == func.any(bindparam(name, type_=ARRAY(BigInteger)))
 
     def materialized(self, cte: CTE) -> CTE:
         return cte.prefix_with("MATERIALIZED")
@@ -250,11 +240,11 @@ class PostgresStore(SQLStore):
                 for f in finishes
             ]
         )
-        released = self._prepared("pg_release_and_end", self._release_and_end_statement).scalars(
-            conn, {"f_batch": batch}
-        )
+        rows = conn.execute(
+            self._statement("pg_release_and_end", self._release_and_end_statement), {"f_batch": batch}
+        ).all()
         self.statements += 1
-        return set(released)
+        return {r.id for r in rows}
 
     def _release_and_end_statement(self) -> Select[Any]:
         # WITH f AS (the batch as one JSON document, jsonb_to_recordset), released AS (fenced UPDATE

@@ -15,7 +15,7 @@ handling of a dropped connection (invalidating the pool) matters more than its P
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
@@ -47,8 +47,8 @@ class Prepared:
 class DirectPrepared(Prepared):
     """A statement compiled once for ``dialect`` and executed on the DBAPI connection.
 
-    Only for statements without "expanding" parameters (a list is bound as one value: see
-    ``one_of``). Engine
+    Only for a dialect with a positional parameter style (SQLite's ``qmark``) and statements
+    without "expanding" parameters (a list is bound as one value: see ``one_of``). Engine
     ``before_cursor_execute`` listeners still see each execution (the benchmark counts
     statements with one); driver errors are raised as SQLAlchemy's, like ``conn.execute``'s.
 
@@ -57,27 +57,26 @@ class DirectPrepared(Prepared):
 
     def __init__(self, statement: Any, dialect: Dialect) -> None:
         super().__init__(statement)
+        if not dialect.positional:
+            raise ValueError(f"direct execution needs a positional parameter style, not {dialect.paramstyle!r}")
         compiled = statement.compile(dialect=dialect)
         self.sql: str = compiled.string
         if "__[POSTCOMPILE" in self.sql:
             raise ValueError(f"direct execution cannot expand list parameters: {self.sql}")
-        if compiled.escaped_bind_names:
-            raise ValueError(f"direct execution needs plain parameter names: {sorted(compiled.escaped_bind_names)}")
-        self._positional = dialect.positional
-        names = compiled.positiontup if dialect.positional else list(compiled.binds)
         self._binds = [
             (name, compiled.binds[name], compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
-            for name in names or ()
+            for name in compiled.positiontup or ()
         ]
-        self._columns = list(getattr(statement, "exported_columns", ()))
-        self.keys: tuple[str, ...] = tuple(c.key for c in self._columns)
-        #: Result converters by column position, made at the first execution: some depend on the
-        #: type the driver reports (PostgreSQL's numeric types).
-        self._convert: list[tuple[int, Callable[[Any], Any]]] | None = None
-        self._dialect = dialect
+        columns = list(getattr(statement, "exported_columns", ()))
+        self.keys: tuple[str, ...] = tuple(c.key for c in columns)
+        self._convert: list[tuple[int, Callable[[Any], Any]]] = []
+        for i, column in enumerate(columns):
+            process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+            if process is not None:
+                self._convert.append((i, process))
         self._dbapi_error: type[Exception] = dialect.loaded_dbapi.Error
 
-    def _parameters(self, params: Mapping[str, Any]) -> list[Any] | dict[str, Any]:
+    def _parameters(self, params: Mapping[str, Any]) -> list[Any]:
         values = []
         for name, bind, process in self._binds:
             if name in params:
@@ -87,50 +86,30 @@ class DirectPrepared(Prepared):
             else:
                 value = bind.effective_value
             values.append(value if process is None else process(value))
-        if self._positional:
-            return values
-        return {name: value for (name, _, _), value in zip(self._binds, values, strict=True)}
+        return values
 
     def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[Row]:
         values = self._parameters(params)
-        dbapi = conn.connection.dbapi_connection
+        dbapi = conn.connection.driver_connection
         cursor = dbapi.cursor()  # type: ignore[union-attr]
         conn.dispatch.before_cursor_execute(conn, cursor, self.sql, values, None, False)
         try:
             cursor.execute(self.sql, values)
-            description = cursor.description
-            rows: list[Any] = cast(list[Any], cursor.fetchall()) if description else []
-            convert = self._convert
-            if convert is None:
-                convert = self._convert = self._converters(description or ())
+            rows: list[Any] = cursor.fetchall() if cursor.description else []
         except self._dbapi_error as exc:
-            # As Connection.execute would: a connection the server dropped is invalidated, so the
-            # pool replaces it and the store's retry (transient_retry) runs on a fresh one.
-            gone = self._dialect.is_disconnect(exc, dbapi, cursor)  # type: ignore[arg-type]
-            if gone:
-                conn.invalidate(exc)
-            raise DBAPIError.instance(
-                self.sql, values, exc, self._dbapi_error, connection_invalidated=gone, dialect=self._dialect
-            ) from exc
+            raise DBAPIError.instance(self.sql, values, exc, self._dbapi_error) from exc
         finally:
             cursor.close()
-        if not convert or not rows:
+        if not self._convert or not rows:
             return rows
+        convert = self._convert
         out: list[Row] = []
         for row in rows:
-            converted = list(row)
+            values = list(row)
             for i, process in convert:
-                converted[i] = process(converted[i])
-            out.append(converted)
+                values[i] = process(values[i])
+            out.append(values)
         return out
-
-    def _converters(self, description: Sequence[Any]) -> list[tuple[int, Callable[[Any], Any]]]:
-        convert = []
-        for i, (column, described) in enumerate(zip(self._columns, description, strict=True)):
-            process = column.type.dialect_impl(self._dialect).result_processor(self._dialect, described[1])
-            if process is not None:
-                convert.append((i, process))
-        return convert
 
     def mappings(self, conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         keys = self.keys
