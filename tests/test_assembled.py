@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tickwork.engine.planning import FirePlan, plan_next_fire
 from tickwork.runcontext import RunContext
-from tickwork.structures import Claim, JobCall, ScheduleSpec
+from tickwork.structures import Claim, JobCall, MisfirePolicy, ScheduleSpec
 
 SPEC = ScheduleSpec("backup", "cron", "0 * * * *", "myapp.jobs:backup", arguments={"to": "s3"})
 DUE = datetime(2026, 11, 24, 16, 0, tzinfo=UTC)
@@ -55,3 +56,24 @@ def test_run_context_of_a_call_equals_the_checked_one_and_still_checks() -> None
     zeroth = JobCall(run_id=1, schedule="s", scheduled_for=DUE, target="m:f", arguments={}, timeout=1, attempt=0)
     with pytest.raises(ValueError, match="attempt: must be >= 1, got 0"):
         RunContext.of(zeroth)
+
+
+def test_a_fire_plan_equals_the_checked_one_and_stays_frozen() -> None:
+    hourly = lambda after: after.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)  # noqa: E731
+    plan = plan_next_fire(
+        hourly,
+        scheduled_for=DUE,
+        claimed_at=DUE,
+        now=DUE + timedelta(hours=2, minutes=5),
+        policy=MisfirePolicy.SKIP,
+        grace=30.0,
+    )
+    assert plan == FirePlan(
+        DUE + timedelta(hours=3),
+        (
+            (DUE + timedelta(hours=1), "due while the previous run was still active"),
+            (DUE + timedelta(hours=2), "due while the previous run was still active"),
+        ),
+    )
+    with pytest.raises(FrozenInstanceError):
+        plan.next_fire = None  # type: ignore[misc]

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from ..abc import Store
 from ..errors import StoreError
-from ..structures import Claim, Finish, MisfirePolicy, Outcome, RunStatus
+from ..structures import Claim, Finish, MisfirePolicy, Outcome, RunStatus, assembled
 from .clock import DatabaseClock
 from .faults import OnceLogger, describe
 from .nextfires import NextFires
@@ -108,7 +108,18 @@ class FollowUps:
             policy=claim.spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
             grace=self.settings.misfire_grace,
         )
-        return Finish(claim, outcome, plan.next_fire, plan.skipped, finished_at=now, started_at=started_at)
+        # Built without the frozen dataclass's __init__: one per fire (structures.assembled).
+        return assembled(
+            Finish,
+            {
+                "claim": claim,
+                "outcome": outcome,
+                "next_fire": plan.next_fire,
+                "skipped": plan.skipped,
+                "finished_at": now,
+                "started_at": started_at,
+            },
+        )
 
     def parked(
         self, claim: Claim, outcome: Outcome | None, started_at: datetime | None, exc: Exception

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..structures import MAX_RETRIES, MisfirePolicy
+from ..structures import MAX_RETRIES, MisfirePolicy, assembled
 from .settings import MAX_SKIPPED_RECORDS
 
 #: Longest wait before a retry, in seconds (a day). At most MAX_RETRIES retries are planned,
@@ -83,7 +83,8 @@ def plan_next_fire(
         nxt = next_after(nxt)
     if nxt is not None and nxt <= floor:
         nxt = next_after(floor)
-    return FirePlan(nxt, tuple(skipped))
+    # Built without the frozen dataclass's __init__: one per fire (structures.assembled).
+    return assembled(FirePlan, {"next_fire": nxt, "skipped": tuple(skipped)})
 
 
 def misfire_reason(
