@@ -80,7 +80,8 @@ class SQLiteStore(SQLStore):
     """SQLite store.
 
     :param path: database file (created if missing; its directory must exist)
-    :param busy_timeout: seconds a writer waits for another process's write lock
+    :param busy_timeout: seconds a transaction waits for the write lock (another process's, or
+        another thread's of this process: the store's transactions take turns on one connection)
     :param poll_interval: seconds between checks for changes made by other processes
     :param create: create the schema in a new, empty file (an older schema still needs
         ``tickwork db upgrade``)
