@@ -379,11 +379,7 @@ class Admin:
             merged["kind"] = None  # recognise the new expression's kind
         merged.update(fields)
         spec = self.spec(name, module=current.module, **merged)
-        trigger_changed = (spec.trigger_kind, spec.expression, spec.timezone) != (
-            current.trigger_kind,
-            current.expression,
-            current.timezone,
-        )
+        trigger_changed = spec.trigger_key != current.trigger_key
         recompute = trigger_changed or (spec.enabled and not current.enabled)
         return self._info(schedules.update(store, spec, self.manager, recompute=recompute))
 

@@ -98,10 +98,6 @@ class SyncReport:
     removed: list[str] = field(default_factory=list)
 
 
-def _trigger_key(spec: ScheduleSpec) -> tuple[str, str, str]:
-    return (spec.trigger_kind, spec.expression, spec.timezone)
-
-
 def sync_module(
     store: Store, module: str, jobs: Sequence[DeclaredJob], manager: PluginManager | None = None
 ) -> SyncReport:
@@ -139,7 +135,7 @@ def sync_module(
             wanted = replace(spec, enabled=current.spec.enabled)
             if wanted == current.spec:
                 report.unchanged.append(spec.name)
-            elif (_trigger_key(wanted) != _trigger_key(current.spec) or current.fault is not None) and wanted.enabled:
+            elif (wanted.trigger_key != current.spec.trigger_key or current.fault is not None) and wanted.enabled:
                 # A new trigger starts from now; so does a parked schedule (its new definition
                 # is the fix). The store clears the fault and marks a running schedule retimed.
                 retrigger.append(wanted)

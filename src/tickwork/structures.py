@@ -159,6 +159,12 @@ class ScheduleSpec:
     def bucket(self) -> int:
         return bucket_of(self.name)
 
+    @property
+    def trigger_key(self) -> tuple[str, str, str]:
+        """What decides its fire times: kind, expression and zone. A schedule whose trigger_key
+        changes is retriggered (its next fire recomputed from now)."""
+        return (self.trigger_kind, self.expression, self.timezone)
+
     def same_definition(self, other: ScheduleSpec) -> bool:
         """True when ``other`` declares the same schedule (ignores nothing but identity)."""
         return self == other

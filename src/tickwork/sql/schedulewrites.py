@@ -87,13 +87,13 @@ class ScheduleWrites(SQLCore):
                 self.lock_schedule_writes(conn)
                 stored = [schedule_from_row(r) for r in conn.execute(select(schedules).order_by(schedules.c.name))]
                 applied = plan(stored)
-                triggers = {s.name: (s.spec.trigger_kind, s.spec.expression, s.spec.timezone) for s in stored}
+                triggers = {s.name: s.spec.trigger_key for s in stored}
                 bulk.mark_retimed(
                     conn,
                     [
                         spec
                         for spec in (*applied.update, *applied.retrigger)
-                        if triggers.get(spec.name) != (spec.trigger_kind, spec.expression, spec.timezone)
+                        if triggers.get(spec.name) != spec.trigger_key
                     ],
                 )
                 bulk.insert_schedules(self, conn, applied.create, next_fire, spec_values)

@@ -117,13 +117,7 @@ class MemoryTables:
     def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
         with self._tx() as now:
             row = self._row(spec.name)
-            old = row.spec
-            retriggered = (old.trigger_kind, old.expression, old.timezone) != (
-                spec.trigger_kind,
-                spec.expression,
-                spec.timezone,
-            )
-            if row.state is ScheduleState.RUNNING and retriggered:
+            if row.state is ScheduleState.RUNNING and row.spec.trigger_key != spec.trigger_key:
                 row.retimed = True  # the active run's next fire, from the old trigger, must not win
             row.spec, row.next_fire, row.updated_at, row.fault = stored_spec(spec), aware(next_fire), now, None
             self._notify()
