@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event
-from sqlalchemy.exc import DBAPIError
 
 from .filemode import create_private
+from .prepared import driver_execute
 
 
 def sqlite_file_engine(path: str | Path, *, busy_timeout: float, immediate: bool = True) -> Engine:
@@ -45,13 +45,7 @@ def sqlite_file_engine(path: str | Path, *, busy_timeout: float, immediate: bool
         def _on_begin(conn: Connection) -> None:
             # On the driver's connection: through exec_driver_sql this was a third of what a
             # transaction costs SQLAlchemy's Python, twice per batch of fires.
-            driver = conn.connection.driver_connection
-            conn.dispatch.before_cursor_execute(conn, None, "BEGIN IMMEDIATE", (), None, False)
-            try:
-                driver.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
-            except sqlite3.Error as exc:
-                # As SQLAlchemy raises it, so the stores' retries and messages see one kind.
-                raise DBAPIError.instance("BEGIN IMMEDIATE", (), exc, sqlite3.Error) from exc
+            driver_execute(conn, "BEGIN IMMEDIATE", (), sqlite3.Error)
 
     return engine
 

@@ -28,6 +28,24 @@ from sqlalchemy.exc import DBAPIError
 Row = Sequence[Any]
 
 
+def driver_execute(conn: Connection, sql: str, parameters: Sequence[Any], error: type[Exception]) -> list[Any]:
+    """Run ``sql`` on ``conn``'s driver connection, in its transaction; its rows, if any.
+
+    What ``conn.execute`` would also do: engine ``before_cursor_execute`` listeners see the
+    statement, and a driver error (an instance of ``error``, the driver's base class) is raised as
+    SQLAlchemy's (``DBAPIError.instance``), so stores handle and retry it as any other.
+    """
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    conn.dispatch.before_cursor_execute(conn, cursor, sql, parameters, None, False)
+    try:
+        cursor.execute(sql, parameters)
+        return cursor.fetchall() if cursor.description else []
+    except error as exc:
+        raise DBAPIError.instance(sql, parameters, exc, error) from exc
+    finally:
+        cursor.close()
+
+
 class Prepared:
     """A statement executed through SQLAlchemy (the default)."""
 
@@ -93,26 +111,16 @@ class DirectPrepared(Prepared):
         return values
 
     def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[Row]:
-        values = self._parameters(params)
-        dbapi = conn.connection.driver_connection
-        cursor = dbapi.cursor()  # type: ignore[union-attr]
-        conn.dispatch.before_cursor_execute(conn, cursor, self.sql, values, None, False)
-        try:
-            cursor.execute(self.sql, values)
-            rows: list[Any] = cursor.fetchall() if cursor.description else []
-        except self._dbapi_error as exc:
-            raise DBAPIError.instance(self.sql, values, exc, self._dbapi_error) from exc
-        finally:
-            cursor.close()
+        rows = driver_execute(conn, self.sql, self._parameters(params), self._dbapi_error)
         if not self._convert or not rows:
             return rows
         convert = self._convert
         out: list[Row] = []
         for row in rows:
-            values = list(row)
+            converted = list(row)
             for i, process in convert:
-                values[i] = process(values[i])
-            out.append(values)
+                converted[i] = process(converted[i])
+            out.append(converted)
         return out
 
     def mappings(self, conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
