@@ -48,7 +48,7 @@ class SchedulerConfig:
     default_executor: str = "local"
     lookahead: float = 1.0
     shutdown_grace: float = 30.0
-    end_batch_window: float = 0.05
+    end_batch_window: float = 0.1
     start_batch_window: float = 0.015
     steal_after: float = 0.25
 

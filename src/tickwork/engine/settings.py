@@ -75,7 +75,7 @@ class EngineSettings:
     lookahead: float = 1.0
     #: Seconds a run's end may wait for others to share one write (never past the moment its
     #: next fire could be claimed); 0 writes each pass's ends at once.
-    end_batch_window: float = 0.05
+    end_batch_window: float = 0.1
     #: Seconds past a held fire's time (one claimed ahead) at which the loop wakes to start it:
     #: the fires due by then start in the same pass, not in a pass each. The most a held fire
     #: starts late; it never starts early. 0 wakes at each fire's time.
