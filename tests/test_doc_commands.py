@@ -73,6 +73,24 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+#: The start of a log record (logformat.py): a timestamp, then the level and the logger.
+RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} +\w+ +(\S+?):", re.MULTILINE)
+
+
+def outside_job_failures(stderr: str) -> str:
+    """``stderr`` without the records of ``tickwork.runs`` (a run that ended): a job's own
+    traceback is logged with its failure, as it should be. The demo's ``flaky`` job fails 30 % of
+    its runs, which a ``tickwork run --for 1`` may catch (it made this test fail now and then)."""
+    starts = [(m.start(), m.group(1)) for m in RECORD.finditer(stderr)]
+    if not starts:
+        return stderr
+    kept = [stderr[: starts[0][0]]]
+    for (start, logger), (end, _) in zip(starts, [*starts[1:], (len(stderr), "")], strict=True):
+        if logger != "tickwork.runs":
+            kept.append(stderr[start:end])
+    return "".join(kept)
+
+
 @pytest.mark.parametrize("words", CASES)
 def test_documented_command_is_valid(words: list[str], sandbox: Path) -> None:
     args = words[1:]
@@ -85,5 +103,5 @@ def test_documented_command_is_valid(words: list[str], sandbox: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tickwork", *args], cwd=sandbox, env=env, capture_output=True, text=True, timeout=120
     )
-    assert "Traceback" not in done.stderr, done.stderr
+    assert "Traceback" not in outside_job_failures(done.stderr), done.stderr
     assert done.returncode != 2, f"{shlex.join(words)} exited 2: {done.stderr.strip()}"
