@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import URL, Connection, Engine, func, inspect, select
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
+from sqlalchemy import URL, Column, Connection, Engine, func, inspect, select
 from sqlalchemy.exc import DBAPIError
 
 from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.sql.engines import pooled_engine, sqlite_file_engine
 
-from .schema import jobs, metadata
+from .schema import ADDED_COLUMNS, jobs, metadata
+
+log = logging.getLogger("tickwork.jobqueue")
 
 #: Seconds a SQLite writer waits for another process's write lock when no run timeout applies.
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -133,9 +138,35 @@ def ensure_table(engine: Engine, *, create: bool = True) -> None:
                 f"create_table = false, but the database has no {jobs.name} table; create it "
                 "(see docs/plugins.md) or set create_table = true"
             )
+        with engine.connect() as conn:
+            missing = _missing_columns(conn)
+            if missing:
+                statements = "; ".join(_add_column_sql(conn, name) for name in missing)
+                raise ConfigError(
+                    f"create_table = false, but the {jobs.name} table lacks column(s) {', '.join(missing)} "
+                    f"(added in a later tickwork); add them ({statements}) or set create_table = true"
+                )
         return
     with transaction(engine) as conn:
         if conn.dialect.name == "postgresql":
-            # Two processes starting at once would otherwise both try CREATE TABLE.
+            # Two processes starting at once would otherwise both try CREATE TABLE (or ADD COLUMN).
             conn.execute(select(func.pg_advisory_xact_lock(*_DDL_LOCK)))
         metadata.create_all(conn)
+        missing = _missing_columns(conn)
+        if missing:
+            operations = Operations(MigrationContext.configure(conn))
+            for name in missing:
+                column = jobs.c[name]
+                operations.add_column(jobs.name, Column(name, column.type, nullable=True))
+            log.warning("jobqueue: added column(s) %s to the existing %s table", ", ".join(missing), jobs.name)
+
+
+def _missing_columns(conn: Connection) -> list[str]:
+    """The columns of :data:`~.schema.ADDED_COLUMNS` the existing table lacks."""
+    present = {column["name"] for column in inspect(conn).get_columns(jobs.name)}
+    return [name for name in ADDED_COLUMNS if name not in present]
+
+
+def _add_column_sql(conn: Connection, name: str) -> str:
+    """The statement that adds column ``name`` by hand (for the error of ``create_table = false``)."""
+    return f"ALTER TABLE {jobs.name} ADD COLUMN {name} {jobs.c[name].type.compile(dialect=conn.dialect)}"

@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from tickwork.abc import Executor
 from tickwork.allowed import allowed_modules as allowed_modules_of
-from tickwork.calls import ReportOnce, call_arguments, context_parameter
+from tickwork.calls import ReportOnce, call_arguments
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.structures import JobCall, Outcome, RunStatus
 from tickwork.tracebacks import format_exception
@@ -121,11 +121,6 @@ class JobQueueExecutor(Executor):
                 exc,
             )
             return
-        if context_parameter(func) is not None:
-            raise ExecutorError(
-                f"jobqueue target {target!r}: takes a tickwork.RunContext parameter, but queue workers run jobs "
-                f"later, outside the run, and pass none (read schedule and run id from stored arguments instead)"
-            )
         try:
             call_arguments(func, arguments)
         except TypeError as exc:
@@ -148,6 +143,9 @@ class JobQueueExecutor(Executor):
             except DBAPIError as exc:
                 engine.dispose()
                 raise ExecutorError(f"jobqueue: cannot prepare the queue in {describe(self.url)}: {exc.orig}") from exc
+            except BaseException:
+                engine.dispose()
+                raise
             self._engine = engine
             self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="tickwork-jobqueue")
             self._state = "running"

@@ -13,12 +13,13 @@ from sqlalchemy.exc import IntegrityError
 from tickwork.structures import JobCall
 
 from .database import db_now, transaction
-from .schema import ACTIVE_STATES, JobState, jobs
+from .schema import ACTIVE_STATES, LEGACY_ATTEMPT, LEGACY_NODE_ID, JobState, jobs
 
 
 @dataclass(frozen=True)
 class QueuedJob:
-    """A job a worker claimed: what to call, with which arguments, for which fire."""
+    """A job a worker claimed: what to call, with which arguments, for which fire; ``run_id``,
+    ``attempt`` and ``node_id`` are those of the run that enqueued it."""
 
     id: int
     schedule: str
@@ -26,6 +27,8 @@ class QueuedJob:
     scheduled_for: datetime
     target: str
     arguments: dict[str, Any]
+    attempt: int = LEGACY_ATTEMPT
+    node_id: str = LEGACY_NODE_ID
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ def enqueue(engine: Engine, call: JobCall, timeout: float | None = None) -> Enqu
                     schedule=call.schedule,
                     run_id=call.run_id,
                     scheduled_for=call.scheduled_for,
+                    attempt=call.attempt,
+                    node_id=call.node_id,
                     target=call.target,
                     arguments=call.arguments,
                     state=JobState.QUEUED.value,
@@ -110,6 +115,9 @@ def claim_next(engine: Engine, worker: str) -> QueuedJob | None:
             scheduled_for=row.scheduled_for,
             target=row.target,
             arguments=dict(row.arguments or {}),
+            # Empty in rows enqueued by a tickwork that did not record them.
+            attempt=LEGACY_ATTEMPT if row.attempt is None else row.attempt,
+            node_id=LEGACY_NODE_ID if row.node_id is None else row.node_id,
         )
 
 

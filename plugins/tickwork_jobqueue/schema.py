@@ -26,6 +26,12 @@ class JobState(enum.StrEnum):
 ACTIVE_STATES = (JobState.QUEUED.value, JobState.RUNNING.value)
 _ACTIVE = text("state IN ('queued', 'running')")
 
+#: Columns added after the table's first release, with what a worker assumes for rows that lack
+#: them (enqueued by an older tickwork).
+ADDED_COLUMNS = ("attempt", "node_id")
+LEGACY_ATTEMPT = 1
+LEGACY_NODE_ID = "unknown"
+
 # A metadata of its own, so tickwork's migration drift check never sees this table.
 metadata = MetaData()
 
@@ -37,6 +43,10 @@ jobs = Table(
     Column("schedule", String(200), nullable=False),
     Column("run_id", BigInteger, nullable=False),
     Column("scheduled_for", UTCDateTime, nullable=False),
+    # The enqueuing run's attempt and node, for the worker's run context (tickwork.current_run()).
+    # Nullable: a table created before they existed gets them added empty (database.ensure_table).
+    Column("attempt", Integer, nullable=True),
+    Column("node_id", String(200), nullable=True),
     Column("target", Text, nullable=False),
     Column("arguments", JSON, nullable=False),
     Column("state", String(16), nullable=False),

@@ -5,7 +5,9 @@ Run one with::
     python -m tickwork_jobqueue.worker --url sqlite:///jobs.db [--once] [--concurrency N]
 
 A job is the ``module:function`` target of the schedule that enqueued it, called with the
-schedule's stored arguments (``async def`` functions are run to completion). The module must be
+schedule's stored arguments (``async def`` functions are run to completion), inside the run
+context of the run that enqueued it: ``tickwork.current_run()`` and a parameter annotated
+``tickwork.RunContext`` give its schedule, fire time, run id, attempt and node. The module must be
 importable by the worker: ``python -m`` puts the current directory on ``sys.path``; set
 ``PYTHONPATH`` for anything else.
 
@@ -37,6 +39,7 @@ from sqlalchemy.exc import DBAPIError
 from tickwork.allowed import allowed_modules as allowed_modules_of
 from tickwork.calls import call_arguments
 from tickwork.errors import ConfigError, ExecutorError
+from tickwork.runcontext import RunContext, running
 from tickwork.tracebacks import format_exception
 
 from . import queries
@@ -159,9 +162,17 @@ class Worker:
             if self.allowed is not None:
                 self.allowed.check(job.target)  # before resolve(): importing a module runs its code
             func = resolve(job.target)
-            result = func(**call_arguments(func, job.arguments))
-            if inspect.iscoroutine(result):
-                asyncio.run(result)
+            context = RunContext(
+                schedule=job.schedule,
+                scheduled_for=job.scheduled_for,
+                run_id=job.run_id,
+                attempt=job.attempt,
+                node_id=job.node_id,
+            )
+            with running(context):
+                result = func(**call_arguments(func, job.arguments, context))
+                if inspect.iscoroutine(result):
+                    asyncio.run(result)  # the coroutine's task runs in a copy of this context
         except BaseException as exc:  # a job's SystemExit must not end the worker thread unrecorded
             error = format_exception(exc, limit=MAX_ERROR_CHARS)
         state = JobState.DONE if error is None else JobState.FAILED

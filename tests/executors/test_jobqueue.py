@@ -4,6 +4,7 @@ worker process runs the job. The queue runs on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from datetime import timedelta
@@ -129,3 +130,43 @@ def test_fire_enqueues_skips_while_pending_and_enqueues_again_after_the_worker(
     queued = rows(queue_url)
     assert [r["state"] for r in queued] == ["done", "queued"]
     assert queued[1]["run_id"] == third.id and queued[1]["scheduled_for"] == T0 + timedelta(minutes=3)
+
+
+def test_workers_run_jobs_in_the_run_context_of_the_run_that_enqueued_them(
+    node: Node, queue_url: str, sqlite_store: SQLStore, clock: FakeClock, tmp_path: Path
+) -> None:
+    out = tmp_path / "context.jsonl"
+    for name, target in (("ctx-sync", "tests.context_jobs:record"), ("ctx-async", "tests.context_jobs:record_async")):
+        spec = ScheduleSpec(
+            name=name,
+            trigger_kind="cron",
+            expression="* * * * *",
+            executor="jobqueue",
+            target=target,
+            arguments={"out": str(out)},
+        )
+        node.executors["jobqueue"].validate_target(spec.target, spec.arguments)
+        admin.add(sqlite_store, spec)
+    clock.advance(60)
+    step(node.engine)
+    enqueued = {r.schedule: r for r in history(sqlite_store)}
+    assert {r.status for r in enqueued.values()} == {RunStatus.SUCCEEDED}
+
+    result = run_worker("--url", queue_url, "--once", "--name", "w-ctx")
+    assert result.returncode == 0, result.stderr
+    assert [r["state"] for r in rows(queue_url)] == ["done", "done"], rows(queue_url)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 2
+    for line in lines:
+        assert line["pid"] != os.getpid()  # ran in the worker process
+        # What current_run() returned and what the RunContext parameter received: the same run.
+        assert line["current"] == line["param"]
+        run = enqueued[line["current"]["schedule"]]
+        assert line["current"] == {
+            "schedule": run.schedule,
+            "scheduled_for": (T0 + timedelta(minutes=1)).isoformat(),
+            "run_id": run.id,
+            "attempt": 1,
+            "node_id": "n1",
+        }
+    assert {line["current"]["schedule"] for line in lines} == {"ctx-sync", "ctx-async"}
