@@ -8,16 +8,21 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from alembic.migration import MigrationContext
-from alembic.operations import Operations
 from sqlalchemy import URL, Column, Connection, Engine, func, inspect, select
 from sqlalchemy.exc import DBAPIError
 
 from tickwork import dburl
 from tickwork.errors import ConfigError
 from tickwork.sql.engines import pooled_engine, sqlite_file_engine
+from tickwork.sql.quiet import quiet_alembic
 
 from .schema import ADDED_COLUMNS, jobs, metadata
+
+# Importing Alembic's operations logs "setup plugin ..." at INFO: keep that out of the log of an
+# application that embeds a node (as tickwork.sql does for its own import of Alembic).
+with quiet_alembic():
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
 
 log = logging.getLogger("tickwork.jobqueue")
 
@@ -154,10 +159,10 @@ def ensure_table(engine: Engine, *, create: bool = True) -> None:
         metadata.create_all(conn)
         missing = _missing_columns(conn)
         if missing:
-            operations = Operations(MigrationContext.configure(conn))
-            for name in missing:
-                column = jobs.c[name]
-                operations.add_column(jobs.name, Column(name, column.type, nullable=True))
+            with quiet_alembic():
+                operations = Operations(MigrationContext.configure(conn))
+                for name in missing:
+                    operations.add_column(jobs.name, Column(name, jobs.c[name].type, nullable=True))
             log.warning("jobqueue: added column(s) %s to the existing %s table", ", ".join(missing), jobs.name)
 
 
