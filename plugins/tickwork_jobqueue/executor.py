@@ -140,11 +140,12 @@ class JobQueueExecutor(Executor):
             engine = create_queue_engine(self.url, pool_size=self.threads)
             try:
                 ensure_table(engine, create=self.create_table)
-            except DBAPIError as exc:
+            except BaseException as exc:
                 engine.dispose()
-                raise ExecutorError(f"jobqueue: cannot prepare the queue in {describe(self.url)}: {exc.orig}") from exc
-            except BaseException:
-                engine.dispose()
+                if isinstance(exc, DBAPIError):
+                    raise ExecutorError(
+                        f"jobqueue: cannot prepare the queue in {describe(self.url)}: {exc.orig}"
+                    ) from exc
                 raise
             self._engine = engine
             self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="tickwork-jobqueue")

@@ -27,8 +27,8 @@ class QueuedJob:
     scheduled_for: datetime
     target: str
     arguments: dict[str, Any]
-    attempt: int = LEGACY_ATTEMPT
-    node_id: str = LEGACY_NODE_ID
+    attempt: int
+    node_id: str
 
 
 @dataclass(frozen=True)
