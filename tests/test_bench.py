@@ -12,6 +12,7 @@ import os
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -21,8 +22,9 @@ from tests.mysqlserver import MySQLServer
 from tests.pgserver import PostgresServer
 from tickwork.bench import cli
 from tickwork.bench.cells import Cell, expand
-from tickwork.bench.metrics import burst_metrics, percentile, steady_metrics
-from tickwork.bench.report import table
+from tickwork.bench.metrics import CellResult, burst_metrics, percentile, steady_metrics
+from tickwork.bench.report import attach_baseline_ratios, attach_raw_ratios, table
+from tickwork.bench.rounds import summarize, summary_table
 from tickwork.bench.scratch import YEARLY, DueSet, RunRow, SQLiteScratch
 from tickwork.sql.schema import runs
 from tickwork_mysql.store import MySQLStore
@@ -344,3 +346,122 @@ def test_tiny_sync_cells_on_mysql(mysql_server: MySQLServer, tmp_path: Path) -> 
     # MySQL takes no sync lock (docs/deployment-sync.md): both nodes may have written the rows.
     assert sum(m["created_by_node"]) >= 100
     assert m["start_empty_s"] > 0 and m["start_unchanged_s"] > 0 and m["met"] in (True, False)
+
+
+def test_rounds_repeat_every_group_in_alternating_order() -> None:
+    plan = expand(
+        stores=["postgres"],
+        claims_by_store={"postgres": ["skip-locked"]},
+        memberships=["all", "hashring"],
+        nodes=[4],
+        workloads=["burst"],
+        burst_schedules=100,
+        stored=0,
+        steady_schedules=10,
+        steady_seconds=2.0,
+        raw=True,
+        rounds=3,
+    )
+    order = [(c.round_no, c.claim, c.membership) for c in plan.cells]
+    forward = [("raw", "-"), ("skip-locked", "all"), ("skip-locked", "hashring")]
+    assert order == [(r, *cell) for r, cells in ((1, forward), (2, forward[::-1]), (3, forward)) for cell in cells]
+    assert {c.rounds for c in plan.cells} == {3}
+    assert len({c.key for c in plan.cells}) == 3
+    assert plan.baseline == "all"
+    assert plan.cells[0].label == "postgres/raw/-/K=4 burst round 1/3"
+
+
+def test_one_membership_or_one_node_has_no_baseline() -> None:
+    common: dict[str, Any] = dict(
+        stores=["sqlite"],
+        claims_by_store={"sqlite": ["optimistic"]},
+        workloads=["burst"],
+        burst_schedules=10,
+        stored=0,
+        steady_schedules=1,
+        steady_seconds=1.0,
+        raw=False,
+    )
+    assert expand(memberships=["all"], nodes=[1, 2], **common).baseline is None
+    assert expand(memberships=["hashring", "all"], nodes=[1], **common).baseline is None
+    assert expand(memberships=["single", "hashring", "all"], nodes=[2], **common).baseline == "hashring"
+
+
+def _burst_result(claim: str, membership: str, round_no: int, fires_per_s: float, **metrics: Any) -> CellResult:
+    cell = Cell("postgres", claim, membership, 4, "burst", 100, 100, round_no=round_no, rounds=3)
+    return CellResult(cell, metrics={"fires": 100, "duplicates": 0, "fires_per_s": fires_per_s, **metrics})
+
+
+def test_ratios_pair_cells_of_the_same_round_and_the_summary_gives_median_and_range() -> None:
+    results = [
+        _burst_result("raw", "-", 1, 1000.0),
+        _burst_result("skip-locked", "all", 1, 500.0),
+        _burst_result("skip-locked", "hashring", 1, 400.0),
+        _burst_result("raw", "-", 2, 2000.0),
+        _burst_result("skip-locked", "all", 2, 800.0),
+        _burst_result("skip-locked", "hashring", 2, 1000.0),
+        _burst_result("raw", "-", 3, 1500.0),
+        _burst_result("skip-locked", "all", 3, 600.0),
+        # A failed round: left out of the numbers, counted in the rounds column.
+        _burst_result("skip-locked", "hashring", 3, 10.0, duplicates=1),
+    ]
+    attach_raw_ratios(results)
+    attach_baseline_ratios(results, "all")
+    assert [r.metrics.get("raw_ratio") for r in results[1:3]] == [2.0, 2.5]
+    assert [r.metrics.get("baseline_ratio") for r in results[1:3]] == [None, 0.8]
+    assert results[5].metrics["baseline_ratio"] == pytest.approx(1.25)
+
+    summaries = {s.cell.membership: s for s in summarize(results)}
+    assert set(summaries) == {"-", "all", "hashring"}
+    hashring = summaries["hashring"]
+    assert (hashring.rounds, hashring.failed, hashring.duplicates) == (3, 1, 1)
+    assert hashring.spreads["fires_per_s"].values == (400.0, 1000.0)
+    assert hashring.spreads["baseline_ratio"].median == pytest.approx(1.025)
+    all_ = summaries["all"].spreads["raw_ratio"]
+    assert (all_.median, all_.low, all_.high) == (2.5, 2.0, 2.5)
+
+    text = summary_table(list(summaries.values()))
+    header, _, *rows = text.splitlines()
+    assert "vs all" in header and "fires/s" in header
+    hashring_row = next(row for row in rows if " hashring " in row)
+    assert "2/3" in hashring_row and "1 FAIL" in hashring_row
+    assert "1.02 (0.80-1.25)" in hashring_row
+    per_round = table(results).splitlines()
+    assert per_round[0].startswith("round") and "vs all" in per_round[0]
+
+
+def test_tiny_burst_in_two_rounds_compares_memberships(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    status = cli.main(
+        [
+            "--store", "sqlite",
+            "--claim", "optimistic",
+            "--nodes", "2",
+            "--membership", "all,hashring",
+            "--workload", "burst",
+            "--schedules", "100",
+            "--settle", "0.5",
+            "--rounds", "2",
+            "--out", str(out),
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc
+    assert [(c["round_no"], c["claim"], c["membership"]) for c in doc["cells"]] == [
+        (1, "raw", "-"),
+        (1, "optimistic", "all"),
+        (1, "optimistic", "hashring"),
+        (2, "optimistic", "hashring"),
+        (2, "optimistic", "all"),
+        (2, "raw", "-"),
+    ]
+    for cell in doc["cells"]:
+        assert cell["metrics"]["fires"] == 100 and cell["metrics"]["duplicates"] == 0, cell
+    hashring = [c for c in doc["cells"] if c["membership"] == "hashring"]
+    assert all(c["metrics"]["baseline_ratio"] > 0 and c["metrics"]["baseline"] == "all" for c in hashring)
+    summary = {s["membership"]: s for s in doc["summary"]}
+    assert set(summary) == {"-", "all", "hashring"}
+    assert all(s["rounds"] == 2 and s["failed_rounds"] == 0 for s in summary.values())
+    assert len(summary["hashring"]["metrics"]["baseline_ratio"]["values"]) == 2
+    assert len(summary["all"]["metrics"]["raw_ratio"]["values"]) == 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 #: Claim name of the bare-driver ceiling cells (no tickwork code on the claim path).
@@ -27,6 +27,7 @@ class Cell:
     :param stored: schedules in the table; the ``stored - schedules`` others are not due (sync:
         equal to ``schedules``)
     :param seconds: steady and spread: how long the schedules fire
+    :param round_no: which of the run's ``rounds`` repetitions this is (``--rounds``)
     """
 
     store: str
@@ -37,10 +38,27 @@ class Cell:
     schedules: int
     stored: int
     seconds: float = 0.0
+    round_no: int = 1
+    rounds: int = 1
 
     @property
     def label(self) -> str:
-        return f"{self.store}/{self.claim}/{self.membership}/K={self.nodes} {self.workload}"
+        label = f"{self.store}/{self.claim}/{self.membership}/K={self.nodes} {self.workload}"
+        return label if self.rounds == 1 else f"{label} round {self.round_no}/{self.rounds}"
+
+    @property
+    def key(self) -> tuple[str, str, str, int, str, int, int, float]:
+        """What the cell measures, whichever round it is: the cells of one key are repetitions."""
+        return (
+            self.store,
+            self.claim,
+            self.membership,
+            self.nodes,
+            self.workload,
+            self.schedules,
+            self.stored,
+            self.seconds,
+        )
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,6 +69,9 @@ class Plan:
     """The user's selection, expanded into cells in run order."""
 
     cells: tuple[Cell, ...]
+    #: The membership other memberships' burst cells are compared with (the first one asked
+    #: for besides single), ``None`` when no node count runs more than one membership.
+    baseline: str | None = None
 
     def __len__(self) -> int:
         return len(self.cells)
@@ -75,23 +96,37 @@ def expand(
     steady_schedules: int,
     steady_seconds: float,
     raw: bool,
+    rounds: int = 1,
 ) -> Plan:
-    """All selected cells, grouped by store and workload so similar cells run side by side.
+    """All selected cells, grouped by store and workload so similar cells run side by side,
+    ``rounds`` times over. Each round runs every group (one store, workload and node count) in the
+    opposite order of the round before, so that no cell always runs first or last: on a shared
+    machine a cell's neighbours and its place in the run move its numbers.
 
     A raw ceiling cell (one per store with a raw worker and node count) precedes the burst cells it
     is compared with. Sync cells declare ``burst_schedules`` jobs and store nothing else: the
     sync's cost is what they measure.
     """
-    cells: list[Cell] = []
+    groups: list[list[Cell]] = []
     for store in stores:
         for workload in workloads:
             due = burst_schedules if workload in ("burst", SYNC) else steady_schedules
             seconds = steady_seconds if workload in ("steady", "spread") else 0.0
             total = due if workload == SYNC else max(stored, due)
             for k in nodes:
+                group = []
                 if raw and workload == "burst" and store in RAW_STORES:
-                    cells.append(Cell(store, RAW, "-", k, workload, due, total))
+                    group.append(Cell(store, RAW, "-", k, workload, due, total))
                 for claim in claims_by_store[store]:
                     for membership in memberships_for(k, memberships):
-                        cells.append(Cell(store, claim, membership, k, workload, due, total, seconds))
-    return Plan(tuple(cells))
+                        group.append(Cell(store, claim, membership, k, workload, due, total, seconds))
+                groups.append(group)
+    cells = [
+        replace(cell, round_no=r, rounds=rounds)
+        for r in range(1, rounds + 1)
+        for group in groups
+        for cell in (group if r % 2 else reversed(group))
+    ]
+    compared = [m for m in memberships if m != SINGLE]
+    baseline = compared[0] if len(compared) > 1 and any(k > 1 for k in nodes) else None
+    return Plan(tuple(cells), baseline)

@@ -26,7 +26,8 @@ from .cells import RAW, SINGLE, STORES, SYNC, WORKLOADS, Cell, Plan, expand
 from .metrics import CellResult
 from .progress import Progress
 from .raw import run_raw_cell
-from .report import attach_raw_ratios, document, failures, table, write_json
+from .report import attach_baseline_ratios, attach_raw_ratios, document, failures, table, write_json
+from .rounds import summarize, summary_table
 from .scratch import MySQLScratch, PostgresScratch, Scratch, SQLiteScratch
 from .sync import run_sync_cell, sync_summary
 from .workloads import Settings, run_cell, summary
@@ -141,6 +142,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"steady/spread: seconds of firing (default {FULL.steady_seconds:g})",
     )
     sel.add_argument("--no-raw", action="store_true", help="skip the bare-driver ceiling cells")
+    sel.add_argument(
+        "--rounds",
+        type=_positive_int,
+        default=1,
+        help="run every cell this many times, each round in the opposite order of the one before; ratios compare "
+        "cells of the same round, and a second table gives each number's median and range (default 1)",
+    )
     sel.add_argument("--quick", action="store_true", help="a small suite that takes under a minute")
 
     how = parser.add_argument_group("how")
@@ -293,6 +301,7 @@ def plan_from(args: argparse.Namespace) -> Plan:
         steady_schedules=args.steady_schedules or profile.steady_schedules,
         steady_seconds=args.steady_seconds or profile.steady_seconds,
         raw=not args.no_raw,
+        rounds=args.rounds,
     )
 
 
@@ -368,7 +377,12 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(work_dir, ignore_errors=True)
         return EXIT_FAILED
     attach_raw_ratios(results)
+    attach_baseline_ratios(results, plan.baseline)
     print(table(results))
+    summaries = summarize(results)
+    if summaries:
+        print(f"\nmedian (lowest-highest) over {args.rounds} rounds:")
+        print(summary_table(summaries))
     problems = failures(results)
     if len(results) < len(plan):
         problems.append(f"only {len(results)} of {len(plan)} cells were measured")
@@ -394,6 +408,7 @@ def run(args: argparse.Namespace) -> int:
                 "metrics": settings.metrics,
             },
             databases=databases,
+            summaries=summaries,
             started_at=started_at,
             duration_s=time.monotonic() - t_start,
         )

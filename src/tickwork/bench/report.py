@@ -8,11 +8,13 @@ import platform
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .cells import RAW, SYNC
 from .metrics import CellResult
 
+T = TypeVar("T")
+#: A table column: header, alignment ("<" or ">") and how to show one row's value.
 Column = tuple[str, str, Callable[[CellResult], str]]
 
 
@@ -20,24 +22,43 @@ def _num(value: Any, fmt: str = ",.0f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def raw_rates(results: Sequence[CellResult]) -> dict[tuple[str, int, int], float]:
-    """Burst fires/s of the raw ceiling by (store, nodes, schedules)."""
-    rates: dict[tuple[str, int, int], float] = {}
+def raw_rates(results: Sequence[CellResult]) -> dict[tuple[str, int, int, int], float]:
+    """Burst fires/s of the raw ceiling by (store, nodes, schedules, round)."""
+    rates: dict[tuple[str, int, int, int], float] = {}
     for r in results:
         rate = r.metrics.get("fires_per_s")
         if r.cell.claim == RAW and rate:
-            rates[(r.cell.store, r.cell.nodes, r.cell.schedules)] = float(rate)
+            rates[(r.cell.store, r.cell.nodes, r.cell.schedules, r.cell.round_no)] = float(rate)
     return rates
 
 
 def attach_raw_ratios(results: Sequence[CellResult]) -> None:
-    """``raw_ratio``: how many times faster the bare driver drained the same burst (1.0 = no overhead)."""
+    """``raw_ratio``: how many times faster the bare driver drained the same burst in the same
+    round (1.0 = no overhead)."""
     rates = raw_rates(results)
     for r in results:
         rate = r.metrics.get("fires_per_s")
-        ceiling = rates.get((r.cell.store, r.cell.nodes, r.cell.schedules))
+        ceiling = rates.get((r.cell.store, r.cell.nodes, r.cell.schedules, r.cell.round_no))
         if r.cell.claim != RAW and r.cell.workload == "burst" and rate and ceiling:
             r.metrics["raw_ratio"] = ceiling / float(rate)
+
+
+def attach_baseline_ratios(results: Sequence[CellResult], baseline: str | None) -> None:
+    """``baseline_ratio``: a burst cell's fires/s over those of the same cell with the
+    ``baseline`` membership in the same round (e.g. hashring against all; 1.0 = as fast)."""
+    if baseline is None:
+        return
+    rates = {
+        (c.store, c.claim, c.nodes, c.schedules, c.round_no): float(r.metrics["fires_per_s"])
+        for r in results
+        if (c := r.cell).membership == baseline and r.metrics.get("fires_per_s")
+    }
+    for r in results:
+        c, rate = r.cell, r.metrics.get("fires_per_s")
+        base = rates.get((c.store, c.claim, c.nodes, c.schedules, c.round_no))
+        if c.claim != RAW and c.workload == "burst" and c.membership != baseline and rate and base:
+            r.metrics["baseline_ratio"] = float(rate) / base
+            r.metrics["baseline"] = baseline
 
 
 def _fired(r: CellResult) -> str:
@@ -137,8 +158,9 @@ SYNC_COLUMNS: list[Column] = [
 ]
 
 
-def _render(columns: Sequence[Column], results: Sequence[CellResult]) -> str:
-    rows = [[fn(r) for _, _, fn in columns] for r in results]
+def render(columns: Sequence[tuple[str, str, Callable[[T], str]]], items: Sequence[T]) -> str:
+    """``items`` as aligned text, one line each, under the columns' headers."""
+    rows = [[fn(item) for _, _, fn in columns] for item in items]
     widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, (name, _, _) in enumerate(columns)]
 
     def line(cells: Sequence[str]) -> str:
@@ -152,14 +174,25 @@ def _render(columns: Sequence[Column], results: Sequence[CellResult]) -> str:
     return "\n".join(lines)
 
 
+def _baseline_column(results: Sequence[CellResult]) -> list[Column]:
+    """``vs <membership>`` (:func:`attach_baseline_ratios`), when some cell has it."""
+    names = {r.metrics["baseline"] for r in results if r.metrics.get("baseline")}
+    if not names:
+        return []
+    return [(f"vs {'/'.join(sorted(names))}", ">", lambda r: _num(r.metrics.get("baseline_ratio"), ".2f"))]
+
+
 def table(results: Sequence[CellResult]) -> str:
     """The results as aligned text, one line per cell: the fire cells, then the sync cells in
     their own table."""
     fired = [r for r in results if r.cell.workload != SYNC]
     synced = [r for r in results if r.cell.workload == SYNC]
-    tables = [_render(COLUMNS, fired)] if fired or not synced else []
+    columns = COLUMNS[:-2] + _baseline_column(fired) + COLUMNS[-2:]
+    if any(r.cell.rounds > 1 for r in fired):
+        columns = [("round", ">", lambda r: str(r.cell.round_no)), *columns]
+    tables = [render(columns, fired)] if fired or not synced else []
     if synced:
-        tables.append(_render(SYNC_COLUMNS, synced))
+        tables.append(render(SYNC_COLUMNS, synced))
     return "\n\n".join(tables)
 
 
@@ -229,8 +262,10 @@ def document(
     databases: Sequence[dict[str, Any]],
     started_at: str,
     duration_s: float,
+    summaries: Sequence[Any] = (),
 ) -> dict[str, Any]:
-    """The JSON results file."""
+    """The JSON results file; ``summaries``: :class:`tickwork.bench.rounds.CellSummary` of a run
+    with ``--rounds``."""
     return {
         "command": list(command),
         "started_at": started_at,
@@ -241,6 +276,7 @@ def document(
         "settings": settings,
         "failed": any(r.failed for r in results),
         "cells": [r.as_json() for r in results],
+        "summary": [s.as_json() for s in summaries],
     }
 
 
