@@ -199,8 +199,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--settle",
         type=_positive_float,
         default=1.5,
-        help="seconds between all nodes ready and arming when K > 1 and the membership is not single/all "
-        "(default 1.5: every node has heartbeated once more, so hash rings agree)",
+        help="seconds between all nodes ready and arming when K > 1, whatever the membership (default 1.5: every "
+        "node has heartbeated once more, so hash rings agree; cells compared with each other start alike)",
     )
     how.add_argument(
         "--stale-stats",
