@@ -135,6 +135,8 @@ def test_tiny_steady_and_spread_sqlite(tmp_path: Path) -> None:
         assert cell["metrics"]["expected"] == 40
         assert cell["metrics"]["duplicates"] == 0
         assert cell["metrics"]["lag_p99_ms"] is not None
+        # The fire window's CPU is part of the whole node lifetime's (start and stop excluded).
+        assert 0 < cell["metrics"]["window_cpu_s_per_1k_fires"] < cell["metrics"]["cpu_s_per_1k_fires"]
 
 
 def test_unknown_membership_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -443,6 +445,7 @@ def test_tiny_burst_in_two_rounds_compares_memberships(tmp_path: Path) -> None:
             "--settle", "0.5",
             "--rounds", "2",
             "--out", str(out),
+            "--chart", str(tmp_path / "chart.png"),
             "--no-progress",
         ]
     )  # fmt: skip
@@ -465,3 +468,6 @@ def test_tiny_burst_in_two_rounds_compares_memberships(tmp_path: Path) -> None:
     assert all(s["rounds"] == 2 and s["failed_rounds"] == 0 for s in summary.values())
     assert len(summary["hashring"]["metrics"]["baseline_ratio"]["values"]) == 2
     assert len(summary["all"]["metrics"]["raw_ratio"]["values"]) == 2
+    assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
+    speed = doc["machine"]["python_workload_ms"]
+    assert speed["start_ms"] > 0 and speed["end_ms"] > 0

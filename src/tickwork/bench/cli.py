@@ -22,12 +22,13 @@ from ..config import MAX_LOOKAHEAD, SchedulerConfig
 from ..engine.settings import MAX_END_BATCH_WINDOW, MAX_START_BATCH_WINDOW
 from ..errors import TickworkError
 from ..plugins import default_manager
+from .calibrate import python_speed_ms
 from .cells import RAW, SINGLE, STORES, SYNC, WORKLOADS, Cell, Plan, expand
 from .metrics import CellResult
 from .progress import Progress
 from .raw import run_raw_cell
 from .report import attach_baseline_ratios, attach_raw_ratios, document, failures, table, write_json
-from .rounds import summarize, summary_table
+from .rounds import median_results, summarize, summary_table
 from .scratch import MySQLScratch, PostgresScratch, Scratch, SQLiteScratch
 from .sync import run_sync_cell, sync_summary
 from .workloads import Settings, run_cell, summary
@@ -370,12 +371,14 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(len(plan), enabled=not args.no_progress)
     started_at = datetime.now(UTC).isoformat()
     t_start = time.monotonic()
+    speed = {"start_ms": python_speed_ms()}
     try:
         results, databases = measure(plan, settings, args, progress)
     except TickworkError as exc:
         print(f"tickwork bench: {exc}", file=sys.stderr)
         shutil.rmtree(work_dir, ignore_errors=True)
         return EXIT_FAILED
+    speed["end_ms"] = python_speed_ms()
     attach_raw_ratios(results)
     attach_baseline_ratios(results, plan.baseline)
     print(table(results))
@@ -383,6 +386,10 @@ def run(args: argparse.Namespace) -> int:
     if summaries:
         print(f"\nmedian (lowest-highest) over {args.rounds} rounds:")
         print(summary_table(summaries))
+    print(
+        f"\nmachine speed: a fixed Python workload took {speed['start_ms']:.1f} ms at the start and "
+        f"{speed['end_ms']:.1f} ms at the end (lower is faster; absolute numbers such as cpu s/1k follow it)"
+    )
     problems = failures(results)
     if len(results) < len(plan):
         problems.append(f"only {len(results)} of {len(plan)} cells were measured")
@@ -409,6 +416,7 @@ def run(args: argparse.Namespace) -> int:
             },
             databases=databases,
             summaries=summaries,
+            python_speed=speed,
             started_at=started_at,
             duration_s=time.monotonic() - t_start,
         )
@@ -417,7 +425,8 @@ def run(args: argparse.Namespace) -> int:
         from .chart import write_chart
 
         try:
-            write_chart(args.chart, results)
+            # With several rounds, one bar per cell: its median.
+            write_chart(args.chart, median_results(summaries) if summaries else results)
         except ImportError as exc:
             print(f"tickwork bench: {exc}", file=sys.stderr)
             problems.append(str(exc))

@@ -103,6 +103,7 @@ COLUMNS: list[Column] = [
     ("stmt/fire", ">", lambda r: _num(r.metrics.get("statements_per_fire"), ".3f")),
     ("rt/fire", ">", lambda r: _num(r.metrics.get("round_trips_per_fire"), ".3f")),
     ("cpu s/1k", ">", lambda r: _num(r.metrics.get("cpu_s_per_1k_fires"), ".3f")),
+    ("firing cpu/1k", ">", lambda r: _num(r.metrics.get("window_cpu_s_per_1k_fires"), ".3f")),
     ("db cpu/1k", ">", lambda r: _num(r.metrics.get("db_cpu_s_per_1k_fires"), ".3f")),
     ("rss MB", ">", lambda r: _num(r.metrics.get("node_rss_max_mb"), ".0f")),
     ("raw/tw", ">", lambda r: _num(r.metrics.get("raw_ratio"), ".2f")),
@@ -263,6 +264,7 @@ def document(
     started_at: str,
     duration_s: float,
     summaries: Sequence[Any] = (),
+    python_speed: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The JSON results file; ``summaries``: :class:`tickwork.bench.rounds.CellSummary` of a run
     with ``--rounds``."""
@@ -270,7 +272,8 @@ def document(
         "command": list(command),
         "started_at": started_at,
         "duration_s": round(duration_s, 1),
-        "machine": machine(),
+        # python_workload_ms: tickwork.bench.calibrate at the start and the end of the run.
+        "machine": {**machine(), "python_workload_ms": python_speed},
         "code": code_version(),
         "databases": list(databases),
         "settings": settings,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .cells import SYNC, Cell
@@ -25,6 +25,7 @@ SUMMARIZED: tuple[tuple[str, str, str], ...] = (
     ("lag_p99_ms", "p99 lag ms", ",.0f"),
     ("statements_per_fire", "stmt/fire", ".3f"),
     ("cpu_s_per_1k_fires", "cpu s/1k", ".3f"),
+    ("window_cpu_s_per_1k_fires", "firing cpu/1k", ".3f"),
     ("db_cpu_s_per_1k_fires", "db cpu/1k", ".3f"),
 )
 
@@ -101,6 +102,16 @@ def summarize(results: Sequence[CellResult]) -> list[CellSummary]:
                 summary.spreads[key] = spread
         summaries.append(summary)
     return summaries
+
+
+def median_results(summaries: Sequence[CellSummary]) -> list[CellResult]:
+    """One result per summarized cell holding the medians (for the chart: one bar per cell)."""
+    return [
+        CellResult(
+            replace(s.cell, round_no=1, rounds=1), metrics={key: spread.median for key, spread in s.spreads.items()}
+        )
+        for s in summaries
+    ]
 
 
 def _is_number(value: Any) -> bool:

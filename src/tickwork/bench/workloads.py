@@ -202,12 +202,40 @@ def wait_burst(scratch: Scratch, cell: Cell, armed: Armed, settings: Settings, p
     return f"burst not drained within {burst_timeout(cell, settings):g}s: {done} of {cell.schedules} runs ended"
 
 
-def wait_steady(scratch: Scratch, cell: Cell, armed: Armed, settings: Settings, progress: Progress) -> None:
-    deadline = armed.local_deadline(cell.seconds + settings.steady_grace)
+def processes_cpu(pids: Sequence[int]) -> float | None:
+    """CPU seconds (user + system) the processes ``pids`` have used so far; ``None`` without
+    psutil or when one of them is gone."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is in the bench extra
+        return None
+    try:
+        return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def wait_steady(
+    scratch: Scratch, cell: Cell, armed: Armed, settings: Settings, progress: Progress, pids: Sequence[int]
+) -> float | None:
+    """Wait until the fire window and its grace have passed; returns the CPU seconds the node
+    processes ``pids`` used during the fire window ``[T0, T0 + seconds)`` alone (``None`` if it
+    could not be read): what the nodes cost while firing, without their start and stop."""
     expected = int(cell.schedules * cell.seconds)
+    marks = [armed.local_deadline(0.0), armed.local_deadline(cell.seconds)]
+    readings: list[float | None] = []
+    deadline = armed.local_deadline(cell.seconds + settings.steady_grace)
     while time.monotonic() < deadline:
+        if marks and time.monotonic() >= marks[0]:
+            marks.pop(0)
+            readings.append(processes_cpu(pids))
+            continue
         progress.update(min(scratch.finished_runs(), expected), expected)
-        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+        until = min([deadline, *marks[:1]])
+        time.sleep(min(0.5, max(0.0, until - time.monotonic())))
+    if len(readings) == 2 and readings[0] is not None and readings[1] is not None:
+        return readings[1] - readings[0]
+    return None
 
 
 def start_children(
@@ -241,6 +269,7 @@ def run_cell(index: int, cell: Cell, scratch: Scratch, settings: Settings, progr
     )
     armed: Armed | None = None
     shares: dict[str, float | None] = {}
+    window_cpu: float | None = None
     try:
         progress.update(0, 0, "starting nodes")
         for child in children:
@@ -263,7 +292,7 @@ def run_cell(index: int, cell: Cell, scratch: Scratch, settings: Settings, progr
             if error:
                 result.errors.append(error)
         else:
-            wait_steady(scratch, cell, armed, settings, progress)
+            window_cpu = wait_steady(scratch, cell, armed, settings, progress, [c.proc.pid for c in children])
         shares = cpu.stop()
     except ChildError as exc:
         result.errors.append(str(exc))
@@ -274,11 +303,17 @@ def run_cell(index: int, cell: Cell, scratch: Scratch, settings: Settings, progr
         result.nodes = [{k: v for k, v in n.items() if k != "event"} for n in nodes]
         result.errors.extend(errors)
     if armed is not None:
-        measure(result, scratch, armed, shares)
+        measure(result, scratch, armed, shares, window_cpu)
     return result
 
 
-def measure(result: CellResult, scratch: Scratch, armed: Armed, shares: dict[str, float | None]) -> None:
+def measure(
+    result: CellResult,
+    scratch: Scratch,
+    armed: Armed,
+    shares: dict[str, float | None],
+    window_cpu: float | None = None,
+) -> None:
     cell = result.cell
     rows = scratch.run_rows(armed.t0)
     duplicates = scratch.duplicates()
@@ -290,6 +325,9 @@ def measure(result: CellResult, scratch: Scratch, armed: Armed, shares: dict[str
     # A claim handed back without a run id means the history already held that fire.
     metrics["duplicates"] += metrics.get("claims_without_run", 0)
     add_cpu_shares(metrics, shares)
+    if window_cpu is not None and metrics.get("fires"):
+        # Steady and spread: the nodes' CPU while firing, per 1,000 fires of that window.
+        metrics["window_cpu_s_per_1k_fires"] = window_cpu * 1000.0 / metrics["fires"]
     metrics["t0"] = armed.t0.isoformat()
     metrics["woken_late_ms"] = armed.woken_late_ms
     result.metrics = metrics
