@@ -245,6 +245,8 @@ def judge(target: Target, docs: dict[str, Doc], rounds: int) -> Verdict:
     each = [target.judge({key: one_round(doc, r) for key, doc in docs.items()}) for r in range(1, rounds + 1)]
     failed = [doc for doc in docs.values() for s in doc["summary"] if s["failed_rounds"]]
     text = f"median of {rounds} rounds: {text}; met in {sum(ok for ok, _ in each)} of {rounds} single rounds"
+    if failed:
+        text += f"; {len(failed)} cell(s) failed a round (duplicates or errors): not met"
     for r, (ok, round_text) in enumerate(each, start=1):
         text += f"\n           round {r}: {'met' if ok else 'missed'}: {round_text}"
     return met and not failed, text
@@ -259,13 +261,20 @@ def run_bench(args: list[str], out: Path, pg_url: str | None) -> Doc:
     return dict(json.loads(out.read_text()))
 
 
+def _rounds(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pg-url", help="admin URL passed to tickwork bench --pg-url")
     ap.add_argument("--only", action="append", choices=[t.name for t in TARGETS])
     ap.add_argument("--out", type=Path, help="keep the JSON results here (default: a temporary directory)")
     ap.add_argument(
-        "--rounds", type=int, default=1, help="repeat every cell this many times and judge the medians (default 1)"
+        "--rounds", type=_rounds, default=1, help="repeat every cell this many times and judge the medians (default 1)"
     )
     args = ap.parse_args()
     out_dir = args.out or Path(tempfile.mkdtemp(prefix="tickwork-targets-"))
