@@ -40,9 +40,10 @@ class Spread:
     values: tuple[float, ...]
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> Spread | None:
+    def of(cls, values: Sequence[float]) -> Spread:
+        """:raises ValueError: without values"""
         if not values:
-            return None
+            raise ValueError("a spread needs at least one value")
         return cls(statistics.median(values), min(values), max(values), tuple(values))
 
     def text(self, fmt: str) -> str:
@@ -97,9 +98,7 @@ def summarize(results: Sequence[CellResult]) -> list[CellSummary]:
         # Every number a round measured (the JSON keeps them all; the table shows SUMMARIZED).
         keys = dict.fromkeys(k for r in ok for k, v in r.metrics.items() if _is_number(v))
         for key in keys:
-            spread = Spread.of([float(r.metrics[key]) for r in ok if _is_number(r.metrics.get(key))])
-            if spread is not None:
-                summary.spreads[key] = spread
+            summary.spreads[key] = Spread.of([float(r.metrics[key]) for r in ok if _is_number(r.metrics.get(key))])
         summaries.append(summary)
     return summaries
 

@@ -60,6 +60,23 @@ class Settings:
     metrics: bool = False
 
 
+def cpu_by_pid(pids: Sequence[int]) -> dict[int, float]:
+    """CPU seconds (user + system) each of the processes ``pids`` has used so far; a process that
+    is gone (or everything, without psutil) is left out."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is in the bench extra
+        return {}
+    out = {}
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        out[pid] = t.user + t.system
+    return out
+
+
 class CpuMeter:
     """Where the machine's CPU went over an interval: our children, the database server, the rest.
 
@@ -77,20 +94,10 @@ class CpuMeter:
         self._database = database
         self._start = psutil.cpu_times()
         self._mono = time.monotonic()
-        self._kids0 = self._cpu_of(self._children)
+        self._kids0 = cpu_by_pid(self._children)
         self._db0 = self._db_cpu()
         me = psutil.Process().cpu_times()
         self._me0 = me.user + me.system
-
-    def _cpu_of(self, pids: Sequence[int]) -> dict[int, float]:
-        out = {}
-        for pid in pids:
-            try:
-                t = self._psutil.Process(pid).cpu_times()
-            except (self._psutil.NoSuchProcess, self._psutil.AccessDenied):
-                continue
-            out[pid] = t.user + t.system
-        return out
 
     def _db_cpu(self) -> dict[int, float]:
         """CPU of the server backends serving ``database`` (their title names it)."""
@@ -102,7 +109,7 @@ class CpuMeter:
             title = " ".join(proc.info["cmdline"] or ())
             if title.startswith("postgres:") and marker in title + " ":
                 pids.append(proc.pid)
-        return self._cpu_of(pids)
+        return cpu_by_pid(pids)
 
     def stop(self) -> dict[str, float | None]:
         """Shares of the machine's capacity (all cores) over the interval, in percent."""
@@ -113,7 +120,7 @@ class CpuMeter:
         capacity = wall * (self._psutil.cpu_count() or 1)
         idle = (end.idle + getattr(end, "iowait", 0.0)) - (self._start.idle + getattr(self._start, "iowait", 0.0))
         busy = max(0.0, (sum(end) - sum(self._start)) - idle)
-        kids = sum(v - self._kids0.get(pid, 0.0) for pid, v in self._cpu_of(self._children).items())
+        kids = sum(v - self._kids0.get(pid, 0.0) for pid, v in cpu_by_pid(self._children).items())
         db = sum(v - self._db0.get(pid, 0.0) for pid, v in self._db_cpu().items())
         me = self._psutil.Process().cpu_times()
         harness = me.user + me.system - self._me0
@@ -205,14 +212,8 @@ def wait_burst(scratch: Scratch, cell: Cell, armed: Armed, settings: Settings, p
 def processes_cpu(pids: Sequence[int]) -> float | None:
     """CPU seconds (user + system) the processes ``pids`` have used so far; ``None`` without
     psutil or when one of them is gone."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil is in the bench extra
-        return None
-    try:
-        return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
+    by_pid = cpu_by_pid(pids)
+    return sum(by_pid.values()) if by_pid and len(by_pid) == len(pids) else None
 
 
 def wait_steady(
