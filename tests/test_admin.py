@@ -3,6 +3,7 @@ by a real node and its local executor."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -104,6 +105,11 @@ def test_add_of_a_taken_name_fails_unless_replace(admin: tickwork.Admin) -> None
         ({"executor": "http"}, tickwork.ConfigError, "executor 'http' is not configured"),
         ({"misfire": "never"}, tickwork.ConfigError, "'never' is not a valid MisfirePolicy; choose one of: skip"),
         ({"timeout": 0}, tickwork.ConfigError, "timeout: must be more than 0 s and at most 30 days"),
+        ({"timeout": "NaN"}, tickwork.ConfigError, "timeout: expected a finite number of seconds, got str 'NaN'"),
+        ({"timeout": math.nan}, tickwork.ConfigError, "timeout: expected a finite number of seconds, got float nan"),
+        ({"timeout": True}, tickwork.ConfigError, "timeout: expected a finite number of seconds, got bool True"),
+        ({"timeout": 1e300}, tickwork.ConfigError, "timeout: 1e\\+300 seconds is out of range"),
+        ({"retry_backoff": math.inf}, tickwork.ConfigError, "retry_backoff: expected a finite number of seconds"),
         ({"target": "no_such_module_xyz:f"}, tickwork.ExecutorError, "cannot resolve target"),
         ({"target": WITH_ARGS, "args": {"cty": "x"}}, tickwork.ExecutorError, "does not accept cty"),
     ],

@@ -102,6 +102,43 @@ def test_a_bad_file_is_one_error_line_naming_file_and_line_and_adds_nothing(
     assert names(workdir) == []
 
 
+def test_every_problem_of_a_file_is_listed_in_line_order_and_nothing_is_added(workdir: Path) -> None:
+    (workdir / "many.jsonl").write_text(
+        GOOD
+        + line(name="b", expression="61 * * * *", target=RECORD)
+        + line(name="c", expression="0 3 * * *", target="no_such_module_x:f")
+        + "not json\n"
+        + line(name="d", expression="0 3 * * *", target=RECORD, timeout="NaN")
+        + line(name="a", expression="0 4 * * *", target=RECORD)
+    )
+    done = tw(workdir, "jobs", "add", "--from", "many.jsonl")
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert [text.split(": ")[2] for text in lines] == [f"many.jsonl:{n}" for n in (2, 3, 4, 5, 6)] + ["many.jsonl"]
+    assert "minute field: 61" in lines[0] and "no_such_module_x" in lines[1] and "invalid JSON" in lines[2]
+    assert lines[3].endswith("timeout: expected a finite number of seconds, got str 'NaN'")
+    assert lines[4].endswith("schedule name 'a' is also on line 1")
+    assert lines[5] == "tickwork: error: many.jsonl: 5 problems; nothing was added"
+    assert names(workdir) == []
+
+
+def test_a_file_of_many_bad_entries_lists_the_first_twenty(workdir: Path) -> None:
+    (workdir / "many.jsonl").write_text(
+        "".join(line(name=f"n{i}", expression="61 * * * *", target=RECORD) for i in range(25))
+    )
+    done = tw(workdir, "jobs", "add", "--from", "many.jsonl")
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 21 and lines[19].startswith("tickwork: error: many.jsonl:20: minute field: 61")
+    assert lines[20] == "tickwork: error: many.jsonl: 25 problems (the first 20 are listed); nothing was added"
+
+
+def test_one_schedule_added_is_one_schedule(workdir: Path) -> None:
+    (workdir / "one.jsonl").write_text(GOOD)
+    done = tw(workdir, "jobs", "add", "--from", "one.jsonl")
+    assert (done.returncode, done.stdout) == (0, "added 1 schedule from one.jsonl\n")
+
+
 def test_a_bad_toml_entry_names_the_line_of_its_table(workdir: Path) -> None:
     (workdir / "jobs.toml").write_text(
         f'[[schedule]]\nname = "a"\nexpression = "0 3 * * *"\ntarget = "{RECORD}"\n\n'

@@ -4,6 +4,7 @@ arguments accepted."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -15,6 +16,20 @@ from .node import build_executors
 from .plugins import PluginManager
 from .structures import MisfirePolicy, ScheduleSpec
 from .triggers import check_zone, detect_kind, get_trigger
+
+
+def _duration(where: str, value: object) -> timedelta:
+    """A duration given in seconds (or as a timedelta). What is not a finite number is refused
+    here, with the field's name: ``timedelta`` itself says ``unsupported type for timedelta
+    seconds component: str`` for ``"NaN"`` from a schedule file. The spec checks the range."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{where}: expected a finite number of seconds, got {type(value).__name__} {value!r}")
+    try:
+        return timedelta(seconds=value)
+    except OverflowError:
+        raise ConfigError(f"{where}: {value!r} seconds is out of range") from None
 
 
 class SpecBuilder:
@@ -54,14 +69,12 @@ class SpecBuilder:
                 executor=executor or self.config.scheduler.default_executor,
                 target=target,
                 arguments=dict(args or {}),
-                timeout=timeout if isinstance(timeout, timedelta) else timedelta(seconds=timeout),
+                timeout=_duration("timeout", timeout),
                 module=module,
                 enabled=enabled,
                 misfire=MisfirePolicy(misfire) if misfire is not None else None,
                 retries=retries,
-                retry_backoff=retry_backoff
-                if isinstance(retry_backoff, timedelta)
-                else timedelta(seconds=retry_backoff),
+                retry_backoff=_duration("retry_backoff", retry_backoff),
             )
         except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from exc

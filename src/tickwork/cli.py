@@ -22,6 +22,7 @@ from .config import load, plugin_manager_for
 from .dbschema import describe_store, schema_status, upgrade_with_report
 from .errors import (
     ConfigError,
+    ConfigProblems,
     DeclarationError,
     ExecutorError,
     ScheduleExistsError,
@@ -146,9 +147,11 @@ BUILTIN_COMMANDS = frozenset({"run", "next", "jobs", "history", "db", "nodes", "
 
 
 def _error(exc: Exception, code: int) -> int:
-    # One line, whatever the underlying message held.
-    text = " ".join(str(exc).split("\n"))
-    print(f"tickwork: error: {text}", file=sys.stderr)
+    # One line per problem, whatever the underlying message held.
+    lines = [*exc.problems, exc.summary] if isinstance(exc, ConfigProblems) else [str(exc)]
+    for line in lines:
+        text = " ".join(line.split("\n"))
+        print(f"tickwork: error: {text}", file=sys.stderr)
     return code
 
 
@@ -298,8 +301,7 @@ def _add_from(args: argparse.Namespace, admin: Admin) -> None:
     if any(v is not None for v in (args.name, args.expression, args.target)):
         raise ConfigError("jobs add: give either NAME EXPRESSION TARGET or --from FILE, not both")
     path = Path(args.from_file)
-    entries = schedulefile.read_entries(path)
-    specs = schedulefile.build_specs(path, entries, admin.spec)
+    entries, specs = schedulefile.load(path, admin.spec)
     try:
         infos = admin.add_many(specs, replace=args.replace)
     except ScheduleExistsError as exc:
@@ -312,7 +314,7 @@ def _add_from(args: argparse.Namespace, admin: Admin) -> None:
         for info in infos:
             print(json.dumps(info.as_json()))
     else:
-        print(f"added {len(infos)} schedules from {path}")
+        print(f"added {len(infos)} schedule{'' if len(infos) == 1 else 's'} from {path}")
 
 
 def _jobs(args: argparse.Namespace, admin: Admin) -> int:

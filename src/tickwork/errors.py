@@ -11,6 +11,20 @@ class ConfigError(TickworkError):
     """The configuration (file, key, value or plugin pairing) is invalid."""
 
 
+class ConfigProblems(ConfigError):
+    """Several problems of one input (the entries of a schedule file), each a message of its own.
+    The command line prints each on a line of its own, then ``summary``.
+
+    :param summary: what the problems add up to (``FILE: 3 problems; nothing was added``)
+    :param problems: the problems, each naming where it is (``FILE:LINE: ...``)
+    """
+
+    def __init__(self, summary: str, problems: list[str]) -> None:
+        self.summary = summary
+        self.problems = problems
+        super().__init__("\n".join([summary, *problems]))
+
+
 class PluginNotFoundError(ConfigError):
     """A configuration named a plugin that is not registered."""
 

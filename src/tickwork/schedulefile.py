@@ -2,7 +2,8 @@
 
 Two formats: JSON lines (one object per line, blank lines and ``#`` comments skipped) and, for a
 ``.toml`` file, ``[[schedule]]`` tables. Each entry holds the arguments of ``Admin.add``. Every
-problem is reported as ``FILE:LINE: ...`` so the entry can be found and fixed.
+problem of every entry is reported, each as ``FILE:LINE: ...``, so that all can be found and fixed
+at once.
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, TickworkError
+from .errors import ConfigError, ConfigProblems, TickworkError
 from .structures import ScheduleSpec
 
 REQUIRED = ("name", "expression", "target")
 OPTIONAL = ("kind", "tz", "executor", "args", "timeout", "retries", "retry_backoff", "misfire", "enabled")
 _TABLE_HEADER = re.compile(r"^\s*\[\[\s*schedule\s*\]\]")
+
+
+#: Problems a bad file lists one by one; the rest are counted.
+MAX_LISTED = 20
 
 
 @dataclass(frozen=True)
@@ -29,51 +34,72 @@ class Entry:
     fields: dict[str, Any]
 
 
-def read_entries(path: Path) -> list[Entry]:
-    """The entries of ``path``, each with the line it starts on.
+class Problems:
+    """The problems of one schedule file, each ``FILE:LINE: ...``. A file of thousands of entries
+    is fixed in one pass, not one run of the command per bad line."""
 
-    :raises tickwork.errors.ConfigError: unreadable file, invalid JSON/TOML, an entry that is not
-        an object, or unknown/missing fields (``FILE:LINE: ...``)
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.found: list[tuple[int, str]] = []
+
+    def add(self, line: int, message: str) -> None:
+        self.found.append((line, message))
+
+    def check(self) -> None:
+        """:raises tickwork.errors.ConfigError: the problem, when there is one
+        :raises tickwork.errors.ConfigProblems: every problem in the order of the file's lines
+            (the first :data:`MAX_LISTED`), when there are several"""
+        found = [f"{self.path}:{line}: {message}" for line, message in sorted(self.found, key=lambda p: p[0])]
+        if len(found) == 1:
+            raise ConfigError(found[0])
+        if found:
+            listed = found[:MAX_LISTED]
+            more = f" (the first {MAX_LISTED} are listed)" if len(found) > MAX_LISTED else ""
+            raise ConfigProblems(f"{self.path}: {len(found)} problems{more}; nothing was added", listed)
+
+
+def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], list[ScheduleSpec]]:
+    """The entries of ``path`` and their specs, each validated with ``build`` (``Admin.spec``)
+    before anything is written.
+
+    :raises tickwork.errors.ConfigError: an unreadable file or invalid TOML; otherwise every
+        problem of every entry (invalid JSON, not an object, unknown or missing fields, what
+        ``build`` refuses, a repeated name), each as ``FILE:LINE: ...``
     """
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the schedule file: {exc}") from exc
-    entries = _toml_entries(path, text) if path.suffix == ".toml" else _json_lines(path, text)
-    for entry in entries:
-        unknown = sorted(set(entry.fields) - set(REQUIRED) - set(OPTIONAL))
-        if unknown:
-            raise ConfigError(
-                f"{path}:{entry.line}: unknown field(s) {', '.join(unknown)}; fields: {', '.join(REQUIRED + OPTIONAL)}"
-            )
-        missing = [f for f in REQUIRED if f not in entry.fields]
-        if missing:
-            raise ConfigError(f"{path}:{entry.line}: missing field(s) {', '.join(missing)}")
-    return entries
-
-
-def build_specs(path: Path, entries: list[Entry], build: Callable[..., ScheduleSpec]) -> list[ScheduleSpec]:
-    """Validate every entry with ``build`` (``Admin.spec``) before anything is written.
-
-    :raises tickwork.errors.ConfigError: the first invalid entry or a repeated name, as ``FILE:LINE: ...``
-    """
+    problems = Problems(path)
+    entries = _toml_entries(path, text) if path.suffix == ".toml" else _json_lines(text, problems)
     specs: list[ScheduleSpec] = []
     lines: dict[str, int] = {}
     for entry in entries:
+        unknown = sorted(set(entry.fields) - set(REQUIRED) - set(OPTIONAL))
+        missing = [f for f in REQUIRED if f not in entry.fields]
+        if unknown:
+            problems.add(entry.line, f"unknown field(s) {', '.join(unknown)}; fields: {', '.join(REQUIRED + OPTIONAL)}")
+        if missing:
+            problems.add(entry.line, f"missing field(s) {', '.join(missing)}")
+        if unknown or missing:
+            continue
         try:
             spec = build(**entry.fields)
         except (TickworkError, ValueError, TypeError) as exc:
-            raise ConfigError(f"{path}:{entry.line}: {exc}") from exc
+            problems.add(entry.line, str(exc))
+            continue
         if spec.name in lines:
-            raise ConfigError(f"{path}:{entry.line}: schedule name {spec.name!r} is also on line {lines[spec.name]}")
+            problems.add(entry.line, f"schedule name {spec.name!r} is also on line {lines[spec.name]}")
+            continue
         lines[spec.name] = entry.line
         specs.append(spec)
+    problems.check()
     if not specs:
         raise ConfigError(f"{path}: no schedules in the file")
-    return specs
+    return entries, specs
 
 
-def _json_lines(path: Path, text: str) -> list[Entry]:
+def _json_lines(text: str, problems: Problems) -> list[Entry]:
     entries = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -81,9 +107,11 @@ def _json_lines(path: Path, text: str) -> list[Entry]:
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from exc
+            problems.add(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
         if not isinstance(value, dict):
-            raise ConfigError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
+            problems.add(number, f"expected a JSON object, got {type(value).__name__}")
+            continue
         entries.append(Entry(number, value))
     return entries
 
