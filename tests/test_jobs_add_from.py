@@ -188,3 +188,71 @@ def test_admin_add_many_is_one_transaction_on_postgres(postgres_url: str) -> Non
         assert [info.name for info in added] == [w["name"] for w in wanted]
         assert admin.count() == 2501
         assert all(info.next_fire is not None and info.next_fire.minute % 5 == 0 for info in added)
+
+
+def test_remove_several_names_or_every_schedule_of_a_file(workdir: Path) -> None:
+    (workdir / "many.jsonl").write_text(jsonl(1500))
+    assert tw(workdir, "jobs", "add", "--from", "many.jsonl").returncode == 0
+    done = tw(workdir, "jobs", "remove", "bulk-0000", "bulk-0001")
+    assert (done.returncode, done.stdout) == (0, "removed 2 schedules\n"), done.stderr
+    assert len(names(workdir)) == 1498
+    (workdir / "rest.jsonl").write_text("".join(jsonl(1500).splitlines(keepends=True)[2:]))
+    done = tw(workdir, "jobs", "remove", "--from", "rest.jsonl")
+    assert (done.returncode, done.stdout) == (0, "removed 1498 schedules of rest.jsonl\n"), done.stderr
+    assert names(workdir) == []
+
+
+def test_remove_of_a_missing_name_removes_nothing_and_names_every_missing_one(workdir: Path) -> None:
+    (workdir / "many.jsonl").write_text(jsonl(3))
+    assert tw(workdir, "jobs", "add", "--from", "many.jsonl").returncode == 0
+    done = tw(workdir, "jobs", "remove", "bulk-0000", "nope-1", "bulk-0002", "nope-2")
+    assert done.returncode == 1
+    assert done.stderr == "tickwork: error: no schedules named 'nope-1', 'nope-2'; nothing was removed\n"
+    assert names(workdir) == ["bulk-0000", "bulk-0001", "bulk-0002"]
+    (workdir / "bad.jsonl").write_text(line(name="bulk-0000") + line(expression="0 3 * * *") + "[1]\n")
+    done = tw(workdir, "jobs", "remove", "--from", "bad.jsonl")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "tickwork: error: bad.jsonl:2: expected a schedule name (a non-empty string in field name), got None",
+        "tickwork: error: bad.jsonl:3: expected a JSON object, got list",
+        "tickwork: error: bad.jsonl: 2 problems; nothing was added",
+    ]
+    assert names(workdir) == ["bulk-0000", "bulk-0001", "bulk-0002"]
+
+
+def test_remove_needs_names_or_a_file_not_both(workdir: Path) -> None:
+    (workdir / "many.jsonl").write_text(jsonl(1))
+    both = tw(workdir, "jobs", "remove", "x", "--from", "many.jsonl")
+    assert both.returncode == 2 and "not both" in both.stderr
+    neither = tw(workdir, "jobs", "remove")
+    assert neither.returncode == 2 and "give NAME..., or --from FILE" in neither.stderr
+
+
+def test_admin_remove_many_is_one_transaction_with_the_history_on_postgres(postgres_url: str) -> None:
+    schema = PostgresStore(postgres_url)
+    schema.upgrade()
+    schema.close()
+    store = PostgresStore(postgres_url)
+    store.open()
+    try:
+        with tickwork.connect({"store": {"plugin": "postgres", "url": postgres_url}}) as admin:
+            wanted = [{"name": f"rm-{i:04d}", "expression": "*/5 * * * *", "target": RECORD} for i in range(2500)]
+            admin.add_many(wanted)
+            admin.trigger("rm-0007")
+            claimed = store.claim_due("n1", limit=10, buckets=None)
+            assert [c.spec.name for c in claimed] == ["rm-0007"] and claimed[0].run_id is not None
+            assert len(store.history(schedule="rm-0007")) == 1
+            with pytest.raises(tickwork.ScheduleNotFoundError) as missing:
+                admin.remove_many(["rm-0001", "gone-1", "rm-0002", "gone-2"])
+            assert missing.value.names == ("gone-1", "gone-2")
+            assert admin.count() == 2500 and len(store.history()) == 1
+            removed = admin.remove_many([w["name"] for w in wanted[:2000]] + ["rm-0001"])
+            assert [info.name for info in removed] == [w["name"] for w in wanted[:2000]]
+            assert admin.count() == 500 and admin.get("rm-2000").name == "rm-2000"
+            # The claimed run's row went with its schedule.
+            assert store.history() == []
+            with pytest.raises(tickwork.ConfigError, match="expected a list of names"):
+                admin.remove_many("rm-2000")
+            assert admin.remove_many([]) == []
+    finally:
+        store.close()

@@ -408,6 +408,22 @@ class Admin:
         store.remove(name)
         return before
 
+    def remove_many(self, names: Iterable[str]) -> builtins.list[ScheduleInfo]:
+        """Delete several schedules and their history in one transaction: either every one is
+        removed or none is. A name given twice counts once. Returns them as they were (without
+        their last run, which went with the history), in the order given. Declared ones come
+        back at the next node start unless their declarations are removed.
+
+        :raises tickwork.ScheduleNotFoundError: naming every name that has no schedule (``.names``);
+            nothing is removed
+        """
+        if isinstance(names, str):
+            raise ConfigError(f"remove_many: expected a list of names, got the string {names!r}")
+        unique = builtins.list(dict.fromkeys(names))
+        if not unique:
+            return []
+        return [ScheduleInfo.of(s, None) for s in schedules.remove_many(self.store(write=True), unique)]
+
     # -- validation -----------------------------------------------------------------------------
 
     def spec(self, name: str, expression: str, target: str, **options: Any) -> ScheduleSpec:

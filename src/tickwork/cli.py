@@ -26,6 +26,7 @@ from .errors import (
     DeclarationError,
     ExecutorError,
     ScheduleExistsError,
+    ScheduleNotFoundError,
     TickworkError,
     TriggerError,
 )
@@ -297,6 +298,37 @@ def _declared_note(info: ScheduleInfo, what: str) -> None:
         )
 
 
+def _remove(args: argparse.Namespace, admin: Admin) -> None:
+    if args.from_file is not None and args.names:
+        raise ConfigError("jobs remove: give either NAME... or --from FILE, not both")
+    if args.from_file is None and not args.names:
+        raise ConfigError("jobs remove: give NAME..., or --from FILE")
+    if args.from_file is None and len(args.names) == 1:
+        info = admin.remove(args.names[0])
+        print(json.dumps(info.as_json()) if args.json else f"removed {info.name}")
+        _declared_note(info, "re-creates it")
+        return
+    source = f" of {args.from_file}" if args.from_file is not None else ""
+    names = schedulefile.names(Path(args.from_file)) if args.from_file is not None else args.names
+    try:
+        infos = admin.remove_many(names)
+    except ScheduleNotFoundError as exc:
+        raise TickworkError(f"{exc}; nothing was removed") from exc
+    if args.json:
+        for info in infos:
+            print(json.dumps(info.as_json()))
+    else:
+        print(f"removed {len(infos)} schedule{'' if len(infos) == 1 else 's'}{source}")
+    declared = [info for info in infos if info.module]
+    if declared:
+        print(
+            f"tickwork: note: {len(declared)} of them are declared in code ({declared[0].module}"
+            f"{', ...' if len({i.module for i in declared}) > 1 else ''}); the next node start re-creates "
+            "them unless the declarations change",
+            file=sys.stderr,
+        )
+
+
 def _add_from(args: argparse.Namespace, admin: Admin) -> None:
     if any(v is not None for v in (args.name, args.expression, args.target)):
         raise ConfigError("jobs add: give either NAME EXPRESSION TARGET or --from FILE, not both")
@@ -373,9 +405,7 @@ def _jobs(args: argparse.Namespace, admin: Admin) -> int:
         _said("updated", info, args.json)
         _declared_note(info, "puts the declared definition back")
     elif action == "remove":
-        info = admin.remove(args.name)
-        print(json.dumps(info.as_json()) if args.json else f"removed {info.name}")
-        _declared_note(info, "re-creates it")
+        _remove(args, admin)
     elif action in ("enable", "disable"):
         info = admin.enable(args.name) if action == "enable" else admin.disable(args.name)
         _said(f"{action}d", info, args.json)

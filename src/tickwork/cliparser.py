@@ -256,8 +256,17 @@ def build_parser(commands: Iterable[tuple[str, type[Command]]] = ()) -> argparse
     state.add_argument("--enable", dest="enabled", action="store_const", const=True, help="enable it")
     state.add_argument("--disable", dest="enabled", action="store_const", const=False, help="disable it")
 
+    jr = _command(jsub, "remove", "delete schedules and their history (several: all or none)")
+    jr.add_argument("names", nargs="*", metavar="NAME", help="schedule name(s)")
+    jr.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="remove the schedule of every entry of FILE (the file jobs add --from read; only names are "
+        "read) in one transaction; all or none are removed",
+    )
+
     for action, text in (
-        ("remove", "delete a schedule and its history"),
         ("enable", "enable a schedule (next fire computed from now)"),
         ("disable", "disable a schedule"),
         ("trigger", "make a schedule due now (a run now)"),

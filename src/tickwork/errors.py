@@ -62,11 +62,21 @@ class DatabaseMissingError(StoreError):
 
 
 class ScheduleNotFoundError(TickworkError, LookupError):
-    """No schedule with the given name exists."""
+    """No schedule with the given name exists (``names``: every name looked for and missing,
+    the first being ``name``)."""
 
-    def __init__(self, name: str) -> None:
+    #: How many missing names the message lists; the rest are counted.
+    LISTED = 20
+
+    def __init__(self, name: str, *more: str) -> None:
         self.name = name
-        super().__init__(f"no schedule named {name!r}")
+        self.names = (name, *more)
+        if not more:
+            super().__init__(f"no schedule named {name!r}")
+            return
+        listed = ", ".join(repr(n) for n in self.names[: self.LISTED])
+        rest = len(self.names) - self.LISTED
+        super().__init__(f"no schedules named {listed}" + (f" and {rest} more" if rest > 0 else ""))
 
 
 class ScheduleExistsError(TickworkError):

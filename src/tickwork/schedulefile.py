@@ -1,4 +1,5 @@
-"""Reading many run-time schedules from a file for ``tickwork jobs add --from FILE``.
+"""Reading many run-time schedules from a file for ``tickwork jobs add --from FILE`` (and their
+names for ``tickwork jobs remove --from FILE``).
 
 Two formats: JSON lines (one object per line, blank lines and ``#`` comments skipped) and, for a
 ``.toml`` file, ``[[schedule]]`` tables. Each entry holds the arguments of ``Admin.add``. Every
@@ -66,10 +67,7 @@ def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], l
         problem of every entry (invalid JSON, not an object, unknown or missing fields, what
         ``build`` refuses, a repeated name), each as ``FILE:LINE: ...``
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the schedule file: {exc}") from exc
+    text = _read(path)
     problems = Problems(path)
     entries = _toml_entries(path, text) if path.suffix == ".toml" else _json_lines(text, problems)
     specs: list[ScheduleSpec] = []
@@ -97,6 +95,36 @@ def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], l
     if not specs:
         raise ConfigError(f"{path}: no schedules in the file")
     return entries, specs
+
+
+def names(path: Path) -> list[str]:
+    """The schedule names of ``path`` (for ``jobs remove --from``), in file order, each once.
+    Only ``name`` is read: the file that added the schedules removes them.
+
+    :raises tickwork.errors.ConfigError: an unreadable file or invalid TOML; otherwise every
+        entry that is not an object or has no name, each as ``FILE:LINE: ...``
+    """
+    text = _read(path)
+    problems = Problems(path)
+    entries = _toml_entries(path, text) if path.suffix == ".toml" else _json_lines(text, problems)
+    found: dict[str, None] = {}
+    for entry in entries:
+        name = entry.fields.get("name")
+        if not isinstance(name, str) or not name:
+            problems.add(entry.line, f"expected a schedule name (a non-empty string in field name), got {name!r}")
+        else:
+            found[name] = None
+    problems.check()
+    if not found:
+        raise ConfigError(f"{path}: no schedules in the file")
+    return list(found)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the schedule file: {exc}") from exc
 
 
 def _json_lines(text: str, problems: Problems) -> list[Entry]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .abc import Store
-from .errors import DeclarationError, ScheduleExistsError, TickworkError
+from .errors import DeclarationError, ScheduleExistsError, ScheduleNotFoundError, TickworkError
 from .jobs import DeclaredJob
 from .plugins import PluginManager
 from .structures import Schedule, SchedulePlan, ScheduleSpec
@@ -80,6 +80,30 @@ def add_many(
     wanted = {spec.name for spec in specs}
     written = {s.name: s for s in store.list_schedules() if s.name in wanted}
     return [written[spec.name] for spec in specs if spec.name in written]
+
+
+def remove_many(store: Store, names: Sequence[str]) -> list[Schedule]:
+    """Delete schedules and their history in one :meth:`Store.write_schedules` call: all or
+    none. Returns them as they were, in the order of ``names``.
+
+    :raises tickwork.errors.ScheduleNotFoundError: naming every name not stored; nothing is
+        removed
+    """
+    removed: list[Schedule] = []
+
+    def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        by_name = {s.name: s for s in stored}
+        missing = [name for name in names if name not in by_name]
+        if missing:
+            raise ScheduleNotFoundError(*missing)
+        removed[:] = [by_name[name] for name in names]
+        return SchedulePlan(remove=tuple(names))
+
+    def no_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return None  # nothing is created or retriggered
+
+    store.write_schedules(plan, no_fire)
+    return removed
 
 
 def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
