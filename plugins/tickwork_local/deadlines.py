@@ -7,6 +7,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
 #: The longest single wait (threading.TIMEOUT_MAX is about 292 years on Linux, less elsewhere).
 MAX_WAIT = min(threading.TIMEOUT_MAX, 86400.0)
@@ -14,6 +15,15 @@ MAX_WAIT = min(threading.TIMEOUT_MAX, 86400.0)
 #: Cancelled deadlines kept before they are swept out of the middle of their lanes (a cancelled
 #: one at the head of its lane goes at once).
 SWEEP_AFTER = 1024
+
+
+class Watched(Protocol):
+    """What a lane holds: ``callback`` (``None`` once cancelled or fired, set by
+    :class:`Deadlines` only) and ``lane``, the timeout in seconds it was watched with.
+    :class:`Deadline` is one; a local executor's thread run is its own (one object per run)."""
+
+    callback: Callable[[], None] | None
+    lane: float
 
 
 class Deadline:
@@ -42,7 +52,7 @@ class Deadlines:
     """
 
     def __init__(self) -> None:
-        self._lanes: dict[float, deque[tuple[float, Deadline]]] = {}
+        self._lanes: dict[float, deque[tuple[float, Watched]]] = {}
         self._kept = 0  # entries in the lanes
         self._cancelled = 0  # of those, cancelled
         self._cond = threading.Condition(threading.Lock())
@@ -69,7 +79,14 @@ class Deadlines:
         self._thread.start()
 
     def add(self, seconds: float, callback: Callable[[], None]) -> Deadline:
+        """Call ``callback`` in ``seconds`` unless :meth:`cancel` comes first."""
         entry = Deadline(callback, seconds)
+        self.watch(entry)
+        return entry
+
+    def watch(self, entry: Watched) -> None:
+        """Call ``entry.callback`` in ``entry.lane`` seconds unless :meth:`cancel` comes first."""
+        seconds = entry.lane
         with self._cond:
             # Under the lock: a lane's deadlines are appended in the order they fall due.
             when = time.monotonic() + seconds
@@ -80,9 +97,8 @@ class Deadlines:
             self._kept += 1
             if when < self._wakes_at:
                 self._cond.notify()
-        return entry
 
-    def cancel(self, entry: Deadline) -> None:
+    def cancel(self, entry: Watched) -> None:
         """Forget ``entry``'s callback; safe to call more than once and after it fired."""
         with self._cond:
             if entry.callback is None:
@@ -95,7 +111,7 @@ class Deadlines:
             if self._cancelled > SWEEP_AFTER and self._cancelled * 2 > self._kept:
                 self._sweep()
 
-    def _drop_cancelled_heads(self, key: float, lane: deque[tuple[float, Deadline]]) -> None:
+    def _drop_cancelled_heads(self, key: float, lane: deque[tuple[float, Watched]]) -> None:
         while lane and lane[0][1].callback is None:
             lane.popleft()
             self._kept -= 1

@@ -122,24 +122,24 @@ class LocalExecutor(Executor):
     def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
         if self._pool is None:
             raise RuntimeError("LocalExecutor.submit() before start()")
-        once = ReportOnce(on_done, call.run_id)
         context = RunContext.of(call)
         try:
             func, is_coroutine = self._function(call.target)
             kwargs = call_arguments(func, call.arguments, context)
         except (ExecutorError, TypeError) as exc:
-            once(Outcome(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"))
+            ReportOnce(on_done, call.run_id)(Outcome(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"))
             return
         mode = call.arguments.get("_tickwork_mode", self.mode)
+        if mode != "process" and not is_coroutine:
+            ThreadRun(call, on_done, context, func, kwargs, self._pool, self._deadlines).start()
+            return
+        once = ReportOnce(on_done, call.run_id)
         if mode == "process":
             # The runner reports the child's outcome (and kills it at the deadline) itself.
             self._pool.submit(
                 lambda: self._processes.run(call.target, kwargs, context, call.timeout, once),
                 lambda exc: exc is not None and once(outcome_of(exc)),
             )
-            return
-        if not is_coroutine:
-            ThreadRun(call, once, context, func, kwargs, self._pool, self._deadlines).start()
             return
         watch: list[Deadline] = []
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 #: Called once per task: with the exception the call raised, or ``None`` on a normal return.
 Report = Callable[[BaseException | None], object]
@@ -18,6 +18,21 @@ Report = Callable[[BaseException | None], object]
 
 def _nothing(*_args: object) -> None:
     """What a task calls and reports to once it let go of its own (:meth:`Task.let_go`)."""
+
+
+class PoolTask(Protocol):
+    """What the pool runs: ``call()`` in a worker, then ``report(exc)`` (``None`` on a normal
+    return), then ``let_go()``. ``_state`` is ``"queued"`` when put and only changed by the pool,
+    under its lock (:meth:`Pool.cancel`). :class:`Task` is one; the local executor's thread runs
+    are others (one object per run instead of two)."""
+
+    _state: str
+
+    def call(self) -> object: ...
+
+    def report(self, exc: BaseException | None) -> object: ...
+
+    def let_go(self) -> None: ...
 
 
 class Task:
@@ -53,7 +68,7 @@ class Pool:
     def __init__(self, max_workers: int, name: str) -> None:
         self.max_workers = max_workers
         self.name = name
-        self._queue: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[PoolTask | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._closed = True
@@ -72,13 +87,20 @@ class Pool:
 
         :raises RuntimeError: when the pool is not started or already shut down
         """
-        if self._closed:
-            raise RuntimeError("the worker pool is not running")
         task = Task(call, report)
-        self._queue.put(task)
+        self.put(task)
         return task
 
-    def cancel(self, task: Task) -> bool:
+    def put(self, task: PoolTask) -> None:
+        """Queue ``task`` (its ``_state`` ``"queued"``); a worker runs it as :meth:`submit`'s.
+
+        :raises RuntimeError: when the pool is not started or already shut down
+        """
+        if self._closed:
+            raise RuntimeError("the worker pool is not running")
+        self._queue.put(task)
+
+    def cancel(self, task: PoolTask) -> bool:
         """Stop ``task`` from starting; False when it already started (or finished)."""
         with self._lock:
             if task._state != "queued":

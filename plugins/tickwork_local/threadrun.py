@@ -11,8 +11,8 @@ from tickwork.runcontext import RunContext, running
 from tickwork.structures import JobCall, Outcome, RunStatus
 from tickwork.tracebacks import format_exception
 
-from .deadlines import Deadline, Deadlines
-from .pool import Pool, PoolShutDown, Task
+from .deadlines import Deadlines
+from .pool import Pool, PoolShutDown
 
 #: Outcomes are immutable: the common one is built once, not per run.
 SUCCEEDED = Outcome(RunStatus.SUCCEEDED)
@@ -41,55 +41,69 @@ def soft_timeout(call: JobCall, once: ReportOnce, cancel: Callable[[], bool], is
         cancel()
 
 
-class ThreadRun:
-    """A plain function's run on the pool: what a pool thread calls, what it reports to and what
-    its soft-timeout watchdog calls, as methods of one object. Per run, a closure or partial for
-    each was a third of ``submit``'s cost in a burst of no-op runs."""
+class ThreadRun(ReportOnce):
+    """A plain function's run on the pool, as one object: its once-only report (``on_done`` gets
+    whichever of its end, its soft timeout or a shutdown comes first), the pool's task
+    (:class:`~.pool.PoolTask`) and its watchdog's entry (:class:`~.deadlines.Watched`). A report
+    wrapper, a task and a deadline of their own per run, with a bound method handed to each,
+    cost 1.1-2.0 µs of the 41 µs of process CPU per fire of a 60,000-fire drain (docs/benchmarks.md,
+    "SQLite bursts: the local executor's share")."""
 
-    __slots__ = ("call", "context", "deadline", "deadlines", "func", "kwargs", "once", "pool", "task")
+    __slots__ = ("_state", "callback", "context", "deadlines", "func", "job", "kwargs", "lane", "pool")
 
     def __init__(
         self,
-        call: JobCall,
-        once: ReportOnce,
+        job: JobCall,
+        on_done: Callable[[Outcome], None],
         context: RunContext,
         func: Callable[..., Any],
         kwargs: dict[str, Any],
         pool: Pool,
         deadlines: Deadlines,
     ) -> None:
-        self.call = call
-        self.once = once
+        super().__init__(on_done, job.run_id)
+        self.job = job
         self.context = context
         self.func = func
         self.kwargs = kwargs
         self.pool = pool
         self.deadlines = deadlines
-        self.task: Task | None = None
-        self.deadline: Deadline | None = None
+        self._state = "queued"  # the pool's (PoolTask)
+        self.lane = job.timeout
+        self.callback: Callable[[], None] | None = None  # the watchdog's (Watched)
 
     def start(self) -> None:
         """Queue the run and put its watchdog in place."""
-        self.task = self.pool.submit(self.run, self.report)
-        self.deadline = self.deadlines.add(self.call.timeout, self.timed_out)
-        if self.once.done:  # ended before its watchdog was in place: report() could not cancel it
-            self.deadlines.cancel(self.deadline)
+        # A cycle (this run -> its bound method -> this run) until the watchdog lets go of the
+        # callback: when the run is reported (report() cancels it) or the timeout fires.
+        self.callback = self.timed_out
+        self.pool.put(self)
+        self.deadlines.watch(self)
+        if self.done:  # ended before its watchdog was in place: report() may have come first
+            self.deadlines.cancel(self)
 
-    def run(self) -> None:
+    def call(self) -> None:
         """In a pool thread: the function, inside the run's context."""
         with running(self.context):
             self.func(**self.kwargs)
 
     def report(self, exc: BaseException | None) -> None:
-        """In a pool thread, once the function returned or raised."""
-        self.once(outcome_of(exc))
-        if self.deadline is not None:
-            self.deadlines.cancel(self.deadline)
+        """In a pool thread, once the function returned or raised (or the pool shut down first)."""
+        self(outcome_of(exc))
+        self.deadlines.cancel(self)
+
+    def let_go(self) -> None:
+        """The run is over: drop its arguments (a cancelled entry can wait in its watchdog lane
+        until swept out, and arguments can be large)."""
+        self.kwargs = _NO_ARGUMENTS
 
     def cancel(self) -> bool:
         """Stop the run from starting; False once it started (it only works while it waits for a thread)."""
-        return self.task is not None and self.pool.cancel(self.task)
+        return self.pool.cancel(self)
 
     def timed_out(self) -> None:
         """In the watchdog thread, at the soft timeout."""
-        soft_timeout(self.call, self.once, self.cancel, False)
+        soft_timeout(self.job, self, self.cancel, False)
+
+
+_NO_ARGUMENTS: dict[str, Any] = {}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import threading
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -107,24 +106,26 @@ class ReportOnce:
     :return: (of a call) True if this call reported the outcome, False if one was reported before
     """
 
-    __slots__ = ("_done", "_lock", "_on_done", "run_id")
+    __slots__ = ("_on_done", "_pending", "run_id")
 
     def __init__(self, on_done: Callable[[Outcome], None], run_id: int | None = None) -> None:
         self._on_done = on_done
         self.run_id = run_id
-        self._lock = threading.Lock()
-        self._done = False
+        # One token, taken by the first report: list.pop is atomic (under the GIL, and under
+        # the list's own lock without one), and cheaper than a lock of its own to create and
+        # take for every run.
+        self._pending = [True]
 
     @property
     def done(self) -> bool:
         """True once an outcome was reported."""
-        return self._done
+        return not self._pending
 
     def __call__(self, outcome: Outcome) -> bool:
-        with self._lock:
-            if self._done:
-                return False
-            self._done = True
+        try:
+            self._pending.pop()
+        except IndexError:
+            return False
         try:
             self._on_done(outcome)
         except Exception:
