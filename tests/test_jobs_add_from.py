@@ -215,7 +215,7 @@ def test_remove_of_a_missing_name_removes_nothing_and_names_every_missing_one(wo
     assert done.stderr.splitlines() == [
         "tickwork: error: bad.jsonl:2: expected a schedule name (a non-empty string in field name), got None",
         "tickwork: error: bad.jsonl:3: expected a JSON object, got list",
-        "tickwork: error: bad.jsonl: 2 problems; nothing was added",
+        "tickwork: error: bad.jsonl: 2 problems; nothing was removed",
     ]
     assert names(workdir) == ["bulk-0000", "bulk-0001", "bulk-0002"]
 

@@ -39,8 +39,10 @@ class Problems:
     """The problems of one schedule file, each ``FILE:LINE: ...``. A file of thousands of entries
     is fixed in one pass, not one run of the command per bad line."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, effect: str) -> None:
         self.path = path
+        #: What the file was read for, as "nothing was ...": "added", "removed".
+        self.effect = effect
         self.found: list[tuple[int, str]] = []
 
     def add(self, line: int, message: str) -> None:
@@ -56,7 +58,7 @@ class Problems:
         if found:
             listed = found[:MAX_LISTED]
             more = f" (the first {MAX_LISTED} are listed)" if len(found) > MAX_LISTED else ""
-            raise ConfigProblems(f"{self.path}: {len(found)} problems{more}; nothing was added", listed)
+            raise ConfigProblems(f"{self.path}: {len(found)} problems{more}; nothing was {self.effect}", listed)
 
 
 def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], list[ScheduleSpec]]:
@@ -67,9 +69,8 @@ def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], l
         problem of every entry (invalid JSON, not an object, unknown or missing fields, what
         ``build`` refuses, a repeated name), each as ``FILE:LINE: ...``
     """
-    text = _read(path)
-    problems = Problems(path)
-    entries = _toml_entries(path, text) if path.suffix == ".toml" else _json_lines(text, problems)
+    problems = Problems(path, "added")
+    entries = _entries(path, problems)
     specs: list[ScheduleSpec] = []
     lines: dict[str, int] = {}
     for entry in entries:
@@ -104,9 +105,8 @@ def names(path: Path) -> list[str]:
     :raises tickwork.errors.ConfigError: an unreadable file or invalid TOML; otherwise every
         entry that is not an object or has no name, each as ``FILE:LINE: ...``
     """
-    text = _read(path)
-    problems = Problems(path)
-    entries = _toml_entries(path, text) if path.suffix == ".toml" else _json_lines(text, problems)
+    problems = Problems(path, "removed")
+    entries = _entries(path, problems)
     found: dict[str, None] = {}
     for entry in entries:
         name = entry.fields.get("name")
@@ -120,11 +120,13 @@ def names(path: Path) -> list[str]:
     return list(found)
 
 
-def _read(path: Path) -> str:
+def _entries(path: Path, problems: Problems) -> list[Entry]:
+    """The entries of ``path``, each with the line it starts on (an unusable line is a problem)."""
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the schedule file: {exc}") from exc
+    return _toml_entries(path, text) if path.suffix == ".toml" else _json_lines(text, problems)
 
 
 def _json_lines(text: str, problems: Problems) -> list[Entry]:
