@@ -506,6 +506,23 @@ def test_removing_a_declared_job_warns_that_the_next_start_recreates_it(
     assert "declared-yearly" in listed(tw)
 
 
+def test_removing_several_with_a_declared_job_among_them_notes_it_once(
+    tw: Tickwork, jobs_module: str, workdir: Path
+) -> None:
+    config = write_config(workdir / "tickwork.toml", f'[scheduler]\njobs = ["{jobs_module}"]\n')
+    run_due_once(str(config))
+    assert tw("jobs", "add", "kept", "* * * * *", f"{jobs_module}:ok").code == 0
+    assert tw("jobs", "add", "gone", "* * * * *", f"{jobs_module}:ok").code == 0
+    result = tw("--json", "jobs", "remove", "declared-yearly", "gone")
+    assert result.code == 0
+    assert [json.loads(line)["name"] for line in result.out.splitlines()] == ["declared-yearly", "gone"]
+    assert result.err == (
+        f"tickwork: note: 1 of them is declared in code ({jobs_module}); the next node start re-creates "
+        "them unless the declarations change\n"
+    )
+    assert "kept" in listed(tw) and "gone" not in listed(tw) and "declared-yearly" not in listed(tw)
+
+
 # -- tickwork history / nodes / db ----------------------------------------------------------------
 
 

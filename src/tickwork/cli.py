@@ -322,7 +322,8 @@ def _remove(args: argparse.Namespace, admin: Admin) -> None:
     declared = [info for info in infos if info.module]
     if declared:
         print(
-            f"tickwork: note: {len(declared)} of them are declared in code ({declared[0].module}"
+            f"tickwork: note: {len(declared)} of them {'is' if len(declared) == 1 else 'are'} declared in code "
+            f"({declared[0].module}"
             f"{', ...' if len({i.module for i in declared}) > 1 else ''}); the next node start re-creates "
             "them unless the declarations change",
             file=sys.stderr,
