@@ -22,6 +22,7 @@ from ..structures import (
     Schedule,
     ScheduleState,
 )
+from .bulk import chunks
 from .schema import runs, schedules
 from .storecore import (
     SQLCore,
@@ -29,6 +30,9 @@ from .storecore import (
     schedule_from_row,
     transient_retry,
 )
+
+#: Schedule ids per statement of :meth:`~HistoryQueries.last_runs`.
+LAST_RUNS_BATCH = 10_000
 
 
 class HistoryQueries(SQLCore):
@@ -112,21 +116,24 @@ class HistoryQueries(SQLCore):
 
     @transient_retry
     def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
-        if not schedule_ids:
-            return {}
-        latest = (
-            select(func.max(runs.c.id))
-            .where(runs.c.schedule_id.in_(list(schedule_ids)))
-            .group_by(runs.c.schedule_id)
-            .scalar_subquery()
-        )
-        query = (
-            select(runs, schedules.c.name.label("schedule_name"))
-            .join(schedules, schedules.c.id == runs.c.schedule_id)
-            .where(runs.c.id.in_(latest))
-        )
-        with self._tx() as conn:
-            return {r.schedule_id: _run_record(r) for r in conn.execute(query)}
+        found: dict[int, RunRecord] = {}
+        # In batches: one bound parameter per id, and PostgreSQL takes at most 65,535 per
+        # statement (`jobs add --from FILE --replace` of 70,000 failed after its write).
+        for batch in chunks(list(schedule_ids), LAST_RUNS_BATCH):
+            latest = (
+                select(func.max(runs.c.id))
+                .where(runs.c.schedule_id.in_(list(batch)))
+                .group_by(runs.c.schedule_id)
+                .scalar_subquery()
+            )
+            query = (
+                select(runs, schedules.c.name.label("schedule_name"))
+                .join(schedules, schedules.c.id == runs.c.schedule_id)
+                .where(runs.c.id.in_(latest))
+            )
+            with self._tx() as conn:
+                found.update((r.schedule_id, _run_record(r)) for r in conn.execute(query))
+        return found
 
     @transient_retry
     def find_runs(

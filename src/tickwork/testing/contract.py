@@ -519,6 +519,22 @@ class StoreContract:
             assert key in as_json
         assert as_json["scheduled_for"].endswith("Z")
 
+    def test_last_runs_of_each_schedule_for_more_ids_than_one_statement_binds(self, store: Store) -> None:
+        start = store.now() - timedelta(minutes=10)
+        store.add(spec("a"), start)
+        store.add(spec("b"), start)
+        for i in range(1, 3):
+            for c in claim_all(store):
+                assert finish(store, c, start + timedelta(seconds=i), outcome=Outcome(RunStatus.FAILED, error=f"#{i}"))
+        ids = {s.name: s.id for s in store.list_schedules()}
+        # 70,000 ids: more than PostgreSQL's and MySQL's 65,535 bound parameters per statement
+        # (`jobs add --from FILE --replace` of 70,000 schedules asks for all of their last runs).
+        asked = [*range(max(ids.values()) + 1, max(ids.values()) + 70_001), ids["b"], ids["a"]]
+        last = store.last_runs(asked)
+        assert set(last) == {ids["a"], ids["b"]}
+        assert last[ids["a"]].schedule == "a" and last[ids["a"]].error == "#2"
+        assert store.last_runs([]) == {}
+
     def test_remove_deletes_history(self, store: Store) -> None:
         store.add(spec("a"), store.now())
         (c,) = claim_all(store)
