@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tickwork
+from tickwork.structures import Finish, Outcome, RunStatus
 from tickwork_postgres.store import PostgresStore
 
 RECORD = "tests.jobs_for_tests:record"
@@ -254,5 +255,59 @@ def test_admin_remove_many_is_one_transaction_with_the_history_on_postgres(postg
             with pytest.raises(tickwork.ConfigError, match="expected a list of names"):
                 admin.remove_many("rm-2000")
             assert admin.remove_many([]) == []
+    finally:
+        store.close()
+
+
+def test_disable_and_enable_several_names_or_every_schedule_of_a_file(workdir: Path) -> None:
+    (workdir / "many.jsonl").write_text(jsonl(1500))
+    assert tw(workdir, "jobs", "add", "--from", "many.jsonl").returncode == 0
+    done = tw(workdir, "jobs", "disable", "--from", "many.jsonl")
+    assert (done.returncode, done.stdout) == (0, "disabled 1500 schedules of many.jsonl\n"), done.stderr
+    listed = [json.loads(line) for line in tw(workdir, "jobs", "list", "--json").stdout.splitlines()]
+    assert len(listed) == 1500 and all(not s["enabled"] and s["next_fire"] is None for s in listed)
+    done = tw(workdir, "--json", "jobs", "enable", "bulk-0003", "bulk-0001")
+    assert done.returncode == 0, done.stderr
+    enabled = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [s["name"] for s in enabled] == ["bulk-0003", "bulk-0001"]
+    assert all(s["enabled"] and s["next_fire"].endswith("T03:00:00Z") for s in enabled)
+    missing = tw(workdir, "jobs", "enable", "bulk-0004", "nope")
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        "tickwork: error: no schedule named 'nope'; nothing was enabled\n",
+    )
+    assert tw(workdir, "--json", "jobs", "show", "bulk-0004").stdout.count('"enabled": false') == 1
+
+
+def test_admin_enable_many_and_disable_many_on_postgres_all_or_none_and_unpark(postgres_url: str) -> None:
+    schema = PostgresStore(postgres_url)
+    schema.upgrade()
+    schema.close()
+    store = PostgresStore(postgres_url)
+    store.open()
+    try:
+        with tickwork.connect({"store": {"plugin": "postgres", "url": postgres_url}}) as admin:
+            admin.add_many([{"name": f"en-{i}", "expression": "*/5 * * * *", "target": RECORD} for i in range(3)])
+            admin.trigger("en-0")
+            (claim,) = store.claim_due("n1", limit=10, buckets=None)
+            assert store.park("n1", [(Finish(claim, Outcome(RunStatus.FAILED), None), "TriggerError: bad zone")])
+            assert admin.get("en-0").fault == "TriggerError: bad zone"
+            with pytest.raises(tickwork.ScheduleNotFoundError) as missing:
+                admin.disable_many(["en-1", "gone"])
+            assert missing.value.names == ("gone",) and admin.get("en-1").enabled
+            disabled = admin.disable_many(["en-0", "en-1", "en-2", "en-1"])
+            assert [(i.name, i.enabled, i.next_fire) for i in disabled] == [
+                ("en-0", False, None),
+                ("en-1", False, None),
+                ("en-2", False, None),
+            ]
+            assert disabled[0].fault is None and disabled[0].last_run is not None  # unparked; history kept
+            before = store.now()
+            enabled = admin.enable_many(["en-2", "en-0"])
+            assert [i.name for i in enabled] == ["en-2", "en-0"]
+            assert all(i.enabled and i.next_fire is not None and i.next_fire > before for i in enabled)
+            assert not admin.get("en-1").enabled
+            with pytest.raises(tickwork.ConfigError, match="enable_many: expected a list of names"):
+                admin.enable_many("en-1")
     finally:
         store.close()

@@ -165,6 +165,26 @@ class ScheduleWrites:
     def disable(self, name: str) -> ScheduleInfo:
         return self._info(schedules.set_enabled(self.store(write=True), name, False, self.manager))
 
+    def enable_many(self, names: Iterable[str]) -> builtins.list[ScheduleInfo]:
+        """Enable several schedules in one transaction, all or none (a name given twice counts
+        once); each next fire is computed from now, as :meth:`enable` does.
+
+        :raises tickwork.ScheduleNotFoundError: naming every name that has no schedule; nothing is changed
+        """
+        return self._set_enabled_many(names, True)
+
+    def disable_many(self, names: Iterable[str]) -> builtins.list[ScheduleInfo]:
+        """Disable several schedules in one transaction, all or none (see :meth:`enable_many`)."""
+        return self._set_enabled_many(names, False)
+
+    def _set_enabled_many(self, names: Iterable[str], enabled: bool) -> builtins.list[ScheduleInfo]:
+        unique = _names(names, "enable_many" if enabled else "disable_many")
+        if not unique:
+            return []
+        written = schedules.set_enabled_many(self.store(write=True), unique, enabled, self.manager)
+        last = self.store().last_runs([s.id for s in written])
+        return [ScheduleInfo.of(s, last.get(s.id)) for s in written]
+
     def trigger(self, name: str) -> ScheduleInfo:
         """Make a schedule due now (by the database clock): a node runs it at once.
 
@@ -192,9 +212,7 @@ class ScheduleWrites:
         :raises tickwork.ScheduleNotFoundError: naming every name that has no schedule (``.names``);
             nothing is removed
         """
-        if isinstance(names, str):
-            raise ConfigError(f"remove_many: expected a list of names, got the string {names!r}")
-        unique = builtins.list(dict.fromkeys(names))
+        unique = _names(names, "remove_many")
         if not unique:
             return []
         return [ScheduleInfo.of(s, None) for s in schedules.remove_many(self.store(write=True), unique)]
@@ -207,3 +225,10 @@ class ScheduleWrites:
 
     def _info(self, schedule: Schedule) -> ScheduleInfo:
         return ScheduleInfo.of(schedule, self.store().last_runs([schedule.id]).get(schedule.id))
+
+
+def _names(names: Iterable[str], method: str) -> list[str]:
+    """``names`` in order, each once; a lone string is refused (it would be read as its letters)."""
+    if isinstance(names, str):
+        raise ConfigError(f"{method}: expected a list of names, got the string {names!r}")
+    return list(dict.fromkeys(names))

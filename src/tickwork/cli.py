@@ -298,36 +298,48 @@ def _declared_note(info: ScheduleInfo, what: str) -> None:
         )
 
 
-def _remove(args: argparse.Namespace, admin: Admin) -> None:
+def _several(args: argparse.Namespace, admin: Admin) -> None:
+    """``jobs remove|enable|disable`` with NAME... or ``--from FILE``: one name as before, several
+    in one transaction, all or none."""
+    action = args.action
     if args.from_file is not None and args.names:
-        raise ConfigError("jobs remove: give either NAME... or --from FILE, not both")
+        raise ConfigError(f"jobs {action}: give either NAME... or --from FILE, not both")
     if args.from_file is None and not args.names:
-        raise ConfigError("jobs remove: give NAME..., or --from FILE")
+        raise ConfigError(f"jobs {action}: give NAME..., or --from FILE")
+    done = f"{action}d"  # removed, enabled, disabled
     if args.from_file is None and len(args.names) == 1:
-        info = admin.remove(args.names[0])
-        print(json.dumps(info.as_json()) if args.json else f"removed {info.name}")
-        _declared_note(info, "re-creates it")
+        _one(action, args.names[0], args.json, admin)
         return
     source = f" of {args.from_file}" if args.from_file is not None else ""
-    names = schedulefile.names(Path(args.from_file)) if args.from_file is not None else args.names
+    names = schedulefile.names(Path(args.from_file), done) if args.from_file is not None else args.names
+    many = {"remove": admin.remove_many, "enable": admin.enable_many, "disable": admin.disable_many}[action]
     try:
-        infos = admin.remove_many(names)
+        infos = many(names)
     except ScheduleNotFoundError as exc:
-        raise TickworkError(f"{exc}; nothing was removed") from exc
+        raise TickworkError(f"{exc}; nothing was {done}") from exc
     if args.json:
         for info in infos:
             print(json.dumps(info.as_json()))
     else:
-        print(f"removed {len(infos)} schedule{'' if len(infos) == 1 else 's'}{source}")
+        print(f"{done} {len(infos)} schedule{'' if len(infos) == 1 else 's'}{source}")
     declared = [info for info in infos if info.module]
-    if declared:
+    if declared and action == "remove":
         print(
             f"tickwork: note: {len(declared)} of them {'is' if len(declared) == 1 else 'are'} declared in code "
-            f"({declared[0].module}"
-            f"{', ...' if len({i.module for i in declared}) > 1 else ''}); the next node start re-creates "
-            "them unless the declarations change",
+            f"({declared[0].module}{', ...' if len({i.module for i in declared}) > 1 else ''}); the next node "
+            "start re-creates them unless the declarations change",
             file=sys.stderr,
         )
+
+
+def _one(action: str, name: str, as_json: bool, admin: Admin) -> None:
+    if action == "remove":
+        info = admin.remove(name)
+        print(json.dumps(info.as_json()) if as_json else f"removed {info.name}")
+        _declared_note(info, "re-creates it")
+    else:
+        info = admin.enable(name) if action == "enable" else admin.disable(name)
+        _said(f"{action}d", info, as_json)
 
 
 def _add_from(args: argparse.Namespace, admin: Admin) -> None:
@@ -405,11 +417,8 @@ def _jobs(args: argparse.Namespace, admin: Admin) -> int:
         info = admin.update(args.name, **fields)
         _said("updated", info, args.json)
         _declared_note(info, "puts the declared definition back")
-    elif action == "remove":
-        _remove(args, admin)
-    elif action in ("enable", "disable"):
-        info = admin.enable(args.name) if action == "enable" else admin.disable(args.name)
-        _said(f"{action}d", info, args.json)
+    elif action in ("remove", "enable", "disable"):
+        _several(args, admin)
     elif action == "trigger":
         info = admin.trigger(args.name)
         if args.json:

@@ -256,23 +256,22 @@ def build_parser(commands: Iterable[tuple[str, type[Command]]] = ()) -> argparse
     state.add_argument("--enable", dest="enabled", action="store_const", const=True, help="enable it")
     state.add_argument("--disable", dest="enabled", action="store_const", const=False, help="disable it")
 
-    jr = _command(jsub, "remove", "delete schedules and their history (several: all or none)")
-    jr.add_argument("names", nargs="*", metavar="NAME", help="schedule name(s)")
-    jr.add_argument(
-        "--from",
-        dest="from_file",
-        metavar="FILE",
-        help="remove the schedule of every entry of FILE (the file jobs add --from read; only names are "
-        "read) in one transaction; all or none are removed",
-    )
-
-    for action, text in (
-        ("enable", "enable a schedule (next fire computed from now)"),
-        ("disable", "disable a schedule"),
-        ("trigger", "make a schedule due now (a run now)"),
+    for action, text, does in (
+        ("remove", "delete schedules and their history", "remove"),
+        ("enable", "enable schedules (next fire computed from now)", "enable"),
+        ("disable", "disable schedules", "disable"),
     ):
-        p = _command(jsub, action, text)
-        p.add_argument("name", help="schedule name")
+        p = _command(jsub, action, f"{text} (several: all or none)")
+        p.add_argument("names", nargs="*", metavar="NAME", help="schedule name(s)")
+        p.add_argument(
+            "--from",
+            dest="from_file",
+            metavar="FILE",
+            help=f"{does} the schedule of every entry of FILE (the file jobs add --from read; only names are "
+            f"read) in one transaction; all or none",
+        )
+    jt = _command(jsub, "trigger", "make a schedule due now (a run now)")
+    jt.add_argument("name", help="schedule name")
 
     hist = _command(sub, "history", "show runs, latest scheduled time first")
     hist.add_argument("--limit", type=count(1), default=20, metavar="N", help="at most N runs (default 20)")

@@ -1,5 +1,5 @@
 """Reading many run-time schedules from a file for ``tickwork jobs add --from FILE`` (and their
-names for ``tickwork jobs remove --from FILE``).
+names for ``tickwork jobs remove|enable|disable --from FILE``).
 
 Two formats: JSON lines (one object per line, blank lines and ``#`` comments skipped) and, for a
 ``.toml`` file, ``[[schedule]]`` tables. Each entry holds the arguments of ``Admin.add``. Every
@@ -98,14 +98,16 @@ def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], l
     return entries, specs
 
 
-def names(path: Path) -> list[str]:
-    """The schedule names of ``path`` (for ``jobs remove --from``), in file order, each once.
-    Only ``name`` is read: the file that added the schedules removes them.
+def names(path: Path, effect: str) -> list[str]:
+    """The schedule names of ``path`` (for ``jobs remove|enable|disable --from``), in file order,
+    each once. Only ``name`` is read: the file that added the schedules names them.
+
+    :param effect: what the command does, for "nothing was ...": ``removed``, ``enabled``, ...
 
     :raises tickwork.errors.ConfigError: an unreadable file or invalid TOML; otherwise every
         entry that is not an object or has no name, each as ``FILE:LINE: ...``
     """
-    problems = Problems(path, "removed")
+    problems = Problems(path, effect)
     entries = _entries(path, problems)
     found: dict[str, None] = {}
     for entry in entries:

@@ -106,6 +106,34 @@ def remove_many(store: Store, names: Sequence[str]) -> list[Schedule]:
     return removed
 
 
+def set_enabled_many(
+    store: Store, names: Sequence[str], enabled: bool, manager: PluginManager | None = None
+) -> list[Schedule]:
+    """Enable or disable schedules in one :meth:`Store.write_schedules` call: all or none.
+    Enabling computes each next fire from the database clock read when its batch is written
+    (time spent disabled is not caught up); disabling clears it. Like :func:`set_enabled`, either
+    also clears a parked schedule's fault.
+
+    :raises tickwork.errors.ScheduleNotFoundError: naming every name not stored; nothing is
+        written
+    """
+
+    def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        by_name = {s.name: s for s in stored}
+        missing = [name for name in names if name not in by_name]
+        if missing:
+            raise ScheduleNotFoundError(*missing)
+        return SchedulePlan(retrigger=tuple(replace(by_name[name].spec, enabled=enabled) for name in names))
+
+    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return first_fire(spec, now, manager) if spec.enabled else None
+
+    store.write_schedules(plan, next_fire)
+    wanted = set(names)
+    written = {s.name: s for s in store.list_schedules() if s.name in wanted}
+    return [written[name] for name in names if name in written]
+
+
 def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
     """Enabling computes the next fire from now (Docspell): time spent disabled is not caught up."""
     spec = store.get(name).spec
