@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,24 @@ def workdir(tmp_path: Path) -> Path:
     (tmp_path / "tickwork.toml").write_text('[store]\nplugin = "sqlite"\npath = "t.db"\n')
     assert tw(tmp_path, "db", "upgrade").returncode == 0
     return tmp_path
+
+
+@pytest.fixture
+def pg_store(postgres_url: str) -> Iterator[PostgresStore]:
+    """An open store on the test database, its schema upgraded first."""
+    store = PostgresStore(postgres_url)
+    store.upgrade()
+    store.open()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def pg_admin(pg_store: PostgresStore, postgres_url: str) -> Iterator[tickwork.Admin]:
+    with tickwork.connect({"store": {"plugin": "postgres", "url": postgres_url}}) as admin:
+        yield admin
 
 
 def jsonl(count: int) -> str:
@@ -175,20 +194,17 @@ def test_add_needs_positionals_or_a_file_not_both(workdir: Path) -> None:
     assert neither.returncode == 2 and "give NAME EXPRESSION TARGET, or --from FILE" in neither.stderr
 
 
-def test_admin_add_many_is_one_transaction_on_postgres(postgres_url: str) -> None:
-    schema = PostgresStore(postgres_url)
-    schema.upgrade()
-    schema.close()
-    with tickwork.connect({"store": {"plugin": "postgres", "url": postgres_url}}) as admin:
-        admin.add("taken", "0 5 * * *", RECORD)
-        wanted = [{"name": f"pg-{i:04d}", "expression": "*/5 * * * *", "target": RECORD} for i in range(2500)]
-        with pytest.raises(tickwork.ScheduleExistsError, match="taken"):
-            admin.add_many([*wanted, {"name": "taken", "expression": "0 3 * * *", "target": RECORD}])
-        assert admin.count() == 1
-        added = admin.add_many(wanted)
-        assert [info.name for info in added] == [w["name"] for w in wanted]
-        assert admin.count() == 2501
-        assert all(info.next_fire is not None and info.next_fire.minute % 5 == 0 for info in added)
+def test_admin_add_many_is_one_transaction_on_postgres(pg_admin: tickwork.Admin) -> None:
+    admin = pg_admin
+    admin.add("taken", "0 5 * * *", RECORD)
+    wanted = [{"name": f"pg-{i:04d}", "expression": "*/5 * * * *", "target": RECORD} for i in range(2500)]
+    with pytest.raises(tickwork.ScheduleExistsError, match="taken"):
+        admin.add_many([*wanted, {"name": "taken", "expression": "0 3 * * *", "target": RECORD}])
+    assert admin.count() == 1
+    added = admin.add_many(wanted)
+    assert [info.name for info in added] == [w["name"] for w in wanted]
+    assert admin.count() == 2501
+    assert all(info.next_fire is not None and info.next_fire.minute % 5 == 0 for info in added)
 
 
 def test_remove_several_names_or_every_schedule_of_a_file(workdir: Path) -> None:
@@ -229,34 +245,28 @@ def test_remove_needs_names_or_a_file_not_both(workdir: Path) -> None:
     assert neither.returncode == 2 and "give NAME..., or --from FILE" in neither.stderr
 
 
-def test_admin_remove_many_is_one_transaction_with_the_history_on_postgres(postgres_url: str) -> None:
-    schema = PostgresStore(postgres_url)
-    schema.upgrade()
-    schema.close()
-    store = PostgresStore(postgres_url)
-    store.open()
-    try:
-        with tickwork.connect({"store": {"plugin": "postgres", "url": postgres_url}}) as admin:
-            wanted = [{"name": f"rm-{i:04d}", "expression": "*/5 * * * *", "target": RECORD} for i in range(2500)]
-            admin.add_many(wanted)
-            admin.trigger("rm-0007")
-            claimed = store.claim_due("n1", limit=10, buckets=None)
-            assert [c.spec.name for c in claimed] == ["rm-0007"] and claimed[0].run_id is not None
-            assert len(store.history(schedule="rm-0007")) == 1
-            with pytest.raises(tickwork.ScheduleNotFoundError) as missing:
-                admin.remove_many(["rm-0001", "gone-1", "rm-0002", "gone-2"])
-            assert missing.value.names == ("gone-1", "gone-2")
-            assert admin.count() == 2500 and len(store.history()) == 1
-            removed = admin.remove_many([w["name"] for w in wanted[:2000]] + ["rm-0001"])
-            assert [info.name for info in removed] == [w["name"] for w in wanted[:2000]]
-            assert admin.count() == 500 and admin.get("rm-2000").name == "rm-2000"
-            # The claimed run's row went with its schedule.
-            assert store.history() == []
-            with pytest.raises(tickwork.ConfigError, match="expected a list of names"):
-                admin.remove_many("rm-2000")
-            assert admin.remove_many([]) == []
-    finally:
-        store.close()
+def test_admin_remove_many_is_one_transaction_with_the_history_on_postgres(
+    pg_admin: tickwork.Admin, pg_store: PostgresStore
+) -> None:
+    admin, store = pg_admin, pg_store
+    wanted = [{"name": f"rm-{i:04d}", "expression": "*/5 * * * *", "target": RECORD} for i in range(2500)]
+    admin.add_many(wanted)
+    admin.trigger("rm-0007")
+    claimed = store.claim_due("n1", limit=10, buckets=None)
+    assert [c.spec.name for c in claimed] == ["rm-0007"] and claimed[0].run_id is not None
+    assert len(store.history(schedule="rm-0007")) == 1
+    with pytest.raises(tickwork.ScheduleNotFoundError) as missing:
+        admin.remove_many(["rm-0001", "gone-1", "rm-0002", "gone-2"])
+    assert missing.value.names == ("gone-1", "gone-2")
+    assert admin.count() == 2500 and len(store.history()) == 1
+    removed = admin.remove_many([w["name"] for w in wanted[:2000]] + ["rm-0001"])
+    assert [info.name for info in removed] == [w["name"] for w in wanted[:2000]]
+    assert admin.count() == 500 and admin.get("rm-2000").name == "rm-2000"
+    # The claimed run's row went with its schedule.
+    assert store.history() == []
+    with pytest.raises(tickwork.ConfigError, match="expected a list of names"):
+        admin.remove_many("rm-2000")
+    assert admin.remove_many([]) == []
 
 
 def test_disable_and_enable_several_names_or_every_schedule_of_a_file(workdir: Path) -> None:
@@ -279,35 +289,29 @@ def test_disable_and_enable_several_names_or_every_schedule_of_a_file(workdir: P
     assert tw(workdir, "--json", "jobs", "show", "bulk-0004").stdout.count('"enabled": false') == 1
 
 
-def test_admin_enable_many_and_disable_many_on_postgres_all_or_none_and_unpark(postgres_url: str) -> None:
-    schema = PostgresStore(postgres_url)
-    schema.upgrade()
-    schema.close()
-    store = PostgresStore(postgres_url)
-    store.open()
-    try:
-        with tickwork.connect({"store": {"plugin": "postgres", "url": postgres_url}}) as admin:
-            admin.add_many([{"name": f"en-{i}", "expression": "*/5 * * * *", "target": RECORD} for i in range(3)])
-            admin.trigger("en-0")
-            (claim,) = store.claim_due("n1", limit=10, buckets=None)
-            assert store.park("n1", [(Finish(claim, Outcome(RunStatus.FAILED), None), "TriggerError: bad zone")])
-            assert admin.get("en-0").fault == "TriggerError: bad zone"
-            with pytest.raises(tickwork.ScheduleNotFoundError) as missing:
-                admin.disable_many(["en-1", "gone"])
-            assert missing.value.names == ("gone",) and admin.get("en-1").enabled
-            disabled = admin.disable_many(["en-0", "en-1", "en-2", "en-1"])
-            assert [(i.name, i.enabled, i.next_fire) for i in disabled] == [
-                ("en-0", False, None),
-                ("en-1", False, None),
-                ("en-2", False, None),
-            ]
-            assert disabled[0].fault is None and disabled[0].last_run is not None  # unparked; history kept
-            before = store.now()
-            enabled = admin.enable_many(["en-2", "en-0"])
-            assert [i.name for i in enabled] == ["en-2", "en-0"]
-            assert all(i.enabled and i.next_fire is not None and i.next_fire > before for i in enabled)
-            assert not admin.get("en-1").enabled
-            with pytest.raises(tickwork.ConfigError, match="enable_many: expected a list of names"):
-                admin.enable_many("en-1")
-    finally:
-        store.close()
+def test_admin_enable_many_and_disable_many_on_postgres_all_or_none_and_unpark(
+    pg_admin: tickwork.Admin, pg_store: PostgresStore
+) -> None:
+    admin, store = pg_admin, pg_store
+    admin.add_many([{"name": f"en-{i}", "expression": "*/5 * * * *", "target": RECORD} for i in range(3)])
+    admin.trigger("en-0")
+    (claim,) = store.claim_due("n1", limit=10, buckets=None)
+    assert store.park("n1", [(Finish(claim, Outcome(RunStatus.FAILED), None), "TriggerError: bad zone")])
+    assert admin.get("en-0").fault == "TriggerError: bad zone"
+    with pytest.raises(tickwork.ScheduleNotFoundError) as missing:
+        admin.disable_many(["en-1", "gone"])
+    assert missing.value.names == ("gone",) and admin.get("en-1").enabled
+    disabled = admin.disable_many(["en-0", "en-1", "en-2", "en-1"])
+    assert [(i.name, i.enabled, i.next_fire) for i in disabled] == [
+        ("en-0", False, None),
+        ("en-1", False, None),
+        ("en-2", False, None),
+    ]
+    assert disabled[0].fault is None and disabled[0].last_run is not None  # unparked; history kept
+    before = store.now()
+    enabled = admin.enable_many(["en-2", "en-0"])
+    assert [i.name for i in enabled] == ["en-2", "en-0"]
+    assert all(i.enabled and i.next_fire is not None and i.next_fire > before for i in enabled)
+    assert not admin.get("en-1").enabled
+    with pytest.raises(tickwork.ConfigError, match="enable_many: expected a list of names"):
+        admin.enable_many("en-1")

@@ -4,7 +4,7 @@ syncing declared jobs. Computes fire times from the database clock; the store on
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -73,13 +73,8 @@ def add_many(
                 replaced.append(spec)
         return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
 
-    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
-        return first_fire(spec, now, manager) if spec.enabled else None
-
-    store.write_schedules(plan, next_fire)
-    wanted = {spec.name for spec in specs}
-    written = {s.name: s for s in store.list_schedules() if s.name in wanted}
-    return [written[spec.name] for spec in specs if spec.name in written]
+    store.write_schedules(plan, _first_fires(manager))
+    return _read_back(store, [spec.name for spec in specs])
 
 
 def remove_many(store: Store, names: Sequence[str]) -> list[Schedule]:
@@ -92,11 +87,7 @@ def remove_many(store: Store, names: Sequence[str]) -> list[Schedule]:
     removed: list[Schedule] = []
 
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
-        by_name = {s.name: s for s in stored}
-        missing = [name for name in names if name not in by_name]
-        if missing:
-            raise ScheduleNotFoundError(*missing)
-        removed[:] = [by_name[name] for name in names]
+        removed[:] = _named(stored, names)
         return SchedulePlan(remove=tuple(names))
 
     def no_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
@@ -119,16 +110,35 @@ def set_enabled_many(
     """
 
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
-        by_name = {s.name: s for s in stored}
-        missing = [name for name in names if name not in by_name]
-        if missing:
-            raise ScheduleNotFoundError(*missing)
-        return SchedulePlan(retrigger=tuple(replace(by_name[name].spec, enabled=enabled) for name in names))
+        return SchedulePlan(retrigger=tuple(replace(s.spec, enabled=enabled) for s in _named(stored, names)))
+
+    store.write_schedules(plan, _first_fires(manager))
+    return _read_back(store, names)
+
+
+def _named(stored: Sequence[Schedule], names: Sequence[str]) -> list[Schedule]:
+    """The stored schedules of ``names``, in that order.
+
+    :raises tickwork.errors.ScheduleNotFoundError: naming every name not stored
+    """
+    by_name = {s.name: s for s in stored}
+    missing = [name for name in names if name not in by_name]
+    if missing:
+        raise ScheduleNotFoundError(*missing)
+    return [by_name[name] for name in names]
+
+
+def _first_fires(manager: PluginManager | None) -> Callable[[ScheduleSpec, datetime], datetime | None]:
+    """``next_fire`` for :meth:`Store.write_schedules`: an enabled spec's first fire after ``now``."""
 
     def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
         return first_fire(spec, now, manager) if spec.enabled else None
 
-    store.write_schedules(plan, next_fire)
+    return next_fire
+
+
+def _read_back(store: Store, names: Sequence[str]) -> list[Schedule]:
+    """The schedules of ``names`` as just written, in that order (those still stored)."""
     wanted = set(names)
     written = {s.name: s for s in store.list_schedules() if s.name in wanted}
     return [written[name] for name in names if name in written]
