@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/bench_targets.py [--pg-url URL] [--only NAME ...] [--rounds N] [--out DIR]``
 
-Each target is one ``python -m tickwork.bench`` run (the exact command is printed, so a number in
+Each target is one ``python -m tickwork_bench`` run (the exact command is printed, so a number in
 docs/benchmarks.md can be reproduced); the verdict compares the measured numbers with the target.
 With ``--rounds N`` each run repeats its cells N times (``tickwork bench --rounds``): the verdict is
 taken on the median of every number over the rounds, and how many single rounds met the target is
@@ -253,10 +253,10 @@ def judge(target: Target, docs: dict[str, Doc], rounds: int) -> Verdict:
 
 
 def run_bench(args: list[str], out: Path, pg_url: str | None) -> Doc:
-    command = [sys.executable, "-m", "tickwork.bench", *args, "--out", str(out), "--no-progress"]
+    command = [sys.executable, "-m", "tickwork_bench", *args, "--out", str(out), "--no-progress"]
     if pg_url and "postgres" in args[args.index("--store") + 1]:
         command += ["--pg-url", pg_url]
-    print("$ python -m tickwork.bench " + " ".join(command[3:]), flush=True)
+    print("$ python -m tickwork_bench " + " ".join(command[3:]), flush=True)
     subprocess.run(command, check=False)
     return dict(json.loads(out.read_text()))
 

@@ -32,9 +32,9 @@ from typing import Any
 import httpx
 from sqlalchemy import delete, insert, select
 
-from tickwork.bench.scratch import schedule_rows
 from tickwork.sql.schema import runs, schedules
 from tickwork.sql.store import SQLStore
+from tickwork_bench.scratch import schedule_rows
 from tickwork_postgres.store import PostgresStore
 from tickwork_sqlite.store import SQLiteStore
 

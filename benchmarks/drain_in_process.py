@@ -24,12 +24,12 @@ import threading
 import time
 from typing import Any
 
-from tickwork.bench.cells import Cell
-from tickwork.bench.nodeproc import build_config
-from tickwork.bench.scratch import SQLiteScratch
-from tickwork.bench.workloads import due_set_for
-from tickwork.config import plugin_manager_for
 from tickwork.node import Node, build_store
+from tickwork.plugin.manager import plugin_manager_for
+from tickwork_bench.cells import Cell
+from tickwork_bench.nodeproc import build_config
+from tickwork_bench.scratch import SQLiteScratch
+from tickwork_bench.workloads import due_set_for
 
 LEAD_S = 0.3
 

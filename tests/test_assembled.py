@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tickwork.engine.planning import FirePlan, plan_next_fire
-from tickwork.runcontext import RunContext
+from tickwork.plugin.runcontext import RunContext
 from tickwork.structures import Claim, JobCall, MisfirePolicy, ScheduleSpec
 
 SPEC = ScheduleSpec("backup", "cron", "0 * * * *", "myapp.jobs:backup", arguments={"to": "s3"})

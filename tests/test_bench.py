@@ -20,13 +20,13 @@ from sqlalchemy import insert
 
 from tests.mysqlserver import MySQLServer
 from tests.pgserver import PostgresServer
-from tickwork.bench import cli
-from tickwork.bench.cells import Cell, expand
-from tickwork.bench.metrics import CellResult, burst_metrics, percentile, steady_metrics
-from tickwork.bench.report import attach_baseline_ratios, attach_raw_ratios, table
-from tickwork.bench.rounds import median_results, summarize, summary_table
-from tickwork.bench.scratch import YEARLY, DueSet, RunRow, SQLiteScratch
 from tickwork.sql.schema import runs
+from tickwork_bench import cli
+from tickwork_bench.cells import Cell, expand
+from tickwork_bench.metrics import CellResult, burst_metrics, percentile, steady_metrics
+from tickwork_bench.report import attach_baseline_ratios, attach_raw_ratios, table
+from tickwork_bench.rounds import median_results, summarize, summary_table
+from tickwork_bench.scratch import YEARLY, DueSet, RunRow, SQLiteScratch
 from tickwork_mysql.store import MySQLStore
 
 
@@ -223,7 +223,7 @@ def test_burst_and_steady_metrics_from_rows() -> None:
 
 
 def test_table_marks_duplicates_as_failure() -> None:
-    from tickwork.bench.metrics import CellResult
+    from tickwork_bench.metrics import CellResult
 
     ok = CellResult(Cell("sqlite", "optimistic", "single", 1, "burst", 1, 1), metrics={"fires": 1, "duplicates": 0})
     bad = CellResult(Cell("sqlite", "optimistic", "all", 2, "burst", 1, 1), metrics={"fires": 1, "duplicates": 2})
@@ -279,7 +279,7 @@ def test_sync_cells_declare_the_schedules_and_have_no_raw_cell() -> None:
 
 
 def test_table_shows_sync_cells_in_their_own_table() -> None:
-    from tickwork.bench.metrics import CellResult
+    from tickwork_bench.metrics import CellResult
 
     burst = CellResult(Cell("sqlite", "optimistic", "single", 1, "burst", 1, 1), metrics={"fires": 1, "duplicates": 0})
     metrics = {
@@ -304,9 +304,9 @@ def test_table_shows_sync_cells_in_their_own_table() -> None:
 
 
 def test_a_sync_node_that_fails_fails_the_cell_with_its_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from tickwork.bench import sync
-    from tickwork.bench.progress import Progress
-    from tickwork.bench.workloads import Settings
+    from tickwork_bench import sync
+    from tickwork_bench.progress import Progress
+    from tickwork_bench.workloads import Settings
 
     def failing(config: Path) -> list[str]:
         return [sys.executable, "-c", "import sys; print('no store for you', file=sys.stderr); sys.exit(3)"]

@@ -16,7 +16,7 @@ import pytest
 
 from tests.pgserver import PostgresServer
 from tickwork import schedules as admin
-from tickwork.jobs import DeclaredJob
+from tickwork.scheduling.declare import DeclaredJob
 from tickwork.structures import ScheduleSpec
 from tickwork_sqlite.store import SQLiteStore
 

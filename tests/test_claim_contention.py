@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import STORE_PARAMS, make_store
-from tickwork.plugins import default_manager
+from tickwork.plugin.manager import default_manager
 from tickwork.structures import Finish, Outcome, RunStatus, ScheduleSpec, ScheduleState
 
 WORKERS = 4

@@ -34,7 +34,7 @@ def burst_store(postgres_server: PostgresServer) -> Iterator[PostgresStore]:
 def _filled(store: PostgresStore) -> Iterator[PostgresStore]:
     store.upgrade()
     store.open()
-    specs = [ScheduleSpec(f"s{i}", "cron", "0 0 1 1 *", "tickwork.bench.jobs:noop") for i in range(DUE)]
+    specs = [ScheduleSpec(f"s{i}", "cron", "0 0 1 1 *", "tickwork_bench.jobs:noop") for i in range(DUE)]
     now = store.now()
     # Every one due now, as at the start of a burst; then the statistics a node would meet.
     store.write_schedules(lambda _stored: SchedulePlan(create=specs), lambda _spec, _now: now)

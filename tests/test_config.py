@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from tickwork.config import Config, LoggingConfig, MetricsConfig, find_config_file, load, parse, plugin_manager_for
+from tickwork.config import (
+    Config,
+    LoggingConfig,
+    MetricsConfig,
+    find_config_file,
+    load,
+    parse,
+    plugin_manager_for,
+)
 from tickwork.errors import ConfigError, PluginNotFoundError
 from tickwork.node import build_executors, build_membership, build_store
 from tickwork.structures import MisfirePolicy

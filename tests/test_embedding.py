@@ -21,7 +21,8 @@ import tickwork
 from tests.pgserver import free_port
 from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
 from tickwork.config import MetricsConfig, parse
-from tickwork.node import build_store, plugin_manager_for
+from tickwork.node import build_store
+from tickwork.plugin.manager import plugin_manager_for
 
 pytestmark = pytest.mark.slow
 

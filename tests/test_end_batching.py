@@ -13,9 +13,9 @@ import pytest
 from tests.conftest import FakeClock, Ticker
 from tests.test_engine import make_engine
 from tickwork import schedules as admin
+from tickwork.config import config_from
 from tickwork.engine import Engine, EngineSettings
 from tickwork.errors import ConfigError, StoreError
-from tickwork.node import config_from
 from tickwork.structures import Finish, RunStatus, ScheduleSpec
 from tickwork_local.executor import LocalExecutor
 from tickwork_sqlite.store import SQLiteStore

@@ -24,8 +24,8 @@ from tests.faulty_store import FaultyStore
 from tickwork import schedules as admin
 from tickwork.abc import Executor, Membership, Store
 from tickwork.engine import Engine, EngineSettings
+from tickwork.scheduling.triggers import next_fire_times
 from tickwork.structures import JobCall, Outcome, RunStatus, ScheduleSpec, ScheduleState
-from tickwork.triggers import next_fire_times
 
 STEP = 0.1  # seconds of fake time per engine step
 

@@ -11,10 +11,10 @@ import pytest
 
 import tickwork
 from tickwork.config import parse
+from tickwork.engine.listener import SkippedFire
 from tickwork.errors import ConfigError
-from tickwork.listener import SkippedFire
 from tickwork.node import Node
-from tickwork.plugins import PluginManager
+from tickwork.plugin.manager import PluginManager
 from tickwork.structures import Finish, JobCall, RunStatus, ScheduleSpec
 
 BURST = 250

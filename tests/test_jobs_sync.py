@@ -11,7 +11,7 @@ import tickwork
 from tests.conftest import T0, FakeClock
 from tickwork import schedules as admin
 from tickwork.errors import DeclarationError
-from tickwork.jobs import DeclaredJob, declared_in
+from tickwork.scheduling.declare import DeclaredJob, declared_in
 from tickwork.sql.store import SQLStore
 from tickwork.structures import ScheduleSpec
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 from tests import jobs_for_tests as jobs
 from tests.conftest import T0, FakeClock
 from tests.test_engine import add, make_engine, step
-from tickwork.listener import EngineListener, SkippedFire
+from tickwork.engine.listener import EngineListener, SkippedFire
 from tickwork.sql.store import SQLStore
 from tickwork.structures import Finish, JobCall, RunStatus
 

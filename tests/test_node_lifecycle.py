@@ -17,7 +17,8 @@ import pytest
 import tickwork
 from tests.test_run_process import PROCESS_TIMEOUT_S, lines, tickwork_command
 from tickwork.config import parse
-from tickwork.node import build_store, plugin_manager_for
+from tickwork.node import build_store
+from tickwork.plugin.manager import plugin_manager_for
 from tickwork.structures import RunRecord, RunStatus
 
 pytestmark = pytest.mark.slow

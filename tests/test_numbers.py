@@ -16,9 +16,9 @@ from tests.test_cli import tw as tw
 from tests.test_cli import workdir as workdir
 from tickwork.engine import EngineSettings
 from tickwork.errors import ConfigError, DeclarationError, TriggerError
-from tickwork.jobs import schedule
+from tickwork.scheduling.declare import schedule
+from tickwork.scheduling.triggers import get_trigger
 from tickwork.structures import ScheduleSpec
-from tickwork.triggers import get_trigger
 from tickwork_local.deadlines import Deadlines
 
 pytestmark = pytest.mark.usefixtures("workdir")

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tickwork.calls import ReportOnce
+from tickwork.plugin.calls import ReportOnce
 from tickwork.structures import Outcome, RunStatus
 
 THREADS = 8

@@ -14,7 +14,7 @@ import pytest
 
 import tickwork
 from tests import context_jobs
-from tickwork.schedules import add
+from tickwork.scheduling.sync import add
 from tickwork.structures import RunRecord, RunStatus, ScheduleSpec
 
 # Guards against a hung node; not timing assertions.

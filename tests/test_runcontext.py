@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 import tickwork
-from tickwork.runcontext import running
+from tickwork.plugin.runcontext import running
 
 CTX = tickwork.RunContext("backup", datetime(2026, 1, 1, tzinfo=UTC), run_id=7, attempt=1, node_id="n1")
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tickwork.hookspecs import hookimpl
+from tickwork.plugin.specs import hookimpl
 
 from .trigger import CalendarTrigger
 
 if TYPE_CHECKING:
     from tickwork.abc import Trigger
-    from tickwork.registry import Registry
+    from tickwork.plugin.registry import Registry
 
 
 @hookimpl

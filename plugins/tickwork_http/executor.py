@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tickwork import signature
 from tickwork.abc import Executor
 from tickwork.errors import ConfigError, ExecutorError
+from tickwork.plugin import signature
 from tickwork.structures import JobCall, Outcome, RunStatus
 
 from . import bodies, logfilter, outcomes, payload

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
-from tickwork import signature
+from tickwork.plugin import signature
 from tickwork.structures import JobCall, utc
 
 from .redact import safe_url

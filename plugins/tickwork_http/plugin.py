@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 from tickwork.abc import Executor
 from tickwork.errors import ConfigError
-from tickwork.hookspecs import hookimpl
-from tickwork.registry import Registry
+from tickwork.plugin.registry import Registry
+from tickwork.plugin.specs import hookimpl
 from tickwork.structures import JobCall, Outcome
 
 from .options import OPTIONS

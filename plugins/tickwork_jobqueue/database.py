@@ -11,8 +11,8 @@ from pathlib import Path
 from sqlalchemy import URL, Column, Connection, Engine, func, inspect, select
 from sqlalchemy.exc import DBAPIError
 
-from tickwork import dburl
 from tickwork.errors import ConfigError
+from tickwork.sql import dburl
 from tickwork.sql.engines import pooled_engine, sqlite_file_engine
 from tickwork.sql.quiet import quiet_alembic
 

@@ -23,11 +23,11 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from tickwork.abc import Executor
-from tickwork.allowed import allowed_modules as allowed_modules_of
-from tickwork.calls import ReportOnce, call_arguments
 from tickwork.errors import ConfigError, ExecutorError
+from tickwork.plugin.allowed import allowed_modules as allowed_modules_of
+from tickwork.plugin.calls import ReportOnce, call_arguments
+from tickwork.plugin.tracebacks import format_exception
 from tickwork.structures import JobCall, Outcome, RunStatus
-from tickwork.tracebacks import format_exception
 
 from . import queries
 from .database import create_queue_engine, describe, ensure_table, is_timeout, parse_url

@@ -36,11 +36,11 @@ from types import FrameType
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from tickwork.allowed import allowed_modules as allowed_modules_of
-from tickwork.calls import call_arguments
 from tickwork.errors import ConfigError, ExecutorError
-from tickwork.runcontext import RunContext, running
-from tickwork.tracebacks import format_exception
+from tickwork.plugin.allowed import allowed_modules as allowed_modules_of
+from tickwork.plugin.calls import call_arguments
+from tickwork.plugin.runcontext import RunContext, running
+from tickwork.plugin.tracebacks import format_exception
 
 from . import queries
 from .database import create_queue_engine, describe, ensure_table, parse_url

@@ -20,12 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwork.abc import Executor
-from tickwork.allowed import allowed_modules as allowed_modules_of
-from tickwork.calls import ReportOnce, call_arguments, check_arguments
+from tickwork.config.numbers import integer
 from tickwork.errors import ConfigError, ExecutorError
-from tickwork.numbers import integer
-from tickwork.plugins import load_object
-from tickwork.runcontext import RunContext, running
+from tickwork.plugin.allowed import allowed_modules as allowed_modules_of
+from tickwork.plugin.calls import ReportOnce, call_arguments, check_arguments
+from tickwork.plugin.manager import load_object
+from tickwork.plugin.runcontext import RunContext, running
 from tickwork.structures import JobCall, Outcome, RunStatus
 
 from .deadlines import Deadline, Deadlines

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from tickwork.runcontext import RunContext
+from tickwork.plugin.runcontext import RunContext
 from tickwork.structures import Outcome, RunStatus
 
 # forkserver: children start from a clean interpreter, not a fork of a threaded scheduler.
@@ -26,9 +26,9 @@ def _child(
 
     os.setsid()  # its own process group, so a timeout also kills what the job started
 
-    from tickwork.plugins import load_object
-    from tickwork.runcontext import running
-    from tickwork.tracebacks import format_exception
+    from tickwork.plugin.manager import load_object
+    from tickwork.plugin.runcontext import running
+    from tickwork.plugin.tracebacks import format_exception
 
     try:
         func = load_object(target)

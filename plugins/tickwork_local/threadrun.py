@@ -6,10 +6,10 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
-from tickwork.calls import ReportOnce
-from tickwork.runcontext import RunContext, running
+from tickwork.plugin.calls import ReportOnce
+from tickwork.plugin.runcontext import RunContext, running
+from tickwork.plugin.tracebacks import format_exception
 from tickwork.structures import JobCall, Outcome, RunStatus
-from tickwork.tracebacks import format_exception
 
 from .deadlines import Deadlines
 from .pool import Pool, PoolShutDown

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tickwork.abc import Store
-from tickwork.numbers import integer
+from tickwork.config.numbers import integer
 
 from .heartbeat import HeartbeatMembership
 from .ring import BucketRing

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwork.abc import Membership, Store
+from tickwork.config.numbers import number
 from tickwork.errors import ConfigError, TickworkError
-from tickwork.numbers import number
 
 log = logging.getLogger("tickwork.membership")
 

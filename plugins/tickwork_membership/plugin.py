@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tickwork.abc import Membership
-from tickwork.hookspecs import hookimpl
-from tickwork.registry import Registry
+from tickwork.plugin.registry import Registry
+from tickwork.plugin.specs import hookimpl
 
 from .hashring import HashRingMembership
 from .single import AllMembership, SingleMembership

@@ -14,11 +14,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from tickwork.listener import SkippedFire
+from tickwork.engine.listener import SkippedFire
 from tickwork.structures import BUCKETS, Finish
 
 if TYPE_CHECKING:
-    from tickwork.node import Node
+    from tickwork.abc import RunningNode
 
 #: Fire lag (start - scheduled time): from on time to a missed minute.
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -59,7 +59,7 @@ class ScheduleCounts(Collector):
 class NodeMetrics:
     """The instruments of one node, updated from the lifecycle hooks."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: RunningNode) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.runs = Counter("tickwork_runs", "Runs ended, by status (skipped fires included)", ["status"], registry=r)
@@ -78,9 +78,9 @@ class NodeMetrics:
         )
         self.store_errors = Counter("tickwork_store_errors", "Failed store calls (the engine retried)", registry=r)
         in_flight = Gauge("tickwork_in_flight", "Runs handed to executors and not ended", registry=r)
-        in_flight.set_function(lambda: len(node.engine.in_flight))
+        in_flight.set_function(lambda: node.in_flight)
         held = Gauge("tickwork_held", "Fires claimed ahead of their time, waiting to start", registry=r)
-        held.set_function(lambda: len(node.engine.held))
+        held.set_function(lambda: node.held)
         self.members = Gauge("tickwork_ring_members", "Live nodes as this node sees them", registry=r)
         self.owned = Gauge("tickwork_owned_buckets", f"Hash buckets (of {BUCKETS}) this node attempts", registry=r)
         counts = getattr(node.store, "schedule_counts", None)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import tickwork
 from tickwork.config import Config
+from tickwork.engine.listener import SkippedFire
 from tickwork.errors import ConfigError
-from tickwork.listener import SkippedFire
 from tickwork.structures import Finish
 
 if TYPE_CHECKING:
-    from tickwork.node import Node
+    from tickwork.abc import RunningNode
 
     from .instruments import NodeMetrics
     from .server import MetricsServer
@@ -31,7 +31,7 @@ _nodes: dict[str, tuple[NodeMetrics, MetricsServer]] = {}
 
 
 @tickwork.hookimpl
-def tickwork_node_started(node_id: str, config: Config, node: Node) -> None:
+def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> None:
     if config.metrics is None:
         return
     where = config.where("metrics")

@@ -36,8 +36,8 @@ from sqlalchemy.dialects.mysql.base import MySQLDialect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from tickwork import dburl
 from tickwork.errors import ConfigError, ScheduleExistsError, ScheduleNotFoundError
+from tickwork.sql import dburl
 from tickwork.sql.claiming import ClaimScope
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine

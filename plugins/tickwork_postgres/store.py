@@ -39,9 +39,9 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql.base import PGDialect
 from sqlalchemy.engine import make_url
 
-from tickwork import dburl
+from tickwork.config.numbers import integer
 from tickwork.errors import ConfigError
-from tickwork.numbers import integer
+from tickwork.sql import dburl
 from tickwork.sql.claiming import ClaimScope
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs

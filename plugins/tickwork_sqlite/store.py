@@ -34,8 +34,8 @@ from sqlalchemy.dialects.sqlite.base import SQLiteDialect
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
+from tickwork.config.numbers import number
 from tickwork.errors import ConfigError, StoreError
-from tickwork.numbers import number
 from tickwork.sql.claims import RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tickwork.admin import Admin
-from tickwork.config import Config, plugin_manager_for
+from tickwork.config import Config
+from tickwork.plugin.manager import plugin_manager_for
 
 
 class AdminPool:

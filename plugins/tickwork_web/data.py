@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.admin import Admin
-from tickwork.info import NodeInfo, ScheduleInfo, iso_z
+from tickwork.admin.info import NodeInfo, ScheduleInfo, iso_z
 from tickwork.structures import FAILING, RunRecord, RunStatus
 
 from .queries import RunFilter, ScheduleFilter

@@ -3,9 +3,9 @@ packages, so ``tickwork --help`` lists the command and running it without them i
 
 from __future__ import annotations
 
-from tickwork.commands import Command
-from tickwork.hookspecs import hookimpl
-from tickwork.registry import Registry
+from tickwork.plugin.command import Command
+from tickwork.plugin.registry import Registry
+from tickwork.plugin.specs import hookimpl
 
 from .command import WebCommand
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from .errors import ScheduleNotFoundError, TickworkError
 from .structures import (
@@ -563,3 +563,27 @@ def _schedule_matches(
     if enabled is not None and spec.enabled is not enabled:
         return False
     return not search or search.lower() in spec.name.lower() or search.lower() in spec.target.lower()
+
+
+class RunningNode(Protocol):
+    """What the lifecycle hooks see of the node that calls them (a :class:`tickwork.Node`)."""
+
+    @property
+    def node_id(self) -> str: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def in_flight(self) -> int:
+        """Runs handed to executors that have not ended."""
+        ...
+
+    @property
+    def held(self) -> int:
+        """Fires claimed ahead of their time, waiting in memory to start."""
+        ...
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, reason): the store answers and the node's heartbeat is fresh."""
+        ...

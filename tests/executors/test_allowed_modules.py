@@ -19,11 +19,11 @@ import pytest
 from tests.executors.jobqueue_helpers import Outcomes, call, rows, run_worker
 from tests.executors.local_helpers import Recorder, job_call
 
-from tickwork.allowed import AllowedModules
 from tickwork.cli import main
 from tickwork.config import load
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.node import Node
+from tickwork.plugin.allowed import AllowedModules
 from tickwork.structures import RunStatus, ScheduleSpec
 from tickwork_jobqueue.executor import JobQueueExecutor
 from tickwork_jobqueue.worker import Worker

@@ -29,9 +29,9 @@ import standardwebhooks
 import standardwebhooks.webhooks
 from tests import planted
 
-from tickwork import signature
 from tickwork.errors import ConfigError, ExecutorError
-from tickwork.plugins import PluginManager
+from tickwork.plugin import signature
+from tickwork.plugin.manager import PluginManager
 from tickwork.structures import JobCall, Outcome, RunStatus
 from tickwork_http import HTTPExecutor, payload
 from tickwork_http import plugin as http_plugin
@@ -1061,7 +1061,7 @@ def test_without_httpx_the_plugin_loads_and_names_the_install_command() -> None:
 import sys
 sys.modules["httpx"] = None  # as if the http extra were not installed
 from tickwork.errors import ConfigError
-from tickwork.plugins import PluginManager
+from tickwork.plugin.manager import PluginManager
 from tickwork_http import plugin
 executor_class = PluginManager(extra=[plugin], entry_points_enabled=False).executors.get("http")
 assert executor_class.options["timeout"] == (int, float)

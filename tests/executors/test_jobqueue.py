@@ -20,7 +20,7 @@ from tickwork.config import Config, PluginChoice, SchedulerConfig
 from tickwork.engine import Engine
 from tickwork.errors import PluginNotFoundError
 from tickwork.node import Node
-from tickwork.plugins import PluginManager
+from tickwork.plugin.manager import PluginManager
 from tickwork.sql.store import SQLStore
 from tickwork.structures import RunRecord, RunStatus, ScheduleSpec
 from tickwork_jobqueue.executor import JobQueueExecutor

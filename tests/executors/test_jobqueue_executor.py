@@ -19,7 +19,7 @@ from tests.executors.jobqueue_helpers import Outcomes, call, queue_url_for, rows
 from tickwork.config import parse
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.node import build_executors
-from tickwork.plugins import PluginManager
+from tickwork.plugin.manager import PluginManager
 from tickwork.structures import JobCall, Outcome, RunStatus
 from tickwork_jobqueue import plugin as jobqueue_plugin
 from tickwork_jobqueue.executor import JobQueueExecutor

@@ -12,7 +12,7 @@ import pytest
 import standardwebhooks
 
 from tickwork.errors import TickworkError
-from tickwork.signature import (
+from tickwork.plugin.signature import (
     ID_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tickwork.errors import TriggerError
-from tickwork.plugins import PluginManager
+from tickwork.plugin.manager import PluginManager
 from tickwork_calendar import CalendarTrigger
 from tickwork_calendar import plugin as calendar_plugin
 from tickwork_calendar.zones import load_zone, zone_name_is_valid

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from croniter import croniter
 
-from tickwork.plugins import PluginManager
-from tickwork.triggers import next_fire_times
+from tickwork.plugin.manager import PluginManager
+from tickwork.scheduling.triggers import next_fire_times
 from tickwork_cron import CronTrigger, plugin
 
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tickwork.errors import TriggerError
-from tickwork.plugins import PluginManager
-from tickwork.triggers import detect_kind, next_fire_times
+from tickwork.plugin.manager import PluginManager
+from tickwork.scheduling.triggers import detect_kind, next_fire_times
 from tickwork_cron import plugin as cron_plugin
 from tickwork_interval import IntervalTrigger, OnceTrigger, plugin
 

@@ -16,8 +16,8 @@ from tests import jobs_for_tests
 import tickwork
 from tickwork.config import parse
 from tickwork.node import Node
+from tickwork.scheduling.triggers import get_trigger
 from tickwork.structures import BUCKETS
-from tickwork.triggers import get_trigger
 from tickwork_postgres.store import PostgresStore
 from tickwork_sqlite.store import SQLiteStore
 

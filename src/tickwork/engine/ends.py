@@ -10,10 +10,10 @@ from datetime import datetime
 
 from ..abc import Store
 from ..errors import StoreError
-from ..listener import EngineListener, SkippedFire
-from ..runlog import log_run_ends
 from ..structures import Claim, Finish, RunStatus
 from .clock import DatabaseClock
+from .listener import EngineListener, SkippedFire
+from .runlog import log_run_ends
 
 log = logging.getLogger("tickwork.engine")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from ..tracebacks import format_exception as format_exception  # re-exported for older imports
+from ..plugin.tracebacks import format_exception as format_exception  # re-exported for older imports
 
 
 def describe(exc: BaseException) -> str:

@@ -22,8 +22,7 @@ from datetime import datetime
 
 from ..abc import Executor, Membership, Store
 from ..errors import StoreError
-from ..listener import EngineListener, SafeListener
-from ..plugins import PluginManager
+from ..plugin.manager import PluginManager
 from ..structures import Claim, Finish, Outcome, RunStatus
 from .clock import DatabaseClock
 from .ends import Counters, EndWriter
@@ -32,6 +31,7 @@ from .followups import FollowUps
 from .gate import ClaimGate
 from .held import HeldFires
 from .housekeeping import Housekeeping
+from .listener import EngineListener, SafeListener
 from .nextfires import NextFires
 from .retries import RetryQueue
 from .runs import Runs

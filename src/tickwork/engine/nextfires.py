@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..plugins import PluginManager
+from ..plugin.manager import PluginManager
+from ..scheduling.triggers import checked_period, get_trigger
 from ..structures import ScheduleSpec
-from ..triggers import checked_period, get_trigger
 from .planning import LastAnswer, NextAfter
 
 #: Compiled, period-checked triggers kept per engine (by kind, expression and zone).

@@ -18,12 +18,12 @@ from datetime import datetime
 
 from ..abc import Executor
 from ..errors import TickworkError
-from ..listener import EngineListener
 from ..structures import Claim, Finish, JobCall, Outcome, RunStatus
 from .clock import DatabaseClock
 from .ends import Counters, EndWriter
 from .followups import FollowUps
 from .held import HeldFires
+from .listener import EngineListener
 from .planning import misfire_reason
 from .retries import PendingRetry
 from .settings import MAX_WAIT, EngineSettings

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, fields
 from datetime import timedelta
 
+from ..config.files import MAX_END_BATCH_WINDOW, MAX_START_BATCH_WINDOW
 from ..errors import ConfigError
 from ..structures import MisfirePolicy
 
@@ -41,10 +42,6 @@ MAX_WAIT = min(threading.TIMEOUT_MAX, 365 * 86400.0)
 MAX_INTERVAL = 86400.0
 MAX_GRACE = 365 * 86400.0
 MAX_IN_FLIGHT = 1_000_000
-#: The longest ``end_batch_window``: an end that waits longer holds its schedule visibly running.
-MAX_END_BATCH_WINDOW = 1.0
-#: The longest ``start_batch_window``: the most a fire claimed ahead may start after its time.
-MAX_START_BATCH_WINDOW = 1.0
 
 
 def clamp_wait(seconds: float) -> float:

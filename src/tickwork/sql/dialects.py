@@ -74,6 +74,6 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from ..plugins import default_manager  # deferred: the plugins import this module
+    from ..plugin.manager import default_manager  # deferred: the plugins import this module
 
     default_manager()

@@ -34,12 +34,12 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from ..abc import Store
+from ..config.numbers import integer
 from ..errors import (
     ConfigError,
     SchemaOutdatedError,
     StoreError,
 )
-from ..numbers import integer
 from ..structures import (
     BUCKETS,
     Finish,

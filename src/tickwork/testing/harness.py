@@ -14,15 +14,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..abc import Store
-from ..calls import call_arguments
 from ..errors import ConfigError
-from ..jobs import DeclaredJob, declared_in
-from ..plugins import load_object
-from ..runcontext import RunContext, running
-from ..schedules import first_fire
+from ..plugin.calls import call_arguments
+from ..plugin.manager import load_object
+from ..plugin.runcontext import RunContext, running
+from ..plugin.tracebacks import format_exception
+from ..scheduling.declare import DeclaredJob, declared_in
+from ..scheduling.sync import first_fire
+from ..scheduling.triggers import get_trigger
 from ..structures import Claim, Finish, Outcome, RunStatus, ScheduleSpec
-from ..tracebacks import format_exception
-from ..triggers import get_trigger
 from .clock import DEFAULT_START, FakeClock
 from .memory import MemoryStore
 

@@ -1,0 +1,280 @@
+"""The public admin API: what ``tickwork jobs/history/nodes`` do, for Python code.
+
+::
+
+    import tickwork
+
+    with tickwork.connect() as admin:            # same config discovery as the CLI
+        admin.add("backup", "0 2 * * *", "myapp.tasks:backup", tz="Europe/Oslo")
+        for info in admin.list(state="running"):
+            print(info.name, info.running_on)
+
+Read-only operations (``get``, ``list``, ``count``, ``history``, ``nodes``) never create a store:
+a SQLite file that does not exist is an error naming the path and the config file. Writes go
+through :mod:`tickwork.schedules`, the same functions the node uses. See docs/admin-api.md.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any
+
+from ..abc import Store
+from ..config.files import Config, load, parse
+from ..errors import DatabaseMissingError
+from ..plugin.assembly import build_membership, build_store
+from ..plugin.manager import PluginManager, plugin_manager_for
+from ..scheduling.triggers import get_trigger
+from ..scheduling.validation import SpecBuilder
+from ..structures import RunRecord, RunStatus, ScheduleState, utc
+from .info import NodeInfo, ScheduleInfo
+from .writes import ScheduleWrites
+
+#: Node liveness when the membership plugin has no ``node_ttl`` (the heartbeat plugins' default).
+DEFAULT_NODE_TTL = 4.0
+
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | Config | None
+
+
+def load_config(source: ConfigSource = None) -> Config:
+    """A :class:`Config` from a path (``None``: ``$TICKWORK_CONFIG``, then ``./tickwork.toml``,
+    then the defaults), a dict shaped like the TOML file, or a :class:`Config` as it is."""
+    if isinstance(source, Config):
+        return source
+    if isinstance(source, Mapping):
+        return parse(dict(source))
+    return load(source)
+
+
+def _as_utc(name: str, value: datetime | timedelta | None, now: Callable[[], datetime]) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return now() - value
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name}: must be a timezone-aware datetime, got {value!r}")
+    return utc(value)
+
+
+def _enum_list(cls: type[RunStatus], value: str | RunStatus | Iterable[str | RunStatus] | None) -> list[RunStatus]:
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else list(value)
+    return [cls(item) for item in items]
+
+
+class Admin(ScheduleWrites):
+    """Schedules, history and nodes of one configuration's store; use :func:`connect`.
+
+    The store is opened on first use and closed by :meth:`close` (or leaving the ``with`` block).
+    Not thread-safe: give each thread its own ``Admin``.
+    """
+
+    def __init__(self, config: Config, *, manager: PluginManager | None = None, store: Store | None = None) -> None:
+        self.config = config
+        self.manager = manager or plugin_manager_for(config)
+        self._store = store or build_store(config, self.manager)
+        self._opened = False
+        #: Builds and validates specs against this configuration's triggers and executors.
+        self.specs = SpecBuilder(config, self.manager)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._store.close()
+        self._opened = False
+
+    def store(self, *, write: bool = False) -> Store:
+        """The open store. A read (``write=False``) refuses a database that does not exist yet."""
+        if not self._opened:
+            if not write and not self._store.database_exists():
+                raise DatabaseMissingError(missing_message(self.config, self._store))
+            self._store.open()
+            self._opened = True
+        return self._store
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def get(self, name: str) -> ScheduleInfo:
+        """:raises tickwork.ScheduleNotFoundError: if there is no such schedule"""
+        store = self.store()
+        schedule = store.get(name)
+        return ScheduleInfo.of(schedule, store.last_runs([schedule.id]).get(schedule.id))
+
+    def list(
+        self,
+        *,
+        state: str | ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        failing: bool | None = None,
+    ) -> builtins.list[ScheduleInfo]:
+        """Schedules ordered by next fire time (disabled and finished ones last), then name.
+
+        :param state: ``idle`` or ``running``
+        :param enabled: only enabled (``True``) or disabled (``False``) ones
+        :param search: only those whose name or target contains this text, in any case
+        :param limit: at most this many; ``offset`` skips the first ones (pagination)
+        :param failing: only those whose last run failed or timed out (``True``), or the others
+        """
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit: must be >= 0, got {limit}")
+        if offset < 0:
+            raise ValueError(f"offset: must be >= 0, got {offset}")
+        store = self.store()
+        found = store.find_schedules(
+            state=None if state is None else ScheduleState(state),
+            enabled=enabled,
+            search=search,
+            limit=limit,
+            offset=offset,
+            # Passed only when used: a third-party store written before `failing` existed keeps working.
+            **({} if failing is None else {"failing": failing}),
+        )
+        last = store.last_runs([s.id for s in found])
+        return [ScheduleInfo.of(s, last.get(s.id)) for s in found]
+
+    def count(
+        self,
+        *,
+        state: str | ScheduleState | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        failing: bool | None = None,
+    ) -> int:
+        """How many schedules :meth:`list` matches without a limit (for a pager)."""
+        return self.store().count_schedules(
+            state=None if state is None else ScheduleState(state),
+            enabled=enabled,
+            search=search,
+            **({} if failing is None else {"failing": failing}),
+        )
+
+    def next_fires(self, name: str, n: int = 10) -> builtins.list[datetime]:
+        """The next ``n`` fire times of a schedule (aware UTC): its stored next fire (which a
+        "run now" may have moved), then its trigger's times after it. A disabled schedule's are
+        computed from now by the database clock: what it would do once enabled.
+
+        :raises tickwork.ScheduleNotFoundError: if there is no such schedule
+        """
+        if n < 0:
+            raise ValueError(f"n: must be >= 0, got {n}")
+        store = self.store()
+        schedule = store.get(name)
+        spec = schedule.spec
+        trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+        out: builtins.list[datetime] = []
+        current = schedule.next_fire if spec.enabled else None
+        if current is None:
+            current = trigger.next_after(store.now())
+        while current is not None and len(out) < n:
+            out.append(utc(current))
+            current = trigger.next_after(current)
+        return out
+
+    def in_flight(self) -> dict[str, int]:
+        """How many schedules each node holds right now (claimed, running or about to run)."""
+        counts: dict[str, int] = {}
+        for schedule in self.store().find_schedules(state=ScheduleState.RUNNING):
+            if schedule.claimed_by is not None:
+                counts[schedule.claimed_by] = counts.get(schedule.claimed_by, 0) + 1
+        return counts
+
+    def owned_buckets(self, nodes: Iterable[NodeInfo] | None = None) -> dict[str, int | None]:
+        """How many of the hash buckets each live node owns under the configured membership
+        (``None``: all of them, for memberships that do not partition, such as ``single``)."""
+        live = sorted(n.id for n in (self.nodes() if nodes is None else nodes) if n.live)
+        membership = build_membership(self.config, self.manager)
+        out: dict[str, int | None] = {}
+        for node_id in live:
+            owned = membership.buckets_for(node_id, live)
+            out[node_id] = None if owned is None else len(owned)
+        return out
+
+    def history(
+        self,
+        schedule: str | None = None,
+        status: str | RunStatus | Iterable[str | RunStatus] | None = None,
+        since: datetime | timedelta | None = None,
+        until: datetime | timedelta | None = None,
+        node: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[RunRecord]:
+        """Runs, latest scheduled time first (the latest attempt first within one fire).
+
+        :param status: one status or several (``failed``, ``timed_out``, ...)
+        :param since: runs scheduled at or after this aware datetime, or this long before now by
+            the database clock (a timedelta); ``until``: strictly before, the same way
+        :param node: runs started by this node
+        :raises tickwork.ScheduleNotFoundError: if ``schedule`` names no schedule
+        """
+        if limit < 1:
+            raise ValueError(f"limit: must be >= 1, got {limit}")
+        store = self.store()
+        if schedule is not None:
+            store.get(schedule)  # a typo'd name is an error, not an empty history
+        return store.find_runs(
+            schedule=schedule,
+            status=_enum_list(RunStatus, status),
+            since=_as_utc("since", since, store.now),
+            until=_as_utc("until", until, store.now),
+            node=node,
+            limit=limit,
+        )
+
+    def nodes(self) -> builtins.list[NodeInfo]:
+        """Node records with their heartbeat age (database clock) and whether they are live."""
+        store = self.store()
+        now = store.now()
+        ttl = self.node_ttl()
+        out = []
+        for node in store.nodes():
+            age = max(0.0, (now - node.heartbeat_at).total_seconds())
+            out.append(NodeInfo(node.id, node.started_at, node.heartbeat_at, age, age <= ttl))
+        return out
+
+    def node_ttl(self) -> float:
+        """Seconds after its last heartbeat that a node counts as dead (``[membership] node_ttl``)."""
+        ttl = getattr(build_membership(self.config, self.manager), "node_ttl", None)
+        return float(ttl) if isinstance(ttl, int | float) else DEFAULT_NODE_TTL
+
+
+def missing_message(config: Config, store: Store) -> str:
+    """Why a read found no database: which one, and which configuration pointed there."""
+    describe = getattr(store, "describe", None)
+    what = str(describe()) if callable(describe) else f"the {config.store.plugin} database"
+    if config.source is None:
+        return (
+            f"{what} does not exist: no config file was given or found ($TICKWORK_CONFIG, ./tickwork.toml), "
+            "so the default store was used; pass the config file your node uses (-c FILE)"
+        )
+    return (
+        f"{what} does not exist (the store of {config.source}); start a node with that config "
+        "or run `tickwork db upgrade` to create it"
+    )
+
+
+def connect(config: ConfigSource = None, *, path: str | os.PathLike[str] | None = None) -> Admin:
+    """Open the admin API on a configuration: a TOML path (``None``: ``$TICKWORK_CONFIG``, then
+    ``./tickwork.toml``, then the defaults, as the CLI does), a dict shaped like the file, or a
+    :class:`~tickwork.config.Config`. Use it as a context manager, or call ``close()``.
+
+    :raises tickwork.ConfigError: if the configuration is invalid
+    """
+    if config is not None and path is not None:
+        raise TypeError("connect: pass the configuration once (positionally or as path=)")
+    return Admin(load_config(config if config is not None else path))

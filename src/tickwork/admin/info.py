@@ -1,0 +1,174 @@
+"""What the admin API (:mod:`tickwork.admin`) returns: read-only views of schedules and nodes.
+
+Runs are returned as :class:`tickwork.structures.RunRecord`, the history row itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState
+
+
+def iso_z(value: datetime | None) -> str | None:
+    """ISO-8601 in UTC with a trailing ``Z``; ``None`` stays ``None``."""
+    return None if value is None else value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """One schedule as an operator sees it: its definition, its state and its last run.
+
+    :param spec: the full definition (what :meth:`tickwork.admin.Admin.add` takes)
+    :param next_fire: when it is next due (aware UTC); ``None`` when disabled or never again
+    :param state: ``idle``, or ``running`` while a node holds it
+    :param running_on: the node holding it, while ``running``
+    :param last_run: the most recently recorded run (``None`` before the first one)
+    :param fault: why the schedule is parked (a node could not handle it; it fires no more until
+        its definition changes or it is enabled again), ``None`` when it is not
+    """
+
+    spec: ScheduleSpec
+    next_fire: datetime | None
+    state: ScheduleState
+    running_on: str | None
+    claimed_at: datetime | None
+    last_run: RunRecord | None
+    created_at: datetime
+    updated_at: datetime
+    fault: str | None = None
+
+    @classmethod
+    def of(cls, schedule: Schedule, last_run: RunRecord | None) -> ScheduleInfo:
+        running = schedule.state is ScheduleState.RUNNING
+        return cls(
+            spec=schedule.spec,
+            next_fire=schedule.next_fire,
+            state=schedule.state,
+            running_on=schedule.claimed_by if running else None,
+            claimed_at=schedule.claimed_at if running else None,
+            last_run=last_run,
+            created_at=schedule.created_at,
+            updated_at=schedule.updated_at,
+            fault=schedule.fault,
+        )
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def enabled(self) -> bool:
+        return self.spec.enabled
+
+    @property
+    def kind(self) -> str:
+        """The trigger kind (``cron``, ``calendar``, ``interval``, ``once``, ...)."""
+        return self.spec.trigger_kind
+
+    @property
+    def expression(self) -> str:
+        return self.spec.expression
+
+    @property
+    def timezone(self) -> str:
+        return self.spec.timezone
+
+    @property
+    def executor(self) -> str:
+        return self.spec.executor
+
+    @property
+    def target(self) -> str:
+        return self.spec.target
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return dict(self.spec.arguments)
+
+    @property
+    def timeout(self) -> float:
+        """Soft timeout of a run, in seconds."""
+        return self.spec.timeout.total_seconds()
+
+    @property
+    def retries(self) -> int:
+        return self.spec.retries
+
+    @property
+    def retry_backoff(self) -> float:
+        return self.spec.retry_backoff.total_seconds()
+
+    @property
+    def misfire(self) -> MisfirePolicy | None:
+        """The schedule's own misfire policy; ``None`` follows ``[scheduler] misfire``."""
+        return self.spec.misfire
+
+    @property
+    def module(self) -> str | None:
+        """The module that declares it in code; ``None`` for a run-time schedule."""
+        return self.spec.module
+
+    @property
+    def last_status(self) -> RunStatus | None:
+        return None if self.last_run is None else self.last_run.status
+
+    @property
+    def last_run_at(self) -> datetime | None:
+        """The scheduled time of the last run."""
+        return None if self.last_run is None else self.last_run.scheduled_for
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON object ``tickwork jobs list --json`` and ``jobs show --json`` print."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "expression": self.expression,
+            "timezone": self.timezone,
+            "executor": self.executor,
+            "target": self.target,
+            "arguments": self.arguments,
+            "enabled": self.enabled,
+            "next_fire": iso_z(self.next_fire),
+            "state": self.state.value,
+            "claimed_by": self.running_on,
+            "module": self.module,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "retry_backoff": self.retry_backoff,
+            "misfire": None if self.misfire is None else self.misfire.value,
+            "last_status": None if self.last_status is None else self.last_status.value,
+            "last_run_at": iso_z(self.last_run_at),
+            "fault": self.fault,
+        }
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A node record with its liveness, judged by the database clock.
+
+    :param heartbeat_age: seconds since the node's last heartbeat
+    :param live: whether that age is within the membership's ``node_ttl`` (a node that exited
+        without leaving keeps its record until a live node finds it dead and removes it)
+    """
+
+    id: str
+    started_at: datetime
+    heartbeat_at: datetime
+    heartbeat_age: float
+    live: bool
+
+    @property
+    def age(self) -> timedelta:
+        return timedelta(seconds=self.heartbeat_age)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "started_at": iso_z(self.started_at),
+            "heartbeat_at": iso_z(self.heartbeat_at),
+            "heartbeat_age": round(self.heartbeat_age, 3),
+            "live": self.live,
+        }

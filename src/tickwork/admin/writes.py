@@ -1,0 +1,234 @@
+"""The admin API's writes: adding, changing and removing schedules (:class:`ScheduleWrites`, a
+part of :class:`tickwork.Admin`). Every write validates first (:class:`~tickwork.adminspec.SpecBuilder`)
+and goes through :mod:`tickwork.schedules`, the same functions the node uses."""
+
+from __future__ import annotations
+
+import builtins
+import collections
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..abc import Store
+from ..errors import ConfigError, ScheduleNotFoundError, TickworkError
+from ..plugin.manager import PluginManager
+from ..scheduling import sync as schedules
+from ..scheduling.validation import SpecBuilder
+from ..structures import MisfirePolicy, Schedule, ScheduleSpec
+from .info import ScheduleInfo
+
+#: The keyword names of :meth:`Admin.add` that :meth:`Admin.update` accepts too.
+UPDATABLE = (
+    "expression",
+    "target",
+    "kind",
+    "tz",
+    "executor",
+    "args",
+    "timeout",
+    "retries",
+    "retry_backoff",
+    "misfire",
+    "enabled",
+)
+
+
+class ScheduleWrites:
+    """The writes of :class:`tickwork.Admin` (which provides the store, the plugin manager and
+    the spec builder); documented there and in docs/admin-api.md."""
+
+    manager: PluginManager
+    specs: SpecBuilder
+
+    if TYPE_CHECKING:
+
+        def store(self, *, write: bool = False) -> Store: ...
+
+    def add(
+        self,
+        name: str,
+        expression: str,
+        target: str,
+        *,
+        kind: str | None = None,
+        tz: str = "UTC",
+        executor: str | None = None,
+        args: Mapping[str, Any] | None = None,
+        timeout: float | timedelta = 300,
+        retries: int = 0,
+        retry_backoff: float | timedelta = 10,
+        misfire: str | MisfirePolicy | None = None,
+        enabled: bool = True,
+        replace: bool = False,
+    ) -> ScheduleInfo:
+        """Validate and create a run-time schedule, first due at its next fire after now.
+
+        :param kind: trigger kind; recognised from ``expression`` when omitted
+        :param executor: executor name (default ``[scheduler] default_executor``); it must be
+            configured, since a node runs only its configured executors
+        :param args: keyword arguments for the target (checked against its parameters)
+        :param replace: replace an existing schedule of that name instead of failing
+        :raises tickwork.ScheduleExistsError: if the name is taken (and not ``replace``)
+        :raises tickwork.ConfigError, tickwork.TriggerError, tickwork.ExecutorError: invalid input
+        """
+        spec = self.spec(
+            name,
+            expression,
+            target,
+            kind=kind,
+            tz=tz,
+            executor=executor,
+            args=args,
+            timeout=timeout,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            misfire=misfire,
+            enabled=enabled,
+        )
+        return self._write(spec, replace)
+
+    def add_many(
+        self, specs: Iterable[ScheduleSpec | Mapping[str, Any]], *, replace: bool = False
+    ) -> builtins.list[ScheduleInfo]:
+        """Add several schedules: each a :class:`ScheduleSpec` or a dict of :meth:`add`'s
+        arguments. All are validated first, then written in one transaction with batched
+        statements: either every schedule is added or none is.
+
+        :raises tickwork.ScheduleExistsError: if a name is taken (and not ``replace``); nothing
+            is written
+        """
+        checked = [self.specs.check(s) if isinstance(s, ScheduleSpec) else self.spec(**s) for s in specs]
+        counts = collections.Counter(s.name for s in checked)
+        duplicates = sorted(n for n, c in counts.items() if c > 1)
+        if duplicates:
+            raise ConfigError(f"add_many: schedule names given more than once: {', '.join(duplicates)}")
+        written = schedules.add_many(self.store(write=True), checked, self.manager, replace=replace)
+        last = self.store().last_runs([s.id for s in written]) if replace else {}
+        return [ScheduleInfo.of(s, last.get(s.id)) for s in written]
+
+    def _write(self, spec: ScheduleSpec, replace: bool) -> ScheduleInfo:
+        store = self.store(write=True)
+        if replace:
+            try:
+                current = store.get(spec.name)
+            except ScheduleNotFoundError:
+                pass
+            else:
+                if current.spec.module is not None:
+                    raise TickworkError(
+                        f"schedule {spec.name!r} is declared in {current.spec.module}; "
+                        "change the declaration, not the stored copy"
+                    )
+                return self._info(schedules.update(store, spec, self.manager, recompute=True))
+        return self._info(schedules.add(store, spec, self.manager))
+
+    def update(self, name: str, **fields: Any) -> ScheduleInfo:
+        """Change some fields of a schedule (the names :meth:`add` takes) and keep the rest.
+
+        The next fire time is recomputed from now when the trigger (expression, kind, zone)
+        changes or the schedule is enabled; otherwise it is kept, so a pending "run now" stays.
+        A run in progress ends normally.
+
+        :raises tickwork.ScheduleNotFoundError: if there is no such schedule
+        """
+        unknown = sorted(set(fields) - set(UPDATABLE))
+        if unknown:
+            raise ConfigError(f"update: unknown field(s) {', '.join(unknown)}; fields: {', '.join(UPDATABLE)}")
+        store = self.store(write=True)
+        current = store.get(name).spec
+        merged: dict[str, Any] = {
+            "expression": current.expression,
+            "target": current.target,
+            "kind": current.trigger_kind,
+            "tz": current.timezone,
+            "executor": current.executor,
+            "args": current.arguments,
+            "timeout": current.timeout,
+            "retries": current.retries,
+            "retry_backoff": current.retry_backoff,
+            "misfire": current.misfire,
+            "enabled": current.enabled,
+        }
+        if "expression" in fields and "kind" not in fields:
+            merged["kind"] = None  # recognise the new expression's kind
+        merged.update(fields)
+        spec = self.spec(name, module=current.module, **merged)
+        trigger_changed = spec.trigger_key != current.trigger_key
+        recompute = trigger_changed or (spec.enabled and not current.enabled)
+        return self._info(schedules.update(store, spec, self.manager, recompute=recompute))
+
+    def enable(self, name: str) -> ScheduleInfo:
+        """Enable a schedule; its next fire is computed from now (time spent disabled is not caught up)."""
+        return self._info(schedules.set_enabled(self.store(write=True), name, True, self.manager))
+
+    def disable(self, name: str) -> ScheduleInfo:
+        return self._info(schedules.set_enabled(self.store(write=True), name, False, self.manager))
+
+    def enable_many(self, names: Iterable[str]) -> builtins.list[ScheduleInfo]:
+        """Enable several schedules in one transaction, all or none (a name given twice counts
+        once); each next fire is computed from now, as :meth:`enable` does.
+
+        :raises tickwork.ScheduleNotFoundError: naming every name that has no schedule; nothing is changed
+        """
+        return self._set_enabled_many(names, True)
+
+    def disable_many(self, names: Iterable[str]) -> builtins.list[ScheduleInfo]:
+        """Disable several schedules in one transaction, all or none (see :meth:`enable_many`)."""
+        return self._set_enabled_many(names, False)
+
+    def _set_enabled_many(self, names: Iterable[str], enabled: bool) -> builtins.list[ScheduleInfo]:
+        unique = _names(names, "enable_many" if enabled else "disable_many")
+        if not unique:
+            return []
+        written = schedules.set_enabled_many(self.store(write=True), unique, enabled, self.manager)
+        last = self.store().last_runs([s.id for s in written])
+        return [ScheduleInfo.of(s, last.get(s.id)) for s in written]
+
+    def trigger(self, name: str) -> ScheduleInfo:
+        """Make a schedule due now (by the database clock): a node runs it at once.
+
+        :raises tickwork.TickworkError: if it is disabled (a disabled schedule is never run)
+        """
+        store = self.store(write=True)
+        if not store.get(name).spec.enabled:
+            raise TickworkError(f"schedule {name!r} is disabled; enable it first (tickwork jobs enable)")
+        return self._info(store.fire_now(name))
+
+    def remove(self, name: str) -> ScheduleInfo:
+        """Delete a schedule and its history; returns it as it was. A schedule declared in code
+        (``.module`` set) comes back at the next node start unless its declaration is removed."""
+        store = self.store(write=True)
+        before = self._info(store.get(name))
+        store.remove(name)
+        return before
+
+    def remove_many(self, names: Iterable[str]) -> builtins.list[ScheduleInfo]:
+        """Delete several schedules and their history in one transaction: either every one is
+        removed or none is. A name given twice counts once. Returns them as they were (without
+        their last run, which went with the history), in the order given. Declared ones come
+        back at the next node start unless their declarations are removed.
+
+        :raises tickwork.ScheduleNotFoundError: naming every name that has no schedule (``.names``);
+            nothing is removed
+        """
+        unique = _names(names, "remove_many")
+        if not unique:
+            return []
+        return [ScheduleInfo.of(s, None) for s in schedules.remove_many(self.store(write=True), unique)]
+
+    # -- validation -----------------------------------------------------------------------------
+
+    def spec(self, name: str, expression: str, target: str, **options: Any) -> ScheduleSpec:
+        """Build and check the :class:`ScheduleSpec` that :meth:`add` would store (same arguments)."""
+        return self.specs.build(name, expression, target, **options)
+
+    def _info(self, schedule: Schedule) -> ScheduleInfo:
+        return ScheduleInfo.of(schedule, self.store().last_runs([schedule.id]).get(schedule.id))
+
+
+def _names(names: Iterable[str], method: str) -> list[str]:
+    """``names`` in order, each once; a lone string is refused (it would be read as its letters)."""
+    if isinstance(names, str):
+        raise ConfigError(f"{method}: expected a list of names, got the string {names!r}")
+    return list(dict.fromkeys(names))

@@ -1,7 +1,0 @@
-"""``python -m tickwork.bench``: the same as ``tickwork bench``."""
-
-from __future__ import annotations
-
-from .cli import main
-
-raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""The configuration: finding and reading ``tickwork.toml`` and checking every key
+(reference: docs/configuration.md)."""
+
+from __future__ import annotations
+
+from .files import (
+    DEFAULT_FILE,
+    ENV_VAR,
+    LOG_FORMATS,
+    MAX_END_BATCH_WINDOW,
+    MAX_IN_FLIGHT,
+    MAX_LOOKAHEAD,
+    MAX_START_BATCH_WINDOW,
+    TABLES,
+    WEB_KEYS,
+    Config,
+    LoggingConfig,
+    MetricsConfig,
+    PluginChoice,
+    SchedulerConfig,
+    config_from,
+    data_line,
+    default_node_id,
+    did_you_mean,
+    expand_env,
+    find_config_file,
+    load,
+    parse,
+    read_toml,
+    validate_options,
+)
+
+__all__ = [
+    "DEFAULT_FILE",
+    "ENV_VAR",
+    "LOG_FORMATS",
+    "MAX_END_BATCH_WINDOW",
+    "MAX_IN_FLIGHT",
+    "MAX_LOOKAHEAD",
+    "MAX_START_BATCH_WINDOW",
+    "TABLES",
+    "WEB_KEYS",
+    "Config",
+    "LoggingConfig",
+    "MetricsConfig",
+    "PluginChoice",
+    "SchedulerConfig",
+    "config_from",
+    "data_line",
+    "default_node_id",
+    "did_you_mean",
+    "expand_env",
+    "find_config_file",
+    "load",
+    "parse",
+    "read_toml",
+    "validate_options",
+]

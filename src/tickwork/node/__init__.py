@@ -1,0 +1,9 @@
+"""A node: :class:`Node` built from the configuration (its store, membership and executors),
+its start-up banner, log format and way out (shutdown)."""
+
+from __future__ import annotations
+
+from ..plugin.assembly import build_executors, build_membership, build_store
+from .node import DEFAULT_NODE_TTL, Node, unconfigured_executor
+
+__all__ = ["DEFAULT_NODE_TTL", "Node", "build_executors", "build_membership", "build_store", "unconfigured_executor"]

@@ -1,0 +1,416 @@
+"""Building a node from the configuration; :class:`Node`, the public way to run one (the
+``tickwork run`` command, or embedded in an application: docs/embedding.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import queue
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..abc import Executor, Membership, Store
+from ..config.files import Config, config_from
+from ..engine import Engine, EngineSettings
+from ..errors import ConfigError, DeclarationError, NodeIdInUseError
+from ..plugin.assembly import build_executors, build_membership, build_store
+from ..plugin.lifecycle import HookListener, LifecycleHooks
+from ..plugin.manager import PluginManager, plugin_manager_for
+from ..scheduling.declare import DeclaredJob, declared_in
+from ..scheduling.importerrors import function_location
+from ..scheduling.sync import SyncReport, sync_module
+from .banner import log_banner
+from .shutdown import leave
+
+if TYPE_CHECKING:
+    from ..admin.api import Admin
+
+log = logging.getLogger("tickwork.node")
+
+T = TypeVar("T")
+
+#: Seconds a node record counts as live when the membership does not say (no heartbeat TTL).
+DEFAULT_NODE_TTL = 4.0
+
+
+def unconfigured_executor(config: Config, manager: PluginManager, job: DeclaredJob) -> DeclarationError:
+    """The error for a declared job whose executor this node does not run: every one of its runs
+    would fail, so the node refuses to start."""
+    name = job.spec.executor
+    func = job.function
+    where = f"{func.__module__}.{func.__qualname__} ({function_location(func)})"
+    configured = ", ".join(sorted({*config.executors, config.scheduler.default_executor}))
+    if name not in manager.executors.names():
+        registered = ", ".join(sorted(manager.executors.names()))
+        return DeclarationError(f"{where}: unknown executor {name!r} (registered executors: {registered})")
+    return DeclarationError(
+        f"{where}: executor {name!r} is not configured in {config.source or 'the configuration'}: "
+        f"add an [executor.{name}] table (configured executors: {configured})"
+    )
+
+
+class Node:
+    """A tickwork node: store + membership + executors + engine, built from a :class:`Config`.
+
+    Run it in the foreground with :meth:`run` (what ``tickwork run`` does), or embedded in an
+    application: :meth:`start` runs it in a background thread and :meth:`stop` ends it; ``with``
+    and ``async with`` do both::
+
+        async with tickwork.Node.from_config("tickwork.toml") as node:
+            ...
+
+    An embedded node leaves logging, signals and the event loop to the application.
+
+    :param store: override the configured store (tests inject one with a fake clock)
+    :param clock: tests only: the engine's "now" when computing next fire times
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        manager: PluginManager | None = None,
+        store: Store | None = None,
+        executors: dict[str, Executor] | None = None,
+        membership: Membership | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.config = config
+        self.manager = manager or plugin_manager_for(config)
+        self.store = store or build_store(config, self.manager)
+        self.membership = membership or build_membership(config, self.manager)
+        self.executors = executors if executors is not None else build_executors(config, self.manager)
+        self.hooks = LifecycleHooks(self.manager)
+        if config.metrics is not None and "metrics" not in self.manager.loaded:
+            raise ConfigError(
+                f"{config.where('metrics')}: the metrics plugin is not loaded ([plugins] block lists it?)"
+            )
+        s = config.scheduler
+        self.node_id = s.node_id
+        self.engine = Engine(
+            self.store,
+            self.executors,
+            self.membership,
+            EngineSettings(
+                node_id=s.node_id,
+                batch_size=getattr(self.store, "batch_size", 100),
+                max_in_flight=s.max_in_flight,
+                max_sleep=s.max_sleep,
+                misfire=s.misfire,
+                misfire_grace=s.misfire_grace,
+                hard_timeout_grace=s.hard_timeout_grace,
+                reap_interval=s.reap_interval,
+                renew_interval=s.renew_interval,
+                lookahead=s.lookahead,
+                end_batch_window=s.end_batch_window,
+                start_batch_window=s.start_batch_window,
+                steal_after=s.steal_after,
+                history_retention=timedelta(days=s.history_retention_days) if s.history_retention_days else None,
+            ),
+            clock=clock,
+            listener=HookListener(self.hooks, s.node_id),
+            manager=self.manager,
+        )
+        #: A token of this process, recorded with the node id (see :meth:`Store.register_node`).
+        self.instance = secrets.token_hex(8)
+        self._opened = False
+        self._thread: threading.Thread | None = None
+        self._looping = False
+        self._stopped = threading.Event()
+        self._abort = threading.Event()
+        self._signals_installed = False
+        self._grace: float | None = None
+        self._admin: Admin | None = None
+
+    @classmethod
+    def from_config(cls, source: str | os.PathLike[str] | Mapping[str, Any] | None = None, /, **overrides: Any) -> Node:
+        """Build a node from a config file (``None``: ``$TICKWORK_CONFIG``, then ``./tickwork.toml``,
+        then the defaults, as the CLI finds it) or from a dict shaped like the TOML.
+
+        Keyword overrides update a table when they name one with a dict (``store={"path": ...}``);
+        any other keyword is a ``[scheduler]`` key (``node_id="web-1"``, ``jobs=["myapp.jobs"]``).
+
+        :raises tickwork.ConfigError: naming the file and key at fault
+        """
+        return cls(config_from(source, overrides))
+
+    # -- starting ---------------------------------------------------------------------------------
+
+    def open(self) -> list[SyncReport]:
+        """Open the store, clear this node's stale claims, sync declared jobs and start the parts,
+        without running the engine loop (tests and ``tickwork bench`` step the engine themselves).
+
+        :raises RuntimeError: if the node was stopped before (a node runs once: build a new one)
+        """
+        if self._stopped.is_set():
+            raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
+        self.store.open()
+        try:
+            # Before anything else: releasing "this node's" claims would release a live namesake's.
+            self._register()
+        except BaseException:
+            self.store.close()
+            raise
+        started: list[Executor] = []
+        try:
+            released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
+            if released:
+                log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
+            reports = self.sync_jobs()
+            for executor in self.executors.values():
+                executor.start()
+                started.append(executor)
+            self.membership.start(self.store, self.node_id)
+        except BaseException:
+            # An application may retry start(): leave no threads or connections behind, and no
+            # record that makes the next start wait for it to go stale.
+            for executor in started:
+                executor.shutdown(wait=False)
+            with contextlib.suppress(Exception):
+                self.store.remove_node(self.node_id)
+            self.store.close()
+            raise
+        self.membership.on_change(self._membership_changed)
+        self.store.listen(self.engine.wake)
+        self._opened = True
+        log_banner(self, reports)
+        try:
+            # A plugin's configuration error fails the start; anything else it raises is only logged.
+            self.hooks.call(
+                "tickwork_node_started", node_id=self.node_id, config=self.config, node=self, reraise=(ConfigError,)
+            )
+        except ConfigError:
+            self.shutdown(0)
+            raise
+        self._membership_changed()
+        return reports
+
+    def _register(self) -> None:
+        """Record this process under the node id, unless a live process uses it. A record whose
+        heartbeat is fresh but no longer advances is a predecessor that crashed (a restart with a
+        fixed id): wait for it to go stale, at most ``node_ttl``. One that advances is live."""
+        ttl = float(getattr(self.membership, "node_ttl", DEFAULT_NODE_TTL))
+        live = self.store.register_node(self.node_id, self.instance, ttl)
+        if live is None:
+            return
+        seen = live.heartbeat_at
+        deadline = time.monotonic() + ttl
+        while live is not None and live.heartbeat_at == seen and time.monotonic() < deadline:
+            time.sleep(min(0.25, ttl / 8))
+            live = self.store.register_node(self.node_id, self.instance, ttl)
+        if live is not None:
+            raise NodeIdInUseError(
+                f"node id {self.node_id!r} is in use by a live node (it is heartbeating); give each node "
+                "its own scheduler.node_id"
+            )
+
+    def sync_jobs(self) -> list[SyncReport]:
+        reports = []
+        for module in self.config.scheduler.jobs:
+            jobs = declared_in(module)
+            for job in jobs:
+                executor = self.executors.get(job.spec.executor)
+                if executor is None:
+                    raise unconfigured_executor(self.config, self.manager, job)
+                executor.validate_target(job.spec.target, job.spec.arguments)
+            reports.append(sync_module(self.store, module, jobs, self.manager))
+        return reports
+
+    def start(self) -> Node:
+        """Open the node and run it in a background thread; returns once it runs.
+
+        :raises RuntimeError: if it is already running
+        :raises tickwork.TickworkError: when the store cannot be opened, a job module not imported, ...
+        """
+        if self._looping:
+            raise RuntimeError(f"node {self.node_id} is already running")
+        if not self._opened:
+            self.open()
+        self._looping = True
+        self._thread = threading.Thread(target=self._background, name=f"tickwork-node-{self.node_id}", daemon=True)
+        self._thread.start()
+        # An application that exits without stopping the node must not leave it listed as alive,
+        # its schedules shown running until other nodes notice: stop it on the way out.
+        atexit.register(self.stop)
+        return self
+
+    def _background(self) -> None:
+        try:
+            self.engine.run_forever()
+        except Exception:  # the engine survives store errors; this is a bug, not an outage
+            log.exception("node %s: the engine loop ended unexpectedly", self.node_id)
+        finally:
+            try:
+                self.shutdown(self._grace)
+            finally:
+                self._looping = False
+
+    def run(self, duration: float | None = None, *, install_signals: bool = True) -> None:
+        """Run in this thread until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds, then stop
+        gracefully. A second SIGINT/SIGTERM while stopping stops at once."""
+        previous: dict[signal.Signals, Any] = {}
+        signals: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        if install_signals and threading.current_thread() is threading.main_thread():
+            # The handler only queues the signal (SimpleQueue.put is safe in a signal handler); a
+            # thread acts on it. Acting in the handler could deadlock: it interrupts the main
+            # thread anywhere, possibly holding the very lock engine.stop() needs.
+            threading.Thread(target=self._act_on_signals, args=(signals,), name="tickwork-signals", daemon=True).start()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda signum, _frame: signals.put(signum))
+            self._signals_installed = True
+        self._looping = True
+        try:
+            if not self._opened:
+                self.open()
+            until = None if duration is None else time.monotonic() + duration
+            self.engine.run_forever(until)
+        finally:
+            try:
+                self.shutdown(self._grace)
+            finally:
+                self._looping = False
+                self._signals_installed = False
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+                signals.put(None)
+
+    # -- stopping ---------------------------------------------------------------------------------
+
+    def _act_on_signals(self, signals: queue.SimpleQueue[int | None]) -> None:
+        seen = 0
+        while (signum := signals.get()) is not None:
+            seen += 1
+            name = signal.Signals(signum).name
+            if seen == 1:
+                log.info("received %s; stopping after running jobs end (send it again to stop at once)", name)
+                self.request_stop()
+            else:
+                log.warning("received %s again; stopping now, running runs are recorded abandoned", name)
+                self._abort.set()
+                self.engine.stop()
+
+    def request_stop(self) -> None:
+        """Ask the node to stop (safe from a signal handler); it stops as :meth:`stop` describes."""
+        self.engine.stop()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop claiming, wait up to ``timeout`` seconds (default ``[scheduler] shutdown_grace``)
+        for running jobs and record them, give back claims, leave the cluster, close the store.
+        Runs still going after ``timeout`` are recorded ``abandoned``. Returns once stopped."""
+        self._grace = timeout
+        self.engine.stop()
+        atexit.unregister(self.stop)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+            self._thread = None
+        elif self._looping:
+            if thread is None:  # run() in another thread: it shuts down
+                self._stopped.wait()
+        elif self._opened:
+            self.shutdown(timeout)
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Graceful stop of an opened node (see :meth:`stop`), in this thread."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            self.stop(timeout)  # the loop's own thread shuts down; two at once would race
+            return
+        if not self._opened:
+            self.store.close()
+            self._stopped.set()
+            return
+        self._opened = False
+        grace = self.config.scheduler.shutdown_grace if timeout is None else timeout
+        self.engine.stop()
+        self.hooks.call("tickwork_node_stopping", node_id=self.node_id)
+        leave(self, grace, self._abort, announce_signals=self._signals_installed)
+        if self._admin is not None:
+            self._admin.close()
+        self.hooks.call("tickwork_node_stopped", node_id=self.node_id)
+        log.info("node %s stopped (%d fired, %d finished)", self.node_id, self.engine.fired, self.engine.finished)
+        self._stopped.set()
+
+    # -- embedding --------------------------------------------------------------------------------
+
+    @property
+    def admin(self) -> Admin:
+        """The admin API (what :func:`tickwork.connect` returns) on this node's configuration:
+        ``node.admin.add(...)``, ``node.admin.history(...)``. It has its own connections, closed
+        when the node stops; like any ``Admin`` it is not thread-safe (give other threads their
+        own ``tickwork.connect()``)."""
+        if self._admin is None:
+            from ..admin.api import Admin  # admin builds stores with this module's helpers
+
+            self._admin = Admin(self.config, manager=self.manager)
+        return self._admin
+
+    @property
+    def running(self) -> bool:
+        """True from :meth:`start` (or :meth:`run`) until the node has stopped."""
+        return self._looping and self._opened
+
+    @property
+    def in_flight(self) -> int:
+        """Runs handed to executors that have not ended."""
+        return len(self.engine.in_flight)
+
+    @property
+    def held(self) -> int:
+        """Fires claimed ahead of their time, waiting in memory to start."""
+        return len(self.engine.held_fires)
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, reason): the store answers and this node's heartbeat is fresh."""
+        if not self._opened:
+            return False, "node is not running"
+        if self.engine.stopping:
+            return False, "node is stopping"
+        try:
+            self.store.now()
+        except Exception as exc:
+            return False, f"store unreachable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        if not self.membership.healthy():
+            return False, "heartbeat is stale: this node could not renew its heartbeat in the store"
+        return True, "ok"
+
+    def members(self) -> list[str]:
+        """The live nodes as this node's membership sees them."""
+        live = getattr(self.membership, "live_nodes", None)
+        return sorted(live) if live else [self.node_id]
+
+    def _membership_changed(self) -> None:
+        self.engine.wake()
+        if self.hooks.implemented("tickwork_membership_changed"):
+            owned = self.membership.owned_buckets()
+            self.hooks.call(
+                "tickwork_membership_changed",
+                node_id=self.node_id,
+                members=self.members(),
+                owned=None if owned is None else list(owned),
+            )
+
+    def __enter__(self) -> Node:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Node:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)

@@ -1,0 +1,93 @@
+"""Calling the lifecycle hooks (``hookspecs.py``) safely, and feeding them from the engine's
+listener seam.
+
+Each implementation is called on its own, so one plugin that raises neither stops the node nor
+keeps the event from the other plugins. Hooks nobody implements cost nothing per event.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..engine.listener import EngineListener, SkippedFire
+from ..structures import Finish, JobCall
+from .manager import PluginManager
+
+log = logging.getLogger("tickwork.hooks")
+
+LIFECYCLE_HOOKS = (
+    "tickwork_node_started",
+    "tickwork_node_stopping",
+    "tickwork_node_stopped",
+    "tickwork_runs_started",
+    "tickwork_runs_finished",
+    "tickwork_fires_skipped",
+    "tickwork_membership_changed",
+    "tickwork_claimed",
+    "tickwork_store_error",
+)
+
+
+class LifecycleHooks:
+    """The lifecycle hook implementations of one plugin manager, looked up once."""
+
+    def __init__(self, manager: PluginManager) -> None:
+        self._impls: dict[str, list[tuple[str, Callable[..., object], tuple[str, ...]]]] = {
+            name: manager.implementations(name) for name in LIFECYCLE_HOOKS
+        }
+        self._warned: set[tuple[str, str]] = set()
+
+    def implemented(self, hook_name: str) -> bool:
+        return bool(self._impls[hook_name])
+
+    def call(self, hook_name: str, *, reraise: tuple[type[Exception], ...] = (), **kwargs: Any) -> None:
+        """Call every implementation of ``hook_name`` with the arguments it asks for; an
+        exception is logged (with its traceback the first time per plugin and hook) and ignored,
+        unless it is one of ``reraise``."""
+        for plugin, function, argnames in self._impls[hook_name]:
+            try:
+                function(**{name: kwargs[name] for name in argnames})
+            except reraise:
+                raise
+            except Exception as exc:
+                key = (plugin, hook_name)
+                if key in self._warned:
+                    log.warning("plugin %s: %s raised again: %r; ignored", plugin, hook_name, exc)
+                else:
+                    self._warned.add(key)
+                    log.exception("plugin %s: %s raised; ignored (the node keeps running)", plugin, hook_name)
+
+
+class HookListener(EngineListener):
+    """Turns the engine's batched events into lifecycle hook calls for one node."""
+
+    def __init__(self, hooks: LifecycleHooks, node_id: str) -> None:
+        self.hooks = hooks
+        self.node_id = node_id
+        self._started = hooks.implemented("tickwork_runs_started")
+        self._finished = hooks.implemented("tickwork_runs_finished")
+        self._skipped = hooks.implemented("tickwork_fires_skipped")
+        self._claimed = hooks.implemented("tickwork_claimed")
+        self._store_error = hooks.implemented("tickwork_store_error")
+
+    def runs_started(self, runs: Sequence[JobCall]) -> None:
+        if self._started:
+            self.hooks.call("tickwork_runs_started", node_id=self.node_id, runs=runs)
+
+    def runs_finished(self, results: Sequence[Finish]) -> None:
+        if self._finished:
+            self.hooks.call("tickwork_runs_finished", node_id=self.node_id, results=results)
+
+    def fires_skipped(self, skipped: Sequence[SkippedFire]) -> None:
+        if self._skipped:
+            self.hooks.call("tickwork_fires_skipped", node_id=self.node_id, skipped=skipped)
+
+    def claimed(self, count: int, seconds: float) -> None:
+        if self._claimed:
+            self.hooks.call("tickwork_claimed", node_id=self.node_id, count=count, seconds=seconds)
+
+    def store_error(self, error: Exception) -> None:
+        if self._store_error:
+            self.hooks.call("tickwork_store_error", node_id=self.node_id, error=error)

@@ -1,0 +1,144 @@
+"""The plugin manager: loads ``tickwork`` entry points, honours blocked names, fills registries."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Iterable
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from ..abc import Executor, Membership, Store, Trigger
+from ..errors import ConfigError
+from . import specs as hookspecs
+from .command import Command
+from .registry import Registry
+
+if TYPE_CHECKING:
+    from ..config.files import Config
+
+ENTRY_POINT_GROUP = "tickwork"
+
+
+class PluginManager:
+    """Loads plugins and exposes one registry per interface.
+
+    :param block: plugin (entry-point) names not to load, e.g. ``["http"]``
+    :param extra: additional plugin modules or objects to register, as tests or embedding
+        applications do without packaging an entry point
+    :param entry_points_enabled: set to ``False`` to load only ``extra`` (isolated tests)
+    """
+
+    def __init__(
+        self,
+        *,
+        block: Iterable[str] = (),
+        extra: Iterable[object] = (),
+        entry_points_enabled: bool = True,
+    ) -> None:
+        self.blocked = frozenset(block)
+        self._pm = pluggy.PluginManager(hookspecs.NAME)
+        self._pm.add_hookspecs(hookspecs)
+        self.loaded: dict[str, object] = {}
+        if entry_points_enabled:
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                if ep.name in self.blocked or ep.name in self.loaded:
+                    continue
+                try:
+                    plugin = ep.load()
+                except Exception as exc:  # a broken third-party plugin must name itself
+                    raise ConfigError(f"cannot load tickwork plugin {ep.name!r} ({ep.value}): {exc}") from exc
+                self._register(ep.name, plugin)
+        for obj in extra:
+            name = obj.__name__ if isinstance(obj, ModuleType) else type(obj).__name__
+            self._register(name, obj)
+        try:
+            # A hook implementation whose name matches no hook (a typo) is an error, not ignored.
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise ConfigError(f"tickwork plugin {self._pm.get_name(exc.plugin)!r}: {exc}") from None
+        self.stores: Registry[type[Store]] = Registry("store")
+        self.triggers: Registry[type[Trigger]] = Registry("trigger")
+        self.executors: Registry[type[Executor]] = Registry("executor")
+        self.memberships: Registry[type[Membership]] = Registry("membership")
+        self.commands: Registry[type[Command]] = Registry("command")
+        hook = self._pm.hook
+        registries: tuple[tuple[str, Registry[Any]], ...] = (
+            ("tickwork_register_stores", self.stores),
+            ("tickwork_register_triggers", self.triggers),
+            ("tickwork_register_executors", self.executors),
+            ("tickwork_register_memberships", self.memberships),
+            ("tickwork_register_commands", self.commands),
+        )
+        for hook_name, registry in registries:
+            caller = getattr(hook, hook_name)
+            # Call plugin by plugin so a duplicate name can be blamed on the plugin that added it.
+            for impl in reversed(caller.get_hookimpls()):
+                registry.current_plugin = impl.plugin_name
+                impl.function(registry=registry)
+
+    def _register(self, name: str, plugin: object) -> None:
+        self._pm.register(plugin, name=name)
+        self.loaded[name] = plugin
+
+    def implementations(self, hook_name: str) -> list[tuple[str, Callable[..., object], tuple[str, ...]]]:
+        """(plugin name, function, argument names) of each implementation of ``hook_name``, in
+        pluggy's call order."""
+        caller = getattr(self._pm.hook, hook_name)
+        return [(impl.plugin_name, impl.function, tuple(impl.argnames)) for impl in reversed(caller.get_hookimpls())]
+
+    @property
+    def plugin_names(self) -> list[str]:
+        return sorted(self.loaded)
+
+
+_default: PluginManager | None = None
+_default_lock = threading.RLock()
+# Managers built for a configuration, by the plugins it blocks: a process builds one.
+_for_blocks: dict[frozenset[str], PluginManager] = {}
+
+
+def default_manager() -> PluginManager:
+    """The process's manager: the one built for the configuration (:func:`manager_for_blocks`),
+    or, before any configuration was read, one over every installed entry point."""
+    global _default
+    if _default is not None:  # no lock once created: this runs for every fire
+        return _default
+    with _default_lock:
+        if _default is None:
+            _default = manager_for_blocks(())
+        return _default
+
+
+def manager_for_blocks(block: Iterable[str]) -> PluginManager:
+    """The process's manager for a configuration blocking ``block``: built once (a blocked
+    plugin is never imported), then shared by the engine, the decorators, the CLI and every
+    lookup without an explicit manager (it becomes :func:`default_manager`)."""
+    global _default
+    key = frozenset(block)
+    with _default_lock:
+        manager = _for_blocks.get(key)
+        if manager is None:
+            manager = _for_blocks[key] = PluginManager(block=key)
+        _default = manager
+        return manager
+
+
+def load_object(reference: str) -> object:
+    """Import ``module:attribute.path`` and return the object."""
+    module_name, sep, attr_path = reference.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise ValueError(f"reference must look like 'package.module:function', got {reference!r}")
+    obj: object = importlib.import_module(module_name)
+    for part in attr_path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def plugin_manager_for(config: Config) -> PluginManager:
+    """The process's plugin manager for ``config``, honouring ``[plugins] block`` (built once per
+    process; see :func:`manager_for_blocks`)."""
+    return manager_for_blocks(config.blocked_plugins)

@@ -1,0 +1,166 @@
+"""The pluggy hooks of tickwork: registration hooks and lifecycle hooks.
+
+A plugin is a module registered under the ``tickwork`` entry-point group::
+
+    [project.entry-points.tickwork]
+    myexec = "myexec.plugin"
+
+that defines one or more of the functions below, decorated with :data:`tickwork.hookimpl`.
+Each hook is called exactly once per plugin manager, when the manager loads its plugins (the first
+time a node, the CLI or :func:`tickwork.next_fire_times` needs a registry), before any config is
+read. A hook must only register; it must not open connections or start threads.
+
+Lifecycle hooks
+---------------
+The ``tickwork_node_*``, ``tickwork_runs_*``, ``tickwork_fires_skipped`` and
+``tickwork_membership_changed`` hooks tell observers (metrics, tracing, alerting) what a running
+node does. Rules for implementers:
+
+- Implement only the arguments you need: pluggy passes a subset by name.
+- The run hooks are **batch-shaped**: one call per claimed or written batch, so a 10,000-fire
+  burst makes about a hundred calls. Do per-item work in a tight loop, never I/O per item.
+- They are called from the node's engine thread (``tickwork_membership_changed`` from the
+  heartbeat thread) and must return quickly; hand slow work to your own thread.
+- An implementation that raises is logged (with its traceback, once per plugin and hook) and
+  ignored; the other plugins' implementations are still called and the node keeps running.
+- A plugin module registered under the ``tickwork`` entry-point group receives them without
+  any configuration; ``[plugins] block`` turns it off.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..abc import Executor, Membership, RunningNode, Store, Trigger
+    from ..config.files import Config
+    from ..engine.listener import SkippedFire
+    from ..structures import Finish, JobCall
+    from .command import Command
+    from .registry import Registry
+
+NAME = "tickwork"
+
+hookspec = pluggy.HookspecMarker(NAME)
+hookimpl = pluggy.HookimplMarker(NAME)
+
+
+@hookspec
+def tickwork_register_stores(registry: Registry[type[Store]]) -> None:
+    """Register store classes by name, e.g. ``registry.add("sqlite", SQLiteStore)``.
+
+    Called once when plugins are loaded. A store named in ``[store] plugin`` is looked up here.
+    """
+
+
+@hookspec
+def tickwork_register_triggers(registry: Registry[type[Trigger]]) -> None:
+    """Register trigger classes by kind, e.g. ``registry.add("cron", CronTrigger)``.
+
+    Called once when plugins are loaded. When an expression comes without a kind, the triggers'
+    :meth:`~tickwork.abc.Trigger.recognizes` are asked in registration order.
+    """
+
+
+@hookspec
+def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
+    """Register executor classes by name, e.g. ``registry.add("http", HTTPExecutor)``.
+
+    Called once when plugins are loaded. Schedules name their executor; ``[executor.NAME]`` tables
+    in the config hold each executor's options.
+    """
+
+
+@hookspec
+def tickwork_register_memberships(registry: Registry[type[Membership]]) -> None:
+    """Register membership classes by name, e.g. ``registry.add("hashring", HashRing)``.
+
+    Called once when plugins are loaded. ``[membership] plugin`` is looked up here.
+    """
+
+
+@hookspec
+def tickwork_register_commands(registry: Registry[type[Command]]) -> None:
+    """Register ``tickwork`` subcommands by name, e.g. ``registry.add("web", WebCommand)``.
+
+    Called once when plugins are loaded. The command line adds each as ``tickwork NAME``; a name
+    that a built-in command already uses is an error. See :class:`tickwork.commands.Command`.
+    """
+
+
+# -- lifecycle ------------------------------------------------------------------------------------
+
+
+@hookspec
+def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> None:
+    """The node ``node_id`` is running: its store is open, declared jobs are synced and its
+    engine is about to claim.
+
+    :param config: the node's :class:`~tickwork.config.Config` (plugins read their own table here,
+        e.g. ``config.metrics``)
+    :param node: the :class:`tickwork.Node` itself (``node.health()`` answers readiness probes)
+    """
+
+
+@hookspec
+def tickwork_node_stopping(node_id: str) -> None:
+    """The node ``node_id`` stopped claiming and is about to wait for its running jobs
+    (``[scheduler] shutdown_grace``). Called once, before anything is closed. Runs that end
+    while it waits, and ends still gathered for their batch (``[scheduler] end_batch_window``),
+    are reported with :func:`tickwork_runs_finished` after this hook."""
+
+
+@hookspec
+def tickwork_node_stopped(node_id: str) -> None:
+    """The node ``node_id`` has stopped: runs recorded, claims released, store closed. Release
+    what :func:`tickwork_node_started` set up (servers, threads)."""
+
+
+@hookspec
+def tickwork_runs_started(node_id: str, runs: Sequence[JobCall]) -> None:
+    """Runs were handed to their executors; one call per dispatched batch.
+
+    Each :class:`~tickwork.structures.JobCall` carries ``schedule``, ``scheduled_for``,
+    ``run_id``, ``attempt`` and ``node_id``.
+    """
+
+
+@hookspec
+def tickwork_runs_finished(node_id: str, results: Sequence[Finish]) -> None:
+    """Run ends were written to the store; one call per written batch.
+
+    Each :class:`~tickwork.structures.Finish` has the ``claim`` (schedule spec, ``scheduled_for``,
+    ``run_id``, ``attempt``), the ``outcome`` (``status``, ``error``), ``started_at`` and
+    ``finished_at`` (database clock). Fires recorded as skipped come through
+    :func:`tickwork_fires_skipped` instead.
+    """
+
+
+@hookspec
+def tickwork_fires_skipped(node_id: str, skipped: Sequence[SkippedFire]) -> None:
+    """Fire times were recorded ``skipped`` (misfire policy, still running, already recorded);
+    each :class:`~tickwork.listener.SkippedFire` has ``schedule``, ``scheduled_for`` and ``reason``."""
+
+
+@hookspec
+def tickwork_membership_changed(node_id: str, members: Sequence[str], owned: Sequence[int] | None) -> None:
+    """The live nodes or this node's share changed (and once at start).
+
+    :param members: ids of the live nodes as this node sees them
+    :param owned: the hash buckets this node attempts; ``None`` means all of them
+    """
+
+
+@hookspec
+def tickwork_claimed(node_id: str, count: int, seconds: float) -> None:
+    """One claim statement returned ``count`` claims (0 included) after ``seconds``. Called for
+    every claim the engine makes, so keep it to a counter update."""
+
+
+@hookspec
+def tickwork_store_error(node_id: str, error: Exception) -> None:
+    """A store call failed (database unreachable, ...); the engine backs off and retries."""

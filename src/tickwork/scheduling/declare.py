@@ -1,0 +1,170 @@
+"""Declaring jobs in code: ``@tickwork.cron(...)`` and friends on functions with no parameters
+(or one annotated :class:`tickwork.RunContext`)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from ..config.numbers import number
+from ..errors import ConfigError, DeclarationError, TickworkError
+from ..plugin.calls import context_parameter
+from ..structures import DEFAULT_TIMEOUT, MAX_RETRY_BACKOFF, MAX_TIMEOUT, MisfirePolicy, ScheduleSpec
+from .importerrors import describe_failure, failure_location, function_location
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class DeclaredJob:
+    spec: ScheduleSpec
+    function: Callable[..., Any]
+
+
+_lock = threading.Lock()
+# module name -> schedule name -> job; filled as decorated modules are imported.
+_declared: dict[str, dict[str, DeclaredJob]] = {}
+
+
+def _seconds(value: float | timedelta, where: str, key: str, high: float, low_open: bool) -> timedelta:
+    """A duration given in seconds or as a timedelta, checked (finite, in range) before use."""
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    try:
+        return timedelta(seconds=number(f"{where}: {key}", seconds, low=0.0, high=high, low_open=low_open))
+    except ConfigError as exc:
+        raise DeclarationError(str(exc)) from None
+
+
+def _timeout(value: float | timedelta | None, where: str) -> timedelta:
+    if value is None:
+        return DEFAULT_TIMEOUT
+    return _seconds(value, where, "timeout", MAX_TIMEOUT.total_seconds(), low_open=True)
+
+
+def schedule(
+    kind: str,
+    expression: str,
+    *,
+    name: str | None = None,
+    timezone: str = "UTC",
+    timeout: float | timedelta | None = None,
+    misfire: MisfirePolicy | str | None = None,
+    retries: int = 0,
+    retry_backoff: float | timedelta = 10.0,
+    enabled: bool = True,
+    executor: str = "local",
+) -> Callable[[F], F]:
+    """Declare the decorated function as a job fired by a ``kind`` trigger.
+
+    The function must take no parameters (FTL's rule: a declared job is its own complete call),
+    except one annotated :class:`tickwork.RunContext`, which receives the run it executes in.
+    The declaration is checked at import time: a bad expression or signature raises
+    :class:`~tickwork.errors.DeclarationError` naming the function.
+
+    :param name: schedule name (default: ``module.qualname`` of the function)
+    :param timezone: IANA zone the expression is evaluated in
+    :param timeout: soft timeout of a run, in seconds or as a timedelta (default 5 minutes)
+    :param misfire: ``skip``, ``once`` or ``all`` (default: the configured default)
+    :param retries: retries of a failed run, never past the next fire time
+    :param retry_backoff: seconds before the first retry, doubled for each further one
+    :param enabled: initial state when the schedule is first created
+    """
+
+    def decorate(func: F) -> F:
+        where = (
+            f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)!s} ({function_location(func)})"
+        )
+        if not callable(func):
+            raise DeclarationError(f"@{kind} must decorate a function, got {func!r}")
+        params = inspect.signature(func).parameters
+        if params and (len(params) > 1 or context_parameter(func) is None):
+            raise DeclarationError(
+                f"{where}: a declared job must take no parameters (or one annotated tickwork.RunContext), "
+                f"but it takes ({', '.join(params)})"
+            )
+        from .triggers import check_period, check_zone, get_trigger  # deferred: loads trigger plugins on first use
+
+        try:
+            check_zone(timezone)
+        except TickworkError as exc:
+            raise DeclarationError(f"{where}: timezone: {exc}") from exc
+        try:
+            check_period(get_trigger(kind, expression, timezone), datetime.now(UTC))
+        except TickworkError as exc:
+            raise DeclarationError(f"{where}: invalid {kind} expression {expression!r}: {exc}") from exc
+        if "<locals>" in func.__qualname__:
+            raise DeclarationError(f"{where}: a job must be a module-level function (it is imported by name)")
+        try:
+            spec = ScheduleSpec(
+                name=name or f"{func.__module__}.{func.__qualname__}",
+                trigger_kind=kind,
+                expression=expression,
+                timezone=timezone,
+                executor=executor,
+                target=f"{func.__module__}:{func.__qualname__}",
+                timeout=_timeout(timeout, where),
+                module=func.__module__,
+                enabled=enabled,
+                misfire=MisfirePolicy(misfire) if misfire else None,
+                retries=retries,
+                retry_backoff=_seconds(
+                    retry_backoff, where, "retry_backoff", MAX_RETRY_BACKOFF.total_seconds(), low_open=False
+                ),
+            )
+        except ValueError as exc:
+            raise DeclarationError(f"{where}: {exc}") from exc
+        with _lock:
+            module_jobs = _declared.setdefault(func.__module__, {})
+            existing = module_jobs.get(spec.name)
+            if existing is not None and existing.spec.target != spec.target:
+                raise DeclarationError(
+                    f"{where}: schedule name {spec.name!r} is already declared by {existing.spec.target}"
+                )
+            module_jobs[spec.name] = DeclaredJob(spec, func)
+        return func
+
+    return decorate
+
+
+def cron(expression: str, **kwargs: Any) -> Callable[[F], F]:
+    """Declare a job on a cron expression (5 fields; 6 = seconds first; 7 = + year)."""
+    return schedule("cron", expression, **kwargs)
+
+
+def calendar(expression: str, **kwargs: Any) -> Callable[[F], F]:
+    """Declare a job on a systemd calendar event, e.g. ``"Mon..Fri 09:00"``."""
+    return schedule("calendar", expression, **kwargs)
+
+
+def every(interval: str, **kwargs: Any) -> Callable[[F], F]:
+    """Declare a job on a fixed interval, e.g. ``"90s"`` (anchored, so it does not drift)."""
+    return schedule("interval", interval, **kwargs)
+
+
+def declared_in(module: str) -> list[DeclaredJob]:
+    """Import ``module`` and return the jobs declared in it and its submodules.
+
+    :raises tickwork.errors.DeclarationError: if the module cannot be imported
+    """
+    try:
+        importlib.import_module(module)
+    except DeclarationError:
+        raise  # a decorator's own message already names the function, file and line
+    except Exception as exc:  # a job module may raise anything while it is imported
+        located = failure_location(module, exc)
+        at = f" at {located}" if located else ""
+        raise DeclarationError(
+            f"cannot import job module {module!r} (scheduler.jobs){at}: {describe_failure(exc)}"
+        ) from exc
+    with _lock:
+        return [
+            job
+            for mod, jobs in _declared.items()
+            if mod == module or mod.startswith(module + ".")
+            for job in jobs.values()
+        ]

@@ -1,0 +1,234 @@
+"""Schedule administration shared by the CLI, the engine and library users: adding, enabling and
+syncing declared jobs. Computes fire times from the database clock; the store only persists."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from ..abc import Store
+from ..errors import DeclarationError, ScheduleExistsError, ScheduleNotFoundError, TickworkError
+from ..plugin.manager import PluginManager
+from ..structures import Schedule, SchedulePlan, ScheduleSpec
+from .declare import DeclaredJob
+from .triggers import check_period, get_trigger
+
+log = logging.getLogger("tickwork.schedules")
+
+
+def first_fire(spec: ScheduleSpec, now: datetime, manager: PluginManager | None = None) -> datetime | None:
+    """The first fire after ``now``; refuses a trigger that fires less than a second apart."""
+    trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager)
+    check_period(trigger, now)
+    return trigger.next_after(now)
+
+
+def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) -> Schedule:
+    """Validate the trigger and create the schedule, first due at its next fire after now."""
+    next_fire = first_fire(spec, store.now(), manager) if spec.enabled else None
+    return store.add(spec, next_fire)
+
+
+def update(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None, *, recompute: bool) -> Schedule:
+    """Replace a schedule's definition. With ``recompute`` (a new trigger, or enabling) the next
+    fire is the first after now; otherwise the stored one is kept, so a pending "run now" stays."""
+    next_fire = store.get(spec.name).next_fire
+    if not spec.enabled:
+        next_fire = None
+    elif recompute or next_fire is None:
+        next_fire = first_fire(spec, store.now(), manager)
+    return store.update(spec, next_fire)
+
+
+def add_many(
+    store: Store, specs: Sequence[ScheduleSpec], manager: PluginManager | None = None, *, replace: bool = False
+) -> list[Schedule]:
+    """Create run-time schedules in one :meth:`Store.write_schedules` call: all or none.
+
+    With ``replace``, an existing run-time schedule of the same name gets the new definition
+    and a next fire recomputed from now; a declared one is never replaced.
+
+    :raises tickwork.errors.ScheduleExistsError: a name is taken (and not ``replace``)
+    :raises tickwork.errors.TickworkError: ``replace`` would overwrite a declared job
+    """
+
+    def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        by_name = {s.name: s for s in stored}
+        create: list[ScheduleSpec] = []
+        replaced: list[ScheduleSpec] = []
+        for spec in specs:
+            current = by_name.get(spec.name)
+            if current is None:
+                create.append(spec)
+            elif not replace:
+                raise ScheduleExistsError(spec.name)
+            elif current.spec.module is not None:
+                raise TickworkError(
+                    f"schedule {spec.name!r} is declared in {current.spec.module}; "
+                    "change the declaration, not the stored copy"
+                )
+            else:
+                replaced.append(spec)
+        return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
+
+    store.write_schedules(plan, _first_fires(manager))
+    return _read_back(store, [spec.name for spec in specs])
+
+
+def remove_many(store: Store, names: Sequence[str]) -> list[Schedule]:
+    """Delete schedules and their history in one :meth:`Store.write_schedules` call: all or
+    none. Returns them as they were, in the order of ``names``.
+
+    :raises tickwork.errors.ScheduleNotFoundError: naming every name not stored; nothing is
+        removed
+    """
+    removed: list[Schedule] = []
+
+    def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        removed[:] = _named(stored, names)
+        return SchedulePlan(remove=tuple(names))
+
+    def no_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return None  # nothing is created or retriggered
+
+    store.write_schedules(plan, no_fire)
+    return removed
+
+
+def set_enabled_many(
+    store: Store, names: Sequence[str], enabled: bool, manager: PluginManager | None = None
+) -> list[Schedule]:
+    """Enable or disable schedules in one :meth:`Store.write_schedules` call: all or none.
+    Enabling computes each next fire from the database clock read when its batch is written
+    (time spent disabled is not caught up); disabling clears it. Like :func:`set_enabled`, either
+    also clears a parked schedule's fault.
+
+    :raises tickwork.errors.ScheduleNotFoundError: naming every name not stored; nothing is
+        written
+    """
+
+    def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        return SchedulePlan(retrigger=tuple(replace(s.spec, enabled=enabled) for s in _named(stored, names)))
+
+    store.write_schedules(plan, _first_fires(manager))
+    return _read_back(store, names)
+
+
+def _named(stored: Sequence[Schedule], names: Sequence[str]) -> list[Schedule]:
+    """The stored schedules of ``names``, in that order.
+
+    :raises tickwork.errors.ScheduleNotFoundError: naming every name not stored
+    """
+    by_name = {s.name: s for s in stored}
+    missing = [name for name in names if name not in by_name]
+    if missing:
+        raise ScheduleNotFoundError(*missing)
+    return [by_name[name] for name in names]
+
+
+def _first_fires(manager: PluginManager | None) -> Callable[[ScheduleSpec, datetime], datetime | None]:
+    """``next_fire`` for :meth:`Store.write_schedules`: an enabled spec's first fire after ``now``."""
+
+    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return first_fire(spec, now, manager) if spec.enabled else None
+
+    return next_fire
+
+
+def _read_back(store: Store, names: Sequence[str]) -> list[Schedule]:
+    """The schedules of ``names`` as just written, in that order (those still stored)."""
+    wanted = set(names)
+    written = {s.name: s for s in store.list_schedules() if s.name in wanted}
+    return [written[name] for name in names if name in written]
+
+
+def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
+    """Enabling computes the next fire from now (Docspell): time spent disabled is not caught up."""
+    spec = store.get(name).spec
+    next_fire = first_fire(spec, store.now(), manager) if enabled else None
+    return store.set_enabled(name, enabled, next_fire)
+
+
+@dataclass
+class SyncReport:
+    module: str
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def sync_module(
+    store: Store, module: str, jobs: Sequence[DeclaredJob], manager: PluginManager | None = None
+) -> SyncReport:
+    """Make the store hold exactly the jobs ``module`` declares (rules: docs/deployment-sync.md).
+
+    - new names are created, first due at their next fire after the database clock read when
+      they are written;
+    - changed definitions are updated; the next fire time is kept unless the trigger changed, so
+      a restart never double-fires;
+    - ``enabled`` is run-time state: a declared job disabled from the CLI stays disabled;
+    - stored schedules of this module (or its submodules) that are no longer declared are removed.
+
+    Everything is compared in memory and written with :meth:`Store.write_schedules` (batched
+    statements in one transaction for the SQL stores).
+    """
+    report = SyncReport(module)
+
+    def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        report.created, report.updated, report.unchanged, report.removed = [], [], [], []
+        by_name = {s.name: s for s in stored}
+        create: list[ScheduleSpec] = []
+        changed: list[ScheduleSpec] = []
+        retrigger: list[ScheduleSpec] = []
+        for job in jobs:
+            spec = job.spec
+            current = by_name.get(spec.name)
+            if current is None:
+                create.append(spec)
+                continue
+            if current.spec.module != spec.module:
+                owner = current.spec.module or "the CLI (a run-time schedule)"
+                raise DeclarationError(
+                    f"{spec.target}: schedule name {spec.name!r} is already used by {owner}; choose another name="
+                )
+            wanted = replace(spec, enabled=current.spec.enabled)
+            if wanted == current.spec:
+                report.unchanged.append(spec.name)
+            elif (wanted.trigger_key != current.spec.trigger_key or current.fault is not None) and wanted.enabled:
+                # A new trigger starts from now; so does a parked schedule (its new definition
+                # is the fix). The store clears the fault and marks a running schedule retimed.
+                retrigger.append(wanted)
+            else:
+                changed.append(wanted)
+        declared = {job.spec.name for job in jobs}
+        remove = [s.name for s in stored if s.spec.module and _under(s.spec.module, module) and s.name not in declared]
+        report.created = [s.name for s in create]
+        report.updated = sorted(s.name for s in (*changed, *retrigger))
+        report.removed = remove
+        return SchedulePlan(tuple(create), tuple(changed), tuple(retrigger), tuple(remove))
+
+    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return first_fire(spec, now, manager) if spec.enabled else None
+
+    try:
+        store.write_schedules(plan, next_fire)
+    except ScheduleExistsError:
+        # A store without a serializing lock, and another node created some of these names
+        # between our read and our write: plan again from what it wrote.
+        store.write_schedules(plan, next_fire)
+    log.info(
+        "synced %s: %d created, %d updated, %d unchanged, %d removed",
+        module,
+        len(report.created),
+        len(report.updated),
+        len(report.unchanged),
+        len(report.removed),
+    )
+    return report
+
+
+def _under(candidate: str, module: str) -> bool:
+    return candidate == module or candidate.startswith(module + ".")
