@@ -21,9 +21,8 @@ from tickwork.abc import Trigger
 from tickwork.config import Config, PluginChoice, SchedulerConfig
 from tickwork.engine import Engine
 from tickwork.node import Node
+from tickwork.plugin import Registry, hookimpl
 from tickwork.plugin.manager import PluginManager
-from tickwork.plugin.registry import Registry
-from tickwork.plugin.specs import hookimpl
 from tickwork.sql.store import SQLStore
 from tickwork.structures import RunStatus, ScheduleSpec, ScheduleState
 from tickwork_membership.single import SingleMembership

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import tickwork
 from tickwork.config import parse
 from tickwork.engine.listener import SkippedFire
 from tickwork.errors import ConfigError
 from tickwork.node import Node
+from tickwork.plugin import hookimpl
 from tickwork.plugin.manager import PluginManager
 from tickwork.structures import Finish, JobCall, RunStatus, ScheduleSpec
 
@@ -29,36 +29,36 @@ class Recorder:
         self.calls: list[tuple[str, int]] = []
         self.finished: list[Finish] = []
 
-    @tickwork.hookimpl
+    @hookimpl
     def tickwork_runs_started(self, node_id: str, runs: Sequence[JobCall]) -> None:
         with self.lock:
             self.calls.append(("started", len(runs)))
 
-    @tickwork.hookimpl
+    @hookimpl
     def tickwork_runs_finished(self, results: Sequence[Finish]) -> None:
         with self.lock:
             self.calls.append(("finished", len(results)))
             self.finished.extend(results)
 
-    @tickwork.hookimpl
+    @hookimpl
     def tickwork_fires_skipped(self, skipped: Sequence[SkippedFire]) -> None:
         with self.lock:
             self.calls.append(("skipped", len(skipped)))
 
-    @tickwork.hookimpl
+    @hookimpl
     def tickwork_node_stopped(self, node_id: str) -> None:
         with self.lock:
             self.calls.append(("stopped", 0))
 
 
 class Broken:
-    @tickwork.hookimpl
+    @hookimpl
     def tickwork_runs_finished(self, results: Sequence[Finish]) -> None:
         raise RuntimeError("broken observer")
 
 
 class BadConfig:
-    @tickwork.hookimpl
+    @hookimpl
     def tickwork_node_started(self, config: object) -> None:
         raise ConfigError("observer: [observer] table is missing")
 

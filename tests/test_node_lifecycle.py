@@ -66,27 +66,27 @@ def _write(event, **data):
         fh.write(json.dumps({"event": event, **data}) + "\\n")
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_node_started(node_id, config):
     _write("node_started", node_id=node_id, config=str(config.source))
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_runs_started(runs):
     raise RuntimeError("observer bug in runs_started")
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_runs_finished(node_id, results):
     _write("runs_finished", node_id=node_id, runs=[[r.claim.spec.name, r.outcome.status.value] for r in results])
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_membership_changed(node_id, members, owned):
     _write("membership_changed", members=list(members), owned=owned)
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_node_stopping(node_id):
     _write("node_stopping", node_id=node_id)
 '''

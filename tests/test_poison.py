@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tickwork.errors import ConfigError
+from tickwork.plugin import hookimpl
 from tickwork.plugin.manager import PluginManager
-from tickwork.plugin.specs import hookimpl
 from tickwork.structures import RunStatus, ScheduleSpec, ScheduleState
 from tickwork_sqlite.store import SQLiteStore
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tickwork.plugin.specs import hookimpl
+from tickwork.plugin import hookimpl
 
 from .trigger import CronTrigger
 

@@ -12,8 +12,7 @@ from typing import Any, ClassVar
 
 from tickwork.abc import Executor
 from tickwork.errors import ConfigError
-from tickwork.plugin.registry import Registry
-from tickwork.plugin.specs import hookimpl
+from tickwork.plugin import Registry, hookimpl
 from tickwork.structures import JobCall, Outcome
 
 from .options import OPTIONS

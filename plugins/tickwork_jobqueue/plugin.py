@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from tickwork.abc import Executor
-from tickwork.plugin.registry import Registry
-from tickwork.plugin.specs import hookimpl
+from tickwork.plugin import Registry, hookimpl
 
 from .executor import JobQueueExecutor
 

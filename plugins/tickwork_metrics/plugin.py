@@ -11,10 +11,10 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import tickwork
 from tickwork.config import Config
 from tickwork.engine.listener import SkippedFire
 from tickwork.errors import ConfigError
+from tickwork.plugin import hookimpl
 from tickwork.structures import Finish
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ _lock = threading.Lock()
 _nodes: dict[str, tuple[NodeMetrics, MetricsServer]] = {}
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> None:
     if config.metrics is None:
         return
@@ -51,7 +51,7 @@ def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> No
     log.info("metrics of node %s on http://%s:%d/metrics (health: /healthz)", node_id, server.host, server.port)
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_node_stopped(node_id: str) -> None:
     with _lock:
         found = _nodes.pop(node_id, None)
@@ -64,35 +64,35 @@ def _metrics(node_id: str) -> NodeMetrics | None:
     return None if found is None else found[0]
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_runs_finished(node_id: str, results: Sequence[Finish]) -> None:
     metrics = _metrics(node_id)
     if metrics is not None:
         metrics.runs_finished(results)
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_fires_skipped(node_id: str, skipped: Sequence[SkippedFire]) -> None:
     metrics = _metrics(node_id)
     if metrics is not None:
         metrics.fires_skipped(skipped)
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_claimed(node_id: str, count: int, seconds: float) -> None:
     metrics = _metrics(node_id)
     if metrics is not None:
         metrics.claimed(count, seconds)
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_store_error(node_id: str, error: Exception) -> None:
     metrics = _metrics(node_id)
     if metrics is not None:
         metrics.store_errors.inc()
 
 
-@tickwork.hookimpl
+@hookimpl
 def tickwork_membership_changed(node_id: str, members: Sequence[str], owned: Sequence[int] | None) -> None:
     metrics = _metrics(node_id)
     if metrics is not None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from tickwork.abc import Store
-from tickwork.plugin.registry import Registry
-from tickwork.plugin.specs import hookimpl
+from tickwork.plugin import Registry, hookimpl
 
 from .store import MySQLStore
 

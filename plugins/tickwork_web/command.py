@@ -6,7 +6,7 @@ import argparse
 import logging
 from typing import TYPE_CHECKING, ClassVar
 
-from tickwork.plugin.command import Command
+from tickwork.plugin import Command
 
 from .requirements import require
 from .settings import DEFAULT_HOST, DEFAULT_PORT, WebSettings

@@ -3,9 +3,7 @@ packages, so ``tickwork --help`` lists the command and running it without them i
 
 from __future__ import annotations
 
-from tickwork.plugin.command import Command
-from tickwork.plugin.registry import Registry
-from tickwork.plugin.specs import hookimpl
+from tickwork.plugin import Command, Registry, hookimpl
 
 from .command import WebCommand
 
