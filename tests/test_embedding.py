@@ -20,9 +20,10 @@ import pytest
 import tickwork
 from tests.pgserver import free_port
 from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
-from tickwork.config import MetricsConfig, parse
+from tickwork.config import parse
 from tickwork.node import build_store
 from tickwork.plugin.manager import plugin_manager_for
+from tickwork_metrics.settings import MetricsConfig
 
 pytestmark = pytest.mark.slow
 
@@ -175,7 +176,7 @@ def test_from_config_overrides_update_the_file_s_tables(tmp_path: Path) -> None:
     config = write_config(tmp_path, "from-file")
     node = tickwork.Node.from_config(config, store={"busy_timeout": 9.0}, metrics={"port": 0})
     assert node.config.store.options == {"path": str(tmp_path / "app.db"), "busy_timeout": 9.0}
-    assert (node.node_id, node.config.metrics) == ("from-file", MetricsConfig(port=0))
+    assert (node.node_id, node.config.find_table(MetricsConfig)) == ("from-file", MetricsConfig(port=0))
     other = tickwork.Node.from_config(config, store={"plugin": "postgres", "url": "postgresql://u@h/db"})
     assert other.config.store.options == {"url": "postgresql://u@h/db"}  # not the SQLite path
 

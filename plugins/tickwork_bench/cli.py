@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tickwork.config import MAX_END_BATCH_WINDOW, MAX_LOOKAHEAD, MAX_START_BATCH_WINDOW
-from tickwork.errors import TickworkError
+from tickwork.config import SchedulerConfig
+from tickwork.errors import ConfigError, TickworkError
 from tickwork.plugin.manager import default_manager
 
 from .calibrate import python_speed_ms
@@ -77,17 +77,16 @@ def plan_from(args: argparse.Namespace) -> Plan:
         raise UsageError(f"--nodes: expected integers, got {args.nodes!r}") from None
     if any(n < 1 for n in nodes):
         raise UsageError(f"--nodes: node counts must be >= 1, got {args.nodes}")
-    if not 0 <= args.lookahead <= MAX_LOOKAHEAD:
-        raise UsageError(f"--lookahead: must be between 0 and {MAX_LOOKAHEAD:g} seconds, got {args.lookahead}")
-    if not 0 <= args.end_batch_window <= MAX_END_BATCH_WINDOW:
-        raise UsageError(
-            f"--end-batch-window: must be between 0 and {MAX_END_BATCH_WINDOW:g} seconds, got {args.end_batch_window}"
-        )
-    if not 0 <= args.start_batch_window <= MAX_START_BATCH_WINDOW:
-        raise UsageError(
-            f"--start-batch-window: must be between 0 and {MAX_START_BATCH_WINDOW:g} seconds, "
-            f"got {args.start_batch_window}"
-        )
+    for option, setting in (
+        ("--lookahead", SchedulerConfig.lookahead),
+        ("--end-batch-window", SchedulerConfig.end_batch_window),
+        ("--start-batch-window", SchedulerConfig.start_batch_window),
+        ("--steal-after", SchedulerConfig.steal_after),
+    ):
+        try:  # the nodes' [scheduler] ranges, from their declarations
+            setting.check(option, getattr(args, setting.key))
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
     memberships = _list(args.membership or profile.memberships, "--membership")
     registered = default_manager().memberships.names()
     for membership in memberships:

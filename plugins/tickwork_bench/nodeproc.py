@@ -26,7 +26,7 @@ from sqlalchemy import event
 from sqlalchemy.engine.interfaces import ExecuteStyle
 
 from tickwork.abc import Store
-from tickwork.config import Config, MetricsConfig, PluginChoice, SchedulerConfig
+from tickwork.config import Config, SchedulerConfig, parse
 from tickwork.node import Node, build_store
 from tickwork.plugin.manager import plugin_manager_for
 from tickwork.sql.store import SQLStore
@@ -142,19 +142,23 @@ def cpu_seconds() -> float:
 
 
 def build_config(args: argparse.Namespace) -> Config:
-    return Config(
-        scheduler=SchedulerConfig(
-            node_id=args.node_id,
-            lookahead=args.lookahead,
-            end_batch_window=args.end_batch_window,
-            start_batch_window=args.start_batch_window,
-            steal_after=args.steal_after,
-        ),
-        store=PluginChoice(args.store, json.loads(args.store_options)),
-        membership=PluginChoice(args.membership, json.loads(args.membership_options)),
-        executors={"local": {"max_workers": args.workers}},
-        metrics=MetricsConfig(port=0) if args.metrics else None,
-    )
+    """The node's configuration, checked like a file's (the ``[metrics]`` table is the metrics
+    plugin's, which declares it)."""
+    data: dict[str, Any] = {
+        "scheduler": {
+            "node_id": args.node_id,
+            "lookahead": args.lookahead,
+            "end_batch_window": args.end_batch_window,
+            "start_batch_window": args.start_batch_window,
+            "steal_after": args.steal_after,
+        },
+        "store": {"plugin": args.store, **json.loads(args.store_options)},
+        "membership": {"plugin": args.membership, **json.loads(args.membership_options)},
+        "executor": {"local": {"max_workers": args.workers}},
+    }
+    if args.metrics:
+        data["metrics"] = {"port": 0}
+    return parse(data)
 
 
 def emit(payload: dict[str, Any]) -> None:
@@ -208,21 +212,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--membership", required=True, help="membership plugin name")
     p.add_argument("--membership-options", default="{}", help="JSON object: the [membership] table")
     p.add_argument("--workers", type=int, default=8, help="local executor threads")
-    p.add_argument("--lookahead", type=float, default=SchedulerConfig.lookahead, help="[scheduler] lookahead seconds")
+    p.add_argument(
+        "--lookahead", type=float, default=SchedulerConfig.lookahead.default, help="[scheduler] lookahead seconds"
+    )
     p.add_argument(
         "--end-batch-window",
         type=float,
-        default=SchedulerConfig.end_batch_window,
+        default=SchedulerConfig.end_batch_window.default,
         help="[scheduler] end_batch_window seconds",
     )
     p.add_argument(
         "--start-batch-window",
         type=float,
-        default=SchedulerConfig.start_batch_window,
+        default=SchedulerConfig.start_batch_window.default,
         help="[scheduler] start_batch_window seconds",
     )
     p.add_argument(
-        "--steal-after", type=float, default=SchedulerConfig.steal_after, help="[scheduler] steal_after seconds"
+        "--steal-after", type=float, default=SchedulerConfig.steal_after.default, help="[scheduler] steal_after seconds"
     )
     p.add_argument("--max-seconds", type=float, default=600.0, help="stop on its own after this long")
     p.add_argument("--log-level", default="WARNING")

@@ -142,36 +142,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"afterwards (default {DEFAULT_MYSQL_URL})",
     )
     how.add_argument("--batch-size", type=_positive_int, default=100, help="claim batch size (default 100)")
-    how.add_argument(
-        "--lookahead",
-        type=float,
-        default=SchedulerConfig.lookahead,
-        help="the nodes' [scheduler] lookahead in steady and spread cells: claim fires due within this many seconds "
-        f"and start them on time from memory (default {SchedulerConfig.lookahead:g}, the node default; 0 claims when "
-        "due). Burst cells always claim when due: they measure draining a backlog",
-    )
-    how.add_argument(
-        "--end-batch-window",
-        type=float,
-        default=SchedulerConfig.end_batch_window,
-        help="the nodes' [scheduler] end_batch_window: seconds a run's end may wait to share one write with others "
-        f"(default {SchedulerConfig.end_batch_window:g}, the node default; 0 writes each pass's ends at once)",
-    )
-    how.add_argument(
-        "--start-batch-window",
-        type=float,
-        default=SchedulerConfig.start_batch_window,
-        help="the nodes' [scheduler] start_batch_window: seconds past its time a fire claimed ahead may wait to "
-        f"start in one pass with others (default {SchedulerConfig.start_batch_window:g}, the node default; 0 wakes "
-        "at each fire's time)",
-    )
-    how.add_argument(
-        "--steal-after",
-        type=_positive_float,
-        default=SchedulerConfig.steal_after,
-        help="the nodes' [scheduler] steal_after: seconds a fire may be overdue before nodes that do not own its "
-        f"bucket claim it too (default {SchedulerConfig.steal_after:g}, the node default; only hashring cells)",
-    )
+    # The nodes' [scheduler] keys: default, range and meaning from their declarations.
+    for key, note in (
+        ("lookahead", "Steady and spread cells only: burst cells claim when due (they measure draining a backlog)."),
+        ("end_batch_window", ""),
+        ("start_batch_window", ""),
+        ("steal_after", "Only hashring cells."),
+    ):
+        setting = SchedulerConfig.settings()[key]
+        meaning = f"{setting.help} {note}".strip().replace("`", "").replace("%", "%%")
+        how.add_argument(
+            f"--{key.replace('_', '-')}",
+            type=float,
+            default=setting.default,
+            help=f"the nodes' [scheduler] {key} ({setting.type_text()}; default {setting.default:g}, the node "
+            f"default): {meaning}",
+        )
     how.add_argument("--workers", type=_positive_int, default=8, help="local executor threads per node (default 8)")
     how.add_argument(
         "--settle",

@@ -41,10 +41,10 @@ class Settings:
     work_dir: Path
     batch_size: int = 100
     #: not in burst cells: a burst is a backlog, due when the nodes first see it
-    lookahead: float = SchedulerConfig.lookahead
-    end_batch_window: float = SchedulerConfig.end_batch_window
-    start_batch_window: float = SchedulerConfig.start_batch_window
-    steal_after: float = SchedulerConfig.steal_after
+    lookahead: float = SchedulerConfig.lookahead.default
+    end_batch_window: float = SchedulerConfig.end_batch_window.default
+    start_batch_window: float = SchedulerConfig.start_batch_window.default
+    steal_after: float = SchedulerConfig.steal_after.default
     workers: int = 8
     lead: float = 1.0
     settle: float = 1.5

@@ -11,11 +11,13 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tickwork.config import Config
+from tickwork.config import Config, ConfigTables
 from tickwork.engine.listener import SkippedFire
 from tickwork.errors import ConfigError
 from tickwork.plugin import hookimpl
 from tickwork.structures import Finish
+
+from .settings import MetricsConfig
 
 if TYPE_CHECKING:
     from tickwork.abc import RunningNode
@@ -31,8 +33,14 @@ _nodes: dict[str, tuple[NodeMetrics, MetricsServer]] = {}
 
 
 @hookimpl
+def tickwork_add_config(tables: ConfigTables) -> None:
+    tables.add(MetricsConfig)
+
+
+@hookimpl
 def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> None:
-    if config.metrics is None:
+    settings = config.find_table(MetricsConfig)
+    if settings is None:
         return
     where = config.where("metrics")
     try:
@@ -42,9 +50,9 @@ def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> No
         raise ConfigError(f"{where}: needs prometheus_client: pip install 'tickwork[metrics]' ({exc})") from exc
     metrics = NodeMetrics(node)
     try:
-        server = MetricsServer(metrics.registry, node.health, config.metrics.host, config.metrics.port)
+        server = MetricsServer(metrics.registry, node.health, settings.host, settings.port)
     except OSError as exc:
-        raise ConfigError(f"{where}.port: cannot listen on {config.metrics.host}:{config.metrics.port}: {exc}") from exc
+        raise ConfigError(f"{where}.port: cannot listen on {settings.host}:{settings.port}: {exc}") from exc
     server.start()
     with _lock:
         _nodes[node_id] = (metrics, server)

@@ -1,17 +1,32 @@
-"""The dashboard's settings: the ``[web]`` table plus the token from the environment."""
+"""The dashboard's settings: the ``[web]`` table (declared by the web plugin through
+``tickwork_add_config``) plus the token from the environment."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
-from tickwork.config import Config
+from tickwork.config import Config, OptionalText, Port, Section, Text
 from tickwork.errors import ConfigError
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
 #: Where the token is read from when ``[web] token_env`` does not name another variable.
 TOKEN_ENV = "TICKWORK_WEB_TOKEN"
+
+
+class WebConfig(Section, table="web"):
+    """``[web]``: the web dashboard's settings (``tickwork web``, docs/web.md); all optional."""
+
+    host = Text("127.0.0.1", help="Address `tickwork web` listens on (`--host` wins).")
+    port = Port(8000, help="Port `tickwork web` listens on (`--port` wins; 0: any free one).")
+    token_env = OptionalText(
+        help="Name of the environment variable holding the token that enables actions.",
+        details="When set, that variable must be set and not empty. Without it the token is read from "
+        f"`${TOKEN_ENV}`; with no token at all the dashboard is read-only.",
+    )
+
+
+DEFAULT_HOST = WebConfig.host.default
+DEFAULT_PORT = WebConfig.port.default
 
 
 @dataclass(frozen=True)
@@ -27,13 +42,10 @@ class WebSettings:
     def from_config(cls, config: Config, *, token: str | None = None) -> WebSettings:
         """``[web] host/port``; the token from ``token`` if given, else the variable that
         ``[web] token_env`` names (which must then be set), else ``$TICKWORK_WEB_TOKEN``."""
-        web = config.web
-        port = int(web.get("port", DEFAULT_PORT))
-        if not 0 <= port <= 65535:
-            raise ConfigError(f"{config.where('web.port')}: must be from 0 to 65535, got {port}")
+        web = config.table(WebConfig)
         source = "the token argument"
         if token is None:
-            named = web.get("token_env")
+            named = web.token_env
             if named is not None:
                 source = f"${named}"
                 token = os.environ.get(named)
@@ -47,4 +59,4 @@ class WebSettings:
                 token = os.environ.get(TOKEN_ENV) or None
         if token is not None and not token.strip():
             raise ConfigError(f"{source}: the web token must not be blank")
-        return cls(host=str(web.get("host", DEFAULT_HOST)), port=port, token=token, token_source=source)
+        return cls(host=web.host, port=web.port, token=token, token_source=source)

@@ -48,7 +48,7 @@ def populate(config: Path) -> None:
         admin.trigger("late")
     loaded = load(config)
     # Every fire is claimed some milliseconds after it was due, so a 1 ms grace skips "late".
-    node = Node(replace(loaded, scheduler=replace(loaded.scheduler, misfire_grace=0.001)))
+    node = Node(replace(loaded, scheduler=loaded.scheduler.replace(misfire_grace=0.001)))
     node.open()  # stepped by hand below: no loop thread
     try:
         node.engine.tick()

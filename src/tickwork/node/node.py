@@ -14,12 +14,12 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..abc import Executor, Membership, Store
-from ..config.files import Config, config_from
+from ..config.files import Config, check_tables, config_from
 from ..engine import Engine, EngineSettings
 from ..errors import ConfigError, DeclarationError, NodeIdInUseError
 from ..plugin.assembly import build_executors, build_membership, build_store
@@ -90,32 +90,15 @@ class Node:
         self.membership = membership or build_membership(config, self.manager)
         self.executors = executors if executors is not None else build_executors(config, self.manager)
         self.hooks = LifecycleHooks(self.manager)
-        if config.metrics is not None and "metrics" not in self.manager.loaded:
-            raise ConfigError(
-                f"{config.where('metrics')}: the metrics plugin is not loaded ([plugins] block lists it?)"
-            )
+        # A plugin's table read for other plugins than this node runs with would be ignored.
+        check_tables(config, self.manager.config_tables)
         s = config.scheduler
         self.node_id = s.node_id
         self.engine = Engine(
             self.store,
             self.executors,
             self.membership,
-            EngineSettings(
-                node_id=s.node_id,
-                batch_size=getattr(self.store, "batch_size", 100),
-                max_in_flight=s.max_in_flight,
-                max_sleep=s.max_sleep,
-                misfire=s.misfire,
-                misfire_grace=s.misfire_grace,
-                hard_timeout_grace=s.hard_timeout_grace,
-                reap_interval=s.reap_interval,
-                renew_interval=s.renew_interval,
-                lookahead=s.lookahead,
-                end_batch_window=s.end_batch_window,
-                start_batch_window=s.start_batch_window,
-                steal_after=s.steal_after,
-                history_retention=timedelta(days=s.history_retention_days) if s.history_retention_days else None,
-            ),
+            EngineSettings.of(s, batch_size=getattr(self.store, "batch_size", 100)),
             clock=clock,
             listener=HookListener(self.hooks, s.node_id),
             manager=self.manager,
@@ -136,8 +119,10 @@ class Node:
         """Build a node from a config file (``None``: ``$TICKWORK_CONFIG``, then ``./tickwork.toml``,
         then the defaults, as the CLI finds it) or from a dict shaped like the TOML.
 
-        Keyword overrides update a table when they name one with a dict (``store={"path": ...}``);
-        any other keyword is a ``[scheduler]`` key (``node_id="web-1"``, ``jobs=["myapp.jobs"]``).
+        A keyword override is a ``[scheduler]`` key (``node_id="web-1"``, ``jobs=["myapp.jobs"]``) or
+        a table given as a dict, which updates the file's (``store={"path": ...}``,
+        ``metrics={"port": 0}``: any table of the core or of a loaded plugin). An unknown name is
+        refused with the closest known one, as in a file.
 
         :raises tickwork.ConfigError: naming the file and key at fault
         """

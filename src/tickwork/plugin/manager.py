@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from ..abc import Executor, Membership, Store, Trigger
+from ..config.tables import ConfigTables, use_plugin_tables
 from ..errors import ConfigError
 from . import specs as hookspecs
 from .command import Command
@@ -79,6 +80,12 @@ class PluginManager:
             for impl in reversed(caller.get_hookimpls()):
                 registry.current_plugin = impl.plugin_name
                 impl.function(registry=registry)
+        #: The tables a configuration may have: the core's and those these plugins declare.
+        self.config_tables = ConfigTables()
+        for impl in reversed(hook.tickwork_add_config.get_hookimpls()):
+            self.config_tables.current_plugin = impl.plugin_name
+            impl.function(tables=self.config_tables)
+        self.config_tables.current_plugin = None
 
     def _register(self, name: str, plugin: object) -> None:
         self._pm.register(plugin, name=name)
@@ -118,13 +125,28 @@ def manager_for_blocks(block: Iterable[str]) -> PluginManager:
     plugin is never imported), then shared by the engine, the decorators, the CLI and every
     lookup without an explicit manager (it becomes :func:`default_manager`)."""
     global _default
-    key = frozenset(block)
+    with _default_lock:
+        manager = _default = _built_for_blocks(frozenset(block))
+        return manager
+
+
+def _built_for_blocks(key: frozenset[str]) -> PluginManager:
     with _default_lock:
         manager = _for_blocks.get(key)
         if manager is None:
             manager = _for_blocks[key] = PluginManager(block=key)
-        _default = manager
         return manager
+
+
+def config_tables_for(block: Iterable[str]) -> ConfigTables:
+    """The tables a configuration blocking ``block`` may have: the core's and those of the
+    plugins loaded without ``block`` (their manager is built once, as by
+    :func:`manager_for_blocks`, but reading a configuration does not make it the default)."""
+    return _built_for_blocks(frozenset(block)).config_tables
+
+
+# The configuration reads the plugins' tables through this (it cannot import this module).
+use_plugin_tables(config_tables_for)
 
 
 def load_object(reference: str) -> object:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from ..abc import Executor, Membership, RunningNode, Store, Trigger
     from ..config.files import Config
+    from ..config.tables import ConfigTables
     from ..engine.listener import SkippedFire
     from ..structures import Finish, JobCall
     from .command import Command
@@ -89,6 +90,31 @@ def tickwork_register_commands(registry: Registry[type[Command]]) -> None:
 
     Called once when plugins are loaded. The command line adds each as ``tickwork NAME``; a name
     that a built-in command already uses is an error. See :class:`tickwork.commands.Command`.
+    """
+
+
+@hookspec
+def tickwork_add_config(tables: ConfigTables) -> None:
+    """Declare the configuration tables this plugin reads, e.g. ``tables.add(MetricsConfig)``.
+
+    :param tables: the :class:`~tickwork.config.ConfigTables` of this plugin manager: the core's
+        tables, and those plugins declared so far. ``tables.add(section)`` declares the table
+        ``[section.table]``, whose keys are the :class:`~tickwork.config.Setting` class attributes
+        of ``section`` (a :class:`~tickwork.config.Section` subclass); a name the core or another
+        plugin uses is an error naming both.
+
+    Called once when plugins are loaded, after the registration hooks. The file is then read in
+    two steps: the core's tables first (``[plugins] block`` decides which plugins load), then the
+    plugins' tables, each checked against its declaration: an unknown key, a wrong type or a value
+    out of range is an error naming the file and the key, an undeclared table is an error listing
+    the known ones, and a table of a blocked plugin says so. The table's keys appear in the
+    reference rendered by ``python -m tickwork.config.reference`` and are accepted by
+    ``tickwork.Node.from_config(TABLE={...})``.
+
+    Read the values later, where the configuration is given (:func:`tickwork_node_started`, a
+    :class:`~tickwork.plugin.command.Command`'s ``run``), with ``config.table(MetricsConfig)`` (the
+    defaults when the file has no such table) or ``config.find_table(MetricsConfig)`` (``None``
+    then). A declaration holds no state: the same classes serve every configuration.
     """
 
 

@@ -1,0 +1,347 @@
+"""The core's tables, each key declared once (type, default, range, help), and
+:class:`ConfigTables`: every table a configuration may have, the core's and those plugins declare.
+
+What is declared here is what the parser accepts, what ``config.scheduler`` holds, what the engine
+runs with (:class:`tickwork.engine.EngineSettings` is built from :class:`SchedulerConfig`), what
+``Node.from_config(**overrides)`` takes, and what docs/configuration.md lists (its key tables are
+rendered from here: ``python -m tickwork.config.reference --write docs/configuration.md``).
+
+Where the copies of a range used to disagree, the one the reference promised was kept:
+``hard_timeout_grace`` is 1 s to 1 year (the engine accepted anything above 0: a grace under a
+second reaps a live run over scheduling jitter) and ``reap_interval`` and ``renew_interval`` are
+0.1 s to a day (the engine accepted anything above 0: a reaper every millisecond hammers the store).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Iterable
+
+from ..errors import ConfigError
+from ..structures import MisfirePolicy
+from .declarations import (
+    Choice,
+    ChoiceTable,
+    EnumChoice,
+    Integer,
+    NamedTables,
+    Number,
+    Section,
+    Strings,
+    Table,
+    Text,
+)
+from .numbers import DAY, YEAR
+
+
+def default_node_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class SchedulerConfig(Section, table="scheduler"):
+    """The ``[scheduler]`` table: how this node runs. Every key is optional."""
+
+    jobs = Strings(
+        items="module names",
+        help="Modules that declare jobs with `@tickwork.cron`, `@tickwork.calendar`, `@tickwork.every` or "
+        "`@tickwork.schedule`.",
+        details="At node start each is imported and the store is made to hold exactly the jobs it (and its "
+        "submodules) declares: new ones are created, changed ones updated, removed ones deleted. Modules are "
+        "imported from the working directory and `sys.path`.",
+    )
+    node_id = Text(
+        factory=default_node_id,
+        shown_default="`<hostname>-<pid>`",
+        nonblank=True,
+        help="This node's identity in claims, the run history and `tickwork nodes`.",
+        details="Must be unique among running nodes: a node whose id is used by another live process refuses to "
+        "start (`tickwork: error: node id ... is in use by a live node`, exit 1). A record whose heartbeat is "
+        "recent but no longer advances is a predecessor that crashed: the start waits for it to go stale (at most "
+        "`node_ttl`) and then takes over. A node that starts with an id that still holds claims (a restart with a "
+        "fixed id) releases them at once and records their runs as `abandoned`; with the default id, a dead "
+        "node's claims are released by the hard-timeout reaper instead.",
+    )
+    max_sleep = Number(
+        60,
+        low=0,
+        high=DAY,
+        low_open=True,
+        help="Longest time, in seconds, the node sleeps between checks for due schedules.",
+        details="Changes made by other nodes or the CLI wake it earlier (PostgreSQL `LISTEN/NOTIFY`, SQLite file "
+        "polling), so this only bounds how long a change can go unnoticed if a notification is lost.",
+    )
+    misfire = EnumChoice(
+        MisfirePolicy,
+        MisfirePolicy.SKIP,
+        help="What to do with fire times that passed while no node could run them.",
+        details="`skip`: a fire claimed more than `misfire_grace` seconds late is recorded as `skipped` and the "
+        "schedule moves on to its next fire after now. `once`: a late fire runs once, however late; the other "
+        "missed times are recorded as `skipped`. `all`: missed fire times at most `misfire_grace` seconds old are "
+        "each run, one after another; older ones are recorded as `skipped`. A schedule can override it "
+        "(`misfire=` on the decorator, `--misfire` on `tickwork jobs add`).",
+    )
+    misfire_grace = Number(
+        30,
+        low=0,
+        high=YEAR,
+        low_open=True,
+        help="Seconds a fire may be late and still count as on time (see `misfire`).",
+    )
+    hard_timeout_grace = Number(
+        60,
+        low=1,
+        high=YEAR,
+        help="Seconds past a run's own timeout after which its claim is considered dead.",
+        details="The node that runs it records it as `timed_out` if the executor has not reported by then; any "
+        "node's reaper releases the claim of a node that stopped renewing it (crashed) once `timeout + "
+        "hard_timeout_grace` has passed since its last renewal.",
+    )
+    reap_interval = Number(
+        15,
+        low=0.1,
+        high=DAY,
+        help="Seconds between a node's checks for dead claims (see `hard_timeout_grace`), and between its reconciles.",
+        details="A reconcile releases the claims a node holds in the store but no longer tracks (an answer lost "
+        "to a database error) and records their runs `abandoned` ([architecture.md](architecture.md#faults)).",
+    )
+    renew_interval = Number(
+        10,
+        low=0.1,
+        high=DAY,
+        help="Seconds between renewals of the claims of this node's running jobs.",
+        details="Renewing keeps long runs from being reaped while the node is alive. Keep it well below the "
+        "shortest job timeout plus `hard_timeout_grace`.",
+    )
+    max_in_flight = Integer(
+        1000,
+        low=1,
+        high=1_000_000,
+        help="Most runs this node has in flight at once.",
+        details="When it is full the node claims nothing until a run ends; due schedules wait for a node with room.",
+    )
+    lookahead = Number(
+        1,
+        low=0,
+        high=60,
+        help="Claim fires due within this many seconds ahead of time and start each one from memory at its due "
+        "time (by the database clock, never before it).",
+        details="The claim round trip is then no longer between the due time and the start. `0` claims when due. "
+        "With 1,000 schedules due on the same second across 3 nodes, `1` takes the p99 start lag from about "
+        "60 to 80 ms to about 15 ms; see [benchmarks](benchmarks.md#steady-lag). A fire claimed ahead is held like "
+        "any claim (no other node runs it) and counts against `max_in_flight`; claiming begins once a fire is due "
+        "within about half the lookahead (less a random 0 to 2 % of it, so that the nodes that may run a fire take "
+        "turns instead of the quickest taking all), and one claim gathers what came due meanwhile. A node that "
+        "stops gives its held fires back so another node runs them on time; a node that dies holding them has "
+        "them released with its other claims and recorded `abandoned` (not run: a cut-off node might still start "
+        "them, so they are never handed to another node).",
+    )
+    history_retention_days = Number(
+        30,
+        low=0,
+        high=36500,
+        help="Finished runs older than this many days are deleted from the history (checked hourly); `0` keeps "
+        "the history forever.",
+        details="A row that still fences a fire (at or after its schedule's next fire, e.g. an abandoned one) is "
+        "kept whatever its age, so that fire never runs twice.",
+    )
+    default_executor = Text(
+        "local",
+        help="Executor used by `tickwork jobs add` without `--executor`.",
+        details="It is always built at node start, even without an `[executor.NAME]` table. (Jobs declared in "
+        'code name their executor with `executor=`, default `"local"`.)',
+    )
+    end_batch_window = Number(
+        0.1,
+        low=0,
+        high=1,
+        help="Seconds a run's end may wait in memory for other ends, so that they are written with one statement "
+        "and one commit.",
+        details="A spread load otherwise costs a statement per fire. The history records when the run really "
+        "ended, not when its end was written. An end is never held past the moment its schedule's next fire could "
+        "be claimed, a full batch (`batch_size` of the store) or a parked schedule is written at once, and a "
+        "stopping node writes what it holds. `0` writes each pass's ends at once. While an end waits, its "
+        "schedule shows `running` and its run has no end in the history yet; see "
+        "[benchmarks](benchmarks.md#spread-load-second-round-fewer-passes-exact-end-times) and, for the default "
+        "of 0.1, [the third round](benchmarks.md#spread-load-third-round-a-longer-end-window).",
+    )
+    start_batch_window = Number(
+        0.015,
+        low=0,
+        high=1,
+        help="Seconds past its due time that a fire claimed ahead (`lookahead`) may wait so that the fires due by "
+        "then start in one pass of the loop instead of a pass each.",
+        details="It is the most such a fire starts late; no fire ever starts early. At 1,000 fires a second over "
+        "3 nodes (`hashring`, `end_batch_window = 0.05`), `0.015` instead of `0.005` took node CPU per 1,000 "
+        "fires from 0.295 s to 0.220 s in one run each, and the p99 start lag from 10 to 13 ms to 16 ms "
+        "([benchmarks](benchmarks.md#spread-load-second-round-fewer-passes-exact-end-times)). `0` wakes at each "
+        "fire's own time. Fires claimed when due (a backlog, `lookahead = 0`) start at once whatever this is.",
+    )
+    steal_after = Number(
+        0.25,
+        low=0,
+        high=YEAR,
+        low_open=True,
+        help="Seconds a fire may be overdue, by the database clock, before a node claims it although it does not "
+        "own the fire's bucket.",
+        details="Only `hashring` restricts buckets; other memberships attempt every bucket anyway. A fire whose "
+        "owners are behind (a burst that one owner drains slower, an overloaded or stalled owner) is then shared "
+        "by every node like under `all`; a fire whose owners keep up is never taken by others. A node learns of "
+        "such a fire when it next reads what is due: often while it has fires of its own, but a node with nothing "
+        "of its own due for a while reads only every `max_sleep` seconds or when a change is notified. A fire "
+        "claimed and held by its owner (`lookahead`) stays with that owner. Set a large value (e.g. `86400`) to "
+        "keep every fire with its owners. See [cluster.md](cluster.md#ownership).",
+    )
+    shutdown_grace = Number(
+        30,
+        low=0,
+        high=DAY,
+        help="Seconds a stopping node (SIGINT/SIGTERM, `Node.stop()`, the end of a `with` block) waits for its "
+        "running jobs to end.",
+        details="It logs which jobs it waits for. Runs still going after that are recorded `abandoned` and their "
+        "claims released. A second SIGINT/SIGTERM stops at once the same way. Keep it below the time your "
+        "supervisor waits before SIGKILL (Kubernetes `terminationGracePeriodSeconds`, systemd `TimeoutStopSec`); "
+        "see [deployment.md](deployment.md#stopping).",
+    )
+
+
+class PluginsConfig(Section, table="plugins"):
+    """The ``[plugins]`` table: read before any plugin is loaded."""
+
+    block = Strings(
+        items="plugin names",
+        help='Entry-point names not to load, e.g. `["http"]` to run without `httpx` installed, or to disable a '
+        "third-party plugin.",
+        details="A blocked plugin is never imported. What it registered is then unknown, and naming it is an "
+        "error listing what is left; a table it declares (`[metrics]`, `[web]`) is refused with a message "
+        "saying the plugin is blocked.",
+    )
+
+
+class LoggingConfig(Section, table="logging"):
+    """The ``[logging]`` table; applied by ``tickwork run``, never by an embedded node."""
+
+    format = Choice(
+        ("text", "json"),
+        "text",
+        help="`json`: one JSON object per line on stderr.",
+        details="Each has `time`, `level`, `logger`, `message`, and for run records `schedule`, `scheduled_for`, "
+        "`run_id`, `node`; a failed run's record has `traceback`. See "
+        "[observability.md](observability.md#logs).",
+    )
+
+
+STORE = ChoiceTable(
+    "store",
+    Text(
+        "sqlite",
+        help="A registered store: `sqlite`, `postgres`, `mysql`, or one added by a plugin.",
+        details="The table's other keys are that store's options (below).",
+    ),
+    {"path": "tickwork.db"},
+)
+
+MEMBERSHIP = ChoiceTable(
+    "membership",
+    Text(
+        "single",
+        help="A registered membership: which schedules this node attempts.",
+        details="`single`: this node attempts every schedule (one node, or several nodes that all compete "
+        "through the claim strategy). `hashring`: live nodes form a consistent hash ring and each schedule is "
+        "attempted by its two owners only — the choice for clusters ([cluster.md](cluster.md)). `all`: every "
+        "node attempts every schedule; kept to measure the cost of that against sharing. The table's other keys "
+        "are that membership's options (below).",
+    ),
+)
+
+EXECUTOR = NamedTables("executor")
+
+#: The core's tables by name, in the reference's order. A plugin may not declare one of these.
+CORE_TABLES: dict[str, Table] = {
+    "scheduler": SchedulerConfig,
+    "store": STORE,
+    "membership": MEMBERSHIP,
+    "executor": EXECUTOR,
+    "plugins": PluginsConfig,
+    "logging": LoggingConfig,
+}
+
+LOG_FORMATS = LoggingConfig.format.options
+
+
+class ConfigTables:
+    """Every top-level table a configuration may have: the core's (:data:`CORE_TABLES`) and those
+    the loaded plugins declare. What :func:`~tickwork.plugin.specs.tickwork_add_config` receives::
+
+        class MetricsConfig(Section, table="metrics"):
+            port = Port(9464, help="TCP port of `/metrics` and `/healthz`.")
+
+        @hookimpl
+        def tickwork_add_config(tables: ConfigTables) -> None:
+            tables.add(MetricsConfig)
+
+    The plugin then reads its table with ``config.table(MetricsConfig)``.
+    """
+
+    def __init__(self) -> None:
+        self._declared: dict[str, type[Section]] = {}
+        self._owners: dict[str, str | None] = {}
+        #: The plugin whose hook is running (set by the plugin manager): the owner of what it adds.
+        self.current_plugin: str | None = None
+
+    def add(self, section: type[Section]) -> None:
+        """Declare the table ``[section.table]``, whose keys are ``section``'s settings.
+
+        :raises ConfigError: if the name is the core's or another plugin's
+        """
+        name = section.table
+        who = f"plugin {self.current_plugin!r}" if self.current_plugin else "a plugin"
+        if not name:
+            raise ConfigError(f"{who}: {section.__name__} names no table (class ...(Section, table='NAME'))")
+        if name in CORE_TABLES:
+            raise ConfigError(f"{who} declares the table [{name}], which is tickwork's own")
+        if name in self._declared:
+            first = self._owners[name]
+            raise ConfigError(f"the table [{name}] is declared twice: by plugin {first!r} and by {who}")
+        self._declared[name] = section
+        self._owners[name] = self.current_plugin
+
+    @property
+    def plugin_tables(self) -> dict[str, type[Section]]:
+        """The tables plugins declared, by name."""
+        return dict(self._declared)
+
+    def owner(self, name: str) -> str | None:
+        """The plugin that declared the table ``name`` (``None`` for the core's)."""
+        return self._owners.get(name)
+
+    def names(self) -> list[str]:
+        """Every table's name: the core's, then the plugins'."""
+        return [*CORE_TABLES, *self._declared]
+
+    def tables(self) -> dict[str, Table]:
+        """Every table by name (what the reference renders)."""
+        return {**CORE_TABLES, **self._declared}
+
+    def __contains__(self, name: object) -> bool:
+        return name in CORE_TABLES or name in self._declared
+
+
+TablesSource = Callable[[frozenset[str]], ConfigTables]
+_plugin_tables: TablesSource | None = None
+
+
+def use_plugin_tables(source: TablesSource | None) -> None:
+    """Where :func:`declared_tables` finds the plugins' tables: ``source(blocked)`` returns the
+    tables the plugins loaded without ``blocked`` declare. Set by :mod:`tickwork.plugin.manager`
+    when it is imported (this package cannot import it: the plugins depend on the configuration)."""
+    global _plugin_tables
+    _plugin_tables = source
+
+
+def declared_tables(blocked: Iterable[str] = ()) -> ConfigTables:
+    """The tables a configuration whose ``[plugins] block`` lists ``blocked`` may have (only the
+    core's if no plugin manager was imported)."""
+    if _plugin_tables is None:
+        return ConfigTables()
+    return _plugin_tables(frozenset(blocked))
