@@ -16,10 +16,10 @@ from tickwork.config import (
     find_config_file,
     load,
     parse,
-    plugin_manager_for,
 )
 from tickwork.errors import ConfigError, PluginNotFoundError
 from tickwork.node import build_executors, build_membership, build_store
+from tickwork.plugin.manager import plugin_manager_for
 from tickwork.structures import MisfirePolicy
 from tickwork_http.executor import HTTPExecutor
 from tickwork_local.executor import LocalExecutor
