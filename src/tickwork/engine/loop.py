@@ -25,9 +25,10 @@ from ..errors import StoreError
 from ..plugin.manager import PluginManager
 from ..structures import Claim, Finish, Outcome, RunStatus
 from .clock import DatabaseClock
-from .ends import Counters, EndWriter
+from .counters import Counters
+from .ends import EndWriter
 from .faults import OnceLogger
-from .followups import FollowUps
+from .followups import FollowUps, Parked
 from .gate import ClaimGate
 from .held import HeldFires
 from .housekeeping import Housekeeping
@@ -260,13 +261,15 @@ class Engine:
         """Give up pending retries (node stopping): release their schedules to the next fire."""
         failed = Outcome(RunStatus.FAILED, error="node stopped before the retry")
         finishes: list[Finish] = []
-        parks: list[tuple[Finish, str]] = []
+        parks: list[Parked] = []
         now_mono = self.clock.monotonic()
         for retry in self.retries.take_all():
             # Ending a run never retries it again: only a run that failed now plans one.
-            self.follow_ups.end_one(
-                retry.claim, failed, retry.mono_claimed, now_mono, None, finishes, parks, retry=False
-            )
+            end = self.follow_ups.end_one(retry.claim, failed, retry.mono_claimed, now_mono, None, retry=False)
+            if isinstance(end, Finish):
+                finishes.append(end)
+            elif end is not None:
+                parks.append(end)
         self.ends.write(finishes, parks)
 
     def drain(self, timeout: float) -> None:
