@@ -28,6 +28,7 @@ from sqlalchemy.engine.interfaces import ExecuteStyle
 from tickwork.abc import Store
 from tickwork.config import Config, MetricsConfig, PluginChoice, SchedulerConfig
 from tickwork.node import Node, build_store
+from tickwork.node.process import tune_gc
 from tickwork.plugin.manager import plugin_manager_for
 from tickwork.sql.store import SQLStore
 from tickwork.structures import Claim
@@ -179,6 +180,7 @@ def run_node(args: argparse.Namespace) -> NodeResult:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     node.open()
+    tune_gc()  # as `tickwork run` does: the process is the node's own
     meter.reset()
     cpu0 = cpu_seconds()
     wall0 = time.monotonic()

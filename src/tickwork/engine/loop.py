@@ -12,7 +12,6 @@ the error recorded and parks the schedule; a fault of the loop itself is logged 
 
 from __future__ import annotations
 
-import gc
 import itertools
 import logging
 import threading
@@ -36,25 +35,9 @@ from .listener import EngineListener, SafeListener
 from .nextfires import NextFires
 from .retries import RetryQueue
 from .runs import Runs
-from .settings import GC_DEFAULT_YOUNG_THRESHOLD, GC_YOUNG_THRESHOLD, EngineSettings, clamp_wait
+from .settings import EngineSettings, clamp_wait
 
 log = logging.getLogger("tickwork.engine")
-
-
-def _raise_gc_threshold() -> tuple[int, int, int] | None:
-    """Raise the collector's young-generation threshold to :data:`GC_YOUNG_THRESHOLD` while the
-    loop runs, unless the process chose its own; returns what to restore (None: nothing)."""
-    before = gc.get_threshold()
-    if before[0] != GC_DEFAULT_YOUNG_THRESHOLD:
-        return None
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *before[1:])
-    return before
-
-
-def _restore_gc_threshold(before: tuple[int, int, int] | None) -> None:
-    # Only if nobody changed it meanwhile (another engine in this process, the application).
-    if before is not None and gc.get_threshold()[0] == GC_YOUNG_THRESHOLD:
-        gc.set_threshold(*before)
 
 
 class Engine:
@@ -161,13 +144,10 @@ class Engine:
         return self._stopping.is_set()
 
     def run_forever(self, until: float | None = None) -> None:
-        """Loop until :meth:`stop` (or the monotonic time ``until``); see :meth:`run_once`."""
-        # Everything built so far (modules, plugins, the store's engine and metadata) lives as long
-        # as the node: keep it out of the garbage collector's full passes, which otherwise stop
-        # this thread for 50-70 ms every few seconds under load, right when due runs are to be
-        # started (measured: docs/benchmarks.md#steady-lag).
-        gc.freeze()
-        thresholds = _raise_gc_threshold()
+        """Loop until :meth:`stop` (or the monotonic time ``until``); see :meth:`run_once`.
+
+        The process-wide garbage collector is left as it is: a node's own process tunes it
+        (:func:`tickwork.node.process.tune_gc`), an embedded node's host owns it."""
         mono = self.clock.monotonic
         try:
             while not self._stopping.is_set():
@@ -185,7 +165,6 @@ class Engine:
                     self._wake.wait(wait)
         finally:
             self.runs.loop_stopped()
-            _restore_gc_threshold(thresholds)
 
     def run_once(self) -> float:
         """One pass of the loop: :meth:`tick`, then how long to wait before the next pass (0: at
