@@ -23,6 +23,8 @@ MAX_TIMEOUT = timedelta(days=30)
 #: The most retries of one fire, and the longest wait before the first one.
 MAX_RETRIES = 100
 MAX_RETRY_BACKOFF = timedelta(days=1)
+#: Longest error text kept in the history (every store caps it: :func:`cap_error`).
+MAX_ERROR_CHARS = 4000
 
 
 class Choice(enum.StrEnum):
@@ -89,6 +91,13 @@ def utc(value: datetime) -> datetime:
     """Return ``value`` converted to UTC; naive datetimes are rejected."""
     _check_aware("datetime", value)
     return value.astimezone(UTC)
+
+
+def cap_error(text: str | None, limit: int = MAX_ERROR_CHARS) -> str | None:
+    """``text`` cut to ``limit`` characters, saying how much was cut; ``None`` stays ``None``."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 20] + f"... [{len(text) - limit + 20} chars cut]"
 
 
 @overload

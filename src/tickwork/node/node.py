@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..abc import Executor, Membership, Store
+from ..abc import DEFAULT_NODE_TTL, Executor, Membership, Store
 from ..config.files import Config, config_from
 from ..engine import Engine, EngineSettings
 from ..errors import ConfigError, DeclarationError, NodeIdInUseError
@@ -38,9 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("tickwork.node")
 
 T = TypeVar("T")
-
-#: Seconds a node record counts as live when the membership does not say (no heartbeat TTL).
-DEFAULT_NODE_TTL = 4.0
 
 
 def unconfigured_executor(config: Config, manager: PluginManager, job: DeclaredJob) -> DeclarationError:
