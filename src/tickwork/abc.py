@@ -126,6 +126,11 @@ class Executor(ABC):
         return None
 
 
+#: Seconds a node counts as live after its last heartbeat when its membership plugin has no
+#: ``node_ttl`` (the heartbeat plugins' default).
+DEFAULT_NODE_TTL = 4.0
+
+
 class Membership(ABC):
     """Decides which schedules this node attempts, by owning hash buckets.
 

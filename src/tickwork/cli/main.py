@@ -163,7 +163,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         if config.logging.format != "text":
             logformat.configure(logging.getLogger().level, config.logging.format)  # same level, JSON
-        Node(config).run(args.duration)
+        Node(config).run(args.duration, tune_process=True)  # the process is the node's own
         return 0
     if args.command == "db":
         return _db(args, config)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from .. import __version__
 from ..errors import ConfigError
 from ..plugin.command import Command
-from ..structures import MisfirePolicy, RunStatus, ScheduleState
+from ..structures import MisfirePolicy, RunStatus, ScheduleState, parse_iso
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_LEVEL_ENV = "TICKWORK_LOG_LEVEL"
@@ -42,10 +42,9 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 def parse_time(text: str) -> datetime:
     """An ISO-8601 date-time (UTC without an offset)."""
     try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        return parse_iso(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def parse_since(text: str) -> datetime | timedelta:

@@ -33,6 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
+from .. import structures
 from ..abc import Store
 from ..config.numbers import integer
 from ..errors import (
@@ -57,8 +58,9 @@ from .schema import UTCDateTime, schedules
 
 log = logging.getLogger("tickwork.store")
 
-#: Longest error text kept in the history.
-MAX_ERROR_CHARS = 4000
+#: The history's cap on error texts (tickwork.structures), under the names the SQL layer exports.
+MAX_ERROR_CHARS = structures.MAX_ERROR_CHARS
+cap = structures.cap_error
 #: The SET clause that leaves a schedule held by no node, its next fire time unchanged.
 UNHELD: dict[str, Any] = {"state": "idle", "claimed_by": None, "claimed_at": None, "retimed": False}
 
@@ -166,12 +168,6 @@ def owned_mask(buckets: Sequence[int]) -> bytes:
     for bucket in buckets:
         mask[bucket] = OWNED[0]
     return bytes(mask)
-
-
-def cap(text: str | None, limit: int = MAX_ERROR_CHARS) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return text[: limit - 20] + f"... [{len(text) - limit + 20} chars cut]"
 
 
 #: SQLSTATEs of transient conflicts after which the transaction was rolled back and may be rerun.
