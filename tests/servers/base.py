@@ -445,7 +445,6 @@ class ThrowawayServer:
         self.base_dir: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
-        self.startup_seconds: float | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -463,7 +462,6 @@ class ThrowawayServer:
 
         On failure everything is stopped and removed before the error propagates.
         """
-        began = time.monotonic()
         remove_stale_dirs(self.tmp_root, self.dir_prefix)
         self.base_dir = Path(tempfile.mkdtemp(prefix=self.dir_prefix, dir=self.tmp_root))
         atexit.register(self.stop)
@@ -476,7 +474,6 @@ class ThrowawayServer:
         except BaseException:
             self.stop()
             raise
-        self.startup_seconds = time.monotonic() - began
         assert self.port is not None
         return self.port
 
