@@ -18,8 +18,8 @@ import psycopg
 import pytest
 from sqlalchemy import insert
 
-from tests.mysqlserver import MySQLServer
-from tests.pgserver import PostgresServer
+from tests.servers.mysql import MySQLServer
+from tests.servers.postgres import PostgresServer
 from tickwork.sql.schema import runs
 from tickwork_bench import cli
 from tickwork_bench.cells import Cell, expand

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import tickwork
-from tests.pgserver import free_port
+from tests.servers.base import free_port
 from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
 from tickwork.config import MetricsConfig, parse
 from tickwork.node import build_store
