@@ -53,12 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Plugins may add commands (`tickwork web`); a broken plugin is one error line, not a
         # traceback. The process's manager is built from the configuration first, so that a
         # plugin its `[plugins] block` lists is never imported.
-        manager = plugin_manager_for(load(_config_option(argv)))
-        commands = manager.commands
+        commands = plugin_manager_for(load(_config_option(argv))).commands
     except ConfigError as exc:
         if word not in builtins:
             return _error(exc, EXIT_USAGE)
-        manager, commands = None, builtins  # the command itself reports the configuration's error
+        commands = builtins  # the command itself reports the configuration's error
     if word is not None and not word.startswith("-") and word not in builtins:
         blocked = _blocked_command(word, argv)
         if blocked is not None:
@@ -70,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = commands.get(args.command)
         _setup_logging(args.log_level, command.default_log_level)
         config = load(args.config)
-        if manager is not None and args.command not in builtins:
+        if args.command not in builtins:
             _check_not_blocked(args.command, commands.owner(args.command), config)
         code = command().run(args, config)
         sys.stdout.flush()  # inside the try: a reader that went away surfaces here
