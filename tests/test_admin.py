@@ -91,7 +91,12 @@ def test_add_of_a_taken_name_fails_unless_replace(admin: tickwork.Admin) -> None
         ({"executor": "http"}, tickwork.ConfigError, "executor 'http' is not configured"),
         ({"misfire": "never"}, tickwork.ConfigError, "'never' is not a valid MisfirePolicy; choose one of: skip"),
         ({"timeout": 0}, tickwork.ConfigError, "timeout: must be more than 0 s and at most 30 days"),
-        ({"timeout": "NaN"}, tickwork.ConfigError, "timeout: expected a finite number of seconds, got str 'NaN'"),
+        (
+            {"timeout": "NaN"},
+            tickwork.ConfigError,
+            "timeout: expected a finite number of seconds or a duration like '90s', '5m', '1h30m', got str 'NaN'",
+        ),
+        ({"timeout": "5x"}, tickwork.ConfigError, "got str '5x' .unknown unit 'x' in '5x'"),
         ({"timeout": math.nan}, tickwork.ConfigError, "timeout: expected a finite number of seconds, got float nan"),
         ({"timeout": True}, tickwork.ConfigError, "timeout: expected a finite number of seconds, got bool True"),
         ({"timeout": 1e300}, tickwork.ConfigError, "timeout: 1e\\+300 seconds is out of range"),

@@ -87,6 +87,11 @@ def _check_aware(field_name: str, value: datetime | None) -> None:
         raise ValueError(f"{field_name}: datetime must be timezone-aware, got {value!r}")
 
 
+def _seconds(value: object) -> str:
+    """A duration in an error message: ``90 s`` rather than ``datetime.timedelta(seconds=90)``."""
+    return f"{value.total_seconds():g} s" if isinstance(value, timedelta) else repr(value)
+
+
 def utc(value: datetime) -> datetime:
     """Return ``value`` converted to UTC; naive datetimes are rejected."""
     _check_aware("datetime", value)
@@ -169,13 +174,13 @@ class ScheduleSpec:
             raise ValueError(f"arguments: must be a JSON object (dict), got {type(self.arguments).__name__}")
         if not isinstance(self.timeout, timedelta) or not timedelta(0) < self.timeout <= MAX_TIMEOUT:
             raise ValueError(
-                f"timeout: must be more than 0 s and at most {MAX_TIMEOUT.days} days, got {self.timeout!r}"
+                f"timeout: must be more than 0 s and at most {MAX_TIMEOUT.days} days, got {_seconds(self.timeout)}"
             )
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or not 0 <= self.retries <= MAX_RETRIES:
             raise ValueError(f"retries: must be an integer from 0 to {MAX_RETRIES}, got {self.retries!r}")
         if not isinstance(self.retry_backoff, timedelta) or not timedelta(0) <= self.retry_backoff <= MAX_RETRY_BACKOFF:
             raise ValueError(
-                f"retry_backoff: must be from 0 s to {MAX_RETRY_BACKOFF.days} day, got {self.retry_backoff!r}"
+                f"retry_backoff: must be from 0 s to {MAX_RETRY_BACKOFF.days} day, got {_seconds(self.retry_backoff)}"
             )
         if self.misfire is not None and not isinstance(self.misfire, MisfirePolicy):
             object.__setattr__(self, "misfire", MisfirePolicy(self.misfire))

@@ -1,7 +1,10 @@
-"""``python -m tickwork.cli``: the same command line as ``tickwork`` (and ``python -m tickwork``)."""
+"""``python -m tickwork.cli``, as before the CLI became a package (scripts and tests use it)."""
 
 from __future__ import annotations
 
-from . import main
+import sys
 
-raise SystemExit(main())
+from .main import main
+
+if __name__ == "__main__":
+    sys.exit(main())
