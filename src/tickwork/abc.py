@@ -24,7 +24,7 @@ from .structures import (
     Claim,
     Finish,
     JobCall,
-    NodeInfo,
+    NodeRecord,
     Outcome,
     RunRecord,
     RunStatus,
@@ -427,7 +427,7 @@ class Store(ABC):
         """Create or refresh the node record; return the database time of the heartbeat."""
 
     @abstractmethod
-    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeRecord | None:
         """Create this process's node record, unless another live process already uses the id.
 
         :param instance: a random token of this process
@@ -449,7 +449,7 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def nodes(self) -> list[NodeInfo]:
+    def nodes(self) -> list[NodeRecord]:
         """Return every known node record."""
 
     @abstractmethod

@@ -18,7 +18,7 @@ from sqlalchemy import (
 
 from ..structures import (
     Claim,
-    NodeInfo,
+    NodeRecord,
     RunStatus,
 )
 from .schema import nodes, runs, schedules
@@ -139,7 +139,7 @@ class NodeState(SQLCore):
         return value
 
     @transient_retry
-    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeRecord | None:
         now = self.now_expr()
         fresh = nodes.c.heartbeat_at > self._plus_seconds(now, literal(-live_within))
         with self._tx() as conn:
@@ -147,7 +147,7 @@ class NodeState(SQLCore):
                 select(nodes).where(nodes.c.id == node_id, fresh, nodes.c.instance.is_distinct_from(instance))
             ).first()
             if live is not None:
-                return NodeInfo(id=live.id, started_at=live.started_at, heartbeat_at=live.heartbeat_at)
+                return NodeRecord(id=live.id, started_at=live.started_at, heartbeat_at=live.heartbeat_at)
             conn.execute(delete(nodes).where(nodes.c.id == node_id))
             conn.execute(insert(nodes).values(id=node_id, started_at=now, heartbeat_at=now, instance=instance))
         return None
@@ -169,10 +169,10 @@ class NodeState(SQLCore):
             return self._abandon_claims_of(conn, node_id, reason, now)
 
     @transient_retry
-    def nodes(self) -> list[NodeInfo]:
+    def nodes(self) -> list[NodeRecord]:
         with self._tx() as conn:
             return [
-                NodeInfo(id=r.id, started_at=r.started_at, heartbeat_at=r.heartbeat_at)
+                NodeRecord(id=r.id, started_at=r.started_at, heartbeat_at=r.heartbeat_at)
                 for r in conn.execute(select(nodes).order_by(nodes.c.id))
             ]
 

@@ -39,7 +39,7 @@ from .storecore import (
 )
 
 
-class ScheduleWrites(SQLCore):
+class ScheduleWriting(SQLCore):
     """Writing schedules: add, update, the batched write of a deployment sync, enable, "run now", remove."""
 
     def add(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:

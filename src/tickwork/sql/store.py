@@ -18,7 +18,7 @@ from .claiming import Claiming
 from .ending import Ending
 from .historyqueries import HistoryQueries
 from .nodestate import NodeState
-from .schedulewrites import ScheduleWrites
+from .schedulewrites import ScheduleWriting
 from .storecore import (
     MAX_ERROR_CHARS,
     UNHELD,
@@ -34,7 +34,7 @@ from .storecore import (
 )
 
 
-class SQLStore(ScheduleWrites, Claiming, Ending, NodeState, HistoryQueries):
+class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""
 

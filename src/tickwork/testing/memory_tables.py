@@ -13,7 +13,17 @@ from typing import cast
 
 from ..abc import Store
 from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
-from ..structures import Claim, NodeInfo, RunRecord, RunStatus, Schedule, SchedulePlan, ScheduleSpec, ScheduleState, utc
+from ..structures import (
+    Claim,
+    NodeRecord,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    SchedulePlan,
+    ScheduleSpec,
+    ScheduleState,
+    utc,
+)
 from .memory_rows import RunRow, ScheduleRow, stored_spec
 
 
@@ -36,7 +46,7 @@ class MemoryTables:
         self._runs: dict[int, RunRow] = {}
         #: Invariant 1: (schedule, scheduled-for, attempt) -> the one run row for it.
         self._fires: dict[tuple[int, datetime, int], int] = {}
-        self._nodes: dict[str, NodeInfo] = {}
+        self._nodes: dict[str, NodeRecord] = {}
         self._instances: dict[str, str] = {}
         self._wakes: list[Callable[[], None]] = []
 
@@ -175,10 +185,10 @@ class MemoryTables:
     def heartbeat(self, node_id: str) -> datetime:
         with self._tx() as now:
             known = self._nodes.get(node_id)
-            self._nodes[node_id] = NodeInfo(node_id, known.started_at if known else now, now)
+            self._nodes[node_id] = NodeRecord(node_id, known.started_at if known else now, now)
             return now
 
-    def nodes(self) -> list[NodeInfo]:
+    def nodes(self) -> list[NodeRecord]:
         with self._tx():
             return [self._nodes[k] for k in sorted(self._nodes)]
 
