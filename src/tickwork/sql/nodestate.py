@@ -21,13 +21,10 @@ from ..structures import (
     NodeRecord,
     RunStatus,
 )
+from .retry import log, transient_retry
+from .rows import UNHELD
 from .schema import nodes, runs, schedules
-from .storecore import (
-    UNHELD,
-    SQLCore,
-    log,
-    transient_retry,
-)
+from .storecore import SQLCore
 
 
 class NodeState(SQLCore):
@@ -92,13 +89,21 @@ class NodeState(SQLCore):
     def reap_expired(self, grace_seconds: float) -> int:
         now = self.now_expr()
         deadline = self._plus_seconds(schedules.c.claimed_at, schedules.c.timeout_s + literal(grace_seconds))
+        expired = (schedules.c.state == "running", deadline < now)
         with self._tx() as conn:
-            rows = conn.execute(
-                update(schedules)
-                .where(schedules.c.state == "running", deadline < now)
-                .values(**UNHELD)
-                .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
-            ).all()
+            if self.features.update_returning:
+                rows = conn.execute(
+                    update(schedules)
+                    .where(*expired)
+                    .values(**UNHELD)
+                    .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
+                ).all()
+            else:
+                rows = conn.execute(
+                    select(schedules.c.id, schedules.c.claim_seq, schedules.c.name).where(*expired).with_for_update()
+                ).all()
+                if rows:
+                    conn.execute(update(schedules).where(schedules.c.id.in_([r.id for r in rows])).values(**UNHELD))
             for row in rows:
                 conn.execute(
                     update(runs)
@@ -121,6 +126,8 @@ class NodeState(SQLCore):
     @transient_retry
     def heartbeat(self, node_id: str) -> datetime:
         now = self.now_expr()
+        if not self.features.update_returning:
+            return self._heartbeat_then_read(node_id)
         with self._tx() as conn:
             value = conn.execute(
                 update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now).returning(nodes.c.heartbeat_at)
@@ -135,6 +142,18 @@ class NodeState(SQLCore):
                 value = conn.execute(
                     update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now).returning(nodes.c.heartbeat_at)
                 ).scalar_one()
+        assert isinstance(value, datetime)
+        return value
+
+    def _heartbeat_then_read(self, node_id: str) -> datetime:
+        """:meth:`heartbeat` without ``UPDATE ... RETURNING``: refresh or create, then read (a
+        record a namesake created in between is read as it wrote it: fresh)."""
+        now = self.now_expr()
+        with self._tx() as conn:
+            refreshed = update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now)
+            if not conn.execute(refreshed).rowcount:
+                conn.execute(self.insert_ignore(nodes).values(id=node_id, started_at=now, heartbeat_at=now))
+            value = conn.scalar(select(nodes.c.heartbeat_at).where(nodes.c.id == node_id))
         assert isinstance(value, datetime)
         return value
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
-from ..abc import Store
+from ..abc import PRUNE_BATCH, Store
 from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
 from ..structures import (
     Claim,
@@ -205,15 +205,16 @@ class MemoryTables:
             chosen = [r for r in newest if schedule is None or names[r.schedule_id] == schedule]
             return [r.public(names[r.schedule_id]) for r in chosen[:limit]]
 
-    def prune_history(self, older_than: timedelta) -> int:
-        """Delete finished runs that finished more than ``older_than`` ago (store clock)."""
+    def prune_history(self, older_than: timedelta, *, limit: int = PRUNE_BATCH) -> int:
+        """Delete at most ``limit`` finished runs that finished more than ``older_than`` ago
+        (store clock), lowest ids first."""
         with self._tx() as now:
             cutoff = now - older_than
-            old = [
+            old = sorted(
                 r.id
                 for r in self._runs.values()
                 if r.status is not RunStatus.RUNNING and r.finished_at is not None and r.finished_at < cutoff
-            ]
+            )[:limit]
             for run_id in old:
                 self._delete_run(run_id)
             return len(old)
