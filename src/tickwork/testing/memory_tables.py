@@ -210,10 +210,21 @@ class MemoryTables:
         (store clock), lowest ids first."""
         with self._tx() as now:
             cutoff = now - older_than
+            next_fires = {s.id: s.next_fire for s in self._schedules.values()}
+
+            def fences_a_fire(r: RunRow) -> bool:
+                # At or after its schedule's next fire (an abandoned fire released with its fire
+                # time unchanged): the row keeps that fire from running again. Kept, however old.
+                next_fire = next_fires.get(r.schedule_id)
+                return next_fire is not None and next_fire <= r.scheduled_for
+
             old = sorted(
                 r.id
                 for r in self._runs.values()
-                if r.status is not RunStatus.RUNNING and r.finished_at is not None and r.finished_at < cutoff
+                if r.status is not RunStatus.RUNNING
+                and r.finished_at is not None
+                and r.finished_at < cutoff
+                and not fences_a_fire(r)
             )[:limit]
             for run_id in old:
                 self._delete_run(run_id)
