@@ -118,10 +118,10 @@ class Meter:
         node_id = self.counters.node_id
         with self._lock:
             self.counters = NodeResult(node_id=node_id)
-        self._store_statements_base = int(getattr(self.store, "statements", 0))
+        self._store_statements_base = self.store.statements
 
     def store_statements(self) -> int:
-        return int(getattr(self.store, "statements", 0)) - self._store_statements_base
+        return self.store.statements - self._store_statements_base
 
 
 def cpu_by_thread() -> dict[str, float]:

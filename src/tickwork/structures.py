@@ -400,7 +400,10 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
-class NodeInfo:
+class NodeRecord:
+    """A node's row in the store (:meth:`tickwork.abc.Store.nodes`); the admin API's
+    :class:`tickwork.admin.info.NodeInfo` adds its heartbeat age and liveness."""
+
     id: str
     started_at: datetime
     heartbeat_at: datetime

@@ -252,8 +252,7 @@ class Admin(ScheduleWrites):
 
 def missing_message(config: Config, store: Store) -> str:
     """Why a read found no database: which one, and which configuration pointed there."""
-    describe = getattr(store, "describe", None)
-    what = str(describe()) if callable(describe) else f"the {config.store.plugin} database"
+    what = store.describe()
     if config.source is None:
         return (
             f"{what} does not exist: no config file was given or found ($TICKWORK_CONFIG, ./tickwork.toml), "

@@ -200,6 +200,8 @@ class Engine:
         self.stop()
         failed: list[Exception] = []
         steps: list[tuple[str, Callable[[], object]]] = [
+            # Waits for the batch in progress (one bounded statement): the store closes next.
+            ("stop pruning the history", self.housekeeping.stop),
             ("give back claims taken ahead of their time", self.release_held),
             ("record the last runs", lambda: self.drain(timeout)),
             ("give up pending retries", self.drop_retries),

@@ -100,7 +100,7 @@ class Node:
             self.membership,
             EngineSettings(
                 node_id=s.node_id,
-                batch_size=getattr(self.store, "batch_size", 100),
+                batch_size=self.store.batch_size,
                 max_in_flight=s.max_in_flight,
                 max_sleep=s.max_sleep,
                 misfire=s.misfire,

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from ..abc import Store
 from ..errors import ConfigError
-from ..structures import Claim, Finish, NodeInfo, Outcome, RunStatus, ScheduleState, cap_error, utc
+from ..structures import Claim, Finish, NodeRecord, Outcome, RunStatus, ScheduleState, cap_error, utc
 from .memory_rows import RunRow
 from .memory_tables import MemoryTables, aware
 
@@ -259,13 +259,13 @@ class MemoryStore(MemoryTables, Store):
                 self._notify()
             return len(stranded)
 
-    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeRecord | None:
         with self._tx() as now:
             known = self._nodes.get(node_id)
             owner = self._instances.get(node_id)
             if known is not None and owner != instance and known.heartbeat_at > now - timedelta(seconds=live_within):
                 return known
-            self._nodes[node_id] = NodeInfo(node_id, now, now)
+            self._nodes[node_id] = NodeRecord(node_id, now, now)
             self._instances[node_id] = instance
             return None
 
