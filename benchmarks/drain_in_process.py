@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from tickwork.node import Node, build_store
+from tickwork.node.process import tune_gc
 from tickwork.plugin.manager import plugin_manager_for
 from tickwork_bench.cells import Cell
 from tickwork_bench.nodeproc import build_config
@@ -92,6 +93,7 @@ def main() -> None:
         store.open()
         node = Node(config, manager=manager, store=store)
         node.open()
+        tune_gc()  # as `tickwork run` and the bench's node processes do
         engine = node.engine
 
         def stop_when_drained() -> None:

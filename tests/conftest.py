@@ -18,7 +18,7 @@ from tickwork_mysql.store import MySQLStore
 from tickwork_postgres.store import PostgresStore
 from tickwork_sqlite.store import SQLiteStore
 
-pytest_plugins = ["tests.pgserver", "tests.mysqlserver"]
+pytest_plugins = ["tests.servers.postgres", "tests.servers.mysql", "tests.servers.configs"]
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import tickwork
+from tests.servers.configs import BACKENDS, ConfigFor
 from tickwork.config import parse
 from tickwork.node import Node
 from tickwork_mysql.store import MySQLStore
@@ -25,25 +26,10 @@ WITH_ARGS = "tests.jobs_for_tests:with_args"
 NODE_ID = "admin-test-node"
 
 
-@pytest.fixture(params=["sqlite", "postgres", "mysql"])
-def config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+@pytest.fixture(params=BACKENDS)
+def config(request: pytest.FixtureRequest, config_for: ConfigFor) -> dict[str, Any]:
     """A configuration (as a dict) whose store exists and is at the latest schema."""
-    scheduler = {"node_id": NODE_ID}
-    if request.param == "sqlite":
-        path = str(tmp_path / "admin.db")
-        SQLiteStore(path).upgrade()
-        return {"scheduler": scheduler, "store": {"path": path}}
-    if request.param == "mysql":
-        url = request.getfixturevalue("mysql_url")
-        mysql = MySQLStore(url)
-        mysql.upgrade()
-        mysql.close()
-        return {"scheduler": scheduler, "store": {"plugin": "mysql", "url": url}}
-    url = request.getfixturevalue("postgres_url")
-    store = PostgresStore(url)
-    store.upgrade()
-    store.close()
-    return {"scheduler": scheduler, "store": {"plugin": "postgres", "url": url}}
+    return config_for(request.param, migrated=True).as_dict(scheduler={"node_id": NODE_ID})
 
 
 @pytest.fixture
@@ -105,7 +91,12 @@ def test_add_of_a_taken_name_fails_unless_replace(admin: tickwork.Admin) -> None
         ({"executor": "http"}, tickwork.ConfigError, "executor 'http' is not configured"),
         ({"misfire": "never"}, tickwork.ConfigError, "'never' is not a valid MisfirePolicy; choose one of: skip"),
         ({"timeout": 0}, tickwork.ConfigError, "timeout: must be more than 0 s and at most 30 days"),
-        ({"timeout": "NaN"}, tickwork.ConfigError, "timeout: expected a finite number of seconds, got str 'NaN'"),
+        (
+            {"timeout": "NaN"},
+            tickwork.ConfigError,
+            "timeout: expected a finite number of seconds or a duration like '90s', '5m', '1h30m', got str 'NaN'",
+        ),
+        ({"timeout": "5x"}, tickwork.ConfigError, "got str '5x' .unknown unit 'x' in '5x'"),
         ({"timeout": math.nan}, tickwork.ConfigError, "timeout: expected a finite number of seconds, got float nan"),
         ({"timeout": True}, tickwork.ConfigError, "timeout: expected a finite number of seconds, got bool True"),
         ({"timeout": 1e300}, tickwork.ConfigError, "timeout: 1e\\+300 seconds is out of range"),

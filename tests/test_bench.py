@@ -18,15 +18,15 @@ import psycopg
 import pytest
 from sqlalchemy import insert
 
-from tests.mysqlserver import MySQLServer
-from tests.pgserver import PostgresServer
+from tests.servers.mysql import MySQLServer
+from tests.servers.postgres import PostgresServer
 from tickwork.sql.schema import runs
 from tickwork_bench import cli
 from tickwork_bench.cells import Cell, expand
 from tickwork_bench.metrics import CellResult, burst_metrics, percentile, steady_metrics
 from tickwork_bench.report import attach_baseline_ratios, attach_raw_ratios, table
 from tickwork_bench.rounds import median_results, summarize, summary_table
-from tickwork_bench.scratch import YEARLY, DueSet, RunRow, SQLiteScratch
+from tickwork_bench.scratch import YEARLY, DueSet, MeasuredRun, SQLiteScratch
 from tickwork_mysql.store import MySQLStore
 
 
@@ -202,7 +202,7 @@ def test_burst_and_steady_metrics_from_rows() -> None:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     ms = timedelta(milliseconds=1)
     burst = Cell("sqlite", "optimistic", "single", 1, "burst", 3, 3)
-    rows = [RunRow(i, t0, t0 + i * 10 * ms, t0 + (i * 10 + 5) * ms, "succeeded") for i in range(1, 3)]
+    rows = [MeasuredRun(i, t0, t0 + i * 10 * ms, t0 + (i * 10 + 5) * ms, "succeeded") for i in range(1, 3)]
     m = burst_metrics(burst, t0, rows, duplicates=0)
     assert (m["fires"], m["missed"]) == (2, 1)
     assert m["drain_s"] == pytest.approx(0.025)
@@ -210,11 +210,11 @@ def test_burst_and_steady_metrics_from_rows() -> None:
 
     steady = Cell("sqlite", "optimistic", "single", 1, "steady", 2, 2, seconds=2.0)
     rows = [
-        RunRow(1, t0, t0 + 3 * ms, t0 + 4 * ms, "succeeded"),
-        RunRow(2, t0, t0 + 5 * ms, t0 + 6 * ms, "succeeded"),
-        RunRow(1, t0 + 1000 * ms, t0 + 1001 * ms, t0 + 1002 * ms, "succeeded"),
-        RunRow(2, t0 + 1000 * ms, None, None, "skipped"),
-        RunRow(1, t0 + 2000 * ms, t0 + 2001 * ms, None, "succeeded"),  # outside the window
+        MeasuredRun(1, t0, t0 + 3 * ms, t0 + 4 * ms, "succeeded"),
+        MeasuredRun(2, t0, t0 + 5 * ms, t0 + 6 * ms, "succeeded"),
+        MeasuredRun(1, t0 + 1000 * ms, t0 + 1001 * ms, t0 + 1002 * ms, "succeeded"),
+        MeasuredRun(2, t0 + 1000 * ms, None, None, "skipped"),
+        MeasuredRun(1, t0 + 2000 * ms, t0 + 2001 * ms, None, "succeeded"),  # outside the window
     ]
     m = steady_metrics(steady, t0, rows, duplicates=0)
     assert (m["fires"], m["expected"], m["missed"]) == (3, 4, 1)

@@ -14,7 +14,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.pgserver import PostgresServer
+from tests.servers.configs import ConfigFor
+from tests.servers.postgres import PostgresServer
 from tickwork import schedules as admin
 from tickwork.scheduling.declare import DeclaredJob
 from tickwork.structures import ScheduleSpec
@@ -70,20 +71,20 @@ def created_counts(outputs: list[str]) -> list[int]:
     return sorted(counts)
 
 
-def test_two_postgres_nodes_starting_at_once_create_every_schedule_once(tmp_path: Path, postgres_url: str) -> None:
-    outputs = start_two_nodes_at_once(tmp_path, f'[store]\nplugin = "postgres"\nurl = "{postgres_url}"\n')
+def test_two_postgres_nodes_starting_at_once_create_every_schedule_once(tmp_path: Path, config_for: ConfigFor) -> None:
+    outputs = start_two_nodes_at_once(tmp_path, config_for("postgres").toml())
     # The second node waited for the first one's write, then found everything synced.
     assert created_counts(outputs) == [0, DECLARED]
 
 
-def test_two_sqlite_nodes_starting_at_once_create_every_schedule_once(tmp_path: Path) -> None:
-    outputs = start_two_nodes_at_once(tmp_path, '[store]\nplugin = "sqlite"\npath = "shared.db"\n')
+def test_two_sqlite_nodes_starting_at_once_create_every_schedule_once(tmp_path: Path, config_for: ConfigFor) -> None:
+    outputs = start_two_nodes_at_once(tmp_path, config_for("sqlite").toml())
     assert created_counts(outputs) == [0, DECLARED]
     assert "database is locked" not in "".join(outputs)
 
 
-def test_two_mysql_nodes_starting_at_once_create_every_schedule_once(tmp_path: Path, mysql_url: str) -> None:
-    outputs = start_two_nodes_at_once(tmp_path, f'[store]\nplugin = "mysql"\nurl = "{mysql_url}"\n')
+def test_two_mysql_nodes_starting_at_once_create_every_schedule_once(tmp_path: Path, config_for: ConfigFor) -> None:
+    outputs = start_two_nodes_at_once(tmp_path, config_for("mysql").toml())
     assert created_counts(outputs) == [0, DECLARED]
 
 

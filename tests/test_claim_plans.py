@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests import planted
-from tests.pgserver import PostgresServer, fresh_database
+from tests.servers.postgres import POSTGRES, PostgresServer
 from tickwork.structures import SchedulePlan, ScheduleSpec
 from tickwork_membership.ring import BucketRing
 from tickwork_postgres.store import PostgresStore
@@ -23,7 +23,7 @@ DUE = 10_000
 
 @pytest.fixture(scope="module")
 def burst_store(postgres_server: PostgresServer) -> Iterator[PostgresStore]:
-    with fresh_database(postgres_server) as dbname:
+    with POSTGRES.fresh_database(postgres_server) as dbname:
         store = PostgresStore(planted.with_password(postgres_server.url(dbname)), claim="skip-locked")
         try:
             yield from _filled(store)

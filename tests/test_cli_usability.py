@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import create_engine
 
 import tickwork
+from tests.servers.configs import ConfigFor
 from tickwork.cli import main
 from tickwork.config import load
 from tickwork.node import Node
@@ -342,8 +343,8 @@ def test_history_filters_by_status_time_and_node(
 # -- db ------------------------------------------------------------------------------------------
 
 
-def test_db_current_and_upgrade_sql(capsys: pytest.CaptureFixture[str], postgres_url: str, workdir: Path) -> None:
-    write(workdir / "pg.toml", f'[store]\nplugin = "postgres"\nurl = "{postgres_url}"\n')
+def test_db_current_and_upgrade_sql(capsys: pytest.CaptureFixture[str], config_for: ConfigFor, workdir: Path) -> None:
+    write(workdir / "pg.toml", config_for("postgres").toml())
     head = "0003"
     current = tw(capsys, "db", "current", "-c", "pg.toml")
     assert current.code == 1

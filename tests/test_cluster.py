@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from tests.pgserver import PostgresServer, start_throwaway
+from tests.servers.postgres import POSTGRES
 from tickwork import schedules as admin
 from tickwork.sql.schema import runs, schedules
 from tickwork.structures import ScheduleSpec
@@ -184,7 +184,7 @@ def test_kill_9_a_node_and_restart_it(postgres_url: str, tmp_path: Path) -> None
 
 
 def test_database_restart_mid_run(tmp_path: Path) -> None:
-    server: PostgresServer = start_throwaway(os.environ)
+    server = POSTGRES.start_throwaway(os.environ)
     assert server.throwaway is not None
     try:
         import psycopg

@@ -55,8 +55,7 @@ def test_the_documents_have_commands() -> None:
 def test_the_readme_starts_with_the_two_set_up_commands() -> None:
     blocks = [m.group(2).strip() for m in SHELL_BLOCK.finditer((REPO / "README.md").read_text(encoding="utf-8"))]
     assert blocks[0] == (
-        "python3 -m venv .venv && .venv/bin/pip install -q -e . "
-        "&& .venv/bin/tickwork run --config examples/tickwork.toml"
+        "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/tickwork run --config examples/tickwork.toml"
     )
     assert blocks[1] == (
         "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest -q"

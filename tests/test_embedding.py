@@ -4,6 +4,7 @@ stopping its node."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -18,10 +19,11 @@ from pathlib import Path
 import pytest
 
 import tickwork
-from tests.pgserver import free_port
+from tests.servers.base import free_port
 from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
 from tickwork.config import parse
 from tickwork.node import build_store
+from tickwork.node.process import GC_DEFAULT_YOUNG_THRESHOLD
 from tickwork.plugin.manager import plugin_manager_for
 from tickwork_metrics.settings import MetricsConfig
 
@@ -260,3 +262,32 @@ def test_shutdown_of_a_started_node_waits_for_its_loop_thread(tmp_path: Path) ->
         assert fresh.nodes() == []
     finally:
         fresh.close()
+
+
+#: What :func:`gc_probe` saw, from the job threads of the node running in this process.
+gc_seen: list[tuple[tuple[int, int, int], int]] = []
+
+
+def gc_probe() -> None:
+    """A job that records the garbage collector's thresholds and freeze count as it runs."""
+    gc_seen.append((gc.get_threshold(), gc.get_freeze_count()))
+
+
+def test_an_embedded_node_leaves_the_host_s_garbage_collector_alone(tmp_path: Path) -> None:
+    before = gc.get_threshold()
+    # The interpreter's default, which `tickwork run` would raise: the host's choice either way.
+    gc.set_threshold(GC_DEFAULT_YOUNG_THRESHOLD, *before[1:])
+    host = (gc.get_threshold(), gc.get_freeze_count())
+    gc_seen.clear()
+    try:
+        with tickwork.Node.from_config({"store": {"path": str(tmp_path / "gc.db")}}, node_id="guest") as node:
+            node.admin.add("gc-probe", "1h", f"{__name__}:gc_probe", kind="interval")
+            node.admin.trigger("gc-probe")
+            deadline = time.monotonic() + PROCESS_TIMEOUT_S  # a guard against a hang, not a timing
+            while not [r for r in node.admin.history(schedule="gc-probe") if r.status.final]:
+                assert time.monotonic() < deadline, "the probe never ran"
+                time.sleep(0.02)
+        assert gc_seen == [host]  # while the node ran
+        assert (gc.get_threshold(), gc.get_freeze_count()) == host  # and after it stopped
+    finally:
+        gc.set_threshold(*before)

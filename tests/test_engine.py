@@ -579,38 +579,6 @@ def test_the_next_due_time_is_read_again_only_after_a_change_or_when_old(
     assert engine.gate.reads == reads
 
 
-@pytest.mark.parametrize("custom", [None, 5000])
-def test_the_loop_raises_the_default_gc_threshold_while_it_runs_and_restores_it(
-    sqlite_store: SQLStore, custom: int | None
-) -> None:
-    import gc
-
-    from tickwork.engine.settings import GC_DEFAULT_YOUNG_THRESHOLD, GC_YOUNG_THRESHOLD
-
-    before = gc.get_threshold()
-    gc.set_threshold(custom or GC_DEFAULT_YOUNG_THRESHOLD, *before[1:])
-    engine, executor = make_engine(sqlite_store, None, max_sleep=60.0)
-    thread = threading.Thread(target=engine.run_forever)
-    try:
-        thread.start()
-        deadline = time.monotonic() + 10
-        expected = custom or GC_YOUNG_THRESHOLD  # a threshold the application chose is left alone
-        while gc.get_threshold()[0] != expected:
-            assert time.monotonic() < deadline, f"threshold {gc.get_threshold()} while the loop runs"
-            time.sleep(0.01)
-        time.sleep(0.1)
-        assert gc.get_threshold()[0] == expected
-        engine.stop()
-        thread.join(5)
-        assert not thread.is_alive()
-        assert gc.get_threshold()[0] == (custom or GC_DEFAULT_YOUNG_THRESHOLD)
-    finally:
-        engine.stop()
-        thread.join(5)
-        executor.shutdown()
-        gc.set_threshold(*before)
-
-
 class _OwnsNothing(SingleMembership):
     """A ring member that owns no bucket: every fire is another node's."""
 

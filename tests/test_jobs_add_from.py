@@ -136,7 +136,9 @@ def test_every_problem_of_a_file_is_listed_in_line_order_and_nothing_is_added(wo
     lines = done.stderr.splitlines()
     assert [text.split(": ")[2] for text in lines] == [f"many.jsonl:{n}" for n in (2, 3, 4, 5, 6)] + ["many.jsonl"]
     assert "minute field: 61" in lines[0] and "no_such_module_x" in lines[1] and "invalid JSON" in lines[2]
-    assert lines[3].endswith("timeout: expected a finite number of seconds, got str 'NaN'")
+    assert lines[3].endswith(
+        "timeout: expected a finite number of seconds or a duration like '90s', '5m', '1h30m', got str 'NaN'"
+    )
     assert lines[4].endswith("schedule name 'a' is also on line 1")
     assert lines[5] == "tickwork: error: many.jsonl: 5 problems; nothing was added"
     assert names(workdir) == []

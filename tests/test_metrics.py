@@ -19,7 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import tickwork
 from tests import planted
-from tests.pgserver import PostgresServer, free_port, start_throwaway
+from tests.servers.base import free_port
+from tests.servers.postgres import POSTGRES, PostgresServer
 from tests.test_run_process import PROCESS_TIMEOUT_S, tickwork_command
 from tickwork.structures import ScheduleSpec
 
@@ -62,7 +63,7 @@ def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
 @pytest.fixture
 def own_postgres() -> Iterator[tuple[PostgresServer, str]]:
     """A PostgreSQL server of this test alone: it is stopped and started again."""
-    server = start_throwaway(os.environ)
+    server = POSTGRES.start_throwaway(os.environ)
     assert server.throwaway is not None
     try:
         import psycopg

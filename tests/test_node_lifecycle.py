@@ -58,7 +58,7 @@ PLUGIN = '''
 import json
 import os
 
-import tickwork
+from tickwork.plugin import hookimpl
 
 
 def _write(event, **data):

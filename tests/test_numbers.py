@@ -102,10 +102,12 @@ def job() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"timeout": math.nan}, "timeout: must be a finite number > 0"),
-        ({"timeout": math.inf}, "timeout: must be a finite number > 0"),
-        ({"timeout": 1e10}, "timeout: must be a finite number > 0 and <= 2.592e+06"),
-        ({"retry_backoff": math.inf}, "retry_backoff: must be a finite number >= 0"),
+        ({"timeout": math.nan}, "timeout: expected a finite number of seconds, got float nan"),
+        ({"timeout": math.inf}, "timeout: expected a finite number of seconds, got float inf"),
+        ({"timeout": 1e10}, "timeout: must be more than 0 s and at most 30 days, got 1e+10 s"),
+        ({"timeout": "5x"}, "timeout: expected a finite number of seconds or a duration like '90s'"),
+        ({"retry_backoff": math.inf}, "retry_backoff: expected a finite number of seconds, got float inf"),
+        ({"retry_backoff": "2d"}, "retry_backoff: must be from 0 s to 1 day, got 172800 s"),
         ({"retries": 5000}, "retries: must be an integer from 0 to 100"),
     ],
 )

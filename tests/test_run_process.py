@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tickwork.cli import main
+from tickwork.node.process import GC_YOUNG_THRESHOLD
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +27,8 @@ PROCESS_TIMEOUT_S = 30
 JOBS = '''
 """Jobs for the process tests: each run appends to a file next to this module."""
 
+import gc
+import json
 import os
 import time
 from datetime import datetime, timezone
@@ -51,6 +54,11 @@ def slow() -> None:
     _append("slow.txt", "start")
     time.sleep(0.8)
     _append("slow.txt", "end")
+
+
+@tickwork.cron("* * * * * *", name="gc-probe", enabled=os.environ.get("PROC_JOB") == "gc")
+def gc_probe() -> None:
+    _append("gc.txt", json.dumps([gc.get_threshold(), gc.get_freeze_count()]))
 '''
 
 CONFIG = """
@@ -180,3 +188,15 @@ def test_a_signal_stops_the_node_after_its_running_job_ends(
     # The node left the cluster on its way out.
     no_nodes = "tickwork: no nodes (none is running, or none has started on this store yet)\n"
     assert in_process(project, ["nodes"], capsys, no_nodes) == ""
+
+
+def test_tickwork_run_tunes_the_garbage_collector_of_its_process(project: Path) -> None:
+    result = tickwork(project, ["run", "--for", "2", "--log-level", "DEBUG"], job="gc")
+    assert result.returncode == 0, result.stderr
+    assert "garbage collector tuned for this node's process" in result.stderr
+    seen = [json.loads(line) for line in lines(project / "gc.txt")]
+    assert seen, result.stderr
+    for threshold, frozen in seen:
+        # The interpreter's default young threshold (700) raised; what start-up built frozen.
+        assert threshold[0] == GC_YOUNG_THRESHOLD
+        assert frozen > 0

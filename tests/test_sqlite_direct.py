@@ -56,7 +56,7 @@ def test_direct_rows_and_types_match_sqlalchemy_s(store: SQLiteStore) -> None:
             literal(7).label("seven"),
         )
         .where(schedules.c.next_fire >= bindparam("from", type_=UTCDateTime))
-        .where(store.one_of(schedules.c.id, "ids"))
+        .where(store.operations.one_of(schedules.c.id, "ids"))
         .order_by(schedules.c.id)
     )
     plain, direct = both(store, query)

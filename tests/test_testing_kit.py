@@ -15,6 +15,7 @@ from tests import harness_jobs
 from tickwork import RunStatus, ScheduleSpec, next_fire_times
 from tickwork.errors import ConfigError
 from tickwork.testing import FakeClock, MemoryStore, SchedulerHarness, StoreContract
+from tickwork.testing import contract as contract_module
 from tickwork_sqlite.store import SQLiteStore
 
 START = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
@@ -144,6 +145,24 @@ def test_a_third_party_suite_subclasses_the_store_contract(tmp_path: Path) -> No
         capture_output=True,
         text=True,
         timeout=240,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    contract_tests = [name for name in dir(StoreContract) if name.startswith("test_")]
+    assert f"{len(contract_tests)} passed" in done.stdout
+
+
+def test_the_store_contract_example_runs_as_documented(tmp_path: Path) -> None:
+    """The example in tickwork.testing.contract's docstring, copied into a test file as a store
+    author would, with SQLiteStore as ``MyStore``."""
+    doc = contract_module.__doc__ or ""
+    example = textwrap.dedent(doc.split("::\n", 1)[1].split("\nThe tests use", 1)[0])
+    (tmp_path / "test_documented.py").write_text("from tickwork_sqlite.store import SQLiteStore as MyStore\n" + example)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_documented.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     contract_tests = [name for name in dir(StoreContract) if name.startswith("test_")]

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .cells import Cell
-from .scratch import RunRow
+from .scratch import MeasuredRun
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -51,7 +51,7 @@ class CellResult:
         return {**self.cell.as_json(), "metrics": self.metrics, "node_results": self.nodes, "errors": self.errors}
 
 
-def lag_metrics(rows: Sequence[RunRow]) -> dict[str, Any]:
+def lag_metrics(rows: Sequence[MeasuredRun]) -> dict[str, Any]:
     """started_at - scheduled_for over the started runs, in milliseconds."""
     lags = [_ms(r.started_at - r.scheduled_for) for r in rows if r.started_at is not None]
     return {
@@ -89,7 +89,7 @@ def _pct(num: float, den: float) -> float | None:
     return 100.0 * num / den if den else None
 
 
-def burst_metrics(cell: Cell, t0: datetime, rows: Sequence[RunRow], duplicates: int) -> dict[str, Any]:
+def burst_metrics(cell: Cell, t0: datetime, rows: Sequence[MeasuredRun], duplicates: int) -> dict[str, Any]:
     """Drain time from the due instant to the last recorded end, and the rate it implies."""
     at_t0 = [r for r in rows if r.scheduled_for == t0]
     ok = [r for r in at_t0 if r.status == "succeeded"]
@@ -110,7 +110,7 @@ def burst_metrics(cell: Cell, t0: datetime, rows: Sequence[RunRow], duplicates: 
     }
 
 
-def steady_metrics(cell: Cell, t0: datetime, rows: Sequence[RunRow], duplicates: int) -> dict[str, Any]:
+def steady_metrics(cell: Cell, t0: datetime, rows: Sequence[MeasuredRun], duplicates: int) -> dict[str, Any]:
     """Fires due in ``[t0, t0 + seconds)``: achieved against expected, and their lag."""
     seconds = int(cell.seconds)
     end = t0 + timedelta(seconds=seconds)

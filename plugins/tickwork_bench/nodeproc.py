@@ -28,14 +28,17 @@ from sqlalchemy.engine.interfaces import ExecuteStyle
 from tickwork.abc import Store
 from tickwork.config import Config, SchedulerConfig, parse
 from tickwork.node import Node, build_store
+from tickwork.node.process import tune_gc
 from tickwork.plugin.manager import plugin_manager_for
 from tickwork.sql.store import SQLStore
 from tickwork.structures import Claim
 
 
 @dataclass
-class Counters:
-    """What a node reports at exit (see docs/benchmarks.md for each field)."""
+class NodeResult:
+    """What one benchmark node did and what it cost (fires, claims, SQL round trips, CPU, memory),
+    counted from its ready line on: the ``result`` line it prints at exit (docs/benchmarks.md
+    explains each field). Not the engine's own ``Counters``, which it reads at the end."""
 
     node_id: str = ""
     fired: int = 0
@@ -63,7 +66,7 @@ class Meter:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.counters = Counters()
+        self.counters = NodeResult()
         self._lock = threading.Lock()
         self._store_statements_base = 0
         inner = store.claim_due
@@ -114,11 +117,11 @@ class Meter:
         """Start counting from now (after start-up)."""
         node_id = self.counters.node_id
         with self._lock:
-            self.counters = Counters(node_id=node_id)
-        self._store_statements_base = int(getattr(self.store, "statements", 0))
+            self.counters = NodeResult(node_id=node_id)
+        self._store_statements_base = self.store.statements
 
     def store_statements(self) -> int:
-        return int(getattr(self.store, "statements", 0)) - self._store_statements_base
+        return self.store.statements - self._store_statements_base
 
 
 def cpu_by_thread() -> dict[str, float]:
@@ -166,7 +169,7 @@ def emit(payload: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def run_node(args: argparse.Namespace) -> Counters:
+def run_node(args: argparse.Namespace) -> NodeResult:
     config = build_config(args)
     manager = plugin_manager_for(config)
     store = build_store(config, manager)
@@ -181,6 +184,7 @@ def run_node(args: argparse.Namespace) -> Counters:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     node.open()
+    tune_gc()  # as `tickwork run` does: the process is the node's own
     meter.reset()
     cpu0 = cpu_seconds()
     wall0 = time.monotonic()

@@ -68,7 +68,9 @@ def _ms_since(mono: float, db_now: datetime, t0: datetime) -> float:
 
 
 @dataclass(frozen=True)
-class RunRow:
+class MeasuredRun:
+    """A run of a cell as the harness reads it back from the history, to measure its lag."""
+
     schedule_id: int
     scheduled_for: datetime
     started_at: datetime | None
@@ -253,14 +255,14 @@ class Scratch(ABC):
                 conn.execute(select(func.count()).select_from(runs).where(runs.c.status != "running")).scalar_one()
             )
 
-    def run_rows(self, since: datetime, until: datetime | None = None) -> list[RunRow]:
+    def run_rows(self, since: datetime, until: datetime | None = None) -> list[MeasuredRun]:
         """History rows due at or after ``since`` (and before ``until``)."""
         query = select(runs.c.schedule_id, runs.c.scheduled_for, runs.c.started_at, runs.c.finished_at, runs.c.status)
         query = query.where(runs.c.scheduled_for >= since)
         if until is not None:
             query = query.where(runs.c.scheduled_for < until)
         with self.engine.connect() as conn:
-            return [RunRow(*row) for row in conn.execute(query)]
+            return [MeasuredRun(*row) for row in conn.execute(query)]
 
     def duplicates(self) -> int:
         """(schedule, scheduled-for) pairs with more than one run row: must be zero."""

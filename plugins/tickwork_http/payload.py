@@ -10,7 +10,7 @@ from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
 from tickwork.plugin import signature
-from tickwork.structures import JobCall, utc
+from tickwork.structures import JobCall, iso_z, utc
 
 from .redact import safe_url
 
@@ -67,7 +67,7 @@ def check_header(name: object, value: object) -> str | None:
 
 def iso_utc(value: datetime) -> str:
     """An aware datetime as ISO-8601 in UTC with a ``Z`` suffix."""
-    return utc(value).isoformat().replace("+00:00", "Z")
+    return iso_z(utc(value))
 
 
 def fire_id(schedule: str, scheduled_for: datetime) -> str:

@@ -9,7 +9,7 @@ from typing import ClassVar
 from tickwork.abc import Trigger
 from tickwork.errors import TriggerError
 
-from .durations import DURATION_PATTERN, format_duration, parse_duration
+from .durations import DURATION_PATTERN, format_duration, parse_interval
 from .isotime import ISO_PATTERN, format_instant, load_zone, parse_instant
 
 #: The default anchor: every node computes the same fire times without sharing any state.
@@ -39,7 +39,7 @@ class IntervalTrigger(Trigger):
         zone = load_zone(timezone)
         text = _EVERY.sub("", expression, count=1) if _EVERY.match(expression) else expression
         duration_text, at, anchor_text = text.partition("@")
-        self.every: timedelta = parse_duration(duration_text)
+        self.every: timedelta = parse_interval(duration_text)
         self.anchor: datetime = parse_instant(anchor_text, zone, "interval anchor") if at else EPOCH
 
     @classmethod

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tickwork.errors import TriggerError
+from tickwork.structures import iso_z
 
 #: ``YYYY-MM-DDTHH:MM[:SS[.ffffff]]`` with an optional ``Z`` or ``+HH:MM`` offset.
 ISO_PATTERN = r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?"
@@ -63,4 +64,4 @@ def parse_instant(text: str, zone: tzinfo, what: str) -> datetime:
 
 def format_instant(value: datetime) -> str:
     """``2026-12-01T10:00:00Z`` form of an aware datetime (microseconds kept when present)."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return iso_z(value)

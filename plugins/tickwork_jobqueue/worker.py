@@ -41,6 +41,7 @@ from tickwork.plugin.allowed import allowed_modules as allowed_modules_of
 from tickwork.plugin.calls import call_arguments
 from tickwork.plugin.runcontext import RunContext, running
 from tickwork.plugin.tracebacks import format_exception
+from tickwork.structures import MAX_ERROR_CHARS
 
 from . import queries
 from .database import create_queue_engine, describe, ensure_table, parse_url
@@ -54,8 +55,6 @@ log = logging.getLogger("tickwork.jobqueue.worker")
 URL_ENV = "TICKWORK_JOBQUEUE_URL"
 #: Environment variable read when ``--allowed-modules`` is not given.
 ALLOWED_ENV = "TICKWORK_JOBQUEUE_ALLOWED_MODULES"
-#: Longest error text (message plus traceback) stored for a failed job.
-MAX_ERROR_CHARS = 4000
 #: Attempts at recording a job's end while the database is unreachable.
 FINISH_ATTEMPTS = 3
 

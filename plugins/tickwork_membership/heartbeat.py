@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tickwork.abc import Membership, Store
+from tickwork.abc import DEFAULT_NODE_TTL, Membership, Store
 from tickwork.config.numbers import number
 from tickwork.errors import ConfigError, TickworkError
 
@@ -24,7 +24,7 @@ class HeartbeatMembership(Membership):
 
     options = {"heartbeat_interval": (int, float), "node_ttl": (int, float)}
 
-    def __init__(self, heartbeat_interval: float = 1.0, node_ttl: float = 4.0, **options: Any) -> None:
+    def __init__(self, heartbeat_interval: float = 1.0, node_ttl: float = DEFAULT_NODE_TTL, **options: Any) -> None:
         super().__init__(heartbeat_interval=heartbeat_interval, node_ttl=node_ttl, **options)
         heartbeat_interval = number("membership.heartbeat_interval", heartbeat_interval, low=0.05, high=3600.0)
         node_ttl = number("membership.node_ttl", node_ttl, low=0.0, high=86400.0, low_open=True)

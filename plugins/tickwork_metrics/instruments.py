@@ -83,9 +83,7 @@ class NodeMetrics:
         held.set_function(lambda: node.held)
         self.members = Gauge("tickwork_ring_members", "Live nodes as this node sees them", registry=r)
         self.owned = Gauge("tickwork_owned_buckets", f"Hash buckets (of {BUCKETS}) this node attempts", registry=r)
-        counts = getattr(node.store, "schedule_counts", None)
-        if callable(counts):
-            r.register(ScheduleCounts(counts))
+        r.register(ScheduleCounts(node.store.schedule_counts))
         # Every status appears from the start (at 0), so rate() and alerts work before the first failure.
         for status in ("succeeded", "failed", "timed_out", "skipped"):
             self.runs.labels(status)

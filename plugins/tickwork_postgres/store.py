@@ -15,9 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     ARRAY,
-    CTE,
     BigInteger,
-    ColumnElement,
     Connection,
     DateTime,
     Engine,
@@ -26,10 +24,8 @@ from sqlalchemy import (
     Text,
     Update,
     bindparam,
-    cast,
     column,
     func,
-    literal,
     select,
     type_coerce,
     update,
@@ -39,7 +35,6 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql.base import PGDialect
 from sqlalchemy.engine import make_url
 
-from tickwork.config.numbers import integer
 from tickwork.errors import ConfigError
 from tickwork.sql import dburl
 from tickwork.sql.claiming import ClaimScope
@@ -48,9 +43,11 @@ from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import UTCDateTime, runs, schedules
-from tickwork.sql.store import SQLStore, cap
-from tickwork.sql.watch import ChangeWatcher
+from tickwork.sql.serverstore import ServerStore
 from tickwork.structures import Finish
+from tickwork.structures import cap_error as cap
+
+from .operations import CHANNEL, PostgresOperations
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -59,9 +56,6 @@ def _iso(moment: datetime | None) -> str | None:
 
 log = logging.getLogger("tickwork.postgres")
 
-CHANNEL = "tickwork_changes"
-# First key of the two-key advisory lock space, so tickwork's locks cannot meet an application's.
-LOCK_NAMESPACE = 0x7469636B  # "tick"
 
 declare(PGDialect, SQLTraits(epoch_micros=False))
 
@@ -77,7 +71,7 @@ def sqlalchemy_url(url: str) -> str:
     return "postgresql+psycopg://" + url.partition("://")[2]
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(ServerStore):
     """PostgreSQL store.
 
     :param url: ``postgresql://user:password@host:port/dbname`` (``${ENV}`` is expanded by the config)
@@ -85,28 +79,13 @@ class PostgresStore(SQLStore):
     """
 
     database_label = "postgresql"
+    database_title = "PostgreSQL"
+    plugin_name = "postgres"
+    url_example = "postgresql://..."
+    watcher_name = "tickwork-pg-listen"
+    operations_class = PostgresOperations
     claim_strategies = ("skip-locked", "optimistic", "unique-fire", "advisory", "mark")
-    options = {"url": str, "claim": str, "batch_size": int, "pool_size": int}
-
-    def __init__(
-        self,
-        url: str = "",
-        *,
-        claim: str | None = None,
-        batch_size: int = 100,
-        pool_size: int = 5,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        super().__init__(claim=claim, batch_size=batch_size, clock=clock)
-        if not url:
-            raise ConfigError('url: the postgres store needs url = "postgresql://..."')
-        self.url = sqlalchemy_url(url)
-        integer("pool_size", pool_size, low=1, high=1000)
-        self.pool_size = pool_size
-        self._watcher = ChangeWatcher("tickwork-pg-listen")
-
-    def describe(self) -> str:
-        return f"PostgreSQL database {make_url(self.url).render_as_string(hide_password=True)}"
+    sqlalchemy_url = staticmethod(sqlalchemy_url)
 
     def _create_engine(self) -> Engine:
         try:
@@ -114,31 +93,6 @@ class PostgresStore(SQLStore):
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise ConfigError("the postgres store needs psycopg: pip install 'tickwork[postgres]'") from exc
         return pooled_engine(self.url, pool_size=self.pool_size, connect_args={"connect_timeout": 5})
-
-    def _db_now(self) -> ColumnElement[Any]:
-        # statement_timestamp(), not now(): now() is frozen at transaction start.
-        return type_coerce(func.statement_timestamp(), UTCDateTime)
-
-    def _plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
-        return type_coerce(value + func.make_interval(0, 0, 0, 0, 0, 0, seconds), UTCDateTime)
-
-    def refresh_statistics(self) -> None:
-        with self._tx() as conn:
-            conn.exec_driver_sql("ANALYZE tickwork_schedules")
-
-    def insert_ignore(self, table: Any) -> Any:
-        return postgresql.insert(table).on_conflict_do_nothing()
-
-    def materialized(self, cte: CTE) -> CTE:
-        return cte.prefix_with("MATERIALIZED")
-
-    def lock_schedule_writes(self, conn: Connection) -> None:
-        # A second node starting at the same moment waits here, then plans from what the first
-        # one wrote: no conflicting inserts, no work done twice.
-        conn.execute(select(func.pg_advisory_xact_lock(literal(LOCK_NAMESPACE + 1, Integer), literal(0, Integer))))
-
-    def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
-        return func.pg_try_advisory_xact_lock(literal(LOCK_NAMESPACE, Integer), cast(row_id % 2147483647, Integer))
 
     def _insert_runs(self, conn: Connection, params: list[dict[str, Any]]) -> dict[int, int]:
         # INSERT ... SELECT FROM unnest(arrays): one fixed statement (cached by SQLAlchemy and
@@ -288,9 +242,6 @@ class PostgresStore(SQLStore):
         )
         return select(released.c.id).add_cte(ended)
 
-    def _notify(self, conn: Connection) -> None:
-        conn.execute(select(func.pg_notify(CHANNEL, "")))
-
     def listen(self, wake: Callable[[], None]) -> None:
         self._watcher.start(self._watch, wake)
 
@@ -312,7 +263,3 @@ class PostgresStore(SQLStore):
                 log.warning("LISTEN connection lost (%s); retrying in %.1fs", exc, backoff)
                 stop.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
-
-    def close(self) -> None:
-        self._watcher.stop()
-        super().close()

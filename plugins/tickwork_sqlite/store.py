@@ -18,21 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     Engine,
     Text,
     bindparam,
     func,
-    literal_column,
     select,
     type_coerce,
     update,
 )
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.dialects.sqlite.base import SQLiteDialect
-from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
 
 from tickwork.config.numbers import number
 from tickwork.errors import ConfigError, StoreError
@@ -40,33 +36,22 @@ from tickwork.sql.claims import RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import sqlite_file_engine
-from tickwork.sql.prepared import DirectPrepared, Prepared
 from tickwork.sql.schema import UTCDateTime, epoch_micros, runs, schedules
-from tickwork.sql.store import SQLStore, cap
+from tickwork.sql.store import SQLStore
+from tickwork.sql.storecore import COMMON_OPTIONS, checked_poll_interval
 from tickwork.sql.watch import ChangeWatcher, poll_loop
 from tickwork.structures import Claim, Finish
+from tickwork.structures import cap_error as cap
 
 from .connection import OneConnection
+from .operations import SQLiteOperations
 
 log = logging.getLogger("tickwork.sqlite")
-
-# julianday('now') is fixed for the duration of one statement, like PostgreSQL's statement clock.
-_NOW_MICROS = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
 
 
 def _micros(moment: datetime | None) -> int | None:
     """A time as the store keeps it (UTCDateTime on SQLite), for the JSON batches."""
     return None if moment is None else epoch_micros(moment)
-
-
-class JSONList(TypeDecorator[list[Any]]):
-    """A list bound as JSON text (for ``json_each``)."""
-
-    impl = Text
-    cache_ok = True
-
-    def process_bind_param(self, value: list[Any] | None, dialect: Dialect) -> str | None:
-        return None if value is None else json.dumps(value)
 
 
 #: The fields of each end in the JSON batch of :meth:`SQLiteStore._release_and_end`, in order.
@@ -88,11 +73,11 @@ class SQLiteStore(SQLStore):
     """
 
     database_label = "sqlite"
+    operations_class = SQLiteOperations
     claim_strategies = ("optimistic", "unique-fire", "mark")
     options = {
+        **COMMON_OPTIONS,
         "path": str,
-        "claim": str,
-        "batch_size": int,
         "busy_timeout": (int, float),
         "poll_interval": (int, float),
         "create": bool,
@@ -113,9 +98,9 @@ class SQLiteStore(SQLStore):
         if not path:
             raise ConfigError("path: must name a database file")
         self.path = Path(path)
-        # A poll every few milliseconds would keep a core busy; waits beyond an hour mean a typo.
+        # Waits beyond an hour mean a typo.
         self.busy_timeout = number("busy_timeout", busy_timeout, low=0.0, high=3600.0, unit="seconds")
-        self.poll_interval = number("poll_interval", poll_interval, low=0.01, high=60.0, unit="seconds")
+        self.poll_interval = checked_poll_interval(poll_interval)
         self.create_empty = create
         self._watcher = ChangeWatcher("tickwork-sqlite-watch", join_timeout=2)
         self._connection = OneConnection(lambda: self.engine, timeout=self.busy_timeout)
@@ -134,30 +119,6 @@ class SQLiteStore(SQLStore):
 
     def _begin(self) -> AbstractContextManager[Connection]:
         return self._connection.begin()
-
-    def _db_now(self) -> ColumnElement[Any]:
-        return type_coerce(literal_column(_NOW_MICROS), UTCDateTime)
-
-    def _plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
-        # .op keeps the operand's own type, so a bound datetime is still stored as microseconds.
-        return value.op("+", return_type=UTCDateTime)(seconds * 1_000_000)
-
-    def refresh_statistics(self) -> None:
-        with self._tx() as conn:
-            conn.exec_driver_sql("ANALYZE tickwork_schedules")
-
-    def insert_ignore(self, table: Any) -> Any:
-        return sqlite.insert(table).on_conflict_do_nothing()
-
-    def prepare(self, statement: Any) -> Prepared:
-        # The engine thread is a SQLite node's bottleneck in a burst (tickwork.sql.prepared).
-        return DirectPrepared(statement, self.engine.dialect)
-
-    def one_of(self, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
-        # One JSON array unpacked by json_each (also this store's run inserts and ends): with an
-        # expanding parameter SQLAlchemy rendered a placeholder and processed a parameter per id
-        # of every claim (4 % of a node's engine thread in a burst, claims of 100).
-        return column.in_(select(func.json_each(bindparam(name, type_=JSONList())).table_valued("value").c.value))
 
     def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
         # Two fixed statements whatever the batch: the batch travels as one JSON array (encoded by
@@ -210,7 +171,7 @@ class SQLiteStore(SQLStore):
         f = self._batch_rows("id", "run_id", "status", "error", "started", "finished")
         return (
             update(runs)
-            .where(runs.c.id == f.c.run_id, self.one_of(f.c.id, "ids"))
+            .where(runs.c.id == f.c.run_id, self.operations.one_of(f.c.id, "ids"))
             .values(
                 status=f.c.status,
                 error=f.c.error,
@@ -241,16 +202,13 @@ class SQLiteStore(SQLStore):
             schedules.c.claim_seq,
             bindparam("node", type_=Text),
             schedules.c.claimed_at,
-        ).where(self.one_of(schedules.c.id, "ids"), schedules.c.state == "running")
+        ).where(self.operations.one_of(schedules.c.id, "ids"), schedules.c.state == "running")
         return (
             sqlite.insert(runs)
             .from_select(list(RUN_COLUMNS), fires)
             .on_conflict_do_nothing()
             .returning(runs.c.id, runs.c.schedule_id)
         )
-
-    def _notify(self, conn: Connection) -> None:
-        """Nothing to send: listeners watch the file's ``data_version``."""
 
     def listen(self, wake: Callable[[], None]) -> None:
         self._watcher.start(self._watch, wake)

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tickwork.admin import Admin
-from tickwork.admin.info import ScheduleInfo, iso_z
+from tickwork.admin.info import ScheduleInfo
+from tickwork.structures import iso_z
 
 log = logging.getLogger("tickwork.web.actions")
 

@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.admin import Admin
-from tickwork.admin.info import NodeInfo, ScheduleInfo, iso_z
-from tickwork.structures import FAILING, RunRecord, RunStatus
+from tickwork.admin.info import NodeInfo, ScheduleInfo
+from tickwork.structures import FAILING, RunRecord, RunStatus, iso_z
 
 from .queries import RunFilter, ScheduleFilter
 from .words import describe

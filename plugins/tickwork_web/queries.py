@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
-from tickwork.structures import RunStatus, ScheduleState
+from tickwork.structures import RunStatus, ScheduleState, parse_iso
 
 #: The schedules page's "show" filter -> (enabled, failing) for the admin API.
 SHOW = {"all": (None, None), "enabled": (True, None), "disabled": (False, None), "failing": (None, True)}
@@ -74,10 +74,9 @@ def instant(params: Mapping[str, str], name: str) -> datetime | None:
     if raw is None or raw == "":
         return None
     try:
-        value = datetime.fromisoformat(raw.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+        return parse_iso(raw)
     except ValueError:
         raise BadQuery(f"{name}: expected an ISO-8601 time such as 2026-01-31T12:00Z, got {raw!r}") from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 def text(params: Mapping[str, str], name: str, limit: int = 200) -> str | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
 from .errors import ScheduleNotFoundError, TickworkError
@@ -24,7 +24,7 @@ from .structures import (
     Claim,
     Finish,
     JobCall,
-    NodeInfo,
+    NodeRecord,
     Outcome,
     RunRecord,
     RunStatus,
@@ -33,6 +33,9 @@ from .structures import (
     ScheduleSpec,
     ScheduleState,
 )
+
+#: Most history rows :meth:`Store.prune_history` deletes per call (each call one short transaction).
+PRUNE_BATCH = 10_000
 
 
 class Trigger(ABC):
@@ -126,6 +129,11 @@ class Executor(ABC):
         return None
 
 
+#: Seconds a node counts as live after its last heartbeat when its membership plugin has no
+#: ``node_ttl`` (the heartbeat plugins' default).
+DEFAULT_NODE_TTL = 4.0
+
+
 class Membership(ABC):
     """Decides which schedules this node attempts, by owning hash buckets.
 
@@ -179,6 +187,17 @@ class Store(ABC):
     claim_strategies: ClassVar[tuple[str, ...]] = ()
     #: Option names this store accepts in its config table, mapped to their expected type.
     options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+    #: Most schedules one :meth:`claim_due` call takes (the engine's claim batch). A store that
+    #: takes it as an option sets it per instance; 100 otherwise.
+    batch_size: int = 100
+    #: Statements this store has executed (benchmarks' statements per fire); a store that does
+    #: not count them stays at 0.
+    statements: int = 0
+
+    def describe(self) -> str:
+        """Name the database for messages and the start-up banner, never with a password.
+        Default: the class name."""
+        return f"{type(self).__name__} database"
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -427,7 +446,7 @@ class Store(ABC):
         """Create or refresh the node record; return the database time of the heartbeat."""
 
     @abstractmethod
-    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeRecord | None:
         """Create this process's node record, unless another live process already uses the id.
 
         :param instance: a random token of this process
@@ -449,7 +468,7 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def nodes(self) -> list[NodeInfo]:
+    def nodes(self) -> list[NodeRecord]:
         """Return every known node record."""
 
     @abstractmethod
@@ -461,6 +480,26 @@ class Store(ABC):
     @abstractmethod
     def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
         """Return the most recent runs first."""
+
+    def prune_history(self, older_than: timedelta, *, limit: int = PRUNE_BATCH) -> int:
+        """Delete at most ``limit`` runs that ended more than ``older_than`` ago (by the store's
+        clock), in one short transaction; never a running one. A caller pruning a large history
+        calls again while the answer is ``limit`` (the engine does, on its own thread), so no
+        single statement holds locks for long.
+
+        :return: how many rows were deleted. Default: 0 (a store that cannot prune keeps its
+            history)
+        """
+        return 0
+
+    def schedule_counts(self) -> dict[str, int]:
+        """How many schedules are ``idle``, ``running`` and ``disabled`` (the metrics plugin's
+        ``tickwork_schedules{state}``). Default: counted from :meth:`list_schedules`; a SQL
+        store answers with one grouped query."""
+        counts = {"idle": 0, "running": 0, "disabled": 0}
+        for schedule in self.list_schedules():
+            counts["disabled" if not schedule.spec.enabled else schedule.state.value] += 1
+        return counts
 
     # -- read queries of the admin API (tickwork.admin) -----------------------------------------
     #

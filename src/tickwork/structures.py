@@ -10,7 +10,7 @@ import enum
 import zlib
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -23,6 +23,8 @@ MAX_TIMEOUT = timedelta(days=30)
 #: The most retries of one fire, and the longest wait before the first one.
 MAX_RETRIES = 100
 MAX_RETRY_BACKOFF = timedelta(days=1)
+#: Longest error text kept in the history (every store caps it: :func:`cap_error`).
+MAX_ERROR_CHARS = 4000
 
 
 class Choice(enum.StrEnum):
@@ -85,10 +87,47 @@ def _check_aware(field_name: str, value: datetime | None) -> None:
         raise ValueError(f"{field_name}: datetime must be timezone-aware, got {value!r}")
 
 
+def _seconds(value: object) -> str:
+    """A duration in an error message: ``90 s`` rather than ``datetime.timedelta(seconds=90)``."""
+    return f"{value.total_seconds():g} s" if isinstance(value, timedelta) else repr(value)
+
+
 def utc(value: datetime) -> datetime:
     """Return ``value`` converted to UTC; naive datetimes are rejected."""
     _check_aware("datetime", value)
     return value.astimezone(UTC)
+
+
+def cap_error(text: str | None, limit: int = MAX_ERROR_CHARS) -> str | None:
+    """``text`` cut to ``limit`` characters, saying how much was cut; ``None`` stays ``None``."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 20] + f"... [{len(text) - limit + 20} chars cut]"
+
+
+@overload
+def iso_z(value: datetime, timespec: str = "auto") -> str: ...
+@overload
+def iso_z(value: None, timespec: str = "auto") -> None: ...
+@overload
+def iso_z(value: datetime | None, timespec: str = "auto") -> str | None: ...
+def iso_z(value: datetime | None, timespec: str = "auto") -> str | None:
+    """ISO 8601 in UTC with a trailing ``Z``: ``2026-12-01T10:00:00Z`` (microseconds kept when
+    present, or as ``timespec`` says: see :meth:`datetime.isoformat`); ``None`` stays ``None``.
+    How tickwork writes every time a program reads (JSON output, JSON logs, payloads)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+def parse_iso(text: str) -> datetime:
+    """The reverse of :func:`iso_z`: an ISO 8601 date-time, ``Z`` (or ``z``) for UTC; without an
+    offset it is UTC, as everywhere in tickwork. Surrounding blanks are ignored.
+
+    :raises ValueError: if ``text`` is not an ISO 8601 date-time
+    """
+    value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -135,13 +174,13 @@ class ScheduleSpec:
             raise ValueError(f"arguments: must be a JSON object (dict), got {type(self.arguments).__name__}")
         if not isinstance(self.timeout, timedelta) or not timedelta(0) < self.timeout <= MAX_TIMEOUT:
             raise ValueError(
-                f"timeout: must be more than 0 s and at most {MAX_TIMEOUT.days} days, got {self.timeout!r}"
+                f"timeout: must be more than 0 s and at most {MAX_TIMEOUT.days} days, got {_seconds(self.timeout)}"
             )
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or not 0 <= self.retries <= MAX_RETRIES:
             raise ValueError(f"retries: must be an integer from 0 to {MAX_RETRIES}, got {self.retries!r}")
         if not isinstance(self.retry_backoff, timedelta) or not timedelta(0) <= self.retry_backoff <= MAX_RETRY_BACKOFF:
             raise ValueError(
-                f"retry_backoff: must be from 0 s to {MAX_RETRY_BACKOFF.days} day, got {self.retry_backoff!r}"
+                f"retry_backoff: must be from 0 s to {MAX_RETRY_BACKOFF.days} day, got {_seconds(self.retry_backoff)}"
             )
         if self.misfire is not None and not isinstance(self.misfire, MisfirePolicy):
             object.__setattr__(self, "misfire", MisfirePolicy(self.misfire))
@@ -347,15 +386,12 @@ class RunRecord:
     attempt: int = 1
 
     def as_json(self) -> dict[str, Any]:
-        def iso(value: datetime | None) -> str | None:
-            return None if value is None else value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
         return {
             "id": self.id,
             "schedule": self.schedule,
-            "scheduled_for": iso(self.scheduled_for),
-            "started_at": iso(self.started_at),
-            "finished_at": iso(self.finished_at),
+            "scheduled_for": iso_z(self.scheduled_for),
+            "started_at": iso_z(self.started_at),
+            "finished_at": iso_z(self.finished_at),
             "status": self.status.value,
             "node": self.node,
             "error": self.error,
@@ -364,7 +400,10 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
-class NodeInfo:
+class NodeRecord:
+    """A node's row in the store (:meth:`tickwork.abc.Store.nodes`); the admin API's
+    :class:`tickwork.admin.info.NodeInfo` adds its heartbeat age and liveness."""
+
     id: str
     started_at: datetime
     heartbeat_at: datetime

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 from tests import jobs_for_tests
+from tests.servers.configs import ConfigFor
 
 import tickwork
 from tickwork.config import parse
 from tickwork.node import Node
 from tickwork.scheduling.triggers import get_trigger
 from tickwork.structures import BUCKETS
-from tickwork_postgres.store import PostgresStore
 from tickwork_sqlite.store import SQLiteStore
 
 RECORD = "tests.jobs_for_tests:record"
@@ -27,17 +27,8 @@ BLOCKED = "tests.jobs_for_tests:blocked"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
-    scheduler = {"node_id": "additions-node"}
-    if request.param == "sqlite":
-        path = str(tmp_path / "additions.db")
-        SQLiteStore(path).upgrade()
-        return {"scheduler": scheduler, "store": {"path": path}}
-    url = request.getfixturevalue("postgres_url")
-    store = PostgresStore(url)
-    store.upgrade()
-    store.close()
-    return {"scheduler": scheduler, "store": {"plugin": "postgres", "url": url}}
+def config(request: pytest.FixtureRequest, config_for: ConfigFor) -> dict[str, Any]:
+    return config_for(request.param, migrated=True).as_dict(scheduler={"node_id": "additions-node"})
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
+from tests.servers.configs import ConfigFor
 from tests.web.webhelpers import RECORD, TOKEN, populate, write_config
 
 import tickwork
 import tickwork_web
 from tickwork.errors import ConfigError
-from tickwork_postgres.store import PostgresStore
 
 NAMES = ["broken", "late", "nightly-report", "paused"]
 
@@ -389,16 +389,10 @@ def test_run_time_schedule_added_after_start_appears(fresh: Path) -> None:
         assert names_in(c.get("/").text) == ["added-later", *before]
 
 
-def test_the_dashboard_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
+def test_the_dashboard_on_postgresql(tmp_path: Path, config_for: ConfigFor) -> None:
+    store = config_for("postgres", migrated=True).toml()
     config = tmp_path / "tickwork.toml"
-    config.write_text(
-        f'[scheduler]\nnode_id = "pg-web-node"\n\n[store]\nplugin = "postgres"\nurl = "{postgres_url}"\n\n'
-        "[executor.local]\n",
-        encoding="utf-8",
-    )
-    store = PostgresStore(postgres_url)
-    store.upgrade()
-    store.close()
+    config.write_text(f'[scheduler]\nnode_id = "pg-web-node"\n\n{store}\n[executor.local]\n', encoding="utf-8")
     populate(config)
     with client(config, TOKEN) as c:
         body = c.get("/api/schedules").json()

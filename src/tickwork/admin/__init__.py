@@ -3,6 +3,7 @@ of a store without running a node; what the CLI and the dashboard are built on."
 
 from __future__ import annotations
 
-from .api import DEFAULT_NODE_TTL, Admin, ConfigSource, connect, load_config, missing_message
+from ..abc import DEFAULT_NODE_TTL
+from .api import Admin, ConfigSource, connect, load_config, missing_message
 
 __all__ = ["DEFAULT_NODE_TTL", "Admin", "ConfigSource", "connect", "load_config", "missing_message"]

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
-from ..abc import Store
+from ..abc import DEFAULT_NODE_TTL, Store
 from ..config.files import Config, load, parse
 from ..errors import DatabaseMissingError
 from ..plugin.assembly import build_membership, build_store
@@ -33,9 +33,6 @@ from ..scheduling.validation import SpecBuilder
 from ..structures import RunRecord, RunStatus, ScheduleState, utc
 from .info import NodeInfo, ScheduleInfo
 from .writes import ScheduleWrites
-
-#: Node liveness when the membership plugin has no ``node_ttl`` (the heartbeat plugins' default).
-DEFAULT_NODE_TTL = 4.0
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | Config | None
 
@@ -255,8 +252,7 @@ class Admin(ScheduleWrites):
 
 def missing_message(config: Config, store: Store) -> str:
     """Why a read found no database: which one, and which configuration pointed there."""
-    describe = getattr(store, "describe", None)
-    what = str(describe()) if callable(describe) else f"the {config.store.plugin} database"
+    what = store.describe()
     if config.source is None:
         return (
             f"{what} does not exist: no config file was given or found ($TICKWORK_CONFIG, ./tickwork.toml), "

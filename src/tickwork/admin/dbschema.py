@@ -23,8 +23,7 @@ def _store(config: Config) -> Store:
 
 
 def _describe(store: Store) -> str:
-    describe = getattr(store, "describe", None)
-    return str(describe()) if callable(describe) else f"the {type(store).__name__} database"
+    return store.describe()
 
 
 @dataclass(frozen=True)

@@ -6,15 +6,10 @@ Runs are returned as :class:`tickwork.structures.RunRecord`, the history row its
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from ..structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState
-
-
-def iso_z(value: datetime | None) -> str | None:
-    """ISO-8601 in UTC with a trailing ``Z``; ``None`` stays ``None``."""
-    return None if value is None else value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+from ..structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, iso_z
 
 
 @dataclass(frozen=True)

@@ -1,37 +1,25 @@
 """The admin API's writes: adding, changing and removing schedules (:class:`ScheduleWrites`, a
-part of :class:`tickwork.Admin`). Every write validates first (:class:`~tickwork.adminspec.SpecBuilder`)
-and goes through :mod:`tickwork.schedules`, the same functions the node uses."""
+part of :class:`tickwork.Admin`). Every write validates first (:class:`~tickwork.scheduling.validation.SpecBuilder`)
+and goes through :mod:`tickwork.scheduling.sync`, the same functions the node uses."""
 
 from __future__ import annotations
 
 import builtins
 import collections
 from collections.abc import Iterable, Mapping
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..abc import Store
 from ..errors import ConfigError, ScheduleNotFoundError, TickworkError
 from ..plugin.manager import PluginManager
 from ..scheduling import sync as schedules
+from ..scheduling.options import ALIASES, NAMES, ScheduleOptions, of_spec
 from ..scheduling.validation import SpecBuilder
-from ..structures import MisfirePolicy, Schedule, ScheduleSpec
+from ..structures import Schedule, ScheduleSpec
 from .info import ScheduleInfo
 
 #: The keyword names of :meth:`Admin.add` that :meth:`Admin.update` accepts too.
-UPDATABLE = (
-    "expression",
-    "target",
-    "kind",
-    "tz",
-    "executor",
-    "args",
-    "timeout",
-    "retries",
-    "retry_backoff",
-    "misfire",
-    "enabled",
-)
+UPDATABLE = ("expression", "target", *NAMES)
 
 
 class ScheduleWrites:
@@ -46,47 +34,23 @@ class ScheduleWrites:
         def store(self, *, write: bool = False) -> Store: ...
 
     def add(
-        self,
-        name: str,
-        expression: str,
-        target: str,
-        *,
-        kind: str | None = None,
-        tz: str = "UTC",
-        executor: str | None = None,
-        args: Mapping[str, Any] | None = None,
-        timeout: float | timedelta = 300,
-        retries: int = 0,
-        retry_backoff: float | timedelta = 10,
-        misfire: str | MisfirePolicy | None = None,
-        enabled: bool = True,
-        replace: bool = False,
+        self, name: str, expression: str, target: str, *, replace: bool = False, **options: Unpack[ScheduleOptions]
     ) -> ScheduleInfo:
         """Validate and create a run-time schedule, first due at its next fire after now.
 
-        :param kind: trigger kind; recognised from ``expression`` when omitted
-        :param executor: executor name (default ``[scheduler] default_executor``); it must be
-            configured, since a node runs only its configured executors
-        :param args: keyword arguments for the target (checked against its parameters)
+        The options are a schedule's (:data:`~tickwork.scheduling.options.OPTIONS`, the same as
+        ``tickwork jobs add`` and schedule files take): ``kind`` (recognised from ``expression``
+        when omitted), ``tz``, ``executor`` (default ``[scheduler] default_executor``; it must be
+        configured, since a node runs only its configured executors), ``args`` (keyword arguments
+        for the target, checked against its parameters), ``timeout`` and ``retry_backoff``
+        (seconds, a timedelta or text such as ``"5m"``), ``retries``, ``misfire``, ``enabled``.
+
         :param replace: replace an existing schedule of that name instead of failing
         :raises tickwork.ScheduleExistsError: if the name is taken (and not ``replace``)
         :raises tickwork.ConfigError, tickwork.TriggerError, tickwork.ExecutorError: invalid input
+        :raises TypeError: for a keyword that is no option
         """
-        spec = self.spec(
-            name,
-            expression,
-            target,
-            kind=kind,
-            tz=tz,
-            executor=executor,
-            args=args,
-            timeout=timeout,
-            retries=retries,
-            retry_backoff=retry_backoff,
-            misfire=misfire,
-            enabled=enabled,
-        )
-        return self._write(spec, replace)
+        return self._write(self.spec(name, expression, target, **options), replace)
 
     def add_many(
         self, specs: Iterable[ScheduleSpec | Mapping[str, Any]], *, replace: bool = False
@@ -132,24 +96,13 @@ class ScheduleWrites:
 
         :raises tickwork.ScheduleNotFoundError: if there is no such schedule
         """
-        unknown = sorted(set(fields) - set(UPDATABLE))
+        unknown = sorted(set(fields) - set(UPDATABLE) - set(ALIASES))
         if unknown:
             raise ConfigError(f"update: unknown field(s) {', '.join(unknown)}; fields: {', '.join(UPDATABLE)}")
         store = self.store(write=True)
         current = store.get(name).spec
-        merged: dict[str, Any] = {
-            "expression": current.expression,
-            "target": current.target,
-            "kind": current.trigger_kind,
-            "tz": current.timezone,
-            "executor": current.executor,
-            "args": current.arguments,
-            "timeout": current.timeout,
-            "retries": current.retries,
-            "retry_backoff": current.retry_backoff,
-            "misfire": current.misfire,
-            "enabled": current.enabled,
-        }
+        merged: dict[str, Any] = {"expression": current.expression, "target": current.target, **of_spec(current)}
+        fields = {ALIASES.get(key, key): value for key, value in fields.items()}
         if "expression" in fields and "kind" not in fields:
             merged["kind"] = None  # recognise the new expression's kind
         merged.update(fields)
@@ -219,9 +172,11 @@ class ScheduleWrites:
 
     # -- validation -----------------------------------------------------------------------------
 
-    def spec(self, name: str, expression: str, target: str, **options: Any) -> ScheduleSpec:
+    def spec(
+        self, name: str, expression: str, target: str, *, module: str | None = None, **options: Unpack[ScheduleOptions]
+    ) -> ScheduleSpec:
         """Build and check the :class:`ScheduleSpec` that :meth:`add` would store (same arguments)."""
-        return self.specs.build(name, expression, target, **options)
+        return self.specs.build(name, expression, target, module=module, **options)
 
     def _info(self, schedule: Schedule) -> ScheduleInfo:
         return ScheduleInfo.of(schedule, self.store().last_runs([schedule.id]).get(schedule.id))

@@ -8,15 +8,15 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TextIO
+
+from .. import structures
 
 
 def iso_z(value: datetime | None) -> str:
     """ISO-8601 in UTC with a trailing ``Z``; ``-`` for no value."""
-    if value is None:
-        return "-"
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return "-" if value is None else structures.iso_z(value)
 
 
 def one_line(text: str | None, limit: int = 100) -> str:

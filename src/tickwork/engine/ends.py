@@ -5,30 +5,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from ..abc import Store
 from ..errors import StoreError
 from ..structures import Claim, Finish, RunStatus
 from .clock import DatabaseClock
+from .counters import Counters
 from .listener import EngineListener, SkippedFire
 from .runlog import log_run_ends
 
 log = logging.getLogger("tickwork.engine")
-
-
-@dataclass
-class Counters:
-    """What the engine did, for logs, tests and benchmarks."""
-
-    fired: int = 0
-    finished: int = 0
-    skipped: int = 0
-    fenced_out: int = 0
-    parked: int = 0
-    #: :meth:`Store.finish` calls that wrote at least one end
-    end_batches: int = 0
 
 
 class EndWriter:

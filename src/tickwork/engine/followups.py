@@ -18,6 +18,9 @@ from .settings import EngineSettings
 
 log = logging.getLogger("tickwork.engine")
 
+#: The end of a run whose schedule is parked, with the fault recorded (see :meth:`Store.park`).
+Parked = tuple[Finish, str]
+
 
 class FollowUps:
     """Plans what follows each ended run (used by :class:`~tickwork.engine.runs.Runs` and by the
@@ -46,15 +49,15 @@ class FollowUps:
         mono_claimed: float,
         now_mono: float,
         started_at: datetime | None,
-        finishes: list[Finish],
-        parks: list[tuple[Finish, str]],
         *,
         retry: bool = True,
         now: datetime | None = None,
-    ) -> None:
+    ) -> Finish | Parked | None:
         """Plan a retry or the next fire of an ended run; a fault doing so parks the schedule.
 
         :param now: the database clock at ``now_mono``, when the caller knows it already
+        :return: the run's end to write (a :class:`Finish`), the schedule to park (a
+            :data:`Parked` pair) or ``None``: a retry was planned (the run's claim is kept)
         """
         try:
             next_after = self.next_fires.of(claim.spec, claim.scheduled_for)
@@ -62,10 +65,10 @@ class FollowUps:
                 now = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
             failed = retry and outcome.status is RunStatus.FAILED
             if failed and self._retry(claim, next_after, outcome, now, mono_claimed, started_at):
-                return
-            finishes.append(self.finish_for(claim, next_after, outcome, now, started_at))
+                return None
+            return self.finish_for(claim, next_after, outcome, now, started_at)
         except Exception as exc:
-            parks.append(self.parked(claim, outcome, started_at, exc))
+            return self.parked(claim, outcome, started_at, exc)
 
     def _retry(
         self,
@@ -121,9 +124,7 @@ class FollowUps:
             },
         )
 
-    def parked(
-        self, claim: Claim, outcome: Outcome | None, started_at: datetime | None, exc: Exception
-    ) -> tuple[Finish, str]:
+    def parked(self, claim: Claim, outcome: Outcome | None, started_at: datetime | None, exc: Exception) -> Parked:
         """The end of a claim whose handling failed: its run records the error (after the run's
         own outcome, if it ran) and the schedule is parked with the error until fixed."""
         fault = describe(exc)

@@ -1,4 +1,5 @@
-"""Background duties of a node, run between passes of the loop: renew, reap, reconcile, prune.
+"""Background duties of a node, run between passes of the loop: renew, reap, reconcile, and
+starting a prune of the history (which runs on its own thread: :mod:`.pruning`).
 
 Each duty is a small service with its own interval (River's maintenance services): one that
 fails with something other than a store error is logged once and tried again at its next turn;
@@ -12,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..abc import Store
-from ..errors import StoreError, TickworkError
+from ..errors import StoreError
 from ..structures import Claim
 from .faults import OnceLogger
+from .pruning import HistoryPruner
 from .settings import PRUNE_INTERVAL, EngineSettings
 
 log = logging.getLogger("tickwork.engine")
@@ -55,8 +57,10 @@ class Housekeeping:
             # As often as the reap: both release what nobody runs any more.
             Service("reconcile", settings.reap_interval, self.reconcile),
         ]
+        self.pruner: HistoryPruner | None = None
         if settings.history_retention is not None:
-            self.services.append(Service("prune", PRUNE_INTERVAL, self.prune))
+            self.pruner = HistoryPruner(store, settings.history_retention)
+            self.services.append(Service("prune", PRUNE_INTERVAL, self.pruner.start))
         # The first reconcile waits a full interval: start-up already released what was left.
         self.services[2].next_run = monotonic() + settings.reap_interval
 
@@ -102,16 +106,7 @@ class Housekeeping:
             log.warning("reconcile released %d claim(s) this node no longer tracked", released)
         return released
 
-    def prune(self) -> None:
-        retention = self.settings.history_retention
-        assert retention is not None
-        prune = getattr(self.store, "prune_history", None)
-        if prune is None:
-            return
-        try:
-            pruned = prune(retention)
-        except TickworkError as exc:
-            log.warning("pruning history failed: %s", exc)
-            return
-        if pruned:
-            log.info("pruned %d history rows older than %s", pruned, retention)
+    def stop(self) -> None:
+        """Stop the history pruning after its batch in progress (before the store closes)."""
+        if self.pruner is not None:
+            self.pruner.stop()

@@ -12,7 +12,6 @@ the error recorded and parks the schedule; a fault of the loop itself is logged 
 
 from __future__ import annotations
 
-import gc
 import itertools
 import logging
 import threading
@@ -25,9 +24,10 @@ from ..errors import StoreError
 from ..plugin.manager import PluginManager
 from ..structures import Claim, Finish, Outcome, RunStatus
 from .clock import DatabaseClock
-from .ends import Counters, EndWriter
+from .counters import Counters
+from .ends import EndWriter
 from .faults import OnceLogger
-from .followups import FollowUps
+from .followups import FollowUps, Parked
 from .gate import ClaimGate
 from .held import HeldFires
 from .housekeeping import Housekeeping
@@ -35,25 +35,9 @@ from .listener import EngineListener, SafeListener
 from .nextfires import NextFires
 from .retries import RetryQueue
 from .runs import Runs
-from .settings import GC_DEFAULT_YOUNG_THRESHOLD, GC_YOUNG_THRESHOLD, EngineSettings, clamp_wait
+from .settings import EngineSettings, clamp_wait
 
 log = logging.getLogger("tickwork.engine")
-
-
-def _raise_gc_threshold() -> tuple[int, int, int] | None:
-    """Raise the collector's young-generation threshold to :data:`GC_YOUNG_THRESHOLD` while the
-    loop runs, unless the process chose its own; returns what to restore (None: nothing)."""
-    before = gc.get_threshold()
-    if before[0] != GC_DEFAULT_YOUNG_THRESHOLD:
-        return None
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *before[1:])
-    return before
-
-
-def _restore_gc_threshold(before: tuple[int, int, int] | None) -> None:
-    # Only if nobody changed it meanwhile (another engine in this process, the application).
-    if before is not None and gc.get_threshold()[0] == GC_YOUNG_THRESHOLD:
-        gc.set_threshold(*before)
 
 
 class Engine:
@@ -160,13 +144,10 @@ class Engine:
         return self._stopping.is_set()
 
     def run_forever(self, until: float | None = None) -> None:
-        """Loop until :meth:`stop` (or the monotonic time ``until``); see :meth:`run_once`."""
-        # Everything built so far (modules, plugins, the store's engine and metadata) lives as long
-        # as the node: keep it out of the garbage collector's full passes, which otherwise stop
-        # this thread for 50-70 ms every few seconds under load, right when due runs are to be
-        # started (measured: docs/benchmarks.md#steady-lag).
-        gc.freeze()
-        thresholds = _raise_gc_threshold()
+        """Loop until :meth:`stop` (or the monotonic time ``until``); see :meth:`run_once`.
+
+        The process-wide garbage collector is left as it is: a node's own process tunes it
+        (:func:`tickwork.node.process.tune_gc`), an embedded node's host owns it."""
         mono = self.clock.monotonic
         try:
             while not self._stopping.is_set():
@@ -184,7 +165,6 @@ class Engine:
                     self._wake.wait(wait)
         finally:
             self.runs.loop_stopped()
-            _restore_gc_threshold(thresholds)
 
     def run_once(self) -> float:
         """One pass of the loop: :meth:`tick`, then how long to wait before the next pass (0: at
@@ -220,6 +200,8 @@ class Engine:
         self.stop()
         failed: list[Exception] = []
         steps: list[tuple[str, Callable[[], object]]] = [
+            # Waits for the batch in progress (one bounded statement): the store closes next.
+            ("stop pruning the history", self.housekeeping.stop),
             ("give back claims taken ahead of their time", self.release_held),
             ("record the last runs", lambda: self.drain(timeout)),
             ("give up pending retries", self.drop_retries),
@@ -260,13 +242,15 @@ class Engine:
         """Give up pending retries (node stopping): release their schedules to the next fire."""
         failed = Outcome(RunStatus.FAILED, error="node stopped before the retry")
         finishes: list[Finish] = []
-        parks: list[tuple[Finish, str]] = []
+        parks: list[Parked] = []
         now_mono = self.clock.monotonic()
         for retry in self.retries.take_all():
             # Ending a run never retries it again: only a run that failed now plans one.
-            self.follow_ups.end_one(
-                retry.claim, failed, retry.mono_claimed, now_mono, None, finishes, parks, retry=False
-            )
+            end = self.follow_ups.end_one(retry.claim, failed, retry.mono_claimed, now_mono, None, retry=False)
+            if isinstance(end, Finish):
+                finishes.append(end)
+            elif end is not None:
+                parks.append(end)
         self.ends.write(finishes, parks)
 
     def drain(self, timeout: float) -> None:

@@ -20,8 +20,9 @@ from ..abc import Executor
 from ..errors import TickworkError
 from ..structures import Claim, Finish, JobCall, Outcome, RunStatus
 from .clock import DatabaseClock
-from .ends import Counters, EndWriter
-from .followups import FollowUps
+from .counters import Counters
+from .ends import EndWriter
+from .followups import FollowUps, Parked
 from .held import HeldFires
 from .listener import EngineListener
 from .planning import misfire_reason
@@ -87,7 +88,7 @@ class Runs:
         now_mono = self.clock.monotonic()
         mono_claimed = now_mono if mono_claimed is None else mono_claimed
         immediate: list[Finish] = []
-        parks: list[tuple[Finish, str]] = []
+        parks: list[Parked] = []
         started: list[JobCall] = []
         # The clock as of each claim time: the claims of one batch share theirs.
         nows: dict[datetime, datetime] = {}
@@ -96,25 +97,28 @@ class Runs:
                 now = nows.get(claim.claimed_at)
                 if now is None:
                     now = nows[claim.claimed_at] = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
-                self._dispatch_one(claim, now, mono_claimed, now_mono, immediate, started)
+                begun = self._dispatch_one(claim, now, mono_claimed, now_mono)
             except Exception as exc:  # this claim's fault, contained to this claim
                 parks.append(self.follow_ups.parked(claim, None, None, exc))
+                continue
+            if begun is None:
+                continue
+            if isinstance(begun, JobCall):
+                started.append(begun)
+            else:
+                immediate.append(begun)
         if started:
             self.listener().runs_started(started)
         self.ends.add(immediate, parks)
 
     def _dispatch_one(
-        self,
-        claim: Claim,
-        now: datetime,
-        mono_claimed: float,
-        now_mono: float,
-        immediate: list[Finish],
-        started: list[JobCall],
-    ) -> None:
+        self, claim: Claim, now: datetime, mono_claimed: float, now_mono: float
+    ) -> JobCall | Finish | None:
+        """Start one claim (database clock ``now``): its call handed to the executor, the end of a
+        fire that must not run (already recorded, missed), or ``None``: held until its time."""
         if claim.early and now < claim.scheduled_for:
             self.held.hold(claim, mono_claimed)
-            return
+            return None
         self.counters.fired += 1
         next_after = self.follow_ups.next_fires.of(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it
         if claim.run_id is None:
@@ -123,10 +127,7 @@ class Runs:
                 claim.spec.name,
                 claim.scheduled_for.isoformat(),
             )
-            immediate.append(
-                self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, "already recorded"), now)
-            )
-            return
+            return self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, "already recorded"), now)
         policy = claim.spec.misfire or self.settings.misfire
         grace = self.settings.misfire_grace
         missed = misfire_reason(
@@ -134,10 +135,7 @@ class Runs:
         )
         if missed is not None:
             self.counters.skipped += 1
-            immediate.append(
-                self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, error=missed), now)
-            )
-            return
+            return self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, error=missed), now)
         executor = self.executors.get(claim.spec.executor)
         if executor is None:
             raise TickworkError(f"executor {claim.spec.executor!r} is not configured on node {self.settings.node_id}")
@@ -146,12 +144,12 @@ class Runs:
         flight = InFlight(claim, mono_claimed, deadline, started_at=now)
         self.in_flight[claim.run_id] = flight
         call = JobCall.for_claim(claim, timeout=timeout, node_id=self.settings.node_id)
-        started.append(call)
         try:
             executor.submit(call, self._on_done_for(flight))
         except Exception as exc:  # an executor bug must not lose the claim
             log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
             self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
+        return call
 
     def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:
         monotonic = self.clock.monotonic
@@ -198,7 +196,7 @@ class Runs:
 
     def finish_completed(self) -> None:
         finishes: list[Finish] = []
-        parks: list[tuple[Finish, str]] = []
+        parks: list[Parked] = []
         now_mono = self.clock.monotonic()
         first_arrived: float | None = None
         # The clock now, per claim batch (claim time and monotonic time of its answer); a run's
@@ -225,9 +223,11 @@ class Runs:
             if anchor is None:
                 anchor = anchors[key] = self.clock.since_claim(claim.claimed_at, flight.mono_claimed, now_mono)
             now = self.clock.before(anchor, now_mono - ended)
-            self.follow_ups.end_one(
-                claim, outcome, flight.mono_claimed, ended, flight.started_at, finishes, parks, now=now
-            )
+            end = self.follow_ups.end_one(claim, outcome, flight.mono_claimed, ended, flight.started_at, now=now)
+            if isinstance(end, Finish):
+                finishes.append(end)
+            elif end is not None:
+                parks.append(end)
         self.ends.add(finishes, parks, since=first_arrived)
 
     def write_ends(self, *, now: bool = False) -> None:

@@ -22,15 +22,6 @@ NEXT_DUE_MAX_AGE = 0.25
 #: Seconds between reads of the database clock for sleep times; in between, the last reading
 #: plus the monotonic time since stands in for it (a round trip and a commit saved per loop).
 CLOCK_READ_INTERVAL = 1.0
-#: The young-generation threshold of the garbage collector while a node's loop runs, when the
-#: process still has the interpreter's default (700). A burst allocates a few objects per fire
-#: that live for milliseconds (claims, calls, ends); at 700 they were promoted and walked again
-#: by full collections over the spec cache: 2.1 s of a 10.5 s drain of 100,000 fires on SQLite.
-#: At 10,000 most of them are freed before a collection sees them (0.27 s of collections; the
-#: drain 20-30 % faster). See docs/benchmarks.md#bursts-of-100000-and-hashring-against-all.
-GC_YOUNG_THRESHOLD = 10_000
-#: CPython's default young-generation threshold (``gc.get_threshold()[0]``).
-GC_DEFAULT_YOUNG_THRESHOLD = 700
 #: Seconds between two prunes of the history.
 PRUNE_INTERVAL = 3600.0
 #: The longest wait the engine hands to ``threading`` (longer ones raise OverflowError there).

@@ -3,7 +3,8 @@ its start-up banner, log format and way out (shutdown)."""
 
 from __future__ import annotations
 
+from ..abc import DEFAULT_NODE_TTL
 from ..plugin.assembly import build_executors, build_membership, build_store
-from .node import DEFAULT_NODE_TTL, Node, unconfigured_executor
+from .node import Node, unconfigured_executor
 
 __all__ = ["DEFAULT_NODE_TTL", "Node", "build_executors", "build_membership", "build_store", "unconfigured_executor"]

@@ -30,8 +30,7 @@ def log_banner(node: Node, reports: list[SyncReport]) -> None:
     if not log.isEnabledFor(logging.INFO):
         return
     config = node.config
-    describe = getattr(node.store, "describe", None)
-    store = describe() if callable(describe) else config.store.plugin
+    store = node.store.describe()
     log.info(
         "node %s starting: config %s; store %s (%s); membership %s; executors %s",
         node.node_id,

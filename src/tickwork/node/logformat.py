@@ -13,6 +13,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from ..structures import iso_z
+
 TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 #: Record attributes copied into the JSON object when present (set through ``extra=``).
@@ -21,7 +23,7 @@ RUN_FIELDS = ("schedule", "scheduled_for", "run_id", "node")
 
 def _plain(value: Any) -> Any:
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return iso_z(value)
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
@@ -32,9 +34,8 @@ class JsonFormatter(logging.Formatter):
     when the record has them, and ``traceback`` when it carries an exception."""
 
     def format(self, record: logging.LogRecord) -> str:
-        when = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
         entry: dict[str, Any] = {
-            "time": when.replace("+00:00", "Z"),
+            "time": iso_z(datetime.fromtimestamp(record.created, UTC), timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),

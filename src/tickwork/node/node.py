@@ -18,7 +18,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..abc import Executor, Membership, Store
+from ..abc import DEFAULT_NODE_TTL, Executor, Membership, Store
 from ..config.files import Config, check_tables, config_from
 from ..engine import Engine, EngineSettings
 from ..errors import ConfigError, DeclarationError, NodeIdInUseError
@@ -29,6 +29,7 @@ from ..scheduling.declare import DeclaredJob, declared_in
 from ..scheduling.importerrors import function_location
 from ..scheduling.sync import SyncReport, sync_module
 from .banner import log_banner
+from .process import tune_gc
 from .shutdown import leave
 
 if TYPE_CHECKING:
@@ -37,9 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("tickwork.node")
 
 T = TypeVar("T")
-
-#: Seconds a node record counts as live when the membership does not say (no heartbeat TTL).
-DEFAULT_NODE_TTL = 4.0
 
 
 def unconfigured_executor(config: Config, manager: PluginManager, job: DeclaredJob) -> DeclarationError:
@@ -98,7 +96,7 @@ class Node:
             self.store,
             self.executors,
             self.membership,
-            EngineSettings.of(s, batch_size=getattr(self.store, "batch_size", 100)),
+            EngineSettings.of(s, batch_size=self.store.batch_size),
             clock=clock,
             listener=HookListener(self.hooks, s.node_id),
             manager=self.manager,
@@ -239,9 +237,15 @@ class Node:
             finally:
                 self._looping = False
 
-    def run(self, duration: float | None = None, *, install_signals: bool = True) -> None:
+    def run(self, duration: float | None = None, *, install_signals: bool = True, tune_process: bool = False) -> None:
         """Run in this thread until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds, then stop
-        gracefully. A second SIGINT/SIGTERM while stopping stops at once."""
+        gracefully. A second SIGINT/SIGTERM while stopping stops at once.
+
+        :param tune_process: the process is this node's own (``tickwork run``): once the node is
+            open, tune the process-wide garbage collector for it (:func:`.process.tune_gc`).
+            Off by default: a node run inside an application leaves the application's collector
+            alone.
+        """
         previous: dict[signal.Signals, Any] = {}
         signals: queue.SimpleQueue[int | None] = queue.SimpleQueue()
         if install_signals and threading.current_thread() is threading.main_thread():
@@ -256,6 +260,8 @@ class Node:
         try:
             if not self._opened:
                 self.open()
+            if tune_process:
+                tune_gc()
             until = None if duration is None else time.monotonic() + duration
             self.engine.run_forever(until)
         finally:

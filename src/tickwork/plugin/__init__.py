@@ -20,15 +20,15 @@ with :data:`hookimpl`, and is named under the ``tickwork`` entry-point group of 
 Once the package is installed, ``[executor.myexec]`` in ``tickwork.toml`` configures it and
 schedules name it. The built-in stores, triggers, executors and memberships under ``plugins/``
 register exactly this way, and so do the ``web`` and ``bench`` commands (a :class:`Command`
-registered through ``tickwork_register_commands``). Lifecycle hooks (``tickwork_node_started``,
-``tickwork_runs_finished``, ...) tell observers what a node does; their rules are in
-:mod:`tickwork.plugin.specs`.
+registered through ``tickwork_register_commands``) and the built-in commands themselves.
+Lifecycle hooks (``tickwork_node_started``, ``tickwork_runs_finished``, ...) tell observers what a
+node does; their rules are in :mod:`tickwork.plugin.specs`.
 
 What this package holds, for plugin authors:
 
 - :mod:`~tickwork.plugin.specs`: every hook, with its parameters;
 - :class:`Registry`: what the registration hooks fill; :class:`Command`: a ``tickwork NAME``
-  subcommand;
+  subcommand, :class:`CommandGroup` one with actions (``tickwork NAME ACTION``);
 - for executors: :mod:`~tickwork.plugin.calls` (calling a job's target, reporting an outcome
   once), :mod:`~tickwork.plugin.allowed` (``allowed_modules``), :mod:`~tickwork.plugin.runcontext`
   (what :func:`tickwork.current_run` returns inside a job), :mod:`~tickwork.plugin.tracebacks`;
@@ -41,8 +41,8 @@ docs/plugins.md is the guide, with a store, an executor and a command worked thr
 
 from __future__ import annotations
 
-from .command import Command
+from .command import Command, CommandGroup
 from .registry import Registry
 from .specs import hookimpl, hookspec
 
-__all__ = ["Command", "Registry", "hookimpl", "hookspec"]
+__all__ = ["Command", "CommandGroup", "Registry", "hookimpl", "hookspec"]

@@ -1,9 +1,13 @@
-"""Subcommands that plugins add to ``tickwork`` (``tickwork web`` is one: the dashboard plugin's).
+"""The subcommands of ``tickwork``: the built-in ones (``run``, ``jobs``, ...) and those plugins
+add (``tickwork web``, the dashboard plugin's).
 
-A plugin registers a :class:`Command` subclass through the ``tickwork_register_commands`` hook;
-the command line adds it next to the built-in commands, with the global options, and runs it with
-the loaded configuration. Errors are reported like the built-in commands' (one line, exit 2 for
-:class:`~tickwork.errors.ConfigError`, 1 for other :class:`~tickwork.errors.TickworkError`).
+Every command is a :class:`Command` subclass registered through the ``tickwork_register_commands``
+hook; the core registers its own through the same hook, from an internal plugin that is loaded
+first and cannot be blocked (:data:`tickwork.plugin.manager.INTERNAL_PLUGINS`). The command line
+adds each with the global options and runs it with the loaded configuration. A command with
+sub-commands (``tickwork jobs list``) is a :class:`CommandGroup`. Errors are reported alike (one
+line, exit 2 for :class:`~tickwork.errors.ConfigError`, 1 for other
+:class:`~tickwork.errors.TickworkError`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ class Command(ABC):
 
     #: One line for ``tickwork --help`` (lower case, no final period, like the built-ins).
     help: ClassVar[str] = ""
+    #: The first line of ``tickwork NAME --help`` (default: ``help`` as a sentence).
+    description: ClassVar[str] = ""
     #: Log level when neither ``--log-level`` nor ``$TICKWORK_LOG_LEVEL`` is given.
     default_log_level: ClassVar[str] = "WARNING"
 
@@ -32,3 +38,16 @@ class Command(ABC):
     @abstractmethod
     def run(self, args: argparse.Namespace, config: Config) -> int:
         """Run the command; return the exit status."""
+
+
+class CommandGroup(Command):
+    """A command whose first argument names one of its ``actions`` (``tickwork jobs list``,
+    ``tickwork db upgrade``): each action is a :class:`Command` of its own, with its own options
+    and the global ones. Running the group runs the chosen action."""
+
+    #: Action name -> command, in the order ``--help`` lists them.
+    actions: ClassVar[dict[str, type[Command]]] = {}
+
+    def run(self, args: argparse.Namespace, config: Config) -> int:
+        action: str = args.action
+        return self.actions[action]().run(args, config)

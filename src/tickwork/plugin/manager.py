@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "tickwork"
 
+#: The core's own plugins, by module: registered before any entry point and never blocked (tox 4
+#: registers its own subcommands the same way). The built-in commands are registered through the
+#: hook third-party commands use, so that ``tickwork run`` and ``tickwork web`` are made alike.
+#: Named, as entry points name plugins, not imported here: the commands sit above this package.
+INTERNAL_PLUGINS: tuple[str, ...] = ("tickwork.cli.commands",)
+
 
 class PluginManager:
     """Loads plugins and exposes one registry per interface.
@@ -30,7 +36,8 @@ class PluginManager:
     :param block: plugin (entry-point) names not to load, e.g. ``["http"]``
     :param extra: additional plugin modules or objects to register, as tests or embedding
         applications do without packaging an entry point
-    :param entry_points_enabled: set to ``False`` to load only ``extra`` (isolated tests)
+    :param entry_points_enabled: set to ``False`` to load only ``extra`` and the core's own
+        plugins (isolated tests)
     """
 
     def __init__(
@@ -44,6 +51,10 @@ class PluginManager:
         self._pm = pluggy.PluginManager(hookspecs.NAME)
         self._pm.add_hookspecs(hookspecs)
         self.loaded: dict[str, object] = {}
+        #: The names of :data:`INTERNAL_PLUGINS`, loaded whatever ``block`` says.
+        self.internal = frozenset(INTERNAL_PLUGINS)
+        for module in INTERNAL_PLUGINS:
+            self._register(module, importlib.import_module(module))
         if entry_points_enabled:
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 if ep.name in self.blocked or ep.name in self.loaded:

@@ -54,7 +54,13 @@ hookimpl = pluggy.HookimplMarker(NAME)
 def tickwork_register_stores(registry: Registry[type[Store]]) -> None:
     """Register store classes by name, e.g. ``registry.add("sqlite", SQLiteStore)``.
 
-    Called once when plugins are loaded. A store named in ``[store] plugin`` is looked up here.
+    :param registry: the store registry; ``registry.add(name, cls)`` adds a
+        :class:`~tickwork.abc.Store` subclass (a name registered twice is an error naming both
+        plugins)
+
+    Called once per plugin manager, when it loads its plugins, in the thread that first needs the
+    manager (a node, the CLI, :func:`tickwork.next_fire_times`), before any config is read. A store
+    named in ``[store] plugin`` is looked up here. The return value is ignored.
     """
 
 
@@ -62,8 +68,14 @@ def tickwork_register_stores(registry: Registry[type[Store]]) -> None:
 def tickwork_register_triggers(registry: Registry[type[Trigger]]) -> None:
     """Register trigger classes by kind, e.g. ``registry.add("cron", CronTrigger)``.
 
-    Called once when plugins are loaded. When an expression comes without a kind, the triggers'
-    :meth:`~tickwork.abc.Trigger.recognizes` are asked in registration order.
+    :param registry: the trigger registry; ``registry.add(kind, cls)`` adds a
+        :class:`~tickwork.abc.Trigger` subclass (a kind registered twice is an error naming both
+        plugins)
+
+    Called once per plugin manager, when it loads its plugins, in the thread that first needs the
+    manager, before any config is read. When an expression comes without a kind, the triggers'
+    :meth:`~tickwork.abc.Trigger.recognizes` are asked in registration order. The return value is
+    ignored.
     """
 
 
@@ -71,8 +83,13 @@ def tickwork_register_triggers(registry: Registry[type[Trigger]]) -> None:
 def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
     """Register executor classes by name, e.g. ``registry.add("http", HTTPExecutor)``.
 
-    Called once when plugins are loaded. Schedules name their executor; ``[executor.NAME]`` tables
-    in the config hold each executor's options.
+    :param registry: the executor registry; ``registry.add(name, cls)`` adds an
+        :class:`~tickwork.abc.Executor` subclass (a name registered twice is an error naming both
+        plugins)
+
+    Called once per plugin manager, when it loads its plugins, in the thread that first needs the
+    manager, before any config is read. Schedules name their executor; ``[executor.NAME]`` tables
+    in the config hold each executor's options. The return value is ignored.
     """
 
 
@@ -80,7 +97,13 @@ def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
 def tickwork_register_memberships(registry: Registry[type[Membership]]) -> None:
     """Register membership classes by name, e.g. ``registry.add("hashring", HashRing)``.
 
-    Called once when plugins are loaded. ``[membership] plugin`` is looked up here.
+    :param registry: the membership registry; ``registry.add(name, cls)`` adds a
+        :class:`~tickwork.abc.Membership` subclass (a name registered twice is an error naming
+        both plugins)
+
+    Called once per plugin manager, when it loads its plugins, in the thread that first needs the
+    manager, before any config is read. ``[membership] plugin`` is looked up here. The return
+    value is ignored.
     """
 
 
@@ -88,8 +111,13 @@ def tickwork_register_memberships(registry: Registry[type[Membership]]) -> None:
 def tickwork_register_commands(registry: Registry[type[Command]]) -> None:
     """Register ``tickwork`` subcommands by name, e.g. ``registry.add("web", WebCommand)``.
 
-    Called once when plugins are loaded. The command line adds each as ``tickwork NAME``; a name
-    that a built-in command already uses is an error. See :class:`tickwork.commands.Command`.
+    :param registry: the command registry; ``registry.add(name, cls)`` adds a
+        :class:`~tickwork.plugin.command.Command` subclass (a name registered twice, or one a
+        built-in command uses, is an error)
+
+    Called once per plugin manager, when it loads its plugins, in the thread that first needs the
+    manager (for the command line: the main thread, while it builds its parser), before any config
+    is read. The command line adds each as ``tickwork NAME``. The return value is ignored.
     """
 
 
@@ -123,35 +151,59 @@ def tickwork_add_config(tables: ConfigTables) -> None:
 
 @hookspec
 def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> None:
-    """The node ``node_id`` is running: its store is open, declared jobs are synced and its
-    engine is about to claim.
+    """The node is running: its store is open, declared jobs are synced and its engine is about to
+    claim.
 
+    :param node_id: the node's id (``[scheduler] node_id``)
     :param config: the node's :class:`~tickwork.config.Config` (plugins read their own table here,
-        e.g. ``config.metrics``)
-    :param node: the :class:`tickwork.Node` itself (``node.health()`` answers readiness probes)
+        e.g. ``config.find_table(MetricsConfig)``, see :func:`tickwork_add_config`)
+    :param node: the :class:`tickwork.Node` itself (``node.health()`` answers readiness probes,
+        ``node.store`` is its open store)
+
+    Called once per node, from the thread that opens it (the caller of ``Node.start()``,
+    ``Node.run()`` or ``Node.open()``; for ``tickwork run``, the main thread), before the engine
+    loop starts. A :class:`tickwork.ConfigError` it raises fails the start; anything else is logged
+    and ignored. The return value is ignored.
     """
 
 
 @hookspec
 def tickwork_node_stopping(node_id: str) -> None:
-    """The node ``node_id`` stopped claiming and is about to wait for its running jobs
-    (``[scheduler] shutdown_grace``). Called once, before anything is closed. Runs that end
-    while it waits, and ends still gathered for their batch (``[scheduler] end_batch_window``),
-    are reported with :func:`tickwork_runs_finished` after this hook."""
+    """The node stopped claiming and is about to wait for its running jobs
+    (``[scheduler] shutdown_grace``).
+
+    :param node_id: the node's id
+
+    Called once per node, before anything is closed, from the thread that shuts it down (the
+    engine's thread ``tickwork-node-<id>`` for a node started with ``Node.start()``, the caller's
+    for ``Node.run()``). Runs that end while it waits, and ends still gathered for their batch
+    (``[scheduler] end_batch_window``), are reported with :func:`tickwork_runs_finished` after
+    this hook. The return value is ignored.
+    """
 
 
 @hookspec
 def tickwork_node_stopped(node_id: str) -> None:
-    """The node ``node_id`` has stopped: runs recorded, claims released, store closed. Release
-    what :func:`tickwork_node_started` set up (servers, threads)."""
+    """The node has stopped: runs recorded, claims released, store closed. Release what
+    :func:`tickwork_node_started` set up (servers, threads).
+
+    :param node_id: the node's id
+
+    Called once per node, last, from the same thread as :func:`tickwork_node_stopping`. The return
+    value is ignored.
+    """
 
 
 @hookspec
 def tickwork_runs_started(node_id: str, runs: Sequence[JobCall]) -> None:
     """Runs were handed to their executors; one call per dispatched batch.
 
-    Each :class:`~tickwork.structures.JobCall` carries ``schedule``, ``scheduled_for``,
-    ``run_id``, ``attempt`` and ``node_id``.
+    :param node_id: the node that started them
+    :param runs: one :class:`~tickwork.structures.JobCall` per run, with ``schedule``,
+        ``scheduled_for``, ``run_id``, ``attempt`` and ``node_id``; never empty
+
+    Called from the engine's thread (the one running its loop), right after the batch was
+    dispatched: keep it quick. The return value is ignored.
     """
 
 
@@ -159,34 +211,64 @@ def tickwork_runs_started(node_id: str, runs: Sequence[JobCall]) -> None:
 def tickwork_runs_finished(node_id: str, results: Sequence[Finish]) -> None:
     """Run ends were written to the store; one call per written batch.
 
-    Each :class:`~tickwork.structures.Finish` has the ``claim`` (schedule spec, ``scheduled_for``,
-    ``run_id``, ``attempt``), the ``outcome`` (``status``, ``error``), ``started_at`` and
-    ``finished_at`` (database clock). Fires recorded as skipped come through
-    :func:`tickwork_fires_skipped` instead.
+    :param node_id: the node that wrote them
+    :param results: one :class:`~tickwork.structures.Finish` per run, with the ``claim`` (schedule
+        spec, ``scheduled_for``, ``run_id``, ``attempt``), the ``outcome`` (``status``, ``error``),
+        ``started_at`` and ``finished_at`` (database clock); never empty. Fires recorded as
+        skipped come through :func:`tickwork_fires_skipped` instead.
+
+    Called from the engine's thread after each batch write (while the node stops, from the thread
+    shutting it down). The return value is ignored.
     """
 
 
 @hookspec
 def tickwork_fires_skipped(node_id: str, skipped: Sequence[SkippedFire]) -> None:
-    """Fire times were recorded ``skipped`` (misfire policy, still running, already recorded);
-    each :class:`~tickwork.listener.SkippedFire` has ``schedule``, ``scheduled_for`` and ``reason``."""
+    """Fire times were recorded ``skipped`` (misfire policy, still running, already recorded).
+
+    :param node_id: the node that recorded them
+    :param skipped: one :class:`~tickwork.engine.listener.SkippedFire` per fire time, with
+        ``schedule``, ``scheduled_for`` and ``reason``; never empty
+
+    Called from the engine's thread after the batch write that recorded them, like
+    :func:`tickwork_runs_finished`. The return value is ignored.
+    """
 
 
 @hookspec
 def tickwork_membership_changed(node_id: str, members: Sequence[str], owned: Sequence[int] | None) -> None:
     """The live nodes or this node's share changed (and once at start).
 
-    :param members: ids of the live nodes as this node sees them
+    :param node_id: the node whose view this is
+    :param members: ids of the live nodes as this node sees them (sorted)
     :param owned: the hash buckets this node attempts; ``None`` means all of them
+
+    Called once from the thread that opens the node, then from the membership's own thread (the
+    heartbeat thread of the built-in memberships) whenever the view changes. The return value is
+    ignored.
     """
 
 
 @hookspec
 def tickwork_claimed(node_id: str, count: int, seconds: float) -> None:
-    """One claim statement returned ``count`` claims (0 included) after ``seconds``. Called for
-    every claim the engine makes, so keep it to a counter update."""
+    """One claim statement returned.
+
+    :param node_id: the node that claimed
+    :param count: how many claims it returned (0 included)
+    :param seconds: how long the statement took (the node's monotonic clock)
+
+    Called from the engine's thread after every claim statement, so keep it to a counter update.
+    The return value is ignored.
+    """
 
 
 @hookspec
 def tickwork_store_error(node_id: str, error: Exception) -> None:
-    """A store call failed (database unreachable, ...); the engine backs off and retries."""
+    """A store call of the engine's loop failed (database unreachable, ...); the engine backs off
+    and retries.
+
+    :param node_id: the node whose call failed
+    :param error: the :class:`tickwork.errors.StoreError` raised
+
+    Called from the engine's thread, once per failed pass. The return value is ignored.
+    """

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import traceback
 
+from ..structures import MAX_ERROR_CHARS
 
-def format_exception(exc: BaseException, limit: int = 4000) -> str:
+
+def format_exception(exc: BaseException, limit: int = MAX_ERROR_CHARS) -> str:
     """``Type: message`` plus a traceback, capped to ``limit`` characters (kept from the end)."""
     head = f"{type(exc).__qualname__}: {exc}"
     tb = "".join(traceback.format_exception(exc))

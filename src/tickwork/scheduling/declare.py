@@ -8,16 +8,20 @@ import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from datetime import UTC, datetime
+from typing import Any, TypeVar, Unpack
 
-from ..config.numbers import number
 from ..errors import ConfigError, DeclarationError, TickworkError
 from ..plugin.calls import context_parameter
-from ..structures import DEFAULT_TIMEOUT, MAX_RETRY_BACKOFF, MAX_TIMEOUT, MisfirePolicy, ScheduleSpec
+from ..structures import ScheduleSpec
 from .importerrors import describe_failure, failure_location, function_location
+from .options import CODE_NAMES, CodeOptions, given, values
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: The executor of a declaration that names none: declarations are read at import, before any
+#: configuration (``[scheduler] default_executor`` is for run-time schedules).
+DEFAULT_EXECUTOR = "local"
 
 
 @dataclass(frozen=True)
@@ -31,33 +35,8 @@ _lock = threading.Lock()
 _declared: dict[str, dict[str, DeclaredJob]] = {}
 
 
-def _seconds(value: float | timedelta, where: str, key: str, high: float, low_open: bool) -> timedelta:
-    """A duration given in seconds or as a timedelta, checked (finite, in range) before use."""
-    seconds = value.total_seconds() if isinstance(value, timedelta) else value
-    try:
-        return timedelta(seconds=number(f"{where}: {key}", seconds, low=0.0, high=high, low_open=low_open))
-    except ConfigError as exc:
-        raise DeclarationError(str(exc)) from None
-
-
-def _timeout(value: float | timedelta | None, where: str) -> timedelta:
-    if value is None:
-        return DEFAULT_TIMEOUT
-    return _seconds(value, where, "timeout", MAX_TIMEOUT.total_seconds(), low_open=True)
-
-
 def schedule(
-    kind: str,
-    expression: str,
-    *,
-    name: str | None = None,
-    timezone: str = "UTC",
-    timeout: float | timedelta | None = None,
-    misfire: MisfirePolicy | str | None = None,
-    retries: int = 0,
-    retry_backoff: float | timedelta = 10.0,
-    enabled: bool = True,
-    executor: str = "local",
+    kind: str, expression: str, *, name: str | None = None, **options: Unpack[CodeOptions]
 ) -> Callable[[F], F]:
     """Declare the decorated function as a job fired by a ``kind`` trigger.
 
@@ -67,13 +46,16 @@ def schedule(
     :class:`~tickwork.errors.DeclarationError` naming the function.
 
     :param name: schedule name (default: ``module.qualname`` of the function)
-    :param timezone: IANA zone the expression is evaluated in
-    :param timeout: soft timeout of a run, in seconds or as a timedelta (default 5 minutes)
-    :param misfire: ``skip``, ``once`` or ``all`` (default: the configured default)
-    :param retries: retries of a failed run, never past the next fire time
-    :param retry_backoff: seconds before the first retry, doubled for each further one
-    :param enabled: initial state when the schedule is first created
+    :param options: the schedule's options (:data:`~tickwork.scheduling.options.CODE_NAMES`):
+        ``tz`` (or ``timezone``) the IANA zone of the expression; ``executor`` (default
+        ``local``: a declaration is read before any configuration); ``timeout`` a duration in
+        seconds, as a timedelta or as text (``"5m"``; default 5 minutes); ``misfire`` ``skip``,
+        ``once`` or ``all`` (default: the configured default); ``retries`` of a failed run, never
+        past the next fire time; ``retry_backoff`` before the first retry, doubled for each
+        further one; ``enabled`` the initial state when the schedule is first created
+    :raises TypeError: for a keyword that is no option
     """
+    named = given(options, allowed=CODE_NAMES)
 
     def decorate(func: F) -> F:
         where = (
@@ -90,6 +72,15 @@ def schedule(
         from .triggers import check_period, check_zone, get_trigger  # deferred: loads trigger plugins on first use
 
         try:
+            fields = values(named)
+        except ConfigError as exc:
+            raise DeclarationError(f"{where}: {exc}") from None
+        except ValueError as exc:
+            raise DeclarationError(f"{where}: {exc}") from exc
+        fields["trigger_kind"] = kind
+        fields["executor"] = fields["executor"] or DEFAULT_EXECUTOR
+        timezone = fields["timezone"]
+        try:
             check_zone(timezone)
         except TickworkError as exc:
             raise DeclarationError(f"{where}: timezone: {exc}") from exc
@@ -102,19 +93,10 @@ def schedule(
         try:
             spec = ScheduleSpec(
                 name=name or f"{func.__module__}.{func.__qualname__}",
-                trigger_kind=kind,
                 expression=expression,
-                timezone=timezone,
-                executor=executor,
                 target=f"{func.__module__}:{func.__qualname__}",
-                timeout=_timeout(timeout, where),
                 module=func.__module__,
-                enabled=enabled,
-                misfire=MisfirePolicy(misfire) if misfire else None,
-                retries=retries,
-                retry_backoff=_seconds(
-                    retry_backoff, where, "retry_backoff", MAX_RETRY_BACKOFF.total_seconds(), low_open=False
-                ),
+                **fields,
             )
         except ValueError as exc:
             raise DeclarationError(f"{where}: {exc}") from exc
@@ -131,19 +113,19 @@ def schedule(
     return decorate
 
 
-def cron(expression: str, **kwargs: Any) -> Callable[[F], F]:
+def cron(expression: str, *, name: str | None = None, **options: Unpack[CodeOptions]) -> Callable[[F], F]:
     """Declare a job on a cron expression (5 fields; 6 = seconds first; 7 = + year)."""
-    return schedule("cron", expression, **kwargs)
+    return schedule("cron", expression, name=name, **options)
 
 
-def calendar(expression: str, **kwargs: Any) -> Callable[[F], F]:
+def calendar(expression: str, *, name: str | None = None, **options: Unpack[CodeOptions]) -> Callable[[F], F]:
     """Declare a job on a systemd calendar event, e.g. ``"Mon..Fri 09:00"``."""
-    return schedule("calendar", expression, **kwargs)
+    return schedule("calendar", expression, name=name, **options)
 
 
-def every(interval: str, **kwargs: Any) -> Callable[[F], F]:
+def every(interval: str, *, name: str | None = None, **options: Unpack[CodeOptions]) -> Callable[[F], F]:
     """Declare a job on a fixed interval, e.g. ``"90s"`` (anchored, so it does not drift)."""
-    return schedule("interval", interval, **kwargs)
+    return schedule("interval", interval, name=name, **options)
 
 
 def declared_in(module: str) -> list[DeclaredJob]:

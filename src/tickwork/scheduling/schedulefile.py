@@ -19,9 +19,11 @@ from typing import Any
 
 from ..errors import ConfigError, ConfigProblems, TickworkError
 from ..structures import ScheduleSpec
+from .options import ALIASES, NAMES
 
 REQUIRED = ("name", "expression", "target")
-OPTIONAL = ("kind", "tz", "executor", "args", "timeout", "retries", "retry_backoff", "misfire", "enabled")
+#: A schedule's options (:mod:`tickwork.scheduling.options`); their aliases are read too.
+OPTIONAL = NAMES
 _TABLE_HEADER = re.compile(r"^\s*\[\[\s*schedule\s*\]\]")
 
 
@@ -74,7 +76,7 @@ def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], l
     specs: list[ScheduleSpec] = []
     lines: dict[str, int] = {}
     for entry in entries:
-        unknown = sorted(set(entry.fields) - set(REQUIRED) - set(OPTIONAL))
+        unknown = sorted(set(entry.fields) - set(REQUIRED) - set(OPTIONAL) - set(ALIASES))
         missing = [f for f in REQUIRED if f not in entry.fields]
         if unknown:
             problems.add(entry.line, f"unknown field(s) {', '.join(unknown)}; fields: {', '.join(REQUIRED + OPTIONAL)}")

@@ -4,32 +4,16 @@ arguments accepted."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from datetime import timedelta
-from typing import Any
+from typing import Unpack
 
 from ..abc import Executor
 from ..config.files import Config
 from ..errors import ConfigError
 from ..plugin.assembly import build_executors
 from ..plugin.manager import PluginManager
-from ..structures import MisfirePolicy, ScheduleSpec
+from ..structures import ScheduleSpec
+from .options import ScheduleOptions, given, values
 from .triggers import check_zone, detect_kind, get_trigger
-
-
-def _duration(where: str, value: object) -> timedelta:
-    """A duration given in seconds (or as a timedelta). What is not a finite number is refused
-    here, with the field's name: ``timedelta`` itself says ``unsupported type for timedelta
-    seconds component: str`` for ``"NaN"`` from a schedule file. The spec checks the range."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{where}: expected a finite number of seconds, got {type(value).__name__} {value!r}")
-    try:
-        return timedelta(seconds=value)
-    except OverflowError:
-        raise ConfigError(f"{where}: {value!r} seconds is out of range") from None
 
 
 class SpecBuilder:
@@ -41,41 +25,19 @@ class SpecBuilder:
         self._executors: dict[str, Executor] | None = None
 
     def build(
-        self,
-        name: str,
-        expression: str,
-        target: str,
-        *,
-        kind: str | None = None,
-        tz: str = "UTC",
-        executor: str | None = None,
-        args: Mapping[str, Any] | None = None,
-        timeout: float | timedelta = 300,
-        retries: int = 0,
-        retry_backoff: float | timedelta = 10,
-        misfire: str | MisfirePolicy | None = None,
-        enabled: bool = True,
-        module: str | None = None,
+        self, name: str, expression: str, target: str, *, module: str | None = None, **options: Unpack[ScheduleOptions]
     ) -> ScheduleSpec:
-        """Build and check the :class:`ScheduleSpec` that :meth:`Admin.add` would store."""
-        if args is not None and not isinstance(args, Mapping):
-            raise ConfigError(f"args: must be a mapping of argument names to values, got {type(args).__name__}")
+        """Build and check the :class:`ScheduleSpec` that :meth:`Admin.add` would store; the
+        options are those of :data:`~tickwork.scheduling.options.OPTIONS`.
+
+        :raises TypeError: for a keyword that is no option
+        """
+        named = given(options)
         try:
-            spec = ScheduleSpec(
-                name=name,
-                trigger_kind=kind or detect_kind(expression, self.manager),
-                expression=expression,
-                timezone=tz,
-                executor=executor or self.config.scheduler.default_executor,
-                target=target,
-                arguments=dict(args or {}),
-                timeout=_duration("timeout", timeout),
-                module=module,
-                enabled=enabled,
-                misfire=MisfirePolicy(misfire) if misfire is not None else None,
-                retries=retries,
-                retry_backoff=_duration("retry_backoff", retry_backoff),
-            )
+            fields = values(named)
+            fields["trigger_kind"] = fields["trigger_kind"] or detect_kind(expression, self.manager)
+            fields["executor"] = fields["executor"] or self.config.scheduler.default_executor
+            spec = ScheduleSpec(name=name, expression=expression, target=target, module=module, **fields)
         except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from exc
         return self.check(spec)

@@ -20,19 +20,17 @@ from sqlalchemy import (
     tuple_,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 
 from ..structures import (
     Claim,
     ScheduleSpec,
 )
-from .claims import CLAIMED_COLUMNS, ClaimRequest
+from .claims import CLAIMED_COLUMNS, ClaimRequest, writethenread
+from .retry import transient_retry
+from .rows import UNHELD, spec_from_row
 from .schema import UTCDateTime, claimable, runs, schedules
-from .storecore import (
-    UNHELD,
-    SQLCore,
-    spec_from_row,
-    transient_retry,
-)
+from .storecore import SQLCore
 
 
 def applied_steal_after(buckets: Sequence[int] | None, steal_after: float | None) -> float | None:
@@ -85,6 +83,8 @@ class Claiming(SQLCore):
 
     @transient_retry
     def _claim_once(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]:
+        if not self.features.update_returning:
+            return self._claim_then_read(node_id, limit, scope)
         with self._tx() as conn:
             req = self._claim_request(node_id, limit, scope)
             strategy = self.strategy
@@ -111,9 +111,26 @@ class Claiming(SQLCore):
                 return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
             return self._record_runs(conn, node_id, rows, {}) if rows else []
 
+    def _claim_then_read(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]:
+        """:meth:`_claim_once` without ``UPDATE ... RETURNING`` (:mod:`.claims.writethenread`)."""
+        with self._tx() as conn:
+            now = conn.execute(self.now_query()).scalar_one()
+            owned = self._owned(scope.buckets, scope.steal_after)
+            req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
+            self.statements += 1
+            if self.strategy.name == "unique-fire":
+                rows, run_ids = writethenread.unique_fire(conn, req, now)
+                self.statements += 4
+            else:
+                ids = writethenread.candidates(conn, req, lock=self.strategy.name == "skip-locked")
+                rows = writethenread.take(conn, req, ids, now)
+                run_ids = {}
+                self.statements += 3
+            return self._record_runs(conn, node_id, rows, run_ids) if rows else []
+
     def _claim_request(self, node_id: str, limit: int, scope: ClaimScope) -> ClaimRequest:
         owned = self._owned(scope.buckets, scope.steal_after)
-        return ClaimRequest(node_id, limit, owned, self._claim_now(), self._due_by(scope.ahead), sql=self)
+        return ClaimRequest(node_id, limit, owned, self._claim_now(), self._due_by(scope.ahead), sql=self.operations)
 
     def _single_claim_statement(self, conn: Connection, req: ClaimRequest, scope: ClaimScope) -> Any:
         """The statement a single-update strategy takes its rows with (after the read of one
@@ -207,9 +224,21 @@ class Claiming(SQLCore):
     def _insert_runs(self, conn: Connection, params: list[dict[str, Any]]) -> dict[int, int]:
         """Insert running run rows, skipping (schedule, fire, attempt) already recorded; return
         ``{schedule_id: run_id}`` of those inserted. executemany: one cached statement that
-        SQLAlchemy batches into multi-row INSERTs."""
-        result = conn.execute(self.insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
-        return {r.schedule_id: r.id for r in result}
+        SQLAlchemy batches into multi-row INSERTs; without a ``RETURNING`` that skips duplicates,
+        the insert is followed by a read of the rows written under these claims' fence tokens."""
+        if self.features.insert_ignore_returning:
+            result = conn.execute(self.insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
+            return {r.schedule_id: r.id for r in result}
+        conn.execute(self.insert_ignore(runs), params)
+        keys = [(p["schedule_id"], p["scheduled_for"], p["attempt"], p["claim_seq"]) for p in params]
+        found = conn.execute(
+            select(runs.c.id, runs.c.schedule_id).where(
+                tuple_(runs.c.schedule_id, runs.c.scheduled_for, runs.c.attempt, runs.c.claim_seq).in_(keys),
+                runs.c.node == params[0]["node"],
+            )
+        )
+        self.statements += 1
+        return {r.schedule_id: r.id for r in found}
 
     @transient_retry
     def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
@@ -244,17 +273,17 @@ class Claiming(SQLCore):
     def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
         if not claims:
             return 0
-        fences = [(c.schedule_id, c.claim_seq) for c in claims]
+        held = tuple_(schedules.c.id, schedules.c.claim_seq).in_([(c.schedule_id, c.claim_seq) for c in claims])
         with self._tx() as conn:
-            released = {
-                row.id
-                for row in conn.execute(
-                    update(schedules)
-                    .where(tuple_(schedules.c.id, schedules.c.claim_seq).in_(fences), schedules.c.state == "running")
-                    .values(**UNHELD)
-                    .returning(schedules.c.id)
+            release = update(schedules).where(held, schedules.c.state == "running").values(**UNHELD)
+            if self.features.update_returning:
+                released = set(conn.scalars(release.returning(schedules.c.id)))
+            else:
+                released = set(
+                    conn.scalars(select(schedules.c.id).where(held, schedules.c.state == "running").with_for_update())
                 )
-            }
+                if released:
+                    conn.execute(update(schedules).where(schedules.c.id.in_(released)).values(**UNHELD))
             run_ids = [c.run_id for c in claims if c.schedule_id in released and c.run_id is not None]
             if run_ids:
                 conn.execute(delete(runs).where(runs.c.id.in_(run_ids), runs.c.status == "running"))
@@ -263,6 +292,8 @@ class Claiming(SQLCore):
         return len(released)
 
     def start_attempt(self, node_id: str, claim: Claim) -> int | None:
+        if not self.features.insert_ignore_returning:
+            return self._start_attempt_then_read(node_id, claim)
         fenced = select(
             schedules.c.id,
             literal(claim.scheduled_for, UTCDateTime),
@@ -303,3 +334,48 @@ class Claiming(SQLCore):
                     )
                 ).scalar()
         return None if run_id is None else int(run_id)
+
+    def _start_attempt_then_read(self, node_id: str, claim: Claim) -> int | None:
+        """:meth:`start_attempt` without an ``INSERT`` that skips duplicates in ``RETURNING``:
+        the fence is read and locked first, the run inserted plainly, a duplicate read back."""
+        with self._tx() as conn:
+            now = conn.execute(self.now_query()).scalar_one()
+            held = (schedules.c.id == claim.schedule_id, schedules.c.claim_seq == claim.claim_seq)
+            seq = conn.scalar(
+                select(schedules.c.claim_seq).where(*held, schedules.c.state == "running").with_for_update()
+            )
+            conn.execute(
+                update(schedules).where(*held).values(claimed_at=bindparam("renewed_at", now, type_=UTCDateTime))
+            )
+            if seq is None:
+                return None
+            run = {
+                "schedule_id": claim.schedule_id,
+                "scheduled_for": claim.scheduled_for,
+                "attempt": claim.attempt,
+                "claim_seq": seq,
+                "node": node_id,
+                "started_at": now,
+                "status": "running",
+            }
+            # A plain INSERT in a savepoint: a duplicate fails only this statement, and tells
+            # "already recorded" apart from "inserted", which an upsert's row count does not
+            # (MySQL under CLIENT_FOUND_ROWS).
+            try:
+                with conn.begin_nested():
+                    inserted = conn.execute(runs.insert().values(**run))
+            except IntegrityError:
+                # Opened before under this very claim (the answer was lost): the same attempt.
+                again = conn.scalar(
+                    select(runs.c.id).where(
+                        runs.c.schedule_id == claim.schedule_id,
+                        runs.c.scheduled_for == claim.scheduled_for,
+                        runs.c.attempt == claim.attempt,
+                        runs.c.claim_seq == seq,
+                        runs.c.node == node_id,
+                        runs.c.status == "running",
+                    )
+                )
+                return None if again is None else int(again)
+            key = inserted.inserted_primary_key
+            return None if key is None else int(key[0])

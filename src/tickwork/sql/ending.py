@@ -24,18 +24,27 @@ from ..structures import (
     Outcome,
     RunStatus,
 )
+from ..structures import cap_error as cap
+from .retry import log, transient_retry
+from .rows import UNHELD
 from .schema import UTCDateTime, runs, schedules
-from .storecore import (
-    UNHELD,
-    SQLCore,
-    cap,
-    log,
-    transient_retry,
-)
+from .storecore import SQLCore
 
 
 class Ending(SQLCore):
     """Ending runs: the fenced release of a batch of ends, retries' attempt ends, renewals and parking."""
+
+    def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
+        """Fenced release of each finish's schedule (``release_values``, only while it still
+        carries the claim's ``claim_seq`` and is running) and, where it landed, the end of its run
+        (status, capped error, ``finished_at`` by the database clock).
+
+        The default reads the fences first, locked (:meth:`_release_and_end_by_fences`); a
+        database with a faster batched form overrides it (the hot path of every end).
+
+        :return: the schedule ids whose release landed
+        """
+        return self._release_and_end_by_fences(conn, finishes, lock=True)
 
     def _release_and_end_by_fences(
         self, conn: Connection, finishes: Sequence[Finish], *, lock: bool = False

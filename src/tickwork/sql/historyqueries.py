@@ -7,14 +7,16 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import (
     ColumnElement,
+    and_,
     case,
-    delete,
     func,
     literal,
     or_,
     select,
 )
 
+from ..abc import PRUNE_BATCH
+from ..config.numbers import integer
 from ..structures import (
     FAILING,
     RunRecord,
@@ -23,13 +25,10 @@ from ..structures import (
     ScheduleState,
 )
 from .bulk import chunks
+from .retry import transient_retry
+from .rows import run_record, schedule_from_row
 from .schema import runs, schedules
-from .storecore import (
-    SQLCore,
-    _run_record,
-    schedule_from_row,
-    transient_retry,
-)
+from .storecore import SQLCore
 
 #: Schedule ids per statement of :meth:`~HistoryQueries.last_runs`.
 LAST_RUNS_BATCH = 10_000
@@ -49,7 +48,7 @@ class HistoryQueries(SQLCore):
         if schedule is not None:
             query = query.where(schedules.c.name == schedule)
         with self._tx() as conn:
-            return [_run_record(r) for r in conn.execute(query)]
+            return [run_record(r) for r in conn.execute(query)]
 
     def _schedule_filters(
         self, state: ScheduleState | None, enabled: bool | None, search: str | None, failing: bool | None = None
@@ -132,7 +131,7 @@ class HistoryQueries(SQLCore):
                 .where(runs.c.id.in_(latest))
             )
             with self._tx() as conn:
-                found.update((r.schedule_id, _run_record(r)) for r in conn.execute(query))
+                found.update((r.schedule_id, run_record(r)) for r in conn.execute(query))
         return found
 
     @transient_retry
@@ -163,11 +162,14 @@ class HistoryQueries(SQLCore):
         if node is not None:
             query = query.where(runs.c.node == node)
         with self._tx() as conn:
-            return [_run_record(r) for r in conn.execute(query)]
+            return [run_record(r) for r in conn.execute(query)]
 
     @transient_retry
-    def prune_history(self, older_than: timedelta) -> int:
-        """Delete finished runs that finished more than ``older_than`` ago (database clock)."""
+    def prune_history(self, older_than: timedelta, *, limit: int = PRUNE_BATCH) -> int:
+        """Delete at most ``limit`` finished runs that finished more than ``older_than`` ago
+        (database clock), lowest ids first, in one transaction (the database's limited
+        ``DELETE``: :meth:`~tickwork.sql.features.Operations.limited_delete`)."""
+        integer("limit", limit, low=1, high=1_000_000)
         cutoff = self._plus_seconds(self.now_expr(), literal(-older_than.total_seconds()))
         # A row at or after its schedule's next fire fences that fire (an abandoned fire released
         # with its fire time unchanged): without it the fire would run again. Kept, however old.
@@ -176,8 +178,7 @@ class HistoryQueries(SQLCore):
             .where(schedules.c.id == runs.c.schedule_id, schedules.c.next_fire <= runs.c.scheduled_for)
             .exists()
         )
+        old = and_(runs.c.status != "running", runs.c.finished_at < cutoff, ~fences_a_fire)
         with self._tx() as conn:
-            result = conn.execute(
-                delete(runs).where(runs.c.status != "running", runs.c.finished_at < cutoff, ~fences_a_fire)
-            )
+            result = conn.execute(self.operations.limited_delete(runs, old, limit))
         return int(result.rowcount or 0)

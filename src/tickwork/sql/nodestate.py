@@ -18,16 +18,13 @@ from sqlalchemy import (
 
 from ..structures import (
     Claim,
-    NodeInfo,
+    NodeRecord,
     RunStatus,
 )
+from .retry import log, transient_retry
+from .rows import UNHELD
 from .schema import nodes, runs, schedules
-from .storecore import (
-    UNHELD,
-    SQLCore,
-    log,
-    transient_retry,
-)
+from .storecore import SQLCore
 
 
 class NodeState(SQLCore):
@@ -92,13 +89,21 @@ class NodeState(SQLCore):
     def reap_expired(self, grace_seconds: float) -> int:
         now = self.now_expr()
         deadline = self._plus_seconds(schedules.c.claimed_at, schedules.c.timeout_s + literal(grace_seconds))
+        expired = (schedules.c.state == "running", deadline < now)
         with self._tx() as conn:
-            rows = conn.execute(
-                update(schedules)
-                .where(schedules.c.state == "running", deadline < now)
-                .values(**UNHELD)
-                .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
-            ).all()
+            if self.features.update_returning:
+                rows = conn.execute(
+                    update(schedules)
+                    .where(*expired)
+                    .values(**UNHELD)
+                    .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
+                ).all()
+            else:
+                rows = conn.execute(
+                    select(schedules.c.id, schedules.c.claim_seq, schedules.c.name).where(*expired).with_for_update()
+                ).all()
+                if rows:
+                    conn.execute(update(schedules).where(schedules.c.id.in_([r.id for r in rows])).values(**UNHELD))
             for row in rows:
                 conn.execute(
                     update(runs)
@@ -121,6 +126,8 @@ class NodeState(SQLCore):
     @transient_retry
     def heartbeat(self, node_id: str) -> datetime:
         now = self.now_expr()
+        if not self.features.update_returning:
+            return self._heartbeat_then_read(node_id)
         with self._tx() as conn:
             value = conn.execute(
                 update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now).returning(nodes.c.heartbeat_at)
@@ -138,8 +145,20 @@ class NodeState(SQLCore):
         assert isinstance(value, datetime)
         return value
 
+    def _heartbeat_then_read(self, node_id: str) -> datetime:
+        """:meth:`heartbeat` without ``UPDATE ... RETURNING``: refresh or create, then read (a
+        record a namesake created in between is read as it wrote it: fresh)."""
+        now = self.now_expr()
+        with self._tx() as conn:
+            refreshed = update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now)
+            if not conn.execute(refreshed).rowcount:
+                conn.execute(self.insert_ignore(nodes).values(id=node_id, started_at=now, heartbeat_at=now))
+            value = conn.scalar(select(nodes.c.heartbeat_at).where(nodes.c.id == node_id))
+        assert isinstance(value, datetime)
+        return value
+
     @transient_retry
-    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeRecord | None:
         now = self.now_expr()
         fresh = nodes.c.heartbeat_at > self._plus_seconds(now, literal(-live_within))
         with self._tx() as conn:
@@ -147,7 +166,7 @@ class NodeState(SQLCore):
                 select(nodes).where(nodes.c.id == node_id, fresh, nodes.c.instance.is_distinct_from(instance))
             ).first()
             if live is not None:
-                return NodeInfo(id=live.id, started_at=live.started_at, heartbeat_at=live.heartbeat_at)
+                return NodeRecord(id=live.id, started_at=live.started_at, heartbeat_at=live.heartbeat_at)
             conn.execute(delete(nodes).where(nodes.c.id == node_id))
             conn.execute(insert(nodes).values(id=node_id, started_at=now, heartbeat_at=now, instance=instance))
         return None
@@ -169,10 +188,10 @@ class NodeState(SQLCore):
             return self._abandon_claims_of(conn, node_id, reason, now)
 
     @transient_retry
-    def nodes(self) -> list[NodeInfo]:
+    def nodes(self) -> list[NodeRecord]:
         with self._tx() as conn:
             return [
-                NodeInfo(id=r.id, started_at=r.started_at, heartbeat_at=r.heartbeat_at)
+                NodeRecord(id=r.id, started_at=r.started_at, heartbeat_at=r.heartbeat_at)
                 for r in conn.execute(select(nodes).order_by(nodes.c.id))
             ]
 

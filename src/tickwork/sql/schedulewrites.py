@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Insert,
+    Row,
+    Update,
     and_,
     case,
     delete,
@@ -29,25 +33,33 @@ from ..structures import (
     ScheduleSpec,
 )
 from . import bulk
+from .retry import transient_retry
+from .rows import retriggered, schedule_from_row, spec_values
 from .schema import runs, schedules
-from .storecore import (
-    SQLCore,
-    retriggered,
-    schedule_from_row,
-    spec_values,
-    transient_retry,
-)
+from .storecore import SQLCore
 
 
-class ScheduleWrites(SQLCore):
+class ScheduleWriting(SQLCore):
     """Writing schedules: add, update, the batched write of a deployment sync, enable, "run now", remove."""
+
+    def _written(self, conn: Connection, write: Insert | Update, name: str, returning: bool) -> Row[Any] | None:
+        """The row of schedule ``name`` as ``write`` left it: returned by the write where the
+        database can (``returning``), else read after it in the same transaction. ``None``:
+        the write changed no row."""
+        if returning:
+            return conn.execute(write.returning(*schedules.c)).first()
+        if not conn.execute(write).rowcount:
+            return None
+        return conn.execute(select(schedules).where(schedules.c.name == name)).first()
 
     def add(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
         now = self.now_expr()
         values = spec_values(spec) | {"next_fire": next_fire, "created_at": now, "updated_at": now}
+        returning = self.features.insert_returning
         try:
             with self._tx() as conn:
-                row = conn.execute(insert(schedules).values(**values).returning(*schedules.c)).one()
+                row = self._written(conn, insert(schedules).values(**values), spec.name, returning)
+                assert row is not None
                 self._notify(conn)
         except IntegrityError as exc:
             raise ScheduleExistsError(spec.name) from exc
@@ -56,18 +68,19 @@ class ScheduleWrites(SQLCore):
     def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
         # A new definition is a fix: a parked schedule fires again. A new trigger while a run is
         # active marks the row retimed, so that the run's release keeps this next fire.
-        values = spec_values(spec) | {
-            "next_fire": next_fire,
-            "updated_at": self.now_expr(),
-            "fault": None,
-            "retimed": case(
-                (and_(schedules.c.state == "running", retriggered(spec)), true()), else_=schedules.c.retimed
-            ),
-        }
+        values = spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr(), "fault": None}
+        features = self.features
+        running_retriggered = and_(schedules.c.state == "running", retriggered(spec))
+        if not features.sets_in_order:
+            values["retimed"] = case((running_retriggered, true()), else_=schedules.c.retimed)
         with self._tx() as conn:
-            row = conn.execute(
-                update(schedules).where(schedules.c.name == spec.name).values(**values).returning(*schedules.c)
-            ).first()
+            if features.sets_in_order:
+                # The SET would compare the trigger with the new values it just assigned: the
+                # mark is its own statement, first.
+                marked = update(schedules).where(schedules.c.name == spec.name, running_retriggered)
+                conn.execute(marked.values(retimed=True))
+            write = update(schedules).where(schedules.c.name == spec.name).values(**values)
+            row = self._written(conn, write, spec.name, features.update_returning)
             if row is None:
                 raise ScheduleNotFoundError(spec.name)
             self._notify(conn)
@@ -106,12 +119,6 @@ class ScheduleWrites(SQLCore):
             raise ScheduleExistsError(str(exc.orig)) from exc
         return applied
 
-    def lock_schedule_writes(self, conn: Connection) -> None:
-        """Take a transaction-scoped lock that serializes :meth:`write_schedules` across nodes.
-        The default takes none: the batched insert skips names another writer created and
-        refuses those of another module, so the outcome is right, only possibly done twice.
-        SQLite's ``BEGIN IMMEDIATE`` already serializes writers."""
-
     @transient_retry
     def get(self, name: str) -> Schedule:
         with self._tx() as conn:
@@ -149,13 +156,14 @@ class ScheduleWrites(SQLCore):
             self._notify(conn)
 
     def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
+        write = (
+            update(schedules)
+            .where(schedules.c.name == name)
+            .values(enabled=enabled, next_fire=next_fire, updated_at=self.now_expr(), fault=None)
+        )
+        returning = self.features.update_returning
         with self._tx() as conn:
-            row = conn.execute(
-                update(schedules)
-                .where(schedules.c.name == name)
-                .values(enabled=enabled, next_fire=next_fire, updated_at=self.now_expr(), fault=None)
-                .returning(*schedules.c)
-            ).first()
+            row = self._written(conn, write, name, returning)
             if row is None:
                 raise ScheduleNotFoundError(name)
             self._notify(conn)
@@ -163,22 +171,15 @@ class ScheduleWrites(SQLCore):
 
     def fire_now(self, name: str) -> Schedule:
         now = self.now_expr()
+        returning = self.features.update_returning
+        idle = update(schedules).where(schedules.c.name == name, schedules.c.state == "idle")
         with self._tx() as conn:
-            row = conn.execute(
-                update(schedules)
-                .where(schedules.c.name == name, schedules.c.state == "idle")
-                .values(next_fire=now, updated_at=now)
-                .returning(*schedules.c)
-            ).first()
+            row = self._written(conn, idle.values(next_fire=now, updated_at=now), name, returning)
             if row is None:
                 # Running: the end of the current run would overwrite next_fire, so leave a
                 # request that the release honours (fires right after the current run).
-                row = conn.execute(
-                    update(schedules)
-                    .where(schedules.c.name == name)
-                    .values(fire_requested_at=now, updated_at=now)
-                    .returning(*schedules.c)
-                ).first()
+                held = update(schedules).where(schedules.c.name == name)
+                row = self._written(conn, held.values(fire_requested_at=now, updated_at=now), name, returning)
             if row is None:
                 raise ScheduleNotFoundError(name)
             self._notify(conn)

@@ -1,10 +1,16 @@
 """The SQLAlchemy Core store shared by the SQLite, PostgreSQL and MySQL plugins.
 
-A dialect plugin subclasses :class:`SQLStore` and supplies the engine, the database clock
-expression, change notification and the batched release; everything else is one code path,
-kept in parts with one job each:
+A dialect plugin subclasses :class:`SQLStore` (or :class:`~tickwork.sql.serverstore.ServerStore`
+for a database server), names its :class:`~tickwork.sql.features.Operations` and creates the
+engine; everything else is one code path that branches on the database's
+:class:`~tickwork.sql.features.Features` ("``RETURNING`` or write-then-read"), kept in parts with
+one job each:
 
-- :mod:`.storecore`: engine, transactions, statement cache, dialect hooks, shared row helpers;
+- :mod:`.storecore`: the common options, engine, transactions, clock, and the composed parts:
+  :mod:`.features` (what the database can do, how it spells what differs), :mod:`.statements`
+  (the statement cache), :mod:`.buckets` (ownership filters), :mod:`.lifecycle` (the schema);
+- :mod:`.rows` (rows to structures), :mod:`.retry`
+  (transient errors);
 - :mod:`.schedulewrites`: adding, updating, syncing, enabling and removing schedules;
 - :mod:`.claiming`: claiming due fires and recording their runs;
 - :mod:`.ending`: ending runs (the fenced batch release), renewing and parking;
@@ -14,27 +20,19 @@ kept in parts with one job each:
 
 from __future__ import annotations
 
+from ..structures import MAX_ERROR_CHARS
+from ..structures import cap_error as cap
 from .claiming import Claiming
 from .ending import Ending
 from .historyqueries import HistoryQueries
 from .nodestate import NodeState
-from .schedulewrites import ScheduleWrites
-from .storecore import (
-    MAX_ERROR_CHARS,
-    UNHELD,
-    SQLCore,
-    cap,
-    owned_mask,
-    retriggered,
-    schedule_from_row,
-    spec_from_row,
-    spec_values,
-    transient_retry,
-    utcnow,
-)
+from .retry import transient_retry
+from .rows import UNHELD, retriggered, schedule_from_row, spec_from_row, spec_values, utcnow
+from .schedulewrites import ScheduleWriting
+from .storecore import SQLCore
 
 
-class SQLStore(ScheduleWrites, Claiming, Ending, NodeState, HistoryQueries):
+class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""
 
@@ -45,7 +43,6 @@ __all__ = [
     "SQLCore",
     "SQLStore",
     "cap",
-    "owned_mask",
     "retriggered",
     "schedule_from_row",
     "spec_from_row",

@@ -3,10 +3,20 @@
 A store author subclasses it and provides one fixture, ``make_store``: a callable that returns a
 fresh, migrated, open store over an empty database (the contract closes what it opens)::
 
+    import pytest
+
+    from tickwork.testing import StoreContract
+
+
     class TestMyStore(StoreContract):
         @pytest.fixture
         def make_store(self, tmp_path):
-            return lambda: MyStore(tmp_path / "db").opened()
+            def make():
+                store = MyStore(str(tmp_path / "tickwork.db"))
+                store.open()  # migrates an empty database where the store may, then checks
+                return store
+
+            return make
 
 The tests use only the public :class:`~tickwork.abc.Store` interface and the store's own clock
 (``store.now()``): every time in them is relative to a reading of it, so no test clock has to be
@@ -549,6 +559,31 @@ class StoreContract:
         (c,) = claim_all(store)
         assert finish(store, c, None)
         assert store.get("once").next_fire is None and store.next_due(buckets=None) is None
+
+    def test_prune_history_deletes_old_ended_runs_in_bounded_batches(self, store: Store) -> None:
+        now = store.now()
+        long_ago = now - timedelta(days=40)
+        for name in ("a", "b", "c"):
+            store.add(spec(name), now - 10 * MINUTE)
+        # Three runs per schedule that ended long ago, each released still due a minute later.
+        for step in range(1, 4):
+            claims = claim_all(store)
+            assert len(claims) == 3
+            ends = [Finish(c, OK, now - (10 - step) * MINUTE, finished_at=long_ago) for c in claims]
+            assert store.finish("n1", ends) == [True, True, True]
+        # Then one that ended now (a), one that ended long ago but fences its fire (b: released
+        # with its fire time unchanged), and one still running (c).
+        last = {c.spec.name: c for c in claim_all(store)}
+        assert finish(store, last["a"], now + MINUTE)
+        b = last["b"]
+        assert store.finish("n1", [Finish(b, OK, b.scheduled_for, finished_at=long_ago)]) == [True]
+        kept = {r.id for r in store.history(limit=100) if r.finished_at is None or r.finished_at > long_ago}
+        kept |= {r.id for r in store.history(limit=100, schedule="b") if r.scheduled_for == b.scheduled_for}
+        assert len(store.history(limit=100)) == 12 and len(kept) == 3
+
+        assert [store.prune_history(timedelta(days=30), limit=4) for _ in range(4)] == [4, 4, 1, 0]
+        assert {r.id for r in store.history(limit=100)} == kept
+        assert store.prune_history(timedelta(days=50)) == 0
 
 
 def _refuse(stored: Sequence[Schedule]) -> SchedulePlan:

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 
 from ..abc import Store
 from ..errors import ConfigError
-from ..structures import Claim, Finish, NodeInfo, Outcome, RunStatus, ScheduleState, utc
-from .memory_rows import RunRow, cap
+from ..structures import Claim, Finish, NodeRecord, Outcome, RunStatus, ScheduleState, cap_error, utc
+from .memory_rows import RunRow
 from .memory_tables import MemoryTables, aware
 
 
@@ -105,7 +105,7 @@ class MemoryStore(MemoryTables, Store):
                 if run.status is RunStatus.RUNNING:
                     run.status, run.finished_at = f.outcome.status, now
                 detail = f": {f.outcome.error}" if f.outcome.error else ""
-                run.error = cap(f"finished ({f.outcome.status.value}) after its claim was taken over{detail}")
+                run.error = cap_error(f"finished ({f.outcome.status.value}) after its claim was taken over{detail}")
             return False
         if row.fire_requested_at is not None:
             row.next_fire = now
@@ -128,7 +128,7 @@ class MemoryStore(MemoryTables, Store):
                     node=node_id,
                     status=RunStatus.SKIPPED,
                     finished_at=f.finished_at or f.claim.claimed_at,
-                    error=cap(reason),
+                    error=cap_error(reason),
                 )
             )
         return True
@@ -259,13 +259,13 @@ class MemoryStore(MemoryTables, Store):
                 self._notify()
             return len(stranded)
 
-    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeInfo | None:
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeRecord | None:
         with self._tx() as now:
             known = self._nodes.get(node_id)
             owner = self._instances.get(node_id)
             if known is not None and owner != instance and known.heartbeat_at > now - timedelta(seconds=live_within):
                 return known
-            self._nodes[node_id] = NodeInfo(node_id, now, now)
+            self._nodes[node_id] = NodeRecord(node_id, now, now)
             self._instances[node_id] = instance
             return None
 

@@ -8,16 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from ..structures import RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState
-
-#: Longest error text kept in the history (the SQL stores keep the same).
-MAX_ERROR_CHARS = 4000
-
-
-def cap(text: str | None, limit: int = MAX_ERROR_CHARS) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return text[: limit - 20] + f"... [{len(text) - limit + 20} chars cut]"
+from ..structures import RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, cap_error
 
 
 def stored_spec(spec: ScheduleSpec) -> ScheduleSpec:
@@ -93,7 +84,7 @@ class RunRow:
 
     def end(self, status: RunStatus, error: str | None, at: datetime) -> None:
         self.status = status
-        self.error = cap(error)
+        self.error = cap_error(error)
         self.finished_at = at
 
     def public(self, schedule: str) -> RunRecord:

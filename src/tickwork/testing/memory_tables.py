@@ -11,9 +11,19 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
-from ..abc import Store
+from ..abc import PRUNE_BATCH, Store
 from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
-from ..structures import Claim, NodeInfo, RunRecord, RunStatus, Schedule, SchedulePlan, ScheduleSpec, ScheduleState, utc
+from ..structures import (
+    Claim,
+    NodeRecord,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    SchedulePlan,
+    ScheduleSpec,
+    ScheduleState,
+    utc,
+)
 from .memory_rows import RunRow, ScheduleRow, stored_spec
 
 
@@ -36,7 +46,7 @@ class MemoryTables:
         self._runs: dict[int, RunRow] = {}
         #: Invariant 1: (schedule, scheduled-for, attempt) -> the one run row for it.
         self._fires: dict[tuple[int, datetime, int], int] = {}
-        self._nodes: dict[str, NodeInfo] = {}
+        self._nodes: dict[str, NodeRecord] = {}
         self._instances: dict[str, str] = {}
         self._wakes: list[Callable[[], None]] = []
 
@@ -175,10 +185,10 @@ class MemoryTables:
     def heartbeat(self, node_id: str) -> datetime:
         with self._tx() as now:
             known = self._nodes.get(node_id)
-            self._nodes[node_id] = NodeInfo(node_id, known.started_at if known else now, now)
+            self._nodes[node_id] = NodeRecord(node_id, known.started_at if known else now, now)
             return now
 
-    def nodes(self) -> list[NodeInfo]:
+    def nodes(self) -> list[NodeRecord]:
         with self._tx():
             return [self._nodes[k] for k in sorted(self._nodes)]
 
@@ -195,15 +205,27 @@ class MemoryTables:
             chosen = [r for r in newest if schedule is None or names[r.schedule_id] == schedule]
             return [r.public(names[r.schedule_id]) for r in chosen[:limit]]
 
-    def prune_history(self, older_than: timedelta) -> int:
-        """Delete finished runs that finished more than ``older_than`` ago (store clock)."""
+    def prune_history(self, older_than: timedelta, *, limit: int = PRUNE_BATCH) -> int:
+        """Delete at most ``limit`` finished runs that finished more than ``older_than`` ago
+        (store clock), lowest ids first."""
         with self._tx() as now:
             cutoff = now - older_than
-            old = [
+            next_fires = {s.id: s.next_fire for s in self._schedules.values()}
+
+            def fences_a_fire(r: RunRow) -> bool:
+                # At or after its schedule's next fire (an abandoned fire released with its fire
+                # time unchanged): the row keeps that fire from running again. Kept, however old.
+                next_fire = next_fires.get(r.schedule_id)
+                return next_fire is not None and next_fire <= r.scheduled_for
+
+            old = sorted(
                 r.id
                 for r in self._runs.values()
-                if r.status is not RunStatus.RUNNING and r.finished_at is not None and r.finished_at < cutoff
-            ]
+                if r.status is not RunStatus.RUNNING
+                and r.finished_at is not None
+                and r.finished_at < cutoff
+                and not fences_a_fire(r)
+            )[:limit]
             for run_id in old:
                 self._delete_run(run_id)
             return len(old)

@@ -1,6 +1,7 @@
-"""How the MySQL store claims: without UPDATE ... RETURNING (MySQL has none, MariaDB none for
-UPDATE), so every claim reads the database clock once, binds it into the statements as a value,
-and finds the rows it won by that exact claim time.
+"""Claiming on a database without ``UPDATE ... RETURNING`` (MySQL has none, MariaDB none for
+UPDATE; :attr:`Features.update_returning <tickwork.sql.features.Features.update_returning>`):
+every claim reads the database clock once, binds it into the statements as a value, and finds
+the rows it won by that exact claim time.
 
 Reading the clock first is safe for invariant 2: the bound value is at or behind the database
 clock at the moment the UPDATE re-checks due-ness, so nothing is ever taken early; at worst a
@@ -15,9 +16,17 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, bindparam, delete, literal, select, tuple_, update
 
-from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS, ClaimRequest, ClaimSQL
-from tickwork.sql.claims.base import claim_assignment, due_filter, due_ids, started_runs
-from tickwork.sql.schema import UTCDateTime, runs, schedules
+from ..schema import UTCDateTime, runs, schedules
+from .base import (
+    CLAIMED_COLUMNS,
+    RUN_COLUMNS,
+    ClaimRequest,
+    ClaimSQL,
+    claim_assignment,
+    due_filter,
+    due_ids,
+    started_runs,
+)
 
 
 def request(node_id: str, limit: int, owned: Any, now: datetime, ahead: float, sql: ClaimSQL) -> ClaimRequest:

@@ -1,0 +1,64 @@
+"""How MySQL / MariaDB spell what differs (:class:`tickwork.sql.features.Operations`).
+
+Neither has ``UPDATE ... RETURNING`` (MariaDB >= 10.5 has it for INSERT and DELETE, which
+SQLAlchemy reports), so the shared store writes, then reads what it wrote, in one transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import ColumnElement, Connection, Delete, column, delete, literal_column, select, table, type_coerce
+from sqlalchemy.dialects import mysql
+from sqlalchemy.exc import DBAPIError
+
+from tickwork.sql.features import Operations
+from tickwork.sql.migrations import VERSION_TABLE
+from tickwork.sql.schema import UTCDateTime
+
+# NOW(6) is fixed for the duration of one statement, like PostgreSQL's statement_timestamp().
+_NOW_MICROS = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
+#: MySQL error numbers after which the transaction was rolled back and may be rerun.
+_TRANSIENT_ERRORS = {1213, 1205}  # deadlock found, lock wait timeout
+#: The schema's version row, locked to serialize deployment syncs (lock_schedule_writes).
+_SCHEMA_VERSION = table(VERSION_TABLE, column("version_num"))
+
+
+class MySQLOperations(Operations):
+    # ON DUPLICATE KEY UPDATE: MariaDB's RETURNING would also return the rows it skipped.
+    insert_ignore_skips_in_returning = False
+    # MySQL evaluates SET left to right on the new values.
+    sets_in_order = True
+    analyze_sql: ClassVar[str] = "ANALYZE TABLE tickwork_schedules"
+
+    def db_now(self) -> ColumnElement[Any]:
+        return type_coerce(literal_column(_NOW_MICROS), UTCDateTime)
+
+    def plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
+        return value.op("+", return_type=UTCDateTime)(seconds * 1_000_000)
+
+    def insert_ignore(self, table: Any) -> Any:
+        # ON DUPLICATE KEY UPDATE of the key itself: skips duplicates only, where INSERT IGNORE
+        # would also turn other errors (truncation, bad values) into warnings.
+        stmt = mysql.insert(table)
+        key = next(iter(table.primary_key.columns))
+        return stmt.on_duplicate_key_update({key.name: key})
+
+    def is_transient(self, error: DBAPIError) -> bool:
+        args: tuple[Any, ...] = getattr(error.orig, "args", ())
+        return bool(args) and args[0] in _TRANSIENT_ERRORS
+
+    def analyze(self, conn: Connection) -> None:
+        conn.exec_driver_sql(self.analyze_sql).all()
+
+    def lock_schedule_writes(self, conn: Connection) -> None:
+        # A second node starting at the same moment waits here, then plans from what the first
+        # one wrote (READ COMMITTED: the next read sees it). Not GET_LOCK: a named lock belongs
+        # to the session and would outlive the transaction on a pooled connection. A locking
+        # read of the schema's version row (one row in every migrated database) ends with the
+        # transaction; a wait past innodb_lock_wait_timeout (error 1205) is retried.
+        conn.execute(select(_SCHEMA_VERSION.c.version_num).with_for_update()).all()
+
+    def limited_delete(self, table: Any, where: ColumnElement[bool], limit: int) -> Delete:
+        # DELETE ... LIMIT n: MySQL refuses LIMIT in an IN (subquery) of the table deleted from.
+        return delete(table).where(where).with_dialect_options(mysql_limit=limit)

@@ -1,0 +1,42 @@
+"""How PostgreSQL spells what differs (:class:`tickwork.sql.features.Operations`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import CTE, ColumnElement, Connection, Integer, cast, func, literal, select, type_coerce
+from sqlalchemy.dialects import postgresql
+
+from tickwork.sql.features import Operations
+from tickwork.sql.schema import UTCDateTime
+
+CHANNEL = "tickwork_changes"
+# First key of the two-key advisory lock space, so tickwork's locks cannot meet an application's.
+LOCK_NAMESPACE = 0x7469636B  # "tick"
+
+
+class PostgresOperations(Operations):
+    def db_now(self) -> ColumnElement[Any]:
+        # statement_timestamp(), not now(): now() is frozen at transaction start.
+        return type_coerce(func.statement_timestamp(), UTCDateTime)
+
+    def plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
+        return type_coerce(value + func.make_interval(0, 0, 0, 0, 0, 0, seconds), UTCDateTime)
+
+    def insert_ignore(self, table: Any) -> Any:
+        return postgresql.insert(table).on_conflict_do_nothing()
+
+    def materialized(self, cte: CTE) -> CTE:
+        return cte.prefix_with("MATERIALIZED")
+
+    def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
+        return func.pg_try_advisory_xact_lock(literal(LOCK_NAMESPACE, Integer), cast(row_id % 2147483647, Integer))
+
+    def notify(self, conn: Connection) -> None:
+        # Inside the changing transaction: sleeping nodes wake the moment it commits.
+        conn.execute(select(func.pg_notify(CHANNEL, "")))
+
+    def lock_schedule_writes(self, conn: Connection) -> None:
+        # A second node starting at the same moment waits here, then plans from what the first
+        # one wrote: no conflicting inserts, no work done twice.
+        conn.execute(select(func.pg_advisory_xact_lock(literal(LOCK_NAMESPACE + 1, Integer), literal(0, Integer))))

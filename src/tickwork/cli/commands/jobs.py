@@ -1,0 +1,32 @@
+"""``tickwork jobs ACTION``: the schedules."""
+
+from __future__ import annotations
+
+import argparse
+from typing import ClassVar
+
+from ...config.files import Config
+from ...plugin.command import Command, CommandGroup
+from .jobs_bulk import JobsDisable, JobsEnable, JobsRemove
+from .jobs_edit import JobsAdd, JobsUpdate
+from .jobs_view import JobsList, JobsShow, JobsTrigger
+from .workdir import import_from_working_directory
+
+
+class JobsCommand(CommandGroup):
+    help = "list, show, add, update and remove schedules"
+    description = "Manage schedules."
+    actions: ClassVar[dict[str, type[Command]]] = {
+        "list": JobsList,
+        "show": JobsShow,
+        "add": JobsAdd,
+        "update": JobsUpdate,
+        "remove": JobsRemove,
+        "enable": JobsEnable,
+        "disable": JobsDisable,
+        "trigger": JobsTrigger,
+    }
+
+    def run(self, args: argparse.Namespace, config: Config) -> int:
+        import_from_working_directory()  # targets are checked by importing them
+        return super().run(args, config)

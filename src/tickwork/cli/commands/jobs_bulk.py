@@ -1,0 +1,117 @@
+"""``tickwork jobs remove|enable|disable NAME...`` (or ``--from FILE``): one name as before,
+several in one transaction, all or none."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from abc import abstractmethod
+from pathlib import Path
+from typing import ClassVar
+
+from ...admin.api import Admin
+from ...admin.info import ScheduleInfo
+from ...errors import ConfigError, ScheduleNotFoundError, TickworkError
+from ...scheduling import schedulefile
+from .admincommand import AdminCommand
+from .jobs_view import declared_note, said
+
+
+class _Several(AdminCommand):
+    """One of the actions on schedules named on the command line or in a file."""
+
+    #: The action's word (``remove``); ``{action}d`` says what was (not) done.
+    action: ClassVar[str]
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("names", nargs="*", metavar="NAME", help="schedule name(s)")
+        parser.add_argument(
+            "--from",
+            dest="from_file",
+            metavar="FILE",
+            help=f"{cls.action} the schedule of every entry of FILE (the file jobs add --from read; only names are "
+            f"read) in one transaction; all or none",
+        )
+
+    def act(self, args: argparse.Namespace, admin: Admin) -> int:
+        action = self.action
+        if args.from_file is not None and args.names:
+            raise ConfigError(f"jobs {action}: give either NAME... or --from FILE, not both")
+        if args.from_file is None and not args.names:
+            raise ConfigError(f"jobs {action}: give NAME..., or --from FILE")
+        done = f"{action}d"  # removed, enabled, disabled
+        if args.from_file is None and len(args.names) == 1:
+            self.one(args.names[0], args.json, admin)
+            return 0
+        source = f" of {args.from_file}" if args.from_file is not None else ""
+        names = schedulefile.names(Path(args.from_file), done) if args.from_file is not None else args.names
+        try:
+            infos = self.many(names, admin)
+        except ScheduleNotFoundError as exc:
+            raise TickworkError(f"{exc}; nothing was {done}") from exc
+        if args.json:
+            for info in infos:
+                print(json.dumps(info.as_json()))
+        else:
+            print(f"{done} {len(infos)} schedule{'' if len(infos) == 1 else 's'}{source}")
+        self.noted(infos)
+        return 0
+
+    @abstractmethod
+    def one(self, name: str, as_json: bool, admin: Admin) -> None:
+        """Act on one schedule and say so (the words of the single-name command)."""
+
+    @abstractmethod
+    def many(self, names: list[str], admin: Admin) -> list[ScheduleInfo]:
+        """Act on several schedules in one transaction, all or none."""
+
+    def noted(self, infos: list[ScheduleInfo]) -> None:
+        """A note on stderr about what the write means for schedules declared in code."""
+        return None  # enabling or disabling a declared schedule holds until its declaration changes
+
+
+class JobsRemove(_Several):
+    help = "delete schedules and their history (several: all or none)"
+    action = "remove"
+
+    def one(self, name: str, as_json: bool, admin: Admin) -> None:
+        info = admin.remove(name)
+        print(json.dumps(info.as_json()) if as_json else f"removed {info.name}")
+        declared_note(info, "re-creates it")
+
+    def many(self, names: list[str], admin: Admin) -> list[ScheduleInfo]:
+        return admin.remove_many(names)
+
+    def noted(self, infos: list[ScheduleInfo]) -> None:
+        declared = [info for info in infos if info.module]
+        if declared:
+            print(
+                f"tickwork: note: {len(declared)} of them {'is' if len(declared) == 1 else 'are'} declared in code "
+                f"({declared[0].module}{', ...' if len({i.module for i in declared}) > 1 else ''}); the next node "
+                "start re-creates them unless the declarations change",
+                file=sys.stderr,
+            )
+
+
+class JobsEnable(_Several):
+    help = "enable schedules (next fire computed from now) (several: all or none)"
+    action = "enable"
+
+    def one(self, name: str, as_json: bool, admin: Admin) -> None:
+        said("enabled", admin.enable(name), as_json)
+
+    def many(self, names: list[str], admin: Admin) -> list[ScheduleInfo]:
+        return admin.enable_many(names)
+
+
+class JobsDisable(_Several):
+    help = "disable schedules (several: all or none)"
+    action = "disable"
+
+    def one(self, name: str, as_json: bool, admin: Admin) -> None:
+        said("disabled", admin.disable(name), as_json)
+
+    def many(self, names: list[str], admin: Admin) -> list[ScheduleInfo]:
+        return admin.disable_many(names)

@@ -1,0 +1,141 @@
+"""``tickwork jobs list|show|trigger``, and how schedules are printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ...admin.api import Admin
+from ...admin.info import ScheduleInfo
+from ...structures import ScheduleState
+from ..argtypes import count
+from ..output import Listing, iso_z, one_line
+from .admincommand import AdminCommand
+
+
+def _state(info: ScheduleInfo) -> str:
+    if info.running_on:
+        return f"running on {info.running_on}"
+    if info.fault:
+        return f"parked: {info.fault}"
+    return info.state.value if info.enabled else "disabled"
+
+
+def _last(info: ScheduleInfo) -> str:
+    if info.last_run is None:
+        return "-"
+    return f"{info.last_run.status.value} {iso_z(info.last_run.scheduled_for)}"
+
+
+def said(verb: str, info: ScheduleInfo, as_json: bool, extra: str = "") -> None:
+    """What a write did to one schedule: ``added NAME; next fire ...`` (or its JSON)."""
+    if as_json:
+        print(json.dumps(info.as_json()))
+    else:
+        print(f"{verb} {info.name}; next fire {iso_z(info.next_fire)}{extra}")
+
+
+def declared_note(info: ScheduleInfo, what: str) -> None:
+    """A note on stderr when a write touched a schedule declared in code (``what`` the next node
+    start does to it)."""
+    if info.module:
+        print(
+            f"tickwork: note: {info.name} is declared in {info.module}; the next node start {what} "
+            f"unless the declaration changes",
+            file=sys.stderr,
+        )
+
+
+class JobsList(AdminCommand):
+    help = "list schedules, next to fire first"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--state", choices=[s.value for s in ScheduleState], help="only idle or running ones")
+        enabled = parser.add_mutually_exclusive_group()
+        enabled.add_argument("--enabled", dest="enabled", action="store_const", const=True, help="only enabled ones")
+        enabled.add_argument("--disabled", dest="enabled", action="store_const", const=False, help="only disabled ones")
+        parser.add_argument("--search", metavar="TEXT", help="only those whose name or target contains TEXT (any case)")
+        parser.add_argument("--limit", type=count(1), metavar="N", help="at most N schedules")
+        parser.add_argument("--offset", type=count(0), default=0, metavar="N", help="skip the first N (default 0)")
+
+    def act(self, args: argparse.Namespace, admin: Admin) -> int:
+        infos = admin.list(
+            state=args.state, enabled=args.enabled, search=args.search, limit=args.limit, offset=args.offset
+        )
+        filtered = any(v is not None for v in (args.state, args.enabled, args.search, args.limit)) or args.offset
+        Listing(
+            header=("NAME", "KIND", "EXPRESSION", "TZ", "NEXT FIRE", "STATE", "LAST RUN", "EXECUTOR", "TARGET"),
+            rows=[
+                (
+                    i.name,
+                    i.kind,
+                    i.expression,
+                    i.timezone,
+                    iso_z(i.next_fire),
+                    _state(i),
+                    _last(i),
+                    i.executor,
+                    i.target,
+                )
+                for i in infos
+            ],
+            objects=[i.as_json() for i in infos],
+            empty="no schedules match" if filtered else "no schedules",
+        ).print(as_json=args.json)
+        return 0
+
+
+class JobsShow(AdminCommand):
+    help = "show one schedule in full, with its last run"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("name", help="schedule name")
+
+    def act(self, args: argparse.Namespace, admin: Admin) -> int:
+        info = admin.get(args.name)
+        if args.json:
+            print(json.dumps(info.as_json()))
+            return 0
+        last = info.last_run
+        fields: list[tuple[str, Any]] = [
+            ("name", info.name),
+            ("trigger", f"{info.kind} {info.expression!r} in {info.timezone}"),
+            ("enabled", "yes" if info.enabled else "no"),
+            ("next fire", iso_z(info.next_fire)),
+            ("state", _state(info)),
+            ("executor", info.executor),
+            ("target", info.target),
+            ("arguments", json.dumps(info.arguments)),
+            ("timeout", f"{info.timeout:g}s"),
+            ("retries", f"{info.retries} (backoff {info.retry_backoff:g}s, doubled)"),
+            ("misfire", info.misfire.value if info.misfire else "default (scheduler.misfire)"),
+            ("declared in", info.module or "- (run-time schedule)"),
+            ("last run", "-" if last is None else f"{last.status.value}, scheduled {iso_z(last.scheduled_for)}"),
+        ]
+        if last is not None and last.error:
+            fields.append(("last error", one_line(last.error, 200)))
+        fields += [("created", iso_z(info.created_at)), ("updated", iso_z(info.updated_at))]
+        width = max(len(k) for k, _ in fields)
+        for key, value in fields:
+            print(f"{key + ':':<{width + 1}} {value}")
+        return 0
+
+
+class JobsTrigger(AdminCommand):
+    help = "make a schedule due now (a run now)"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("name", help="schedule name")
+
+    def act(self, args: argparse.Namespace, admin: Admin) -> int:
+        info = admin.trigger(args.name)
+        if args.json:
+            print(json.dumps(info.as_json()))
+        else:
+            print(f"triggered {info.name}; due {iso_z(info.next_fire)}")
+        return 0

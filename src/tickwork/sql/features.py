@@ -1,0 +1,124 @@
+"""What a database can do and the few statements it spells its own way: one :class:`Features`
+and one :class:`Operations` per database (Django's ``features``/``operations`` split), so the
+shared store branches on capabilities, never on a dialect's name.
+
+The ``RETURNING`` flags are read from SQLAlchemy's dialect once it has met the server
+(``dialect.update_returning`` and friends: MariaDB >= 10.5 has ``INSERT``/``DELETE ... RETURNING``
+but no ``UPDATE ... RETURNING``, MySQL none); the rest a store plugin declares in its
+:class:`Operations` subclass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from sqlalchemy import CTE, ColumnElement, Connection, Delete, bindparam, delete, select
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
+
+from .prepared import Prepared
+
+#: SQLSTATEs of transient conflicts after which the transaction was rolled back and may be rerun.
+TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock detected, serialization failure
+
+
+@dataclass(frozen=True)
+class Features:
+    """Capability flags the shared store branches on ("``RETURNING`` or write-then-read")."""
+
+    #: ``UPDATE ... RETURNING``: claims, releases and writes answer in the statement that writes;
+    #: without it they write, then read what they wrote in the same transaction.
+    update_returning: bool
+    #: ``INSERT ... RETURNING`` (a schedule added is returned by its insert).
+    insert_returning: bool
+    #: ``DELETE ... RETURNING``.
+    delete_returning: bool
+    #: :meth:`Operations.insert_ignore` with ``RETURNING`` returns only the rows it inserted
+    #: (``ON CONFLICT DO NOTHING``); a claim relies on that to tell a fire already recorded.
+    insert_ignore_returning: bool
+    #: ``UPDATE ... SET`` assigns left to right, later expressions seeing earlier new values
+    #: (MySQL): a comparison with a column being assigned runs as a statement of its own first.
+    sets_in_order: bool
+
+    @classmethod
+    def of(cls, dialect: Dialect, operations: Operations) -> Features:
+        """The features of ``dialect`` (initialized: connected once) as ``operations`` uses it."""
+        return cls(
+            update_returning=dialect.update_returning,
+            insert_returning=dialect.insert_returning,
+            delete_returning=dialect.delete_returning,
+            insert_ignore_returning=dialect.insert_returning and operations.insert_ignore_skips_in_returning,
+            sets_in_order=operations.sets_in_order,
+        )
+
+
+class Operations:
+    """The statements and expressions a database spells its own way. A store plugin subclasses
+    it; the shared store and the claim strategies (:class:`~tickwork.sql.claims.ClaimSQL`) ask it.
+
+    Every method here builds SQL; none executes it except those given a connection.
+    """
+
+    #: See :attr:`Features.insert_ignore_returning`.
+    insert_ignore_skips_in_returning: ClassVar[bool] = True
+    #: See :attr:`Features.sets_in_order`.
+    sets_in_order: ClassVar[bool] = False
+    #: The table statistics are refreshed with this statement (:meth:`analyze`).
+    analyze_sql: ClassVar[str] = "ANALYZE tickwork_schedules"
+
+    def db_now(self) -> ColumnElement[Any]:
+        """SQL expression of the database clock, typed :class:`~tickwork.sql.schema.UTCDateTime`,
+        fixed for the duration of one statement."""
+        raise NotImplementedError
+
+    def plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
+        """SQL for ``value + seconds`` on a UTCDateTime column."""
+        raise NotImplementedError
+
+    def insert_ignore(self, table: Any) -> Any:
+        """An INSERT into ``table`` that skips rows violating a unique constraint."""
+        raise NotImplementedError
+
+    def materialized(self, cte: CTE) -> CTE:
+        """``cte`` evaluated once, before the statement that uses it (PostgreSQL needs the
+        ``MATERIALIZED`` keyword for that; most databases do it anyway)."""
+        return cte
+
+    def one_of(self, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
+        """``column IN`` the list bound as ``name``: an expanding parameter, one placeholder per value."""
+        return column.in_(bindparam(name, expanding=True))
+
+    def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
+        """A transaction-scoped try-lock on ``row_id`` (the ``advisory`` strategy); only databases
+        whose store lists that strategy have one."""
+        raise NotImplementedError("this database has no transaction-scoped row try-lock")
+
+    def notify(self, conn: Connection) -> None:
+        """Tell listening nodes that schedules changed, within the current transaction.
+        Default: nothing to send (listeners poll)."""
+
+    def lock_schedule_writes(self, conn: Connection) -> None:
+        """Take a transaction-scoped lock that serializes ``write_schedules`` across nodes.
+        The default takes none: the batched insert skips names another writer created and
+        refuses those of another module, so the outcome is right, only possibly done twice."""
+
+    def analyze(self, conn: Connection) -> None:
+        """Refresh the planner statistics of the schedules table."""
+        conn.exec_driver_sql(self.analyze_sql)
+
+    def is_transient(self, error: DBAPIError) -> bool:
+        """Whether ``error`` rolled the transaction back in a way worth rerunning it (a deadlock,
+        a serialization failure). Default: the SQLSTATE the driver reports."""
+        return getattr(error.orig, "sqlstate", None) in TRANSIENT_SQLSTATES
+
+    def limited_delete(self, table: Any, where: ColumnElement[bool], limit: int) -> Delete:
+        """``DELETE`` of at most ``limit`` rows of ``table`` matching ``where``, lowest ids first:
+        ``WHERE id IN (SELECT id ... ORDER BY id LIMIT n)`` (PostgreSQL, SQLite)."""
+        ids = select(table.c.id).where(where).order_by(table.c.id).limit(limit)
+        return delete(table).where(table.c.id.in_(ids.scalar_subquery()))
+
+    def prepare(self, statement: Any, dialect: Dialect) -> Prepared:
+        """How the store executes the statements it runs for every batch of fires (see
+        :mod:`tickwork.sql.prepared`): through SQLAlchemy unless a database says otherwise."""
+        return Prepared(statement)

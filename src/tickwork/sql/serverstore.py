@@ -1,0 +1,67 @@
+"""What the stores on a database server share: the URL, the connection pool, the thread that
+watches for other processes' changes, and how their common options are checked."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+from datetime import datetime
+from typing import ClassVar
+
+from sqlalchemy.engine import make_url
+
+from ..config.numbers import integer
+from ..errors import ConfigError
+from .store import SQLStore
+from .storecore import COMMON_OPTIONS
+from .watch import ChangeWatcher
+
+#: The options of every store on a database server.
+SERVER_OPTIONS: dict[str, type | tuple[type, ...]] = {**COMMON_OPTIONS, "url": str, "pool_size": int}
+
+
+class ServerStore(SQLStore):
+    """A SQL store on a database server.
+
+    :param url: the database's URL (``${ENV}`` is expanded by the config)
+    :param pool_size: connections kept open per node
+    """
+
+    options = SERVER_OPTIONS
+    #: The plugin's name in messages (``[store] plugin``).
+    plugin_name: ClassVar[str]
+    #: The database's name in :meth:`describe` (``PostgreSQL``).
+    database_title: ClassVar[str]
+    #: What a URL looks like, for the message when none is given.
+    url_example: ClassVar[str]
+    #: The name of the thread that watches for changes.
+    watcher_name: ClassVar[str]
+
+    def __init__(
+        self,
+        url: str = "",
+        *,
+        claim: str | None = None,
+        batch_size: int = 100,
+        pool_size: int = 5,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        super().__init__(claim=claim, batch_size=batch_size, clock=clock)
+        if not url:
+            raise ConfigError(f'url: the {self.plugin_name} store needs url = "{self.url_example}"')
+        self.url = self.sqlalchemy_url(url)
+        self.pool_size = integer("pool_size", pool_size, low=1, high=1000)
+        self._watcher = ChangeWatcher(self.watcher_name)
+
+    @staticmethod
+    @abstractmethod
+    def sqlalchemy_url(url: str) -> str:
+        """The URL SQLAlchemy connects with (driver pinned); errors name the part that is
+        wrong, never the URL: after ``${ENV}`` expansion it holds the password."""
+
+    def describe(self) -> str:
+        return f"{self.database_title} database {make_url(self.url).render_as_string(hide_password=True)}"
+
+    def close(self) -> None:
+        self._watcher.stop()
+        super().close()
