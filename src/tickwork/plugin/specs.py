@@ -131,7 +131,8 @@ def tickwork_add_config(tables: ConfigTables) -> None:
         of ``section`` (a :class:`~tickwork.config.Section` subclass); a name the core or another
         plugin uses is an error naming both.
 
-    Called once when plugins are loaded, after the registration hooks. The file is then read in
+    Called once when plugins are loaded, after the registration hooks, from the thread that builds
+    the plugin manager; the return value is ignored. The file is then read in
     two steps: the core's tables first (``[plugins] block`` decides which plugins load), then the
     plugins' tables, each checked against its declaration: an unknown key, a wrong type or a value
     out of range is an error naming the file and the key, an undeclared table is an error listing
