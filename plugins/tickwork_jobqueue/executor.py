@@ -112,7 +112,7 @@ class JobQueueExecutor(Executor):
         if not self.import_targets:
             return
         try:
-            func = resolve(target)
+            func = resolve(target, self.allowed)
         except ImportError as exc:
             log.warning(
                 "jobqueue target %r cannot be imported on this host (%s); accepted, as workers may run "

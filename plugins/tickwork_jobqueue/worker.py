@@ -158,9 +158,7 @@ class Worker:
         log.info("job %d (%s, run %d): starting %s", job.id, job.schedule, job.run_id, job.target)
         error: str | None = None
         try:
-            if self.allowed is not None:
-                self.allowed.check(job.target)  # before resolve(): importing a module runs its code
-            func = resolve(job.target)
+            func = resolve(job.target, self.allowed)
             context = RunContext(
                 schedule=job.schedule,
                 scheduled_for=job.scheduled_for,

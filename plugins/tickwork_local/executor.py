@@ -22,6 +22,7 @@ from typing import Any
 from tickwork.abc import Executor
 from tickwork.config.numbers import integer
 from tickwork.errors import ConfigError, ExecutorError
+from tickwork.plugin.allowed import AllowedModules
 from tickwork.plugin.allowed import allowed_modules as allowed_modules_of
 from tickwork.plugin.calls import ReportOnce, call_arguments, check_arguments
 from tickwork.plugin.manager import load_object
@@ -43,13 +44,14 @@ async def _await_in(context: RunContext, func: Callable[..., Any], kwargs: dict[
         return await func(**kwargs)
 
 
-def resolve(target: str) -> Callable[..., Any]:
+def resolve(target: str, allowed: AllowedModules | None = None) -> Callable[..., Any]:
     """Import ``module:function`` and check it is callable.
 
+    :param allowed: checked before the import, and what the target reaches after
     :raises tickwork.errors.ExecutorError: naming the target
     """
     try:
-        obj = load_object(target)
+        obj = load_object(target, allowed)
     except (ImportError, AttributeError, ValueError) as exc:
         raise ExecutorError(f"cannot resolve target {target!r}: {exc}") from exc
     if not callable(obj):
@@ -85,11 +87,11 @@ class LocalExecutor(Executor):
 
     def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
         if self.allowed is not None:
-            self.allowed.check(target)  # before resolve(): importing a module runs its code
+            self.allowed.check(target)  # before the mode's error: an outside target is named as such
         mode = arguments.get("_tickwork_mode", self.mode)
         if mode not in MODES:
             raise ExecutorError(f"argument _tickwork_mode: {mode!r} is not one of {', '.join(MODES)}")
-        func = resolve(target)
+        func = resolve(target, self.allowed)
         try:
             check_arguments(func, arguments)
         except TypeError as exc:
@@ -113,9 +115,7 @@ class LocalExecutor(Executor):
         found = self._cache.get(target)
         if found is None:
             # Again at run time: the schedules table may have been written without tickwork.
-            if self.allowed is not None:
-                self.allowed.check(target)
-            func = resolve(target)
+            func = resolve(target, self.allowed)
             found = self._cache[target] = (func, inspect.iscoroutinefunction(func))
         return found
 
@@ -137,7 +137,7 @@ class LocalExecutor(Executor):
         if mode == "process":
             # The runner reports the child's outcome (and kills it at the deadline) itself.
             self._pool.submit(
-                lambda: self._processes.run(call.target, kwargs, context, call.timeout, once),
+                lambda: self._processes.run(call.target, kwargs, context, call.timeout, once, self.allowed),
                 lambda exc: exc is not None and once(outcome_of(exc)),
             )
             return

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from tickwork.plugin.allowed import AllowedModules
 from tickwork.plugin.runcontext import RunContext
 from tickwork.structures import Outcome, RunStatus
 
@@ -18,7 +19,11 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 
 
 def _child(
-    target: str, kwargs: dict[str, Any], context: RunContext, conn: multiprocessing.connection.Connection
+    target: str,
+    kwargs: dict[str, Any],
+    context: RunContext,
+    allowed: AllowedModules | None,
+    conn: multiprocessing.connection.Connection,
 ) -> None:
     import asyncio
     import inspect
@@ -31,7 +36,8 @@ def _child(
     from tickwork.plugin.tracebacks import format_exception
 
     try:
-        func = load_object(target)
+        # Checked again here: the child imports the module afresh, and runs what it finds.
+        func = load_object(target, allowed)
         assert callable(func)
         with running(context):  # asyncio.run() below copies it into its task
             result = func(**kwargs)
@@ -67,10 +73,11 @@ class ProcessRunner:
         context: RunContext,
         timeout: float,
         done: Callable[[Outcome], Any],
+        allowed: AllowedModules | None = None,
     ) -> None:
         parent, child = _CONTEXT.Pipe(duplex=False)
         proc = _CONTEXT.Process(
-            target=_child, args=(target, kwargs, context, child), daemon=True, name=f"tickwork:{target}"
+            target=_child, args=(target, kwargs, context, allowed, child), daemon=True, name=f"tickwork:{target}"
         )
         try:
             proc.start()

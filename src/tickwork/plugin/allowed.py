@@ -5,11 +5,20 @@ nodes and workers import and call, ``os:system`` included. An allow-list turns t
 function of *my* packages": a target outside it is refused when the schedule is added or declared
 (:meth:`~tickwork.abc.Executor.validate_target`) and again, before anything is imported, when it
 is about to run, since a row can be written without going through tickwork.
+
+The module named before the ``:`` is not enough: ``myapp.tasks:os.system`` names a module of the
+list, yet runs :func:`os.system` when ``myapp.tasks`` did ``import os``. So once the module is
+imported, :meth:`AllowedModules.walk` follows the attribute path itself, refusing any step that
+reaches a module, and refuses what it ends on unless that is *defined* in the list: a function or
+class by its ``__module__``, a bound method by its function's, any other callable (a
+``functools.partial``, an instance) by its type's. Builtins (``posix.system``) are defined in no
+listed module, and a function re-exported by ``from os import system`` keeps its home.
 """
 
 from __future__ import annotations
 
 import re
+import types
 from collections.abc import Sequence
 
 from ..errors import ConfigError, ExecutorError
@@ -49,8 +58,64 @@ class AllowedModules:
         """
         module = target.partition(":")[0] if isinstance(target, str) else ""
         if not self.allows(module):
-            listed = ", ".join(self.prefixes)
-            raise ExecutorError(f"target {target!r} is outside {self.where} ({listed}); it is not imported or run")
+            raise ExecutorError(
+                f"target {target!r} is outside {self.where} ({self._listed()}); it is not imported or run"
+            )
+
+    def walk(self, target: str, module: object) -> object:
+        """Follow the attribute path of ``target`` from its imported ``module``; return what it
+        reaches, refusing a path through a module and an object defined outside the list.
+
+        :raises AttributeError: if a step of the path does not exist
+        :raises tickwork.errors.ExecutorError: naming the target and why it is refused
+        """
+        obj = module
+        for part in target.partition(":")[2].split("."):
+            obj = getattr(obj, part)
+            if isinstance(obj, types.ModuleType):
+                raise ExecutorError(
+                    f"target {target!r} is refused: {part} is a module ({obj.__name__!r}), and attribute paths "
+                    f"through modules are refused under {self.where} ({self._listed()}); name the module before "
+                    "the ':'; it is not run"
+                )
+        kind, home = defined_in(obj)
+        if home is None or not self.allows(home):
+            where = "no module" if home is None else f"module {home!r}"
+            raise ExecutorError(
+                f"target {target!r} resolves to {target.partition(':')[2]}, {kind} defined in {where}, which is "
+                f"not in {self.where} ({self._listed()}); it is not run"
+            )
+        return obj
+
+    def _listed(self) -> str:
+        return ", ".join(self.prefixes)
+
+
+def defined_in(obj: object) -> tuple[str, str | None]:
+    """What ``obj`` is (``a function``) and the module that defines it, if any.
+
+    A method is judged by its function (a classmethod of a listed class is fine, the method of
+    an object from elsewhere is not), and an object that is neither function, class nor method
+    by its type: a ``functools.partial`` of anything is defined in ``functools``. ``__module__``
+    is read only where the language sets it, never from an instance, which could inherit it from
+    anywhere or compute it.
+    """
+    if isinstance(obj, types.MethodType):
+        _, home = defined_in(obj.__func__)
+        return "a method", home
+    if isinstance(obj, types.BuiltinFunctionType):  # also builtin methods, whose __module__ is None
+        return "a builtin function", _module_name(obj)
+    if isinstance(obj, types.FunctionType):
+        return "a function", _module_name(obj)
+    if isinstance(obj, type):
+        return "a class", _module_name(obj)
+    kind = type(obj)
+    return f"a {kind.__module__}.{kind.__qualname__} object", _module_name(kind)
+
+
+def _module_name(obj: object) -> str | None:
+    name = getattr(obj, "__module__", None)
+    return name if isinstance(name, str) else None
 
 
 def allowed_modules(entries: Sequence[str] | None, where: str) -> AllowedModules | None:

@@ -15,6 +15,7 @@ from ..abc import Executor, Membership, Store, Trigger
 from ..config.tables import ConfigTables, use_plugin_tables
 from ..errors import ConfigError
 from . import specs as hookspecs
+from .allowed import AllowedModules
 from .command import Command
 from .registry import Registry
 
@@ -160,11 +161,19 @@ def config_tables_for(block: Iterable[str]) -> ConfigTables:
 use_plugin_tables(config_tables_for)
 
 
-def load_object(reference: str) -> object:
-    """Import ``module:attribute.path`` and return the object."""
+def load_object(reference: str, allowed: AllowedModules | None = None) -> object:
+    """Import ``module:attribute.path`` and return the object.
+
+    :param allowed: when given, the module is checked against it before it is imported, and the
+        attribute path and what it reaches after (:meth:`AllowedModules.walk`)
+    :raises tickwork.errors.ExecutorError: if ``allowed`` refuses the reference
+    """
     module_name, sep, attr_path = reference.partition(":")
     if not sep or not module_name or not attr_path:
         raise ValueError(f"reference must look like 'package.module:function', got {reference!r}")
+    if allowed is not None:
+        allowed.check(reference)  # before importing: importing a module runs its code
+        return allowed.walk(reference, importlib.import_module(module_name))
     obj: object = importlib.import_module(module_name)
     for part in attr_path.split("."):
         obj = getattr(obj, part)
