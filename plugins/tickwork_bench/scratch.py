@@ -22,6 +22,7 @@ from sqlalchemy.engine import make_url
 
 from tickwork.errors import ConfigError, StoreError
 from tickwork.plugin.manager import default_manager
+from tickwork.sql.dburl import masked
 from tickwork.sql.engines import pooled_engine, sqlite_file_engine
 from tickwork.sql.schema import runs, schedules
 from tickwork.sql.store import SQLStore
@@ -351,7 +352,7 @@ class PostgresScratch(Scratch):
                     for name in ("server_version", "fsync", "synchronous_commit", "shared_buffers", "autovacuum")
                 }
         except psycopg.Error as exc:
-            shown = make_url(admin_url).render_as_string(hide_password=True)
+            shown = masked(admin_url)
             raise StoreError(f"cannot create a scratch database through {shown} (--pg-url): {exc}") from exc
         self._created = True
 
@@ -427,7 +428,7 @@ class MySQLScratch(Scratch):
                 row = cur.fetchone()
                 self._version = str(row[0]) if row else "?"
         except pymysql.Error as exc:
-            shown = parsed.render_as_string(hide_password=True)
+            shown = masked(parsed)
             raise StoreError(f"cannot create a scratch database through {shown} (--mysql-url): {exc}") from exc
         self._created = True
 

@@ -63,8 +63,9 @@ def parse_url(url: str, where: str = "url") -> URL:
 
 
 def describe(url: URL) -> str:
-    """The URL without its password, for messages and logs."""
-    return url.render_as_string(hide_password=True)
+    """The URL without its passwords (user info and query, :func:`tickwork.sql.dburl.masked`),
+    for messages and logs."""
+    return dburl.masked(url)
 
 
 def create_queue_engine(url: URL, *, pool_size: int = 5) -> Engine:

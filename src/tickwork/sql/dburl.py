@@ -3,6 +3,11 @@
 A URL comes from the config after ``${ENV}`` expansion, so the text of a malformed one is the
 expanded password more often than not. Errors here say which part is wrong and show at most the
 scheme, never the value.
+
+:func:`masked` is the one way a URL is shown (start-up banner, ``db`` commands, errors, logs,
+``Store.describe()``, the jobqueue's messages): its password is hidden wherever it can be given,
+in the user info and in the query (libpq's ``?password=`` and ``?sslpassword=``, and any key that
+names a secret).
 """
 
 from __future__ import annotations
@@ -13,6 +18,14 @@ from sqlalchemy import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from ..errors import ConfigError
+
+#: What a hidden value is shown as.
+MASK = "***"
+# Query keys whose values are hidden: libpq's password and sslpassword, passfile (a path, but it
+# says where the password is), ODBC's pwd, and whatever names a secret, token or key.
+_SECRET_KEY = re.compile(r"pass|pwd|secret|token|key", re.IGNORECASE)
+# Stands for MASK while SQLAlchemy renders the URL, which would percent-encode "***".
+_PLACEHOLDER = "tickworkmaskedvalue"
 
 # A scheme is short and made of these characters; anything else may already be the secret.
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}")
@@ -53,3 +66,31 @@ def parse(url: str, where: str, example: str) -> URL:
     except (ArgumentError, ValueError):
         # SQLAlchemy's own message may quote the text; ours names only where it came from.
         raise ConfigError(f"{where}: the database URL cannot be parsed; expected {example}") from None
+
+
+def secret_key(key: str) -> bool:
+    """Whether the value of the query parameter ``key`` is hidden by :func:`masked`."""
+    return _SECRET_KEY.search(key) is not None
+
+
+def masked(url: str | URL) -> str:
+    """``url`` as it may be shown: ``***`` for the password of its user info and for the value of
+    every query parameter whose key names a secret (:func:`secret_key`: ``password``,
+    ``sslpassword``, ``PassWord``, ``client_secret``, ``auth_token``...); the rest as given.
+
+    A text that does not parse is shown by its scheme alone (``postgresql://...``), as
+    :func:`parse` reports it: the rest may be the password.
+    """
+    if isinstance(url, str):
+        try:
+            parsed = make_url(url)
+        except (ArgumentError, ValueError):
+            scheme = scheme_of(url)
+            return "(a database URL that cannot be parsed)" if scheme is None else f"{scheme}://..."
+    else:
+        parsed = url
+    query = {
+        key: ((_PLACEHOLDER,) * len(value) if isinstance(value, tuple) else _PLACEHOLDER) if secret_key(key) else value
+        for key, value in parsed.query.items()
+    }
+    return parsed.set(query=query).render_as_string(hide_password=True).replace(_PLACEHOLDER, MASK)

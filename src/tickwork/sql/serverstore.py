@@ -8,10 +8,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
-from sqlalchemy.engine import make_url
-
 from ..config.numbers import integer
 from ..errors import ConfigError
+from . import dburl
 from .store import SQLStore
 from .storecore import COMMON_OPTIONS
 from .watch import ChangeWatcher
@@ -60,7 +59,7 @@ class ServerStore(SQLStore):
         wrong, never the URL: after ``${ENV}`` expansion it holds the password."""
 
     def describe(self) -> str:
-        return f"{self.database_title} database {make_url(self.url).render_as_string(hide_password=True)}"
+        return f"{self.database_title} database {dburl.masked(self.url)}"
 
     def close(self) -> None:
         self._watcher.stop()
