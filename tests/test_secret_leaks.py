@@ -15,12 +15,15 @@ import textwrap
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
+import pymysql
 import pytest
 from sqlalchemy import make_url
 
 from tests import planted
+from tests.servers.mysql import MySQLServer
 from tickwork.config import parse
 from tickwork.plugin.assembly import build_store
 from tickwork.plugin.manager import default_manager
@@ -173,6 +176,9 @@ def test_the_jobqueue_describes_its_url_without_query_passwords() -> None:
 
 SECRET_QUERY = "password=SEKRIT1&sslpassword=SEKRIT2"
 
+# MySQL's "running with the --skip-grant-tables option" (a throwaway test server).
+SKIP_GRANT_TABLES = 1290
+
 DEPLOYMENT_JOBS = """
 import tickwork
 
@@ -206,6 +212,31 @@ def _wait_for(url: str, process: subprocess.Popen[str]) -> None:
     raise AssertionError(f"{url} never answered 200")
 
 
+def _mysql_user(request: pytest.FixtureRequest, url: str, password: str) -> str:
+    """``url`` as a user of its database whose password is ``password`` (dropped after the test).
+
+    A throwaway server runs without grant tables: it takes any password, so root is kept.
+    """
+    server: MySQLServer = request.getfixturevalue("mysql_server")
+    parsed = make_url(url)
+    user = f"leak_{uuid.uuid4().hex[:8]}"
+    with contextlib.closing(server.connect()) as conn, conn.cursor() as cur:
+        try:
+            cur.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'")
+        except pymysql.err.MySQLError as exc:
+            if exc.args[0] != SKIP_GRANT_TABLES:
+                raise
+            return url
+        cur.execute(f"GRANT ALL ON `{parsed.database}`.* TO '{user}'@'%'")
+
+    def drop() -> None:
+        with contextlib.closing(server.connect()) as conn, conn.cursor() as cur:
+            cur.execute(f"DROP USER '{user}'@'%'")
+
+    request.addfinalizer(drop)
+    return parsed.set(username=user, password=None).render_as_string(hide_password=False)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("plugin", ["postgres", "mysql"])
 def test_query_passwords_show_up_in_no_command_log_or_page(
@@ -214,8 +245,9 @@ def test_query_passwords_show_up_in_no_command_log_or_page(
     server_url: str = request.getfixturevalue(f"{plugin}_url")
     if plugin == "postgres":  # and a password in the user info, which the test server never checks
         server_url = planted.with_password(server_url)
-    # PyMySQL knows no sslpassword (it would refuse to connect): MySQL gets the one it reads.
-    store_url = _with_query(server_url, SECRET_QUERY if plugin == "postgres" else "password=SEKRIT1")
+        store_url = _with_query(server_url, SECRET_QUERY)
+    else:  # PyMySQL knows no sslpassword (it would refuse to connect): MySQL gets the one it reads
+        store_url = _with_query(_mysql_user(request, server_url, "SEKRIT1"), "password=SEKRIT1")
     queue = ""
     if plugin == "postgres":
         queue = f'[executor.jobqueue]\nurl = "{_with_query(server_url, SECRET_QUERY)}"\n'
