@@ -13,7 +13,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -162,19 +162,21 @@ class Node:
                 self.store.remove_node(self.node_id)
             self.store.close()
             raise
-        self.membership.on_change(self._membership_changed)
-        self.store.listen(self.engine.wake)
         self._opened = True
-        log_banner(self, reports)
         try:
+            self.membership.on_change(self._membership_changed)
+            self.store.listen(self.engine.wake)
+            log_banner(self, reports)
             # A plugin's configuration error fails the start; anything else it raises is only logged.
             self.hooks.call(
                 "tickwork_node_started", node_id=self.node_id, config=self.config, node=self, reraise=(ConfigError,)
             )
-        except ConfigError:
+            self._membership_changed()
+        except BaseException:
+            # Also for a KeyboardInterrupt in a slow plugin: a half-started node would keep
+            # heartbeating under its id, and a retry would be refused as a namesake.
             self.shutdown(0)
             raise
-        self._membership_changed()
         return reports
 
     def _register(self) -> None:
@@ -399,9 +401,35 @@ class Node:
         self.stop()
 
     async def __aenter__(self) -> Node:
-        return await asyncio.to_thread(self.start)
+        starting = asyncio.ensure_future(asyncio.to_thread(self.start))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # A cancellation cannot interrupt the start's thread: it would finish unseen and leave
+            # a running node holding its id (a retry then fails with NodeIdInUseError). Wait for
+            # it and stop what it started before letting the cancellation through.
+            await _to_the_end(self._undo_start(starting))
+            raise
+
+    async def _undo_start(self, starting: asyncio.Future[Node]) -> None:
+        with contextlib.suppress(Exception):  # a start that failed has cleaned up after itself
+            await starting
+        try:
+            await asyncio.to_thread(self.stop)
+        except Exception:  # the cancellation goes on, not this
+            log.exception("node %s: stopping after a cancelled start failed", self.node_id)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await asyncio.to_thread(self.stop)
+
+
+async def _to_the_end(work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` to its end even if this task is cancelled again meanwhile (the caller re-raises
+    the first cancellation once it is done; ``work`` is bounded by the start and the stop)."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+    task.result()
