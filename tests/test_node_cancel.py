@@ -47,13 +47,13 @@ class SlowStartPlugin:
         self.gate()
 
 
-def config_for(tmp_path: Path, node_id: str, jobs: list[str] | None = None) -> Config:
+def config_for(tmp_path: Path, node_id: str, jobs: list[str] | None = None, ttl: float = 1.0) -> Config:
     return parse(
         {
             "scheduler": {"node_id": node_id, "max_sleep": 0.2, "jobs": jobs or []},
             "store": {"path": str(tmp_path / "cancel.db")},
             # A short ttl: without the fix the retry fails within seconds (NodeIdInUseError).
-            "membership": {"heartbeat_interval": 0.1, "node_ttl": 1.0},
+            "membership": {"heartbeat_interval": 0.1, "node_ttl": ttl},
         }
     )
 
@@ -96,6 +96,11 @@ def node_threads(node_id: str) -> list[str]:
     return [t.name for t in threading.enumerate() if node_id in t.name]
 
 
+async def enter_forever(node: Node) -> None:
+    async with node:
+        await asyncio.Event().wait()  # until cancelled
+
+
 @pytest.mark.parametrize("point", ["store open", "job import", "node started"])
 def test_a_cancelled_async_start_stops_what_it_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
@@ -104,13 +109,9 @@ def test_a_cancelled_async_start_stops_what_it_started(
     node_id = f"cancelled-{point.replace(' ', '-')}"
     gate = Gate()
 
-    async def enter(node: Node) -> None:
-        async with node:
-            await asyncio.Event().wait()  # until cancelled
-
     async def main() -> None:
         node = slow_node(tmp_path, point, gate, node_id)
-        task = asyncio.create_task(enter(node))
+        task = asyncio.create_task(enter_forever(node))
         assert await asyncio.to_thread(gate.entered.wait, GUARD_S)
         task.cancel()
         for _ in range(5):  # let the cancellation reach the start before the slow step ends
@@ -127,6 +128,36 @@ def test_a_cancelled_async_start_stops_what_it_started(
 
     asyncio.run(main())
     assert live_nodes(tmp_path) == []
+
+
+@pytest.mark.timeout(60)  # without the abandon the start waits out the hour: this fails instead
+def test_a_cancelled_start_stops_waiting_for_a_crashed_predecessor(tmp_path: Path) -> None:
+    """A start waits up to ``node_ttl`` for a crashed predecessor's record (a heartbeat that no
+    longer advances) to go stale; cancelled, it stops waiting at once instead of finishing an
+    hour later and then being stopped."""
+    config = config_for(tmp_path, "successor", ttl=3600.0)
+    store = build_store(config, PluginManager())
+    store.open()
+    try:
+        assert store.register_node("successor", "crashed-instance", 3600.0) is None
+
+        async def main() -> None:
+            node = Node(config)
+            task = asyncio.create_task(enter_forever(node))
+            # Most likely in the wait by now; cancelled before it, the start stops at its first step.
+            await asyncio.sleep(0.5)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert not node.running and node_threads("successor") == []
+            assert [n.id for n in store.nodes()] == ["successor"]  # only the predecessor's record
+            store.remove_node("successor")  # as if the record had gone stale
+            async with Node(config) as again:
+                assert again.running
+
+        asyncio.run(main())
+    finally:
+        store.close()
 
 
 def test_a_start_interrupted_in_a_plugin_hook_stops_what_it_started(tmp_path: Path) -> None:

@@ -56,6 +56,11 @@ def unconfigured_executor(config: Config, manager: PluginManager, job: DeclaredJ
     )
 
 
+class StartAbandoned(Exception):
+    """Raised in the thread of a start whose caller gave up on it (a cancelled ``async with``);
+    that caller sees its ``CancelledError``, never this."""
+
+
 class Node:
     """A tickwork node: store + membership + executors + engine, built from a :class:`Config`.
 
@@ -108,6 +113,9 @@ class Node:
         self._looping = False
         self._stopped = threading.Event()
         self._abort = threading.Event()
+        #: Set when the caller of a start gave up on it (a cancelled ``async with``): the start
+        #: stops at its next step instead of finishing for nothing.
+        self._abandoned = threading.Event()
         self._signals_installed = False
         self._grace: float | None = None
         self._admin: Admin | None = None
@@ -138,6 +146,7 @@ class Node:
             raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
         self.store.open()
         try:
+            self._unless_abandoned()
             # Before anything else: releasing "this node's" claims would release a live namesake's.
             self._register()
         except BaseException:
@@ -145,10 +154,12 @@ class Node:
             raise
         started: list[Executor] = []
         try:
+            self._unless_abandoned()
             released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
             if released:
                 log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
             reports = self.sync_jobs()
+            self._unless_abandoned()
             for executor in self.executors.values():
                 executor.start()
                 started.append(executor)
@@ -190,13 +201,18 @@ class Node:
         seen = live.heartbeat_at
         deadline = time.monotonic() + ttl
         while live is not None and live.heartbeat_at == seen and time.monotonic() < deadline:
-            time.sleep(min(0.25, ttl / 8))
+            if self._abandoned.wait(min(0.25, ttl / 8)):
+                raise StartAbandoned(f"the start of node {self.node_id} was abandoned (cancelled)")
             live = self.store.register_node(self.node_id, self.instance, ttl)
         if live is not None:
             raise NodeIdInUseError(
                 f"node id {self.node_id!r} is in use by a live node (it is heartbeating); give each node "
                 "its own scheduler.node_id"
             )
+
+    def _unless_abandoned(self) -> None:
+        if self._abandoned.is_set():
+            raise StartAbandoned(f"the start of node {self.node_id} was abandoned (cancelled)")
 
     def sync_jobs(self) -> list[SyncReport]:
         reports = []
@@ -407,7 +423,9 @@ class Node:
         except asyncio.CancelledError:
             # A cancellation cannot interrupt the start's thread: it would finish unseen and leave
             # a running node holding its id (a retry then fails with NodeIdInUseError). Wait for
-            # it and stop what it started before letting the cancellation through.
+            # it (it stops at its next step) and stop what it started before letting the
+            # cancellation through.
+            self._abandoned.set()
             await _to_the_end(self._undo_start(starting))
             raise
 
