@@ -430,8 +430,14 @@ class Node:
             raise
 
     async def _undo_start(self, starting: asyncio.Future[Node]) -> None:
-        with contextlib.suppress(Exception):  # a start that failed has cleaned up after itself
+        try:
             await starting
+        except Exception:
+            # It failed (or stopped when told it was abandoned) and cleaned up after itself; the
+            # node was never opened and may be started again (stop() would spoil its engine).
+            self._abandoned.clear()
+            return
+        self._abandoned.clear()
         try:
             await asyncio.to_thread(self.stop)
         except Exception:  # the cancellation goes on, not this
