@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -104,6 +105,11 @@ class SQLiteStore(SQLStore):
         self.create_empty = create
         self._watcher = ChangeWatcher("tickwork-sqlite-watch", join_timeout=2)
         self._connection = OneConnection(lambda: self.engine, timeout=self.busy_timeout)
+        #: (st_dev, st_ino) of the file as opened; None before open() or when it cannot be read.
+        self._identity: tuple[int, int] | None = None
+        self._lost: str | None = None
+        self._lost_lock = threading.Lock()
+        self._opened_path = str(self.path)
 
     def describe(self) -> str:
         return f"SQLite database {str(self.path)!r}"
@@ -117,7 +123,51 @@ class SQLiteStore(SQLStore):
         # The file is created 0600 by the shared setup (tickwork.sql.filemode).
         return sqlite_file_engine(self.path, busy_timeout=self.busy_timeout)
 
+    def open(self, *, check_schema: bool = True) -> None:
+        super().open(check_schema=check_schema)
+        # Absolute now: SQLite resolved the path when it opened the file, so an application that
+        # changes its working directory later has not lost it.
+        self._opened_path = os.path.abspath(self.path)
+        self._identity = self._file_identity()
+        self._lost = None
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            found = os.stat(self._opened_path)
+        except OSError:
+            return None
+        return (found.st_dev, found.st_ino)
+
+    def _check_file(self) -> None:
+        """Refuse the transaction if the path no longer names the file this store opened.
+
+        A file deleted (``rm tickwork.db*``) or replaced (a restore moved into place) under an
+        open connection is not noticed by SQLite: it goes on reading and writing the unlinked
+        file, and every claim and run it records is lost. The check is one ``stat`` (about a
+        microsecond) per transaction, which costs hundreds. Not reopened: for a deleted path
+        that would create an empty database and silently forget every schedule's state, and
+        whether a replacement is meant to be used is the operator's call (restart the node).
+        """
+        if self._identity is None:
+            return
+        if self._lost is None:
+            now = self._file_identity()
+            if now == self._identity:
+                return
+            what = "deleted" if now is None else "replaced by another file"
+            with self._lost_lock:  # several threads may notice at once: one ERROR line
+                if self._lost is None:
+                    self._lost = (
+                        f"{self.describe()} was {what} while this process had it open: writing on would go to "
+                        "the unlinked file and be lost, so this store refuses every transaction; restore the "
+                        "file and restart the node (a node started on a missing path creates a new, empty "
+                        "database)"
+                    )
+                    log.error("%s", self._lost)
+        raise StoreError(self._lost)
+
     def _begin(self) -> AbstractContextManager[Connection]:
+        self._check_file()
         return self._connection.begin()
 
     def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
@@ -231,3 +281,4 @@ class SQLiteStore(SQLStore):
         self._watcher.stop()
         self._connection.close()
         super().close()
+        self._identity = None

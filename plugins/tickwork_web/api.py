@@ -1,6 +1,7 @@
 """The JSON API under ``/api`` (docs/web.md). Reads are open; the actions need
 ``Authorization: Bearer TOKEN``: 401 without it, 403 with a wrong one or when no token is
-configured (read-only dashboard). Errors are ``{"error": "..."}`` with 400, 404, 409 or 503."""
+configured (read-only dashboard), 429 (with ``Retry-After``) after repeated wrong tokens from one
+address. Errors are ``{"error": "..."}`` with 400, 404, 409 or 503."""
 
 from __future__ import annotations
 
@@ -104,8 +105,17 @@ def authorize(request: Request) -> Response | str:
             "actions need a bearer token: Authorization: Bearer TOKEN",
             {"WWW-Authenticate": 'Bearer realm="tickwork"'},
         )
+    throttle = _dashboard(request).throttle
+    address = request.client.host if request.client else "-"
+    wait = throttle.wait(address)
+    if wait:
+        return error(
+            429, f"too many failed token checks from {address}: try again in {wait} s", {"Retry-After": str(wait)}
+        )
     if not guard.token_matches(given.strip()):
+        throttle.failed(address, "bearer token")
         return error(403, "the bearer token is not valid")
+    throttle.succeeded(address)
     user = clean_name(request.headers.get("x-tickwork-user", ""))
     return f"{user} (API token)" if user else "API token"
 

@@ -4,6 +4,8 @@ JSON API in :mod:`.api`; both read and act through a per-request :class:`~tickwo
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,22 +22,27 @@ from tickwork.admin import Admin, ConfigSource, load_config
 
 from . import api, pages
 from .adminpool import AdminPool
-from .auth import Guard
+from .auth import Guard, Throttle
 from .settings import WebSettings
 from .timefmt import duration, relative, utc_text
 from .words import describe
 
 HERE = Path(__file__).parent
 T = TypeVar("T")
+#: A token shorter than this is warned about at start-up (it is all that guards the actions).
+MIN_TOKEN_LENGTH = 16
+
+log = logging.getLogger("tickwork.web")
 
 
 class Dashboard:
     """What every request handler needs: the admin pool, the guard and the templates."""
 
-    def __init__(self, pool: AdminPool, settings: WebSettings) -> None:
+    def __init__(self, pool: AdminPool, settings: WebSettings, clock: Callable[[], float] = time.monotonic) -> None:
         self.pool = pool
         self.settings = settings
         self.guard = Guard(settings.token)
+        self.throttle = Throttle(clock)
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]), auto_reload=False
         )
@@ -60,11 +67,23 @@ def dashboard_of(request: Request) -> Dashboard:
 
 
 def build_app(
-    config: ConfigSource = None, *, token: str | None = None, settings: WebSettings | None = None
+    config: ConfigSource = None,
+    *,
+    token: str | None = None,
+    settings: WebSettings | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Starlette:
-    """See :func:`tickwork_web.app`."""
+    """See :func:`tickwork_web.app`. ``clock``: the monotonic seconds of the login back-off."""
     loaded = load_config(config)
     settings = settings or WebSettings.from_config(loaded, token=token)
+    if settings.token is not None and len(settings.token) < MIN_TOKEN_LENGTH:
+        log.warning(
+            "the dashboard token (%s) is only %d characters: anyone who can reach the dashboard may guess it; "
+            "use at least %d random characters (openssl rand -hex 24)",
+            settings.token_source,
+            len(settings.token),
+            MIN_TOKEN_LENGTH,
+        )
     pool = AdminPool(loaded)
 
     @contextlib.asynccontextmanager
@@ -95,5 +114,5 @@ def build_app(
         lifespan=lifespan,
         exception_handlers={404: pages.not_found, 405: pages.method_not_allowed},
     )
-    app.state.dashboard = Dashboard(pool, settings)
+    app.state.dashboard = Dashboard(pool, settings, clock)
     return app

@@ -165,12 +165,22 @@ async def login(request: Request) -> Response:
     guard = _dashboard(request).guard
     if not guard.enabled:
         return problem(request, 403, "actions are disabled: the dashboard has no token configured (read-only)")
+    throttle = _dashboard(request).throttle
+    address = request.client.host if request.client else "-"
+    wait = throttle.wait(address)
+    if wait:
+        # Refused before the form is even read: a guesser gets no answer about its guess.
+        refused = problem(
+            request, 429, f"Too many failed logins from {address}: try again in {wait} s (each failure doubles it)"
+        )
+        refused.headers["Retry-After"] = str(wait)
+        return refused
     form = await request.form()
     token = str(form.get("token", ""))
-    address = request.client.host if request.client else "-"
     if not guard.token_matches(token.strip()):
-        log.warning("login refused from %s: wrong token", address)
+        throttle.failed(address, "login")
         return render(request, "login.html", status=403, failed=True)
+    throttle.succeeded(address)
     session, cookie = guard.new_session(str(form.get("name", "")))
     log.info("login of %s from %s", session.who, address)
     response = _redirect(request, "/", "login")

@@ -7,6 +7,7 @@ All datetimes are timezone-aware and in UTC.
 from __future__ import annotations
 
 import enum
+import unicodedata
 import zlib
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
@@ -130,6 +131,32 @@ def parse_iso(text: str) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+def check_name(name: str) -> None:
+    """Refuse a schedule name that is not one line of printable text: a newline or other control
+    character would forge lines of ``tickwork jobs list`` and of the logs, a bidirectional override
+    would show another name than the stored one, and a lone surrogate (what Python makes of an
+    undecodable byte in argv or a file name) cannot be stored as UTF-8 at all.
+
+    :raises ValueError: naming the first offending character by code point and position
+    """
+    if name.isprintable():  # the common case, in C
+        return
+    for position, char in enumerate(name, 1):
+        if char.isprintable():
+            continue
+        point = ord(char)
+        if 0xDC80 <= point <= 0xDCFF:
+            what = f"an undecodable byte 0x{point - 0xDC00:02X} (U+{point:04X}); the name must be valid UTF-8"
+        elif 0xD800 <= point <= 0xDFFF:
+            what = f"a lone surrogate U+{point:04X}; the name must be valid UTF-8"
+        else:
+            what = f"the unprintable character U+{point:04X} ({unicodedata.name(char, 'a control character')})"
+        raise ValueError(
+            f"name: {what} at position {position}; a schedule name must be one line of printable text "
+            "(no newline, tab or other control or format character)"
+        )
+
+
 @dataclass(frozen=True)
 class ScheduleSpec:
     """What a user declares: everything about a schedule except its run-time state.
@@ -170,6 +197,7 @@ class ScheduleSpec:
                 raise ValueError(f"{name}: must be a non-empty string, got {value!r}")
         if len(self.name) > 200:
             raise ValueError(f"name: at most 200 characters, got {len(self.name)}")
+        check_name(self.name)
         if not isinstance(self.arguments, dict):
             raise ValueError(f"arguments: must be a JSON object (dict), got {type(self.arguments).__name__}")
         if not isinstance(self.timeout, timedelta) or not timedelta(0) < self.timeout <= MAX_TIMEOUT:

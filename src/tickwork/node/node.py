@@ -13,7 +13,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -54,6 +54,11 @@ def unconfigured_executor(config: Config, manager: PluginManager, job: DeclaredJ
         f"{where}: executor {name!r} is not configured in {config.source or 'the configuration'}: "
         f"add an [executor.{name}] table (configured executors: {configured})"
     )
+
+
+class StartAbandoned(Exception):
+    """Raised in the thread of a start whose caller gave up on it (a cancelled ``async with``);
+    that caller sees its ``CancelledError``, never this."""
 
 
 class Node:
@@ -108,6 +113,9 @@ class Node:
         self._looping = False
         self._stopped = threading.Event()
         self._abort = threading.Event()
+        #: Set when the caller of a start gave up on it (a cancelled ``async with``): the start
+        #: stops at its next step instead of finishing for nothing.
+        self._abandoned = threading.Event()
         self._signals_installed = False
         self._grace: float | None = None
         self._admin: Admin | None = None
@@ -138,6 +146,7 @@ class Node:
             raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
         self.store.open()
         try:
+            self._unless_abandoned()
             # Before anything else: releasing "this node's" claims would release a live namesake's.
             self._register()
         except BaseException:
@@ -145,10 +154,12 @@ class Node:
             raise
         started: list[Executor] = []
         try:
+            self._unless_abandoned()
             released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
             if released:
                 log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
             reports = self.sync_jobs()
+            self._unless_abandoned()
             for executor in self.executors.values():
                 executor.start()
                 started.append(executor)
@@ -162,19 +173,21 @@ class Node:
                 self.store.remove_node(self.node_id)
             self.store.close()
             raise
-        self.membership.on_change(self._membership_changed)
-        self.store.listen(self.engine.wake)
         self._opened = True
-        log_banner(self, reports)
         try:
+            self.membership.on_change(self._membership_changed)
+            self.store.listen(self.engine.wake)
+            log_banner(self, reports)
             # A plugin's configuration error fails the start; anything else it raises is only logged.
             self.hooks.call(
                 "tickwork_node_started", node_id=self.node_id, config=self.config, node=self, reraise=(ConfigError,)
             )
-        except ConfigError:
+            self._membership_changed()
+        except BaseException:
+            # Also for a KeyboardInterrupt in a slow plugin: a half-started node would keep
+            # heartbeating under its id, and a retry would be refused as a namesake.
             self.shutdown(0)
             raise
-        self._membership_changed()
         return reports
 
     def _register(self) -> None:
@@ -188,13 +201,18 @@ class Node:
         seen = live.heartbeat_at
         deadline = time.monotonic() + ttl
         while live is not None and live.heartbeat_at == seen and time.monotonic() < deadline:
-            time.sleep(min(0.25, ttl / 8))
+            if self._abandoned.wait(min(0.25, ttl / 8)):
+                raise StartAbandoned(f"the start of node {self.node_id} was abandoned (cancelled)")
             live = self.store.register_node(self.node_id, self.instance, ttl)
         if live is not None:
             raise NodeIdInUseError(
                 f"node id {self.node_id!r} is in use by a live node (it is heartbeating); give each node "
                 "its own scheduler.node_id"
             )
+
+    def _unless_abandoned(self) -> None:
+        if self._abandoned.is_set():
+            raise StartAbandoned(f"the start of node {self.node_id} was abandoned (cancelled)")
 
     def sync_jobs(self) -> list[SyncReport]:
         reports = []
@@ -399,9 +417,43 @@ class Node:
         self.stop()
 
     async def __aenter__(self) -> Node:
-        return await asyncio.to_thread(self.start)
+        starting = asyncio.ensure_future(asyncio.to_thread(self.start))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # A cancellation cannot interrupt the start's thread: it would finish unseen and leave
+            # a running node holding its id (a retry then fails with NodeIdInUseError). Wait for
+            # it (it stops at its next step) and stop what it started before letting the
+            # cancellation through.
+            self._abandoned.set()
+            await _to_the_end(self._undo_start(starting))
+            raise
+
+    async def _undo_start(self, starting: asyncio.Future[Node]) -> None:
+        try:
+            await starting
+        except Exception:
+            # It failed (or stopped when told it was abandoned) and cleaned up after itself; the
+            # node was never opened and may be started again (stop() would spoil its engine).
+            self._abandoned.clear()
+            return
+        self._abandoned.clear()
+        try:
+            await asyncio.to_thread(self.stop)
+        except Exception:  # the cancellation goes on, not this
+            log.exception("node %s: stopping after a cancelled start failed", self.node_id)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await asyncio.to_thread(self.stop)
+
+
+async def _to_the_end(work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` to its end even if this task is cancelled again meanwhile (the caller re-raises
+    the first cancellation once it is done; ``work`` is bounded by the start and the stop)."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+    task.result()
