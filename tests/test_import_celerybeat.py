@@ -183,6 +183,12 @@ def test_an_executor_that_is_not_configured_is_refused_as_jobs_add_refuses_it(tm
     assert "executor 'celery' is not configured" in done.stderr
     assert done.stderr.strip().splitlines()[-1] == added.stderr.strip().splitlines()[-1]
     assert stored(project) == {}
+    # A dry run previews them anyway (triggers checked), saying the import would refuse.
+    dry = tw(project, "import", "celery-beat", "proj.celery:app", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert len(dry.stdout.splitlines()) == 6
+    assert "executor 'celery' is not configured" in dry.stderr and "the import itself would be refused" in dry.stderr
+    assert stored(project) == {}
 
 
 def test_an_app_that_cannot_be_imported_is_one_error_line(project: Path) -> None:

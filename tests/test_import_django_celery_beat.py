@@ -145,9 +145,9 @@ def test_solar_and_a_future_start_time_are_refused_by_name_and_skip_leaves_them_
 
 def test_a_database_without_the_tables_or_that_does_not_exist_is_one_error_line(tmp_path: Path, workdir: Path) -> None:
     missing = run_import(workdir, f"sqlite:///{tmp_path / 'nothere.sqlite3'}")
-    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
     assert not (tmp_path / "nothere.sqlite3").exists()
     (tmp_path / "empty.sqlite3").write_bytes(b"")
     empty = run_import(workdir, f"sqlite:///{tmp_path / 'empty.sqlite3'}")
-    assert empty.returncode == 2 and "django_celery_beat_periodictask" in empty.stderr
+    assert empty.returncode == 1 and "django_celery_beat_periodictask" in empty.stderr
     assert len(empty.stderr.strip().splitlines()) == 1

@@ -12,13 +12,13 @@ import json
 import sys
 from abc import abstractmethod
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tickwork.admin.api import Admin
 from tickwork.cli.commands.workdir import import_from_working_directory
-from tickwork.errors import DatabaseMissingError, ScheduleExistsError, TickworkError
+from tickwork.errors import ConfigError, DatabaseMissingError, ScheduleExistsError, TickworkError
 from tickwork.plugin import Command, CommandGroup
-from tickwork.scheduling.triggers import get_trigger
+from tickwork.scheduling.triggers import check_zone, get_trigger
 from tickwork.structures import ScheduleSpec
 
 from .entries import DEFAULT_EXECUTOR, Imported, Refusals
@@ -74,11 +74,12 @@ class _Import(Command):
             if unknown:
                 raise TickworkError(f"{source}: --skip names no entry: {', '.join(unknown)}; nothing was imported")
             entries = [e for e in entries if e.name not in args.skip]
-            admin.specs.executor(args.executor)  # not configured: the error jobs add gives, once
+            unconfigured = _unconfigured(admin, args.executor, dry_run=args.dry_run)
             specs: list[ScheduleSpec] = []
             for entry in entries:
+                fields = entry.fields(args.executor, args.prefix)
                 try:
-                    specs.append(admin.spec(**entry.fields(args.executor, args.prefix)))
+                    specs.append(admin.spec(**fields) if unconfigured is None else _trigger_checked(admin, fields))
                 except (TickworkError, ValueError, TypeError) as exc:
                     refusals.add(entry.name, str(exc))
             refusals.check()
@@ -90,6 +91,8 @@ class _Import(Command):
             if args.dry_run:
                 for entry in entries:
                     print(json.dumps(entry.fields(args.executor, args.prefix)))
+                if unconfigured is not None:
+                    print(f"tickwork: note: the import itself would be refused: {unconfigured}", file=sys.stderr)
                 print(f"tickwork: dry run: nothing was written ({len(specs)} schedules)", file=sys.stderr)
                 return 0
             try:
@@ -105,6 +108,40 @@ class _Import(Command):
         else:
             print(f"imported {len(infos)} schedule{'' if len(infos) == 1 else 's'} from {source}")
         return 0
+
+
+def _unconfigured(admin: Admin, executor: str, *, dry_run: bool) -> str | None:
+    """Why ``executor`` cannot run the schedules, for a dry run (``None``: it can). The import
+    refuses an executor that is not configured, with the error ``jobs add`` gives; a dry run
+    previews the schedules anyway, so that they can be read before the executor is set up.
+
+    :raises tickwork.errors.ConfigError: if it is not configured (and not ``dry_run``)
+    """
+    try:
+        admin.specs.executor(executor)
+    except ConfigError as exc:
+        if not dry_run:
+            raise
+        return str(exc)
+    return None
+
+
+def _trigger_checked(admin: Admin, fields: dict[str, Any]) -> ScheduleSpec:
+    """The spec of ``fields`` with its name, zone and trigger checked, but not its target (for a
+    dry run whose executor is not configured)."""
+    spec = ScheduleSpec(
+        name=fields["name"],
+        trigger_kind=fields["kind"],
+        expression=fields["expression"],
+        target=fields["target"],
+        timezone=fields["tz"],
+        executor=fields["executor"],
+        arguments=fields["args"],
+        enabled=fields["enabled"],
+    )
+    check_zone(spec.timezone)
+    get_trigger(spec.trigger_kind, spec.expression, spec.timezone, admin.manager)
+    return spec
 
 
 def _now(admin: Admin, *, write: bool) -> datetime:

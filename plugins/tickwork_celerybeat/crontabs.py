@@ -12,7 +12,6 @@ Celery accepts (``*/15``, ``mon-fri``, ``1,15``) is translated from what Celery 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 MINUTES = range(60)
@@ -50,10 +49,8 @@ def _full(values: frozenset[int], domain: range) -> bool:
     return values >= frozenset(domain)
 
 
-def _cron_field(values: frozenset[int], domain: range) -> str:
-    """``*`` for every value (so a day field is unrestricted), else ranges and single values."""
-    if _full(values, domain):
-        return "*"
+def _ranges(values: frozenset[int], dash: str, width: int) -> str:
+    """Runs of consecutive values as ranges (``1-5`` / ``01..05``), others listed, sorted."""
     ordered = sorted(values)
     parts: list[str] = []
     start = previous = ordered[0]
@@ -61,14 +58,20 @@ def _cron_field(values: frozenset[int], domain: range) -> str:
         if value is not None and value == previous + 1:
             previous = value
             continue
-        parts.append(str(start) if start == previous else f"{start}-{previous}")
+        first, last = f"{start:0{width}d}", f"{previous:0{width}d}"
+        parts.append(first if start == previous else f"{first}{dash}{last}")
         if value is not None:
             start = previous = value
     return ",".join(parts)
 
 
-def _listed(values: Iterable[int], width: int = 2) -> str:
-    return ",".join(f"{v:0{width}d}" for v in sorted(values))
+def _cron_field(values: frozenset[int], domain: range) -> str:
+    """``*`` for every value (so that a day field is unrestricted), else ranges and values."""
+    return "*" if _full(values, domain) else _ranges(values, "-", 1)
+
+
+def _calendar_field(values: frozenset[int], domain: range) -> str:
+    return "*" if _full(values, domain) else _ranges(values, "..", 2)
 
 
 def translate(fields: CrontabFields) -> tuple[str, str]:
@@ -92,8 +95,8 @@ def translate(fields: CrontabFields) -> tuple[str, str]:
         )
     # Both day fields restricted: systemd's weekday and date parts must both match (AND).
     weekdays = ",".join(WEEKDAY_NAMES[d] for d in sorted(fields.day_of_week))
-    months = "*" if _full(fields.month_of_year, MONTHS) else _listed(fields.month_of_year)
-    days = _listed(fields.day_of_month)
-    hours = "*" if _full(fields.hour, HOURS) else _listed(fields.hour)
-    minutes = "*" if _full(fields.minute, MINUTES) else _listed(fields.minute)
+    months = _calendar_field(fields.month_of_year, MONTHS)
+    days = _calendar_field(fields.day_of_month, DAYS_OF_MONTH)
+    hours = _calendar_field(fields.hour, HOURS)
+    minutes = _calendar_field(fields.minute, MINUTES)
     return "calendar", f"{weekdays} *-{months}-{days} {hours}:{minutes}:00"

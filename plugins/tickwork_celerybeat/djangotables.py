@@ -34,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from tickwork.errors import ConfigError
+from tickwork.errors import ConfigError, TickworkError
 from tickwork.sql import dburl
 
 metadata = MetaData()
@@ -124,15 +124,16 @@ class Row:
 def parse_url(url: str) -> URL:
     """The SQLAlchemy URL of the Django database, its driver pinned.
 
-    :raises tickwork.errors.ConfigError: an unsupported database, or a SQLite file that does not
-        exist (reading must not create one)
+    :raises tickwork.errors.ConfigError: an unsupported database
+    :raises tickwork.errors.TickworkError: a SQLite file that does not exist (reading must not
+        create one)
     """
     parsed = dburl.parse(url, "URL", "sqlite:///PATH, postgresql://user:password@host/db or mysql://...")
     backend = parsed.get_backend_name()
     if backend not in DRIVERS:
         raise ConfigError(f"URL: unsupported database {backend!r}; expected sqlite, postgresql or mysql")
     if backend == "sqlite" and not (parsed.database and Path(parsed.database).is_file()):
-        raise ConfigError(f"URL: the SQLite database {dburl.masked(parsed)} does not exist")
+        raise TickworkError(f"the SQLite database {dburl.masked(parsed)} does not exist")
     backend = "postgresql" if backend == "postgres" else "mysql" if backend == "mariadb" else backend
     return parsed.set(drivername=f"{backend}+{DRIVERS[backend]}")
 
@@ -152,7 +153,7 @@ def connected(url: URL) -> Iterator[Connection]:
             yield conn
     except SQLAlchemyError as exc:
         # The driver's message, not the URL: it may hold the password.
-        raise ConfigError(
+        raise TickworkError(
             f"reading django-celery-beat's tables from {dburl.masked(url)}: {getattr(exc, 'orig', None) or exc}"
         ) from exc
     finally:
