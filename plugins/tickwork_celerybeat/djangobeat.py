@@ -132,6 +132,11 @@ def imported(row: Row, now: datetime, next_fire: NextFire) -> Imported:
     if task["one_off"] and task["total_run_count"] and enabled:
         enabled = False
         notes.append("one_off and already run: imported disabled, as beat disables it")
+    elif kind == "once" and enabled and next_fire(kind, expression, zone, now) is None:
+        notes.append(
+            f"its time {expression} has passed and beat has not run it: beat would run it at once, "
+            f"tickwork never will; run it with tickwork jobs trigger if it is still wanted"
+        )
     try:
         args = _json(task["args"], "[]", list)
         kwargs = _json(task["kwargs"], "{}", dict)
