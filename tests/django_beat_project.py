@@ -13,6 +13,11 @@ from datetime import UTC, datetime
 import django
 from django.conf import settings
 
+if json.loads(os.environ["DJANGO_DB"])["ENGINE"] == "django.db.backends.mysql":
+    import pymysql  # Django's MySQL backend on PyMySQL (tickwork's mysql extra), not mysqlclient
+
+    pymysql.install_as_MySQLdb()
+
 settings.configure(
     SECRET_KEY="tickwork-tests",
     USE_TZ=True,

@@ -222,3 +222,70 @@ def test_every_crontab_fires_when_celery_says(
     kind, expression = translate(CrontabFields.of(when))
     schedule = {"name": "x", "kind": kind, "expression": expression, "timezone": "Asia/Tokyo"}
     assert tickwork_times(schedule, start) == celery_times(when, start)
+
+
+PERIODIC_TASKS = """
+from celery import Celery
+from celery.schedules import crontab
+
+app = Celery("proj", broker="memory://")
+
+
+@app.task
+def hello(who):
+    return who
+
+
+@app.on_after_configure.connect
+def setup(sender, **kwargs):
+    sender.add_periodic_task(10.0, hello.s("world"), name="hello every 10")
+    sender.add_periodic_task(crontab(hour=7, minute=30), hello.s("morning"), name="morning", queue="q1")
+"""
+
+
+def test_entries_added_by_add_periodic_task_are_imported(tmp_path: Path) -> None:
+    project = write_project(tmp_path)
+    (project / "proj" / "celery.py").write_text(PERIODIC_TASKS)
+    done = tw(project, "import", "celery-beat", "proj.celery:app")
+    assert done.returncode == 0, done.stderr
+    schedules = stored(project)
+    assert {n: (s["kind"], s["expression"], s["timezone"], s["target"]) for n, s in schedules.items()} == {
+        "hello every 10": ("interval", "10s", "UTC", "proj.celery.hello"),
+        "morning": ("cron", "30 7 * * *", "UTC", "proj.celery.hello"),
+    }
+    assert schedules["morning"]["arguments"] == {"args": ["morning"], "kwargs": {}, "options": {"queue": "q1"}}
+
+
+UNREPRODUCIBLE = """
+from datetime import timedelta
+from celery import Celery
+from celery.schedules import schedule
+
+app = Celery("proj", broker="memory://")
+app.conf.beat_schedule = {
+    "rounded": {"task": "t.a", "schedule": schedule(timedelta(hours=1), relative=True)},
+    "opaque": {"task": "t.b", "schedule": 60, "args": (object(),)},
+    "fine": {"task": "t.c", "schedule": 60},
+}
+"""
+
+
+def test_every_entry_that_cannot_be_reproduced_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    project = write_project(tmp_path)
+    (project / "proj" / "celery.py").write_text(UNREPRODUCIBLE)
+    done = tw(project, "import", "celery-beat", "proj.celery:app")
+    assert done.returncode == 2
+    assert "2 entries cannot be imported; nothing was imported" in done.stderr
+    assert "entry 'rounded': relative=True" in done.stderr
+    assert "entry 'opaque': args, kwargs and options must hold JSON values only" in done.stderr
+    assert "'fine'" not in done.stderr
+    assert not (project / "t.db").exists() or stored(project) == {}
+
+
+def test_an_app_on_local_time_is_refused(tmp_path: Path) -> None:
+    project = write_project(tmp_path)
+    text = UNREPRODUCIBLE.replace("app.conf.beat_schedule", "app.conf.enable_utc = False\napp.conf.beat_schedule")
+    (project / "proj" / "celery.py").write_text(text)
+    done = tw(project, "import", "celery-beat", "proj.celery:app")
+    assert done.returncode == 2
+    assert "set app.conf.timezone" in done.stderr

@@ -1,5 +1,5 @@
 """``tickwork import django-celery-beat URL``: django-celery-beat's tables, created by its own
-migrations (Django's ``migrate``) on SQLite and on a scratch PostgreSQL database, read with SQL
+migrations (Django's ``migrate``) on SQLite and on scratch PostgreSQL and MySQL/MariaDB databases, read with SQL
 alone by a ``tickwork`` process in which Django cannot even be imported."""
 
 from __future__ import annotations
@@ -46,22 +46,22 @@ def make_tables(database: dict[str, Any], *, refused: bool = False) -> dict[str,
     }
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "mysql"])
 def django_db(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[dict[str, Any], str]:
     """Django's DATABASES entry and the URL the import reads, of a fresh database."""
     if request.param == "sqlite":
         path = tmp_path / "django.sqlite3"
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path)}, f"sqlite:///{path}"
-    url = make_url(request.getfixturevalue("postgres_url"))
+    url = make_url(request.getfixturevalue(f"{request.param}_url"))
     database = {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": f"django.db.backends.{'postgresql' if request.param == 'postgres' else 'mysql'}",
         "NAME": url.database,
         "USER": url.username or "",
         "PASSWORD": url.password or "",
         "HOST": url.host or "",
         "PORT": str(url.port or ""),
     }
-    return database, url.set(drivername="postgresql").render_as_string(hide_password=False)
+    return database, url.set(drivername=url.get_backend_name()).render_as_string(hide_password=False)
 
 
 @pytest.fixture

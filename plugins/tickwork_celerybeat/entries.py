@@ -79,7 +79,10 @@ def json_value(value: Any) -> Any:
         return [json_value(v) for v in value]
     if isinstance(value, dict):
         return {str(k): json_value(v) for k, v in value.items()}
-    json.dumps(value, allow_nan=False)  # raises TypeError / ValueError for anything else
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"args, kwargs and options must hold JSON values only: {exc}") from exc
     return value
 
 
