@@ -289,3 +289,17 @@ def test_an_app_on_local_time_is_refused(tmp_path: Path) -> None:
     done = tw(project, "import", "celery-beat", "proj.celery:app")
     assert done.returncode == 2
     assert "set app.conf.timezone" in done.stderr
+
+
+def test_without_celery_the_command_is_listed_and_running_it_is_one_error_line(project: Path) -> None:
+    shadow = project / "nocelery" / "celery"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text('raise ImportError("No module named celery")\n')
+    listed = tw(project, "--help", extra_path=(shadow.parent,))
+    assert listed.returncode == 0 and "import" in listed.stdout
+    done = tw(project, "import", "celery-beat", "proj.celery:app", extra_path=(shadow.parent,))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "tickwork: error: importing Celery beat schedules needs Celery, which cannot be imported "
+        "(No module named celery): pip install 'tickwork[celery]'"
+    ]

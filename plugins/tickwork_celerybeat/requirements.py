@@ -1,16 +1,19 @@
-"""The ``celery`` extra: checked before anything imports Celery, so a missing package is one
+"""The ``celery`` extra: checked before the import needs Celery, so a missing package is one
 error line with the install command instead of an ImportError traceback."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 
 from tickwork.errors import ConfigError
 
 
 def require() -> None:
-    """:raises tickwork.ConfigError: if Celery is not installed"""
-    if importlib.util.find_spec("celery") is None:
+    """:raises tickwork.ConfigError: if Celery cannot be imported"""
+    try:
+        importlib.import_module("celery")
+    except ImportError as exc:
         raise ConfigError(
-            "importing Celery beat schedules needs Celery, which is not installed: pip install 'tickwork[celery]'"
-        )
+            f"importing Celery beat schedules needs Celery, which cannot be imported ({exc}): "
+            "pip install 'tickwork[celery]'"
+        ) from exc
