@@ -67,24 +67,10 @@ class _Import(Command):
         require()
         import_from_working_directory()  # the Celery app's module, like celery -A
         source = self.source(args)
-        refusals = Refusals(source, skip=args.skip)
         with Admin(config) as admin:
-            entries = self.read(args, admin, _now(admin, write=not args.dry_run), refusals)
-            unknown = sorted(set(args.skip) - {e.name for e in entries} - refusals.skipped)
-            if unknown:
-                raise TickworkError(f"{source}: --skip names no entry: {', '.join(unknown)}; nothing was imported")
-            entries = [e for e in entries if e.name not in args.skip]
+            # First, as jobs add checks it first: nothing is read or created for nothing.
             unconfigured = _unconfigured(admin, args.executor, dry_run=args.dry_run)
-            specs: list[ScheduleSpec] = []
-            for entry in entries:
-                fields = entry.fields(args.executor, args.prefix)
-                try:
-                    specs.append(admin.spec(**fields) if unconfigured is None else _trigger_checked(admin, fields))
-                except (TickworkError, ValueError, TypeError) as exc:
-                    refusals.add(entry.name, str(exc))
-            refusals.check()
-            if not specs:
-                raise TickworkError(f"{source}: no entries to import")
+            entries, specs = self._checked(args, admin, source, unconfigured is None)
             for entry in entries:
                 for note in entry.notes:
                     print(f"tickwork: note: {entry.name}: {note}", file=sys.stderr)
@@ -108,6 +94,32 @@ class _Import(Command):
         else:
             print(f"imported {len(infos)} schedule{'' if len(infos) == 1 else 's'} from {source}")
         return 0
+
+    def _checked(
+        self, args: argparse.Namespace, admin: Admin, source: str, executor_configured: bool
+    ) -> tuple[list[Imported], list[ScheduleSpec]]:
+        """The entries to write and their specs, each checked as ``jobs add`` checks a schedule
+        (only its trigger when the executor is not configured, for a dry run).
+
+        :raises tickwork.errors.ConfigError: naming every entry that cannot be imported
+        """
+        refusals = Refusals(source, skip=args.skip)
+        entries = self.read(args, admin, _now(admin), refusals)
+        unknown = sorted(set(args.skip) - {e.name for e in entries} - refusals.skipped)
+        if unknown:
+            raise TickworkError(f"{source}: --skip names no entry: {', '.join(unknown)}; nothing was imported")
+        entries = [e for e in entries if e.name not in args.skip]
+        specs: list[ScheduleSpec] = []
+        for entry in entries:
+            fields = entry.fields(args.executor, args.prefix)
+            try:
+                specs.append(admin.spec(**fields) if executor_configured else _trigger_checked(admin, fields))
+            except (TickworkError, ValueError, TypeError) as exc:
+                refusals.add(entry.name, str(exc))
+        refusals.check()
+        if not specs:
+            raise TickworkError(f"{source}: no entries to import")
+        return entries, specs
 
 
 def _unconfigured(admin: Admin, executor: str, *, dry_run: bool) -> str | None:
@@ -144,11 +156,12 @@ def _trigger_checked(admin: Admin, fields: dict[str, Any]) -> ScheduleSpec:
     return spec
 
 
-def _now(admin: Admin, *, write: bool) -> datetime:
-    """The tickwork database's clock (it decides what is due); a dry run against a database that
-    does not exist yet, which it must not create, reads this host's clock."""
+def _now(admin: Admin) -> datetime:
+    """The tickwork database's clock (it decides what is due). A store that does not exist yet is
+    not created to read it (the import creates it when it writes, a dry run never): this host's
+    clock stands in."""
     try:
-        return admin.store(write=write).now()
+        return admin.store().now()
     except DatabaseMissingError:
         return datetime.now(UTC)
 
