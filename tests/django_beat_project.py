@@ -85,6 +85,9 @@ PeriodicTask.objects.create(name="paused", task="proj.tasks.paused", crontab=nig
 PeriodicTask.objects.create(
     name="expired", task="proj.tasks.old", crontab=nightly, expires=datetime(2020, 1, 1, tzinfo=UTC)
 )
+PeriodicTask.objects.create(
+    name="until 2099", task="proj.tasks.new", crontab=nightly, expires=datetime(2099, 1, 1, tzinfo=UTC)
+)
 if os.environ.get("REFUSED"):
     PeriodicTask.objects.create(
         name="sunrise",
@@ -94,6 +97,7 @@ if os.environ.get("REFUSED"):
     PeriodicTask.objects.create(
         name="later", task="proj.tasks.later", crontab=nightly, start_time=datetime(2099, 1, 1, tzinfo=UTC)
     )
+    PeriodicTask.objects.create(name="garbled", task="proj.tasks.g", crontab=nightly, kwargs="{not json")
 
 starts = [datetime.fromisoformat(s) for s in json.loads(os.environ["STARTS"])]
 times = {

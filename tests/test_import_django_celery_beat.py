@@ -84,10 +84,11 @@ def test_the_periodic_tasks_become_schedules_that_fire_when_beat_would(
     reference = make_tables(database)
     done = run_import(workdir, url)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().startswith("imported 8 schedules from django-celery-beat at ")
+    assert done.stdout.strip().startswith("imported 9 schedules from django-celery-beat at ")
     assert "expired: expired at 2020-01-01T00:00:00Z: imported disabled" in done.stderr
+    assert "until 2099: expires 2099-01-01T00:00:00Z: each message expires then" in done.stderr
     schedules = stored(workdir)
-    assert set(reference) == {"weekday report", "first friday", "quarters", "paused", "expired"}
+    assert set(reference) == {"weekday report", "first friday", "quarters", "paused", "expired", "until 2099"}
     for name, per_start in reference.items():
         for start, celery in zip(STARTS, per_start, strict=True):
             assert tickwork_times(schedules[name], start) == celery, (name, start)
@@ -105,6 +106,7 @@ def test_the_periodic_tasks_become_schedules_that_fire_when_beat_would(
         },
     }
     assert all(s["executor"] == "celery" for s in schedules.values())
+    assert schedules["until 2099"]["arguments"]["options"] == {"expires": "2099-01-01T00:00:00Z"}
     # An interval starts at its start_time and keeps its period.
     sync = tickwork_times(schedules["sync"], datetime(2024, 12, 31, tzinfo=UTC), 3)
     start = datetime(2025, 1, 1, 0, 0, 7, tzinfo=UTC)
@@ -127,20 +129,25 @@ def test_solar_and_a_future_start_time_are_refused_by_name_and_skip_leaves_them_
     assert tw(workdir, "db", "upgrade").returncode == 0
     done = run_import(workdir, f"sqlite:///{path}")
     assert done.returncode == 2
-    assert "2 entries cannot be imported; nothing was imported" in done.stderr
+    assert "3 entries cannot be imported; nothing was imported" in done.stderr
+    assert "entry 'garbled': kwargs is not valid JSON" in done.stderr
     assert "entry 'sunrise': solar schedules" in done.stderr
     assert "entry 'later': start_time 2099-01-01T00:00:00Z is in the future" in done.stderr
     assert stored(workdir) == {}
-    dry = run_import(workdir, f"sqlite:///{path}", "--skip", "sunrise", "--skip", "later", "--dry-run")
+    dry = run_import(
+        workdir, f"sqlite:///{path}", "--skip", "sunrise", "--skip", "later", "--skip", "garbled", "--dry-run"
+    )
     assert dry.returncode == 0, dry.stderr
-    assert len(dry.stdout.splitlines()) == 8
+    assert len(dry.stdout.splitlines()) == 9
     assert stored(workdir) == {}
-    skipped = run_import(workdir, f"sqlite:///{path}", "--skip", "sunrise", "--skip", "later")
+    skipped = run_import(workdir, f"sqlite:///{path}", "--skip", "sunrise", "--skip", "later", "--skip", "garbled")
     assert skipped.returncode == 0, skipped.stderr
-    assert len(stored(workdir)) == 8
-    again = run_import(workdir, f"sqlite:///{path}", "--skip", "sunrise", "--skip", "later", "--replace")
+    assert len(stored(workdir)) == 9
+    again = run_import(
+        workdir, f"sqlite:///{path}", "--skip", "sunrise", "--skip", "later", "--skip", "garbled", "--replace"
+    )
     assert again.returncode == 0, again.stderr
-    assert len(stored(workdir)) == 8
+    assert len(stored(workdir)) == 9
 
 
 def test_a_database_without_the_tables_or_that_does_not_exist_is_one_error_line(tmp_path: Path, workdir: Path) -> None:

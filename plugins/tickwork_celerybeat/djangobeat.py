@@ -34,10 +34,15 @@ def _iso(value: datetime) -> str:
     return value.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _json(text: str | None, default: str, what: type) -> Any:
-    value = json.loads(text or default)
+def _json(task: dict[str, Any], column: str, what: type) -> Any:
+    """The JSON text of ``column``, an array (``list``) or an object (``dict``); empty is empty."""
+    kind = "array" if what is list else "object"
+    try:
+        value = json.loads(task[column] or ("[]" if what is list else "{}"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{column} is not valid JSON: {exc}") from exc
     if not isinstance(value, what):
-        raise ValueError(f"must be a JSON {'array' if what is list else 'object'}, got {type(value).__name__}")
+        raise ValueError(f"{column} must be a JSON {kind}, got {type(value).__name__}")
     return value
 
 
@@ -98,7 +103,7 @@ def _options(task: dict[str, Any], now: datetime) -> dict[str, Any]:
         options["expires"] = _iso(expires)
     elif expires is None and task["expire_seconds"]:
         options["expires"] = int(task["expire_seconds"])
-    headers = _json(task["headers"], "{}", dict)
+    headers = _json(task, "headers", dict)
     if headers:
         options["headers"] = headers
     return options
@@ -137,21 +142,15 @@ def imported(row: Row, now: datetime, next_fire: NextFire) -> Imported:
             f"its time {expression} has passed and beat has not run it: beat would run it at once, "
             f"tickwork never will; run it with tickwork jobs trigger if it is still wanted"
         )
-    try:
-        args = _json(task["args"], "[]", list)
-        kwargs = _json(task["kwargs"], "{}", dict)
-        options = _options(task, now)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"args, kwargs or headers are not valid JSON: {exc}") from exc
     return Imported(
         name=str(task["name"]),
         kind=kind,
         expression=expression,
         tz=zone,
         task=str(task["task"]),
-        args=args,
-        kwargs=kwargs,
-        options=options,
+        args=_json(task, "args", list),
+        kwargs=_json(task, "kwargs", dict),
+        options=_options(task, now),
         enabled=enabled,
         notes=tuple(notes),
     )
