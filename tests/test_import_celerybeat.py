@@ -74,7 +74,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_the_imported_schedules_fire_when_celery_beat_would(project: Path) -> None:
-    done = tw(project, "import", "celery-beat", "proj.celery:app")
+    done = tw(project, "import", "celery-beat", "proj.celery:app", "--config", "tickwork.toml")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "imported 6 schedules from proj.celery:app"
     schedules = stored(project)
