@@ -129,22 +129,54 @@ def test_solar_and_a_future_start_time_are_refused_by_name_and_skip_leaves_them_
     assert tw(workdir, "db", "upgrade").returncode == 0
     done = run_import(workdir, f"sqlite:///{path}")
     assert done.returncode == 2
-    assert "3 entries cannot be imported; nothing was imported" in done.stderr
+    assert "4 entries cannot be imported; nothing was imported" in done.stderr
+    assert "entry 'bad crontab': Celery cannot parse its crontab" in done.stderr
     assert "entry 'garbled': kwargs is not valid JSON" in done.stderr
     assert "entry 'sunrise': solar schedules" in done.stderr
     assert "entry 'later': start_time 2099-01-01T00:00:00Z is in the future" in done.stderr
     assert stored(workdir) == {}
     dry = run_import(
-        workdir, f"sqlite:///{path}", "--skip", "sunrise", "--skip", "later", "--skip", "garbled", "--dry-run"
+        workdir,
+        f"sqlite:///{path}",
+        "--skip",
+        "sunrise",
+        "--skip",
+        "later",
+        "--skip",
+        "garbled",
+        "--skip",
+        "bad crontab",
+        "--dry-run",
     )
     assert dry.returncode == 0, dry.stderr
     assert len(dry.stdout.splitlines()) == 9
     assert stored(workdir) == {}
-    skipped = run_import(workdir, f"sqlite:///{path}", "--skip", "sunrise", "--skip", "later", "--skip", "garbled")
+    skipped = run_import(
+        workdir,
+        f"sqlite:///{path}",
+        "--skip",
+        "sunrise",
+        "--skip",
+        "later",
+        "--skip",
+        "garbled",
+        "--skip",
+        "bad crontab",
+    )
     assert skipped.returncode == 0, skipped.stderr
     assert len(stored(workdir)) == 9
     again = run_import(
-        workdir, f"sqlite:///{path}", "--skip", "sunrise", "--skip", "later", "--skip", "garbled", "--replace"
+        workdir,
+        f"sqlite:///{path}",
+        "--skip",
+        "sunrise",
+        "--skip",
+        "later",
+        "--skip",
+        "garbled",
+        "--skip",
+        "bad crontab",
+        "--replace",
     )
     assert again.returncode == 0, again.stderr
     assert len(stored(workdir)) == 9

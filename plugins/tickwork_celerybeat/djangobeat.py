@@ -72,15 +72,20 @@ def _trigger(row: Row, now: datetime) -> tuple[str, str, str]:
                 f"start_time {_iso(start)} is in the future and tickwork has no start bound for a crontab; "
                 "import it after that time, clear start_time, or leave it out with --skip"
             )
-        fields = CrontabFields.of(
-            crontab(
-                minute=cron["minute"],
-                hour=cron["hour"],
-                day_of_week=cron["day_of_week"],
-                day_of_month=cron["day_of_month"],
-                month_of_year=cron["month_of_year"],
+        from celery.schedules import ParseException
+
+        try:
+            fields = CrontabFields.of(
+                crontab(
+                    minute=cron["minute"],
+                    hour=cron["hour"],
+                    day_of_week=cron["day_of_week"],
+                    day_of_month=cron["day_of_month"],
+                    month_of_year=cron["month_of_year"],
+                )
             )
-        )
+        except (ParseException, ValueError) as exc:  # ParseException is no ValueError; beat could not run it
+            raise ValueError(f"Celery cannot parse its crontab: {exc}") from exc
         kind, expression = translate(fields)
         return kind, expression, str(cron["timezone"] or "UTC")
     if row.interval is not None:
