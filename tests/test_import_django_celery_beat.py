@@ -135,50 +135,17 @@ def test_solar_and_a_future_start_time_are_refused_by_name_and_skip_leaves_them_
     assert "entry 'sunrise': solar schedules" in done.stderr
     assert "entry 'later': start_time 2099-01-01T00:00:00Z is in the future" in done.stderr
     assert stored(workdir) == {}
-    dry = run_import(
-        workdir,
-        f"sqlite:///{path}",
-        "--skip",
-        "sunrise",
-        "--skip",
-        "later",
-        "--skip",
-        "garbled",
-        "--skip",
-        "bad crontab",
-        "--dry-run",
-    )
+    skips = [word for name in ("sunrise", "later", "garbled", "bad crontab") for word in ("--skip", name)]
+    dry = run_import(workdir, f"sqlite:///{path}", *skips, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert len(dry.stdout.splitlines()) == 9
     assert stored(workdir) == {}
-    skipped = run_import(
-        workdir,
-        f"sqlite:///{path}",
-        "--skip",
-        "sunrise",
-        "--skip",
-        "later",
-        "--skip",
-        "garbled",
-        "--skip",
-        "bad crontab",
-    )
+    skipped = run_import(workdir, f"sqlite:///{path}", *skips)
     assert skipped.returncode == 0, skipped.stderr
     assert len(stored(workdir)) == 9
-    again = run_import(
-        workdir,
-        f"sqlite:///{path}",
-        "--skip",
-        "sunrise",
-        "--skip",
-        "later",
-        "--skip",
-        "garbled",
-        "--skip",
-        "bad crontab",
-        "--replace",
-    )
+    again = run_import(workdir, f"sqlite:///{path}", *skips, "--replace", "--json")
     assert again.returncode == 0, again.stderr
+    assert sorted(json.loads(line)["name"] for line in again.stdout.splitlines()) == sorted(stored(workdir))
     assert len(stored(workdir)) == 9
 
 
