@@ -32,6 +32,7 @@ from ..scheduling.triggers import get_trigger
 from ..scheduling.validation import SpecBuilder
 from ..structures import RunRecord, RunStatus, ScheduleState, utc
 from .health import Health, HealthPolicy, health_of
+from .healthreads import HealthReads
 from .info import NodeInfo, ScheduleInfo
 from .writes import ScheduleWrites
 
@@ -65,7 +66,7 @@ def _enum_list(cls: type[RunStatus], value: str | RunStatus | Iterable[str | Run
     return [cls(item) for item in items]
 
 
-class Admin(ScheduleWrites):
+class Admin(ScheduleWrites, HealthReads):
     """Schedules, history and nodes of one configuration's store; use :func:`connect`.
 
     The store is opened on first use and closed by :meth:`close` (or leaving the ``with`` block).
@@ -123,6 +124,7 @@ class Admin(ScheduleWrites):
         limit: int | None = None,
         offset: int = 0,
         failing: bool | None = None,
+        health: str | Health | None = None,
     ) -> builtins.list[ScheduleInfo]:
         """Schedules ordered by next fire time (disabled and finished ones last), then name.
 
@@ -131,7 +133,15 @@ class Admin(ScheduleWrites):
         :param search: only those whose name or target contains this text, in any case
         :param limit: at most this many; ``offset`` skips the first ones (pagination)
         :param failing: only those whose last run failed or timed out (``True``), or the others
+        :param health: only those in this health state (``failing``, ``overdue``, ...). Health is
+            not stored: this computes the health of every schedule the other filters keep, then
+            pages; without it only the page returned is assessed
         """
+        if health is not None:
+            chosen = self._by_health(
+                Health(health), None if state is None else ScheduleState(state), enabled, search, failing
+            )
+            return chosen[offset : None if limit is None else offset + limit]
         if limit is not None and limit < 0:
             raise ValueError(f"limit: must be >= 0, got {limit}")
         if offset < 0:
@@ -148,35 +158,8 @@ class Admin(ScheduleWrites):
         )
         last = store.last_runs([s.id for s in found])
         # Only for the schedules returned: a few indexed reads each (see tickwork.admin.health).
-        health = health_of(store, found, self.health_policy)
-        return [ScheduleInfo.of(s, last.get(s.id), health[s.id]) for s in found]
-
-    def check(
-        self, names: Iterable[str] | None = None, *, policy: HealthPolicy | None = None, batch: int = 500
-    ) -> builtins.list[ScheduleInfo]:
-        """The schedules that are not healthy (all of them, or those ``names``), in next-fire
-        order, with their :attr:`~ScheduleInfo.health`.
-
-        :param policy: the thresholds (default: :attr:`health_policy`)
-        :param batch: schedules whose health is read in one transaction
-        :raises tickwork.ScheduleNotFoundError: if one of ``names`` names no schedule
-        """
-        policy = policy or self.health_policy
-        store = self.store()
-        if names is not None:
-            chosen = [store.get(name) for name in dict.fromkeys(names)]
-        else:
-            # One read of every schedule, not pages by offset: a page boundary in next-fire order
-            # moves while nodes fire, and a schedule could be missed or seen twice.
-            chosen = store.find_schedules()
-        unhealthy: builtins.list[ScheduleInfo] = []
-        for start in range(0, len(chosen), batch):
-            part = chosen[start : start + batch]
-            health = health_of(store, part, policy)
-            sick = [s for s in part if health[s.id].state is not Health.HEALTHY]
-            last = store.last_runs([s.id for s in sick])
-            unhealthy += [ScheduleInfo.of(s, last.get(s.id), health[s.id]) for s in sick]
-        return unhealthy
+        assessed = health_of(store, found, self.health_policy)
+        return [ScheduleInfo.of(s, last.get(s.id), assessed[s.id]) for s in found]
 
     def count(
         self,
@@ -185,8 +168,14 @@ class Admin(ScheduleWrites):
         enabled: bool | None = None,
         search: str | None = None,
         failing: bool | None = None,
+        health: str | Health | None = None,
     ) -> int:
         """How many schedules :meth:`list` matches without a limit (for a pager)."""
+        if health is not None:
+            chosen = self._by_health(
+                Health(health), None if state is None else ScheduleState(state), enabled, search, failing
+            )
+            return len(chosen)
         return self.store().count_schedules(
             state=None if state is None else ScheduleState(state),
             enabled=enabled,

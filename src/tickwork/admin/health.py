@@ -102,19 +102,9 @@ def _ended(run: RunRecord) -> datetime:
     return run.finished_at or run.started_at or run.scheduled_for
 
 
-def _ago(now: datetime, then: datetime) -> str:
-    seconds = max(0.0, (now - then).total_seconds())
-    if seconds < 120:
-        return f"{seconds:.0f}s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m ago"
-    if seconds < 172_800:
-        return f"{seconds / 3600:.1f}h ago"
-    return f"{seconds / 86_400:.1f}d ago"
-
-
-def _since_success(now: datetime, last_success: RunRecord | None) -> str:
-    return "never succeeded" if last_success is None else f"last success {_ago(now, _ended(last_success))}"
+def _since_success(last_success: RunRecord | None) -> str:
+    # An absolute time, not "3m ago": a reason read twice is the same text (and compares equal).
+    return "never succeeded" if last_success is None else f"last success at {iso_z(_ended(last_success))}"
 
 
 def _one_line(text: str | None, width: int = 120) -> str:
@@ -159,7 +149,7 @@ def assess(
         )
 
     if last_success is not None:
-        summary = _since_success(now, last_success)
+        summary = _since_success(last_success)
     else:
         summary = "no runs yet" if not recent else "never succeeded"
     spec = schedule.spec
@@ -173,15 +163,14 @@ def assess(
         and now - schedule.next_fire > policy.overdue_margin
     ):
         reason = (
-            f"the fire due at {iso_z(schedule.next_fire)} was not run "
-            f"({_ago(now, schedule.next_fire).removesuffix(' ago')} late, margin "
-            f"{policy.overdue_margin.total_seconds():g}s); {summary}"
+            f"the fire due at {iso_z(schedule.next_fire)} was not run within "
+            f"{policy.overdue_margin.total_seconds():g}s; {summary}"
         )
         return verdict(Health.OVERDUE, reason)
     if failures >= policy.max_failures:
         latest = next(run for run in recent if run.status in FAILING)
         times = "1 failure" if failures == 1 else f"{failures} failures in a row"
-        reason = f"{times}, {_since_success(now, last_success)}; last: {latest.status.value}"
+        reason = f"{times}, {_since_success(last_success)}; last: {latest.status.value}"
         if latest.error:
             reason += f": {_one_line(latest.error)}"
         return verdict(Health.FAILING, reason)
