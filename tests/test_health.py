@@ -185,3 +185,29 @@ def test_check_rejects_an_unknown_schedule_and_bad_options(world: World) -> None
     assert bad.returncode == 2
     assert "--overdue-margin" in bad.stderr
     assert check(world.toml).returncode == 0
+
+
+def test_the_health_benchmark_runs_and_reads_by_index() -> None:
+    """benchmarks/bench_health.py at a tiny size (the lead times it at 100,000): it works, and
+    the per-schedule read is a search of the runs' fire index, never a scan."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_health.py"), "--schedules", "120", "--repeat", "1"],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S * 2,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "sqlite, 120 schedules, 10 runs each, page 50, median of 1"
+    assert [line.split("  ")[1].strip() for line in lines[1:6]] == [
+        "list first page",
+        "page without health",
+        "get",
+        "check one",
+        "count health=failing",
+    ]
+    assert lines[6] == "plan of one recent_runs read:"
+    assert "USING INDEX sqlite_autoindex_tickwork_runs_1 (schedule_id=?)" in lines[7]
+    assert not any("TEMP B-TREE" in line or "SCAN" in line for line in lines[7:])
