@@ -93,9 +93,8 @@ def test_series_are_bounded_and_the_alerts_fire_for_the_right_schedules(tmp_path
             "port": 0,
             "schedule_series": BOUND,
             "schedule_refresh": 1,
-            "overdue_margin": 1,
-            "max_failures": 3,
         },
+        "health": {"overdue_margin": 1, "max_failures": 3},
     }
     with tickwork.connect(config) as admin:
         admin.store(write=True)

@@ -50,14 +50,16 @@ def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> No
         raise ConfigError(f"{where}: needs prometheus_client: pip install 'tickwork[metrics]' ({exc})") from exc
     metrics = NodeMetrics(node)
     if settings.schedule_series:
-        from .schedules import ScheduleSeries, policy_of
+        from tickwork.admin.health import HealthPolicy
+
+        from .schedules import ScheduleSeries
 
         metrics.registry.register(
             ScheduleSeries(
                 lambda: node.store,
                 settings.schedule_series,
                 settings.schedule_refresh,
-                policy_of(settings.overdue_margin, settings.max_failures),
+                HealthPolicy.of(config),
             )
         )
     try:

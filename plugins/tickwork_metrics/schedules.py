@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -111,7 +110,3 @@ class ScheduleSeries(Collector):
                     states.add_metric([name, state.value], 1.0 if health.state is state else 0.0)
             left_out.add_metric([], snap.left_out)
         yield from (last, failures, states, left_out)
-
-
-def policy_of(overdue_margin: float, max_failures: int) -> HealthPolicy:
-    return HealthPolicy(max_failures=max_failures, overdue_margin=timedelta(seconds=overdue_margin))

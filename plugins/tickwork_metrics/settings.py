@@ -34,16 +34,5 @@ class MetricsConfig(Section, table="metrics"):
         low=1.0,
         high=3600.0,
         help="Seconds a scrape reuses the per-schedule values read from the store; set it to the scrape interval.",
-    )
-    overdue_margin = Number(
-        60.0,
-        low=0.0,
-        high=86_400.0,
-        help="Seconds a fire may pass unclaimed before its schedule's health is `overdue` (per-schedule series).",
-    )
-    max_failures = Integer(
-        1,
-        low=1,
-        high=1000,
-        help="Failed runs in a row that make a schedule's health `failing` (per-schedule series).",
+        details="The health thresholds are those of `[health]`.",
     )

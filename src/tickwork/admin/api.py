@@ -78,8 +78,9 @@ class Admin(ScheduleWrites, HealthReads):
         self.manager = manager or plugin_manager_for(config)
         self._store = store or build_store(config, self.manager)
         self._opened = False
-        #: The thresholds of the health states :meth:`get`, :meth:`list` and :meth:`check` use.
-        self.health_policy = HealthPolicy()
+        #: The thresholds of the health states :meth:`get`, :meth:`list` and :meth:`check` use
+        #: (``[health]`` of the configuration).
+        self.health_policy = HealthPolicy.of(config)
         #: Builds and validates specs against this configuration's triggers and executors.
         self.specs = SpecBuilder(config, self.manager)
 

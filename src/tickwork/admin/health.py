@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..abc import Store
+from ..config.files import Config
 from ..structures import FAILING, Choice, RunRecord, RunStatus, Schedule, ScheduleState, iso_z
 
 #: Runs read per schedule: the window of consecutive failures and of the usual duration.
@@ -53,6 +54,16 @@ class HealthPolicy:
     max_failures: int = 1
     overdue_margin: timedelta = timedelta(seconds=60)
     late_factor: float = 2.0
+
+    @classmethod
+    def of(cls, config: Config) -> HealthPolicy:
+        """The thresholds of a configuration's ``[health]`` table."""
+        health = config.health
+        return cls(
+            max_failures=health.max_failures,
+            overdue_margin=timedelta(seconds=health.overdue_margin),
+            late_factor=health.late_factor,
+        )
 
     def __post_init__(self) -> None:
         if self.max_failures < 1:

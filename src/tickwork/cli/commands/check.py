@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from datetime import timedelta
 
 from ...admin.api import Admin
-from ...admin.health import HealthPolicy
 from ...scheduling.durations import DurationError, seconds_in
 from ..argtypes import count
 from ..exitcodes import EXIT_STATE
@@ -43,25 +43,26 @@ class CheckCommand(AdminCommand):
             metavar="NAME",
             help="check only this schedule (repeatable; an unknown name is an error)",
         )
-        default = HealthPolicy()
         parser.add_argument(
             "--max-failures",
             type=count(1),
-            default=default.max_failures,
             metavar="N",
-            help=f"failing after N failed runs in a row (default {default.max_failures})",
+            help="failing after N failed runs in a row (default: [health] max_failures, 1)",
         )
         parser.add_argument(
             "--overdue-margin",
             type=_seconds,
-            default=default.overdue_margin.total_seconds(),
             metavar="DURATION",
             help="overdue when a fire passed unclaimed for longer than this, e.g. 90s, 5m "
-            f"(default {default.overdue_margin.total_seconds():g}s)",
+            "(default: [health] overdue_margin, 60s)",
         )
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
-        policy = HealthPolicy(max_failures=args.max_failures, overdue_margin=timedelta(seconds=args.overdue_margin))
+        policy = admin.health_policy
+        if args.max_failures is not None:
+            policy = replace(policy, max_failures=args.max_failures)
+        if args.overdue_margin is not None:
+            policy = replace(policy, overdue_margin=timedelta(seconds=args.overdue_margin))
         unhealthy = admin.check(args.schedule, policy=policy)
         for info in unhealthy:
             assert info.health is not None  # check() computes it
