@@ -20,25 +20,33 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from ..abc import Store
 from ..config.files import Config
-from ..structures import FAILING, Choice, RunRecord, RunStatus, Schedule, ScheduleState, iso_z
+from ..structures import (
+    FAILING,
+    Health,
+    HealthChange,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    ScheduleHealth,
+    ScheduleState,
+    iso_z,
+)
+
+__all__ = [
+    "RECENT_RUNS",
+    "Health",
+    "HealthChange",
+    "HealthPolicy",
+    "ScheduleHealth",
+    "assess",
+    "health_of",
+]
 
 #: Runs read per schedule: the window of consecutive failures and of the usual duration.
 RECENT_RUNS = 20
-
-
-class Health(Choice):
-    """A schedule's health state, the most urgent first (:data:`SEVERITY`)."""
-
-    HEALTHY = "healthy"
-    LATE = "late"
-    FAILING = "failing"
-    OVERDUE = "overdue"
-    PAUSED = "paused"
-    PARKED = "parked"
 
 
 @dataclass(frozen=True)
@@ -72,41 +80,6 @@ class HealthPolicy:
             raise ValueError(f"overdue_margin: must be >= 0, got {self.overdue_margin}")
         if self.late_factor < 1:
             raise ValueError(f"late_factor: must be >= 1, got {self.late_factor}")
-
-
-@dataclass(frozen=True)
-class ScheduleHealth:
-    """One schedule's health.
-
-    :param state: the health state
-    :param reason: why, in words (for healthy ones: the last success)
-    :param last_success: when its latest successful run finished
-    :param last_failure: when its latest failed or timed-out run finished
-    :param consecutive_failures: failed or timed-out runs since the latest success (up to
-        :data:`RECENT_RUNS` counted)
-    :param usual_duration: median seconds of its recent successful runs, ``None`` without any
-    """
-
-    state: Health
-    reason: str
-    last_success: datetime | None = None
-    last_failure: datetime | None = None
-    consecutive_failures: int = 0
-    usual_duration: float | None = None
-
-    @property
-    def healthy(self) -> bool:
-        return self.state is Health.HEALTHY
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "state": self.state.value,
-            "reason": self.reason,
-            "last_success": iso_z(self.last_success),
-            "last_failure": iso_z(self.last_failure),
-            "consecutive_failures": self.consecutive_failures,
-            "usual_duration": self.usual_duration,
-        }
 
 
 def _ended(run: RunRecord) -> datetime:

@@ -27,6 +27,7 @@ LIFECYCLE_HOOKS = (
     "tickwork_membership_changed",
     "tickwork_claimed",
     "tickwork_store_error",
+    "tickwork_health_changed",
 )
 
 
