@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from email import message_from_bytes, policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -23,6 +23,10 @@ from aiosmtpd.controller import Controller
 
 import tickwork
 from tests.servers.base import free_port
+from tickwork.config import parse
+from tickwork.node import Node
+from tickwork.plugin.manager import PluginManager
+from tickwork.structures import HealthChange
 from tickwork_notify.senders import RateLimit
 
 REPO = Path(__file__).resolve().parent.parent
@@ -211,3 +215,48 @@ def test_the_rate_limit_counts_what_it_left_out() -> None:
     assert limit.allow()
     assert limit.take_left_out() == 1
     assert limit.take_left_out() == 0
+
+
+class Listener:
+    """A plugin object that records health changes, and may ask for the health sweep."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[str, str, str]] = []
+
+    @tickwork.hookimpl
+    def tickwork_health_changed(self, changes: Sequence[HealthChange]) -> None:
+        self.changes += [(c.schedule, c.old.value, c.new.state.value) for c in changes]
+
+
+class AskingListener(Listener):
+    @tickwork.hookimpl
+    def tickwork_watch_health(self, node_id: str) -> bool:
+        return node_id == "asker"
+
+
+@pytest.mark.parametrize("asking", [False, True])
+def test_a_node_sweeps_health_only_when_a_plugin_asks(tmp_path: Path, asking: bool) -> None:
+    listener = AskingListener() if asking else Listener()
+    node_id = "asker" if asking else "quiet"
+    config = parse(
+        {
+            "store": {"path": str(tmp_path / "w.db")},
+            "scheduler": {"node_id": node_id},
+            "health": {"watch_interval": INTERVAL},
+        }
+    )
+    node = Node(config, manager=PluginManager(extra=[listener]))
+    node.start()
+    try:
+        node.admin.add("watched", "1h", "tests.health_jobs:fine")
+        sweeping = f"tickwork-health-{node_id}" in {t.name for t in threading.enumerate()}
+        assert sweeping is asking
+        time.sleep(5 * INTERVAL)  # the first sweeps record the states
+        node.admin.disable("watched")
+        if asking:
+            wait_for("the paused change", lambda: listener.changes == [("watched", "healthy", "paused")])
+        else:
+            time.sleep(5 * INTERVAL)
+    finally:
+        node.stop()
+    assert listener.changes == ([("watched", "healthy", "paused")] if asking else [])

@@ -51,6 +51,12 @@ def tickwork_node_started(node_id: str, config: Config) -> None:
 
 
 @hookimpl
+def tickwork_watch_health(config: Config) -> bool:
+    # Only a node with [notify] needs the health sweep.
+    return config.find_table(NotifyConfig) is not None
+
+
+@hookimpl
 def tickwork_health_changed(node_id: str, changes: Sequence[HealthChange]) -> None:
     notifier = _notifiers.get(node_id)
     if notifier is not None:

@@ -195,8 +195,10 @@ class Node:
         return reports
 
     def _watch_health(self) -> None:
-        """Sweep schedule health for ``tickwork_health_changed``, only if a plugin implements it."""
+        """Sweep schedule health for ``tickwork_health_changed``, only if a plugin asks for it."""
         if not self.hooks.implemented("tickwork_health_changed"):
+            return
+        if not self.hooks.wanted("tickwork_watch_health", node_id=self.node_id, config=self.config):
             return
         from .healthwatch import HealthWatch  # imports the admin API, like admin below
 

@@ -286,9 +286,25 @@ def tickwork_health_changed(node_id: str, changes: Sequence[HealthChange]) -> No
         differs from the previous sweep, with the old state and the new one with its reason;
         never empty
 
+    Only nodes where an implementation of :func:`tickwork_watch_health` answers true sweep.
     Called once per change across the cluster while the sweeping node stays the same; when
     another node takes over (the sweeper stopped or died), its first sweep only records the
-    states, so a change during the takeover is not reported, and none is reported twice. Only
-    nodes with an implementation sweep at all. Called from the sweep's own thread; hand slow work
-    (a webhook, an e-mail) to your own thread. The return value is ignored.
+    states, so a change during the takeover is not reported, and none is reported twice. Called
+    from the sweep's own thread; hand slow work (a webhook, an e-mail) to your own thread. The
+    return value is ignored.
     """
+
+
+@hookspec
+def tickwork_watch_health(node_id: str, config: Config) -> bool:
+    """Whether this node should watch schedule health for :func:`tickwork_health_changed`.
+
+    :param node_id: the node being started
+    :param config: its configuration (answer true when your own table is present, say)
+
+    Called once, from the thread that opens the node, after :func:`tickwork_node_started`. The
+    return value: true to have the node sweep health; when no implementation answers true, the
+    node does not sweep (the sweep reads every schedule's health each ``[health]
+    watch_interval``, a cost no node should pay for nobody).
+    """
+    return False
