@@ -68,7 +68,9 @@ def ingest(monkeypatch: pytest.MonkeyPatch) -> Iterator[Ingest]:
     server.thread.start()
     yield server
     sentry_sdk.get_client().close()
-    sentry_sdk.init()  # no DSN: an inactive client, as before the test
+    # No DSN: an inactive client, as before the test. Without integrations: sentry-sdk's
+    # SQLAlchemy integration, once set up, stays on every engine of the process (docs/sentry.md).
+    sentry_sdk.init(default_integrations=False, auto_enabling_integrations=False)
     server.server.shutdown()
     server.server.server_close()
 
