@@ -10,8 +10,9 @@ built from the schedule, so Sentry creates and updates the monitors itself. See 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tickwork.config import Config, ConfigTables
@@ -30,8 +31,10 @@ log = logging.getLogger("tickwork.sentry")
 
 
 class CheckIns:
-    """The check-ins of one node. Specs come with every end (``Finish.claim.spec``); a start or
-    a skip names only the schedule, so its spec is the last one seen, or read once from the store."""
+    """The check-ins of one node, built and handed to sentry-sdk from a thread of their own: the
+    hooks run on the engine's thread, and a start or a skip names only the schedule, whose spec
+    (for the monitor config) may have to be read from the store. Specs come with every end
+    (``Finish.claim.spec``); otherwise the last one seen is used, or it is read once."""
 
     def __init__(self, node: RunningNode, settings: SentryConfig) -> None:
         from sentry_sdk.crons import capture_checkin
@@ -41,6 +44,24 @@ class CheckIns:
         self._settings = settings
         self._specs: dict[str, ScheduleSpec] = {}
         self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="tickwork-sentry", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while (work := self._queue.get()) is not None:
+            try:
+                work()
+            except Exception as exc:  # a store or SDK error loses check-ins, never the thread
+                log.warning("sentry: a check-in was not sent: %s", exc)
+
+    def submit(self, work: Callable[[], None]) -> None:
+        self._queue.put(work)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Send what is queued (for at most ``timeout`` seconds), then end the thread."""
+        self._queue.put(None)
+        self._thread.join(timeout)
 
     def _spec(self, name: str) -> ScheduleSpec | None:
         with self._lock:
@@ -133,21 +154,21 @@ def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> No
 def tickwork_runs_started(node_id: str, runs: Sequence[JobCall]) -> None:
     found = _nodes.get(node_id)
     if found is not None:
-        found.started(runs)
+        found.submit(lambda: found.started(runs))
 
 
 @hookimpl
 def tickwork_runs_finished(node_id: str, results: Sequence[Finish]) -> None:
     found = _nodes.get(node_id)
     if found is not None:
-        found.finished(results)
+        found.submit(lambda: found.finished(results))
 
 
 @hookimpl
 def tickwork_fires_skipped(node_id: str, skipped: Sequence[SkippedFire]) -> None:
     found = _nodes.get(node_id)
     if found is not None:
-        found.skipped(skipped)
+        found.submit(lambda: found.skipped(skipped))
 
 
 @hookimpl
@@ -157,4 +178,5 @@ def tickwork_node_stopped(node_id: str) -> None:
     if found is not None:
         import sentry_sdk
 
+        found.stop()
         sentry_sdk.flush(timeout=5)  # the last check-ins before the process may exit
