@@ -143,7 +143,9 @@ class HistoryQueries(SQLCore):
         # One statement per schedule, each a backward range scan of the fire index
         # (uq_tickwork_runs_fire: schedule_id, scheduled_for, attempt) stopped after `limit` rows:
         # the cost follows the page shown, not the history's size. A window function over all
-        # the page's runs would read every run of every schedule on it.
+        # the page's runs would read every run of every schedule on it. One UNION ALL of these
+        # reads (one round trip) was tried and measured slower: 73-92 ms against 27-30 ms for a
+        # page of 50 on a local PostgreSQL, 24-36 against 11-22 ms on SQLite (300 schedules).
         out: dict[int, list[RunRecord]] = {}
         query = (
             select(runs, literal("").label("schedule_name"))
