@@ -19,6 +19,7 @@ from tickwork.admin.api import Admin, connect
 from tickwork.admin.health import Health, HealthPolicy
 from tickwork.config import parse
 from tickwork.node import Node
+from tickwork.structures import ScheduleSpec
 
 REPO = Path(__file__).resolve().parent.parent
 WAIT_S = 60  # guard against a hung node; not a timing assertion
@@ -174,6 +175,23 @@ def test_a_run_longer_than_usual_is_late(world: World) -> None:
     assert "on only, usually" in info.health.reason
     flag.unlink()
     wait_for("healthy again", lambda: world.health("usually-quick", policy) is Health.HEALTHY)
+
+
+def test_a_schedule_its_node_cannot_handle_is_parked_until_enabled_again(world: World) -> None:
+    # Written through the store: the admin API refuses an executor the configuration lacks, but
+    # another node's configuration (or an older one) may have had it.
+    store = world.admin.store(write=True)
+    store.add(
+        ScheduleSpec("pigeon", "interval", "1s", "tests.health_jobs:fine", executor="carrier-pigeon"), store.now()
+    )
+    world.start()
+    wait_for("the schedule to be parked", lambda: world.health("pigeon") is Health.PARKED)
+    info = world.admin.get("pigeon")
+    assert info.health is not None
+    assert info.health.reason.startswith("a node could not handle it: ")
+    assert "'carrier-pigeon' is not configured on node only" in info.health.reason
+    result = check(world.toml)
+    assert (result.returncode, lines_of(result)) == (1, {"pigeon": "parked"})
 
 
 def test_check_rejects_an_unknown_schedule_and_bad_options(world: World) -> None:
