@@ -329,13 +329,21 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
         "last_status": None,
         "last_run_at": None,
         "fault": None,
+        "health": {
+            "state": "healthy",
+            "reason": "no runs yet",
+            "last_success": None,
+            "last_failure": None,
+            "consecutive_failures": 0,
+            "usual_duration": None,
+        },
     }
     assert isinstance(row["next_fire"], str)
     assert parse_z(row["next_fire"]) == next_fire_times("*/10 * * * *", after=before)[0]
     text = tw("jobs", "list")
     assert text.code == 0
     [line] = text.lines
-    assert line == f"tick\tcron\t*/10 * * * *\tUTC\t{row['next_fire']}\tidle\t-\tlocal\t{jobs_module}:ok"
+    assert line == f"tick\tcron\t*/10 * * * *\tUTC\t{row['next_fire']}\tidle\thealthy\t-\tlocal\t{jobs_module}:ok"
 
 
 def test_jobs_add_with_every_option(tw: Tickwork, jobs_module: str) -> None:

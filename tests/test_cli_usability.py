@@ -167,6 +167,7 @@ def test_a_terminal_gets_a_header_and_aligned_columns_a_pipe_gets_tsv(admin: tic
         "NEXT",
         "FIRE",
         "STATE",
+        "HEALTH",
         "LAST",
         "RUN",
         "EXECUTOR",

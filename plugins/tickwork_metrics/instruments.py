@@ -1,6 +1,7 @@
 """The metrics of one node, in a registry of its own (two nodes in one process never collide).
 
-No metric carries a schedule label: a million schedules must not mean a million series.
+No metric here carries a schedule label: a million schedules must not mean a million series. The
+opt-in per-schedule series (schedules.py) are bounded by `[metrics] schedule_series`.
 """
 
 from __future__ import annotations

@@ -49,6 +49,19 @@ def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> No
     except ImportError as exc:
         raise ConfigError(f"{where}: needs prometheus_client: pip install 'tickwork[metrics]' ({exc})") from exc
     metrics = NodeMetrics(node)
+    if settings.schedule_series:
+        from tickwork.admin.health import HealthPolicy
+
+        from .schedules import ScheduleSeries
+
+        metrics.registry.register(
+            ScheduleSeries(
+                lambda: node.store,
+                settings.schedule_series,
+                settings.schedule_refresh,
+                HealthPolicy.of(config),
+            )
+        )
     try:
         server = MetricsServer(metrics.registry, node.health, settings.host, settings.port)
     except OSError as exc:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from tickwork.admin.health import Health
 from tickwork.structures import RunStatus, ScheduleState, parse_iso
 
 #: The schedules page's "show" filter -> (enabled, failing) for the admin API.
@@ -96,9 +97,16 @@ class ScheduleFilter:
     state: ScheduleState | None = None
     enabled: bool | None = None
     failing: bool | None = None
+    health: Health | None = None
 
     def admin_kwargs(self) -> dict[str, object]:
-        return {"search": self.search, "state": self.state, "enabled": self.enabled, "failing": self.failing}
+        return {
+            "search": self.search,
+            "state": self.state,
+            "enabled": self.enabled,
+            "failing": self.failing,
+            "health": self.health,
+        }
 
 
 def schedule_filter(params: Mapping[str, str]) -> tuple[ScheduleFilter, str]:
@@ -107,19 +115,28 @@ def schedule_filter(params: Mapping[str, str]) -> tuple[ScheduleFilter, str]:
     show = choice(params, "show", list(SHOW), "all") or "all"
     enabled, failing = SHOW[show]
     return (
-        ScheduleFilter(text(params, "q"), None if state is None else ScheduleState(state), enabled, failing),
+        ScheduleFilter(
+            text(params, "q"), None if state is None else ScheduleState(state), enabled, failing, health_choice(params)
+        ),
         show,
     )
 
 
+def health_choice(params: Mapping[str, str]) -> Health | None:
+    """``health=failing`` (one health state; see docs/observability.md)."""
+    value = choice(params, "health", [h.value for h in Health])
+    return None if value is None else Health(value)
+
+
 def api_schedule_filter(params: Mapping[str, str]) -> ScheduleFilter:
-    """``GET /api/schedules``: ``q``, ``state``, ``enabled`` and ``failing`` (true/false)."""
+    """``GET /api/schedules``: ``q``, ``state``, ``enabled``, ``failing`` (true/false) and ``health``."""
     state = choice(params, "state", [s.value for s in ScheduleState])
     return ScheduleFilter(
         text(params, "q"),
         None if state is None else ScheduleState(state),
         boolean(params, "enabled"),
         boolean(params, "failing"),
+        health_choice(params),
     )
 
 

@@ -587,6 +587,14 @@ class Store(ABC):
         records.sort(key=lambda r: (r.scheduled_for, r.attempt, r.id), reverse=True)
         return records[:limit]
 
+    def recent_runs(
+        self, schedules: Sequence[Schedule], *, limit: int, status: Sequence[RunStatus] | None = None
+    ) -> dict[int, list[RunRecord]]:
+        """The latest ``limit`` runs of each of these schedules (latest scheduled time first, then
+        latest attempt), by schedule id; with ``status``, only runs with one of these statuses.
+        Schedule health (:mod:`tickwork.admin.health`) reads it for the page of schedules shown."""
+        return {s.id: self.find_runs(schedule=s.name, status=status, limit=limit) for s in schedules}
+
     @abstractmethod
     def listen(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` (from any thread) whenever another process adds, changes, enables or

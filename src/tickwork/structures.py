@@ -451,3 +451,68 @@ class SchedulePlan:
     update: tuple[ScheduleSpec, ...] = ()
     retrigger: tuple[ScheduleSpec, ...] = ()
     remove: tuple[str, ...] = ()
+
+
+class Health(Choice):
+    """A schedule's health state (see docs/observability.md and :mod:`tickwork.admin.health`)."""
+
+    HEALTHY = "healthy"
+    LATE = "late"
+    FAILING = "failing"
+    OVERDUE = "overdue"
+    PAUSED = "paused"
+    PARKED = "parked"
+
+
+@dataclass(frozen=True)
+class ScheduleHealth:
+    """One schedule's health.
+
+    :param state: the health state
+    :param reason: why, in words (for healthy ones: the last success)
+    :param last_success: when its latest successful run finished
+    :param last_failure: when its latest failed or timed-out run finished
+    :param consecutive_failures: failed or timed-out runs since the latest success (up to
+        :data:`RECENT_RUNS` counted)
+    :param usual_duration: median seconds of its recent successful runs, ``None`` without any
+    """
+
+    state: Health
+    reason: str
+    last_success: datetime | None = None
+    last_failure: datetime | None = None
+    consecutive_failures: int = 0
+    usual_duration: float | None = None
+
+    @property
+    def healthy(self) -> bool:
+        return self.state is Health.HEALTHY
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state.value,
+            "reason": self.reason,
+            "last_success": iso_z(self.last_success),
+            "last_failure": iso_z(self.last_failure),
+            "consecutive_failures": self.consecutive_failures,
+            "usual_duration": self.usual_duration,
+        }
+
+
+@dataclass(frozen=True)
+class HealthChange:
+    """A schedule's health changed (what ``tickwork_health_changed`` receives).
+
+    :param schedule: the schedule's name
+    :param old: its state before
+    :param new: its state now, with the reason and the facts (:class:`ScheduleHealth`)
+    :param at: when the change was seen (database clock)
+    """
+
+    schedule: str
+    old: Health
+    new: ScheduleHealth
+    at: datetime
+
+    def as_json(self) -> dict[str, Any]:
+        return {"schedule": self.schedule, "old": self.old.value, "at": iso_z(self.at), **self.new.as_json()}

@@ -31,6 +31,8 @@ from ..plugin.manager import PluginManager, plugin_manager_for
 from ..scheduling.triggers import get_trigger
 from ..scheduling.validation import SpecBuilder
 from ..structures import RunRecord, RunStatus, ScheduleState, utc
+from .health import Health, HealthPolicy, health_of
+from .healthreads import HealthReads
 from .info import NodeInfo, ScheduleInfo
 from .writes import ScheduleWrites
 
@@ -64,7 +66,7 @@ def _enum_list(cls: type[RunStatus], value: str | RunStatus | Iterable[str | Run
     return [cls(item) for item in items]
 
 
-class Admin(ScheduleWrites):
+class Admin(ScheduleWrites, HealthReads):
     """Schedules, history and nodes of one configuration's store; use :func:`connect`.
 
     The store is opened on first use and closed by :meth:`close` (or leaving the ``with`` block).
@@ -76,6 +78,9 @@ class Admin(ScheduleWrites):
         self.manager = manager or plugin_manager_for(config)
         self._store = store or build_store(config, self.manager)
         self._opened = False
+        #: The thresholds of the health states :meth:`get`, :meth:`list` and :meth:`check` use
+        #: (``[health]`` of the configuration).
+        self.health_policy = HealthPolicy.of(config)
         #: Builds and validates specs against this configuration's triggers and executors.
         self.specs = SpecBuilder(config, self.manager)
 
@@ -108,7 +113,8 @@ class Admin(ScheduleWrites):
         """:raises tickwork.ScheduleNotFoundError: if there is no such schedule"""
         store = self.store()
         schedule = store.get(name)
-        return ScheduleInfo.of(schedule, store.last_runs([schedule.id]).get(schedule.id))
+        health = health_of(store, [schedule], self.health_policy)
+        return ScheduleInfo.of(schedule, store.last_runs([schedule.id]).get(schedule.id), health[schedule.id])
 
     def list(
         self,
@@ -119,6 +125,7 @@ class Admin(ScheduleWrites):
         limit: int | None = None,
         offset: int = 0,
         failing: bool | None = None,
+        health: str | Health | None = None,
     ) -> builtins.list[ScheduleInfo]:
         """Schedules ordered by next fire time (disabled and finished ones last), then name.
 
@@ -127,7 +134,15 @@ class Admin(ScheduleWrites):
         :param search: only those whose name or target contains this text, in any case
         :param limit: at most this many; ``offset`` skips the first ones (pagination)
         :param failing: only those whose last run failed or timed out (``True``), or the others
+        :param health: only those in this health state (``failing``, ``overdue``, ...). Health is
+            not stored: this computes the health of every schedule the other filters keep, then
+            pages; without it only the page returned is assessed
         """
+        if health is not None:
+            chosen = self._by_health(
+                Health(health), None if state is None else ScheduleState(state), enabled, search, failing
+            )
+            return chosen[offset : None if limit is None else offset + limit]
         if limit is not None and limit < 0:
             raise ValueError(f"limit: must be >= 0, got {limit}")
         if offset < 0:
@@ -143,7 +158,9 @@ class Admin(ScheduleWrites):
             **({} if failing is None else {"failing": failing}),
         )
         last = store.last_runs([s.id for s in found])
-        return [ScheduleInfo.of(s, last.get(s.id)) for s in found]
+        # Only for the schedules returned: a few indexed reads each (see tickwork.admin.health).
+        assessed = health_of(store, found, self.health_policy)
+        return [ScheduleInfo.of(s, last.get(s.id), assessed[s.id]) for s in found]
 
     def count(
         self,
@@ -152,8 +169,14 @@ class Admin(ScheduleWrites):
         enabled: bool | None = None,
         search: str | None = None,
         failing: bool | None = None,
+        health: str | Health | None = None,
     ) -> int:
         """How many schedules :meth:`list` matches without a limit (for a pager)."""
+        if health is not None:
+            chosen = self._by_health(
+                Health(health), None if state is None else ScheduleState(state), enabled, search, failing
+            )
+            return len(chosen)
         return self.store().count_schedules(
             state=None if state is None else ScheduleState(state),
             enabled=enabled,

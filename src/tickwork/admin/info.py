@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, iso_z
+from .health import ScheduleHealth
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class ScheduleInfo:
     :param last_run: the most recently recorded run (``None`` before the first one)
     :param fault: why the schedule is parked (a node could not handle it; it fires no more until
         its definition changes or it is enabled again), ``None`` when it is not
+    :param health: its health state and the reason (:mod:`tickwork.admin.health`); ``None`` where
+        it was not computed
     """
 
     spec: ScheduleSpec
@@ -34,9 +37,10 @@ class ScheduleInfo:
     created_at: datetime
     updated_at: datetime
     fault: str | None = None
+    health: ScheduleHealth | None = None
 
     @classmethod
-    def of(cls, schedule: Schedule, last_run: RunRecord | None) -> ScheduleInfo:
+    def of(cls, schedule: Schedule, last_run: RunRecord | None, health: ScheduleHealth | None = None) -> ScheduleInfo:
         running = schedule.state is ScheduleState.RUNNING
         return cls(
             spec=schedule.spec,
@@ -48,6 +52,7 @@ class ScheduleInfo:
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
             fault=schedule.fault,
+            health=health,
         )
 
     @property
@@ -137,6 +142,7 @@ class ScheduleInfo:
             "last_status": None if self.last_status is None else self.last_status.value,
             "last_run_at": iso_z(self.last_run_at),
             "fault": self.fault,
+            "health": None if self.health is None else self.health.as_json(),
         }
 
 

@@ -16,6 +16,7 @@ from ..scheduling import sync as schedules
 from ..scheduling.options import ALIASES, NAMES, ScheduleOptions, of_spec
 from ..scheduling.validation import SpecBuilder
 from ..structures import Schedule, ScheduleSpec
+from .health import HealthPolicy, health_of
 from .info import ScheduleInfo
 
 #: The keyword names of :meth:`Admin.add` that :meth:`Admin.update` accepts too.
@@ -28,6 +29,7 @@ class ScheduleWrites:
 
     manager: PluginManager
     specs: SpecBuilder
+    health_policy: HealthPolicy
 
     if TYPE_CHECKING:
 
@@ -179,7 +181,11 @@ class ScheduleWrites:
         return self.specs.build(name, expression, target, module=module, **options)
 
     def _info(self, schedule: Schedule) -> ScheduleInfo:
-        return ScheduleInfo.of(schedule, self.store().last_runs([schedule.id]).get(schedule.id))
+        # One schedule written: with its health, like get(). The bulk writes (add_many,
+        # enable_many, ...) return none: assessing 70,000 written schedules is not their job.
+        store = self.store()
+        health = health_of(store, [schedule], self.health_policy)[schedule.id]
+        return ScheduleInfo.of(schedule, store.last_runs([schedule.id]).get(schedule.id), health)
 
 
 def _names(names: Iterable[str], method: str) -> list[str]:

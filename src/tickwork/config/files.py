@@ -24,6 +24,7 @@ from .tables import (
     MEMBERSHIP,
     STORE,
     ConfigTables,
+    HealthConfig,
     LoggingConfig,
     PluginsConfig,
     SchedulerConfig,
@@ -47,6 +48,7 @@ class Config:
     executors: dict[str, dict[str, Any]] = field(default_factory=dict)
     blocked_plugins: tuple[str, ...] = ()
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    health: HealthConfig = field(default_factory=HealthConfig)
     #: The tables declared by plugins (``tickwork_add_config``) that the file has, checked, by
     #: name; a plugin reads its own with :meth:`table` or :meth:`find_table`.
     plugin_tables: Mapping[str, Section] = field(default_factory=dict)
@@ -129,6 +131,7 @@ def parse_core(data: Mapping[str, Any], source: Path | None = None) -> Config:
         executors=EXECUTOR.from_toml(src, _table(src, data, "executor")),
         blocked_plugins=PluginsConfig.from_toml(src, _table(src, data, "plugins")).block,
         logging=LoggingConfig.from_toml(src, _table(src, data, "logging")),
+        health=HealthConfig.from_toml(src, _table(src, data, "health")),
     )
 
 

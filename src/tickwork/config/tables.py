@@ -231,6 +231,46 @@ class LoggingConfig(Section, table="logging"):
     )
 
 
+class HealthConfig(Section, table="health"):
+    """The ``[health]`` table: when a schedule counts as unhealthy (``tickwork check``, ``jobs
+    list``, the dashboard, the metrics, the notifications)."""
+
+    max_failures = Integer(
+        1,
+        low=1,
+        high=1000,
+        help="Failed or timed-out runs in a row that make a schedule `failing`.",
+        details="`tickwork check --max-failures` overrides it for one check. See "
+        "[observability.md](observability.md#schedule-health).",
+    )
+    overdue_margin = Number(
+        60.0,
+        low=0,
+        high=YEAR,
+        help="Seconds a schedule's next fire may pass, by the database clock, without a node claiming it before "
+        "the schedule is `overdue`; also the slack before a run is `late`.",
+        details="Set it above the longest pause you accept (a node restart, a deploy). `tickwork check "
+        "--overdue-margin` overrides it for one check.",
+    )
+    late_factor = Number(
+        2.0,
+        low=1,
+        high=1000,
+        help="A run in progress for longer than this many times the median of the schedule's recent successful "
+        "runs (plus `overdue_margin`) is `late`.",
+    )
+    watch_interval = Number(
+        10.0,
+        low=0.1,
+        high=3600,
+        low_open=False,
+        help="Seconds between two health sweeps of the node that reports health changes (only when a plugin "
+        "implements `tickwork_health_changed`, such as `[notify]`).",
+        details="One live node (the lowest node id) sweeps every schedule; see "
+        "[observability.md](observability.md#health-changes).",
+    )
+
+
 STORE = ChoiceTable(
     "store",
     Text(
@@ -264,6 +304,7 @@ CORE_TABLES: dict[str, Table] = {
     "executor": EXECUTOR,
     "plugins": PluginsConfig,
     "logging": LoggingConfig,
+    "health": HealthConfig,
 }
 
 LOG_FORMATS = LoggingConfig.format.options

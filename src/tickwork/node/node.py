@@ -13,7 +13,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -34,6 +34,8 @@ from .shutdown import leave
 
 if TYPE_CHECKING:
     from ..admin.api import Admin
+    from ..structures import HealthChange
+    from .healthwatch import HealthWatch
 
 log = logging.getLogger("tickwork.node")
 
@@ -117,6 +119,7 @@ class Node:
         #: stops at its next step instead of finishing for nothing.
         self._abandoned = threading.Event()
         self._signals_installed = False
+        self._health_watch: HealthWatch | None = None
         self._grace: float | None = None
         self._admin: Admin | None = None
 
@@ -183,12 +186,27 @@ class Node:
                 "tickwork_node_started", node_id=self.node_id, config=self.config, node=self, reraise=(ConfigError,)
             )
             self._membership_changed()
+            self._watch_health()
         except BaseException:
             # Also for a KeyboardInterrupt in a slow plugin: a half-started node would keep
             # heartbeating under its id, and a retry would be refused as a namesake.
             self.shutdown(0)
             raise
         return reports
+
+    def _watch_health(self) -> None:
+        """Sweep schedule health for ``tickwork_health_changed``, only if a plugin asks for it."""
+        if not self.hooks.implemented("tickwork_health_changed"):
+            return
+        if not self.hooks.wanted("tickwork_watch_health", node_id=self.node_id, config=self.config):
+            return
+        from .healthwatch import HealthWatch  # imports the admin API, like admin below
+
+        def report(changes: Sequence[HealthChange]) -> None:
+            self.hooks.call("tickwork_health_changed", node_id=self.node_id, changes=changes)
+
+        self._health_watch = HealthWatch(self, report)
+        self._health_watch.start()
 
     def _register(self) -> None:
         """Record this process under the node id, unless a live process uses it. A record whose
@@ -341,6 +359,8 @@ class Node:
         self._opened = False
         grace = self.config.scheduler.shutdown_grace if timeout is None else timeout
         self.engine.stop()
+        if self._health_watch is not None:
+            self._health_watch.stop()
         self.hooks.call("tickwork_node_stopping", node_id=self.node_id)
         leave(self, grace, self._abort, announce_signals=self._signals_installed)
         if self._admin is not None:

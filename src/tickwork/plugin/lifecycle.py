@@ -27,6 +27,8 @@ LIFECYCLE_HOOKS = (
     "tickwork_membership_changed",
     "tickwork_claimed",
     "tickwork_store_error",
+    "tickwork_health_changed",
+    "tickwork_watch_health",
 )
 
 
@@ -41,6 +43,17 @@ class LifecycleHooks:
 
     def implemented(self, hook_name: str) -> bool:
         return bool(self._impls[hook_name])
+
+    def wanted(self, hook_name: str, **kwargs: Any) -> bool:
+        """Whether some implementation of the question ``hook_name`` answers true (one that
+        raises counts as no, and is logged like in :meth:`call`)."""
+        answers: list[object] = []
+        for plugin, function, argnames in self._impls[hook_name]:
+            try:
+                answers.append(function(**{name: kwargs[name] for name in argnames}))
+            except Exception:
+                log.exception("plugin %s: %s raised; taken as no", plugin, hook_name)
+        return any(answers)
 
     def call(self, hook_name: str, *, reraise: tuple[type[Exception], ...] = (), **kwargs: Any) -> None:
         """Call every implementation of ``hook_name`` with the arguments it asks for; an

@@ -12,9 +12,9 @@ read. A hook must only register; it must not open connections or start threads.
 
 Lifecycle hooks
 ---------------
-The ``tickwork_node_*``, ``tickwork_runs_*``, ``tickwork_fires_skipped`` and
-``tickwork_membership_changed`` hooks tell observers (metrics, tracing, alerting) what a running
-node does. Rules for implementers:
+The ``tickwork_node_*``, ``tickwork_runs_*``, ``tickwork_fires_skipped``,
+``tickwork_membership_changed`` and ``tickwork_health_changed`` hooks tell observers (metrics,
+tracing, alerting) what a running node does. Rules for implementers:
 
 - Implement only the arguments you need: pluggy passes a subset by name.
 - The run hooks are **batch-shaped**: one call per claimed or written batch, so a 10,000-fire
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..config.files import Config
     from ..config.tables import ConfigTables
     from ..engine.listener import SkippedFire
-    from ..structures import Finish, JobCall
+    from ..structures import Finish, HealthChange, JobCall
     from .command import Command
     from .registry import Registry
 
@@ -273,3 +273,38 @@ def tickwork_store_error(node_id: str, error: Exception) -> None:
 
     Called from the engine's thread, once per failed pass. The return value is ignored.
     """
+
+
+@hookspec
+def tickwork_health_changed(node_id: str, changes: Sequence[HealthChange]) -> None:
+    """Schedules changed health state (``healthy``, ``late``, ``failing``, ``overdue``,
+    ``paused``, ``parked``; see docs/observability.md).
+
+    :param node_id: the node that saw the changes: the one live node (the lowest id) that sweeps
+        the schedules' health every ``[health] watch_interval`` seconds
+    :param changes: one :class:`~tickwork.structures.HealthChange` per schedule whose state
+        differs from the previous sweep, with the old state and the new one with its reason;
+        never empty
+
+    Only nodes where an implementation of :func:`tickwork_watch_health` answers true sweep.
+    Called once per change across the cluster while the sweeping node stays the same; when
+    another node takes over (the sweeper stopped or died), its first sweep only records the
+    states, so a change during the takeover is not reported, and none is reported twice. Called
+    from the sweep's own thread; hand slow work (a webhook, an e-mail) to your own thread. The
+    return value is ignored.
+    """
+
+
+@hookspec
+def tickwork_watch_health(node_id: str, config: Config) -> bool:
+    """Whether this node should watch schedule health for :func:`tickwork_health_changed`.
+
+    :param node_id: the node being started
+    :param config: its configuration (answer true when your own table is present, say)
+
+    Called once, from the thread that opens the node, after :func:`tickwork_node_started`. The
+    return value: true to have the node sweep health; when no implementation answers true, the
+    node does not sweep (the sweep reads every schedule's health each ``[health]
+    watch_interval``, a cost no node should pay for nobody).
+    """
+    return False

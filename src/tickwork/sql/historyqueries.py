@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import (
     ColumnElement,
     and_,
+    bindparam,
     case,
     func,
     literal,
@@ -133,6 +135,31 @@ class HistoryQueries(SQLCore):
             with self._tx() as conn:
                 found.update((r.schedule_id, run_record(r)) for r in conn.execute(query))
         return found
+
+    @transient_retry
+    def recent_runs(
+        self, schedules: Sequence[Schedule], *, limit: int, status: Sequence[RunStatus] | None = None
+    ) -> dict[int, list[RunRecord]]:
+        # One statement per schedule, each a backward range scan of the fire index
+        # (uq_tickwork_runs_fire: schedule_id, scheduled_for, attempt) stopped after `limit` rows:
+        # the cost follows the page shown, not the history's size. A window function over all
+        # the page's runs would read every run of every schedule on it. One UNION ALL of these
+        # reads (one round trip) was tried and measured slower: 73-92 ms against 27-30 ms for a
+        # page of 50 on a local PostgreSQL, 24-36 against 11-22 ms on SQLite (300 schedules).
+        out: dict[int, list[RunRecord]] = {}
+        query = (
+            select(runs, literal("").label("schedule_name"))
+            .where(runs.c.schedule_id == bindparam("sid"))
+            .order_by(runs.c.scheduled_for.desc(), runs.c.attempt.desc())
+            .limit(limit)
+        )
+        if status:
+            query = query.where(runs.c.status.in_([s.value for s in status]))
+        with self._tx() as conn:
+            for schedule in schedules:
+                rows = conn.execute(query, {"sid": schedule.id})
+                out[schedule.id] = [replace(run_record(r), schedule=schedule.name) for r in rows]
+        return out
 
     @transient_retry
     def find_runs(

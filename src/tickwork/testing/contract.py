@@ -545,6 +545,30 @@ class StoreContract:
         assert last[ids["a"]].schedule == "a" and last[ids["a"]].error == "#2"
         assert store.last_runs([]) == {}
 
+    def test_recent_runs_latest_first_per_schedule_with_a_status_filter(self, store: Store) -> None:
+        start = store.now() - timedelta(minutes=10)
+        store.add(spec("a"), start)
+        store.add(spec("b"), start)
+        store.add(spec("idle"), None)
+        outcomes = [OK, Outcome(RunStatus.FAILED, error="#2"), Outcome(RunStatus.TIMED_OUT, error="#3")]
+        for i, outcome in enumerate(outcomes, start=1):
+            for c in claim_all(store):
+                assert finish(store, c, start + timedelta(seconds=i), outcome=outcome)
+        chosen = {s.name: s for s in store.list_schedules()}
+        picked = [chosen["a"], chosen["b"], chosen["idle"]]
+        recent = store.recent_runs(picked, limit=2)
+        assert set(recent) == {s.id for s in picked}
+        assert [r.status for r in recent[chosen["a"].id]] == [RunStatus.TIMED_OUT, RunStatus.FAILED]
+        assert [r.scheduled_for for r in recent[chosen["b"].id]] == [
+            start + timedelta(seconds=2),
+            start + timedelta(seconds=1),
+        ]
+        assert {r.schedule for r in recent[chosen["b"].id]} == {"b"}
+        assert recent[chosen["idle"].id] == []
+        succeeded = store.recent_runs([chosen["a"]], limit=5, status=[RunStatus.SUCCEEDED])
+        assert [r.scheduled_for for r in succeeded[chosen["a"].id]] == [start]
+        assert store.recent_runs([], limit=3) == {}
+
     def test_remove_deletes_history(self, store: Store) -> None:
         store.add(spec("a"), store.now())
         (c,) = claim_all(store)

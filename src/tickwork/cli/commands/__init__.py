@@ -5,6 +5,7 @@ third-party commands use (:data:`tickwork.plugin.manager.INTERNAL_PLUGINS` loads
 from __future__ import annotations
 
 from ...plugin import Command, Registry, hookimpl
+from .check import CheckCommand
 from .db import DbCommand
 from .history import HistoryCommand
 from .jobs import JobsCommand
@@ -19,6 +20,7 @@ BUILTIN: dict[str, type[Command]] = {
     "jobs": JobsCommand,
     "history": HistoryCommand,
     "nodes": NodesCommand,
+    "check": CheckCommand,
     "db": DbCommand,
 }
 

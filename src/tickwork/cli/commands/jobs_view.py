@@ -23,6 +23,10 @@ def _state(info: ScheduleInfo) -> str:
     return info.state.value if info.enabled else "disabled"
 
 
+def _health(info: ScheduleInfo) -> str:
+    return "-" if info.health is None else info.health.state.value
+
+
 def _last(info: ScheduleInfo) -> str:
     if info.last_run is None:
         return "-"
@@ -67,7 +71,18 @@ class JobsList(AdminCommand):
         )
         filtered = any(v is not None for v in (args.state, args.enabled, args.search, args.limit)) or args.offset
         Listing(
-            header=("NAME", "KIND", "EXPRESSION", "TZ", "NEXT FIRE", "STATE", "LAST RUN", "EXECUTOR", "TARGET"),
+            header=(
+                "NAME",
+                "KIND",
+                "EXPRESSION",
+                "TZ",
+                "NEXT FIRE",
+                "STATE",
+                "HEALTH",
+                "LAST RUN",
+                "EXECUTOR",
+                "TARGET",
+            ),
             rows=[
                 (
                     i.name,
@@ -76,6 +91,7 @@ class JobsList(AdminCommand):
                     i.timezone,
                     iso_z(i.next_fire),
                     _state(i),
+                    _health(i),
                     _last(i),
                     i.executor,
                     i.target,
@@ -107,6 +123,7 @@ class JobsShow(AdminCommand):
             ("enabled", "yes" if info.enabled else "no"),
             ("next fire", iso_z(info.next_fire)),
             ("state", _state(info)),
+            ("health", "-" if info.health is None else f"{info.health.state.value} ({info.health.reason})"),
             ("executor", info.executor),
             ("target", info.target),
             ("arguments", json.dumps(info.arguments)),

@@ -1,0 +1,1 @@
+"""The ``sentry`` plugin: Sentry Crons check-ins for every run of every schedule."""
