@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from datetime import timedelta
@@ -105,6 +108,47 @@ def test_direct_executions_reach_cursor_listeners(store: SQLiteStore) -> None:
         assert direct.scalars(conn, {}) == [0]
     assert direct.sql in seen
     assert "BEGIN IMMEDIATE" in seen  # the store's BEGIN, also issued on the driver's connection
+
+
+def test_listeners_keep_state_on_the_context_of_a_direct_execution(store: SQLiteStore) -> None:
+    # What sentry-sdk's and OpenTelemetry's SQLAlchemy integrations do: write on the context in
+    # before_cursor_execute, read it back in after_cursor_execute. A None context made them raise.
+    pairs: list[tuple[str, str]] = []
+
+    def before(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        context.span = statement
+
+    def after(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        pairs.append((context.span, statement))
+
+    event.listen(store.engine, "before_cursor_execute", before)
+    event.listen(store.engine, "after_cursor_execute", after)
+    direct = DirectPrepared(select(func.count()).select_from(runs), store.engine.dialect)
+    with store.engine.begin() as conn:
+        assert direct.scalars(conn, {}) == [0]
+    assert (direct.sql, direct.sql) in pairs
+    assert ("BEGIN IMMEDIATE", "BEGIN IMMEDIATE") in pairs
+    assert all(span == statement for span, statement in pairs)
+
+
+def test_sentry_sdks_sqlalchemy_integration_runs_on_a_sqlite_store(tmp_path: Path) -> None:
+    # In a process of its own: sentry_sdk.init() instruments every engine for the process's life.
+    script = textwrap.dedent(
+        f"""
+        import sentry_sdk
+        from sentry_sdk.integrations.sqlalchemy import SqlalchemyIntegration
+        sentry_sdk.init(dsn="http://key@127.0.0.1:9/1", integrations=[SqlalchemyIntegration()],
+                        traces_sample_rate=1.0, default_integrations=False)
+        from tickwork_sqlite.store import SQLiteStore
+        store = SQLiteStore({str(tmp_path / "s.db")!r})
+        with sentry_sdk.start_transaction(name="t"):
+            store.open()
+            print(store.now().year > 2000, len(store.list_schedules()))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "0"]
 
 
 def test_direct_execution_refuses_what_it_cannot_run() -> None:

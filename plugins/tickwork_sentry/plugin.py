@@ -132,11 +132,9 @@ def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> No
             f"{config.where('sentry')}: needs sentry-sdk: pip install 'tickwork[sentry]' ({exc})"
         ) from exc
     if not sentry_sdk.get_client().is_active():
-        # A client for check-ins only: sentry-sdk's auto-enabled SQLAlchemy integration breaks on
-        # the statements tickwork runs on the driver connection (it expects an execution context
-        # where SQLAlchemy's own event passes None), and its logging integration would turn every
-        # failed run's ERROR record into an event. An application that wants those initialises
-        # sentry-sdk itself (see docs/sentry.md).
+        # A client for check-ins only: sentry-sdk's logging integration would turn every failed
+        # run's ERROR record into an event, and its tracing integrations add nothing to check-ins.
+        # An application that wants those initialises sentry-sdk itself (see docs/sentry.md).
         options: dict[str, Any] = {"default_integrations": False, "auto_enabling_integrations": False}
         if settings.dsn is not None:
             options["dsn"] = settings.dsn

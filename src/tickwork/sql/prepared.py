@@ -36,14 +36,36 @@ def driver_execute(conn: Connection, sql: str, parameters: Sequence[Any], error:
     SQLAlchemy's (``DBAPIError.instance``), so stores handle and retry it as any other.
     """
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    conn.dispatch.before_cursor_execute(conn, cursor, sql, parameters, None, False)
+    dispatch = conn.dispatch
+    context = DirectExecution(conn.dialect, cursor, sql, parameters)
+    dispatch.before_cursor_execute(conn, cursor, sql, parameters, context, False)
     try:
         cursor.execute(sql, parameters)
-        return cursor.fetchall() if cursor.description else []
+        rows = cursor.fetchall() if cursor.description else []
     except error as exc:
         raise DBAPIError.instance(sql, parameters, exc, error) from exc
     finally:
         cursor.close()
+    dispatch.after_cursor_execute(conn, cursor, sql, parameters, context, False)
+    return rows
+
+
+class DirectExecution:
+    """The execution context listeners get for a statement run on the driver connection.
+
+    SQLAlchemy's own context is what direct execution saves, but listeners (sentry-sdk's
+    SQLAlchemy integration, OpenTelemetry's) keep per-statement state on the context they are
+    given between ``before_cursor_execute`` and ``after_cursor_execute``, and read the public
+    attributes of SQLAlchemy's (``dialect`` for the parameter style): with ``None`` they raised on
+    every statement. As with ``conn.execute``, a statement that fails gets no ``after`` event.
+    """
+
+    def __init__(self, dialect: Dialect, cursor: Any, statement: str, parameters: Sequence[Any]) -> None:
+        self.dialect = dialect
+        self.cursor = cursor
+        self.statement = statement
+        self.parameters = [parameters]
+        self.executemany = False
 
 
 class Prepared:
