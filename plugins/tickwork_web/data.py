@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.admin import Admin
 from tickwork.admin.info import NodeInfo, ScheduleInfo
 from tickwork.structures import FAILING, RunRecord, RunStatus, iso_z
 
+from .charts import Chart, chart, window_of
 from .queries import RunFilter, ScheduleFilter
+from .summary import RECENT, Fire, Summary, fires, summary
 from .words import describe
 
-#: Rows of history on a schedule's page, and skipped fire times listed there.
-HISTORY_ROWS = 50
+#: Rows of history on a schedule's page (attempts, grouped by fire), and skipped fire times there.
+HISTORY_ROWS = 100
 SKIPPED_ROWS = 20
 NEXT_FIRES = 10
+#: Runs a schedule's chart is drawn from (its most recent ones).
+CHART_ROWS = 500
+#: The overall chart's window, and the most runs read for it and for the summary strip.
+OVERALL_WINDOW = timedelta(hours=24)
+RECENT_ROWS = 10_000
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,7 @@ class SchedulePage:
     now: datetime
     total: int
     schedules: list[ScheduleInfo]
+    summary: Summary | None = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,11 @@ class ScheduleDetail:
     history: list[RunRecord]
     last_error: RunRecord | None
     skipped: list[RunRecord]
+    chart: Chart | None = None
+
+    @property
+    def fires(self) -> list[Fire]:
+        return fires(self.history)
 
 
 @dataclass(frozen=True)
@@ -50,15 +63,32 @@ def schedule_page(admin: Admin, where: ScheduleFilter, offset: int, limit: int) 
     return SchedulePage(admin.store().now(), total, found)
 
 
+def schedules_with_summary(admin: Admin, where: ScheduleFilter, offset: int, limit: int) -> SchedulePage:
+    """The schedules page: one page of schedules and the summary strip over all of them."""
+    page = schedule_page(admin, where, offset, limit)
+    recent = admin.history(since=RECENT, limit=RECENT_ROWS)
+    strip = summary(admin, page.now, recent, capped=len(recent) == RECENT_ROWS)
+    return SchedulePage(page.now, page.total, page.schedules, strip)
+
+
+def overall_chart(admin: Admin, now: datetime) -> Chart:
+    """Runs of every schedule over the last :data:`OVERALL_WINDOW`."""
+    return chart(admin.history(since=OVERALL_WINDOW, limit=RECENT_ROWS), now - OVERALL_WINDOW, now)
+
+
 def schedule_detail(admin: Admin, name: str, statuses: list[RunStatus]) -> ScheduleDetail:
     info = admin.get(name)
+    now = admin.store().now()
+    recent = admin.history(schedule=name, limit=CHART_ROWS)
+    start, end = window_of(recent, now)
     return ScheduleDetail(
-        now=admin.store().now(),
+        now=now,
         info=info,
         next_fires=admin.next_fires(name, NEXT_FIRES),
         history=admin.history(schedule=name, status=statuses or None, limit=HISTORY_ROWS),
         last_error=next(iter(admin.history(schedule=name, status=sorted(FAILING), limit=1)), None),
         skipped=admin.history(schedule=name, status=RunStatus.SKIPPED, limit=SKIPPED_ROWS),
+        chart=chart(recent, start, end),
     )
 
 
@@ -89,6 +119,15 @@ def run_json(record: RunRecord) -> dict[str, Any]:
     return {**record.as_json(), "duration_seconds": seconds_between(record.started_at, record.finished_at)}
 
 
+def fire_json(fire: Fire) -> dict[str, Any]:
+    return {
+        "schedule": fire.latest.schedule,
+        "scheduled_for": iso_z(fire.latest.scheduled_for),
+        "status": fire.latest.status.value,
+        "attempts": [run_json(r) for r in fire.attempts],
+    }
+
+
 def detail_json(detail: ScheduleDetail) -> dict[str, Any]:
     return {
         **schedule_json(detail.info),
@@ -97,6 +136,7 @@ def detail_json(detail: ScheduleDetail) -> dict[str, Any]:
         "last_error": None if detail.last_error is None else run_json(detail.last_error),
         "skipped": [run_json(r) for r in detail.skipped],
         "history": [run_json(r) for r in detail.history],
+        "fires": [fire_json(f) for f in detail.fires],
     }
 
 
