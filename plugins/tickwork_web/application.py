@@ -20,11 +20,12 @@ from starlette.staticfiles import StaticFiles
 
 from tickwork.admin import Admin, ConfigSource, load_config
 
-from . import api, pages
+from . import api, editing, pages
 from .adminpool import AdminPool
 from .auth import Guard, Throttle
 from .settings import WebSettings
-from .timefmt import duration, relative, utc_text
+from .summary import fires
+from .timefmt import duration, is_utc, relative, utc_text, zone_text
 from .words import describe
 
 HERE = Path(__file__).parent
@@ -47,9 +48,10 @@ class Dashboard:
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]), auto_reload=False
         )
         self.templates.filters.update(
-            utc=utc_text, relative=relative, words=describe, quote=lambda s: quote(str(s), safe="")
+            utc=utc_text, relative=relative, words=describe, quote=lambda s: quote(str(s), safe=""), zoned=zone_text
         )
-        self.templates.globals.update(duration=duration)
+        self.templates.filters["fires"] = fires
+        self.templates.globals.update(duration=duration, is_utc=is_utc)
 
     async def read(self, work: Callable[[Admin], T]) -> T:
         """Run ``work`` with an admin of the pool in a worker thread (the admin API blocks)."""
@@ -98,6 +100,11 @@ def build_app(
         Route("/login", pages.login_form, methods=["GET"], name="login"),
         Route("/login", pages.login, methods=["POST"]),
         Route("/logout", pages.logout, methods=["POST"], name="logout"),
+        Route("/new", editing.new_form, methods=["GET"], name="new"),
+        Route("/new", editing.create, methods=["POST"]),
+        Route("/edit/{name:path}", editing.edit_form, methods=["GET"], name="edit"),
+        Route("/edit/{name:path}", editing.edit, methods=["POST"]),
+        Route("/selection", editing.bulk, methods=["POST"], name="selection"),
         Route("/schedules/{name:path}/{action}", pages.act, methods=["POST"], name="act"),
         Route("/schedules/{name:path}", pages.schedule, name="schedule"),
         Route("/api/schedules", api.schedules),

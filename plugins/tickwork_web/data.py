@@ -8,7 +8,8 @@ from typing import Any
 
 from tickwork.admin import Admin
 from tickwork.admin.info import NodeInfo, ScheduleInfo
-from tickwork.structures import FAILING, RunRecord, RunStatus, iso_z
+from tickwork.plugin.assembly import build_membership
+from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus, iso_z
 
 from .charts import Chart, chart, window_of
 from .queries import RunFilter, ScheduleFilter
@@ -102,6 +103,36 @@ def node_rows(admin: Admin) -> tuple[datetime, list[NodeRow], float]:
     buckets = admin.owned_buckets(nodes)
     rows = [NodeRow(n, in_flight.get(n.id, 0), buckets.get(n.id) if n.live else 0) for n in nodes]
     return admin.store().now(), rows, admin.node_ttl()
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """How the configured membership shares the buckets, for the nodes page's explanation.
+
+    :param owners: owners of each bucket (``hashring``: 2 by default), ``None`` when the
+        membership does not partition (every node attempts every bucket)
+    """
+
+    membership: str
+    buckets: int
+    owners: int | None
+    live: int
+
+    @property
+    def owners_now(self) -> int | None:
+        """Owners of each bucket with the nodes live now (fewer when fewer nodes are live)."""
+        return None if self.owners is None else min(self.owners, self.live)
+
+
+def ownership(admin: Admin, rows: list[NodeRow]) -> Ownership:
+    owners = getattr(build_membership(admin.config, admin.manager), "owners", None)
+    partitions = any(row.buckets is not None for row in rows if row.node.live)
+    return Ownership(
+        membership=admin.config.membership.plugin,
+        buckets=BUCKETS,
+        owners=owners if isinstance(owners, int) and partitions else None,
+        live=sum(1 for row in rows if row.node.live),
+    )
 
 
 # -- JSON -----------------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ class ScheduleForm:
     error: str | None = None
     preview: list[datetime] = field(default_factory=list)
     spec: ScheduleSpec | None = None
+    now: datetime | None = None  # the database's, when the preview was computed
 
     @classmethod
     def posted(cls, form: Mapping[str, Any], name: str | None = None) -> ScheduleForm:
@@ -123,7 +124,8 @@ class ScheduleForm:
         except TickworkError as exc:  # ConfigError, ExecutorError: the message names the field
             self.error = str(exc)
         if self.spec is not None:
-            self.preview = preview(admin, self.spec)
+            self.now = admin.store().now()
+            self.preview = preview(admin, self.spec, self.now)
         return options
 
     def save(self, admin: Admin, *, creating: bool) -> ScheduleInfo | None:
@@ -152,11 +154,11 @@ def _exists(admin: Admin, name: str) -> bool:
     return True
 
 
-def preview(admin: Admin, spec: ScheduleSpec, n: int = PREVIEW) -> list[datetime]:
-    """The next ``n`` fire times of ``spec`` after the database's now (aware UTC)."""
+def preview(admin: Admin, spec: ScheduleSpec, now: datetime, n: int = PREVIEW) -> list[datetime]:
+    """The next ``n`` fire times of ``spec`` after ``now`` (the database's; aware UTC)."""
     trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, admin.manager)
     out: list[datetime] = []
-    current = trigger.next_after(admin.store().now())
+    current = trigger.next_after(now)
     while current is not None and len(out) < n:
         out.append(current)
         current = trigger.next_after(current)
