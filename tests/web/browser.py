@@ -60,7 +60,7 @@ def chromium(profile: Path) -> Iterator[BrowserContext]:
             executable_path=str(executable),
             headless=True,
             args=ARGS,
-            viewport={"width": 1360, "height": 820},
+            viewport={"width": 1280, "height": 900},
         )
         try:
             yield context

@@ -225,7 +225,7 @@ def test_edit_keeps_what_is_not_changed(
     c, csrf = browser
     page = c.get("/edit/nightly-report").text
     assert 'value="0 2 * * *"' in page and 'value="Europe/Oslo"' in page and 'name="name"' not in page
-    fields = dict(re.findall(r'<input type="text" name="(\w+)" value="([^"]*)"', page))
+    fields = dict(re.findall(r'<input id="f-\w+" type="text" name="(\w+)" value="([^"]*)"', page))
     fields = {k: htmllib.unescape(v) for k, v in fields.items()}
     bad = c.post("/edit/nightly-report", data=form(csrf, do="save", **{**fields, "expression": "0 25 * * *"}))
     assert bad.status_code == 400 and "hour" in error_of(bad.text, "expression")
