@@ -16,9 +16,11 @@ from tickwork.structures import FAILING, RunRecord, RunStatus
 
 from .timefmt import span, utc_text
 
-WIDTH = 640
-HEIGHT = 170
-LEFT, RIGHT, TOP, BOTTOM = 34, 52, 12, 24
+# The SVG is stretched to its box (preserveAspectRatio="none"), so it holds no text: the scale
+# and the times are HTML around it, and lines keep their width (vector-effect: non-scaling-stroke).
+WIDTH = 600
+HEIGHT = 120
+LEFT, RIGHT, TOP, BOTTOM = 0, 0, 6, 1
 BUCKETS = 24
 #: The shortest window a chart covers, so a few runs a minute apart are not drawn as wide bars.
 MIN_WINDOW = timedelta(hours=1)
@@ -43,7 +45,7 @@ class Chart:
     end: datetime
     bars: list[Bar]
     line: str  # SVG polyline points of the longest durations, "" when nothing finished
-    dots: list[tuple[float, float, str]]
+    marks: list[tuple[float, float, float, str]]  # (x1, x2, y, title): the longest run of each bucket
     most_runs: int
     longest: float
     runs: int
@@ -114,7 +116,7 @@ def chart(records: Iterable[RunRecord], start: datetime, end: datetime, buckets:
     step = plot_width / buckets
     base = HEIGHT - BOTTOM
     bars: list[Bar] = []
-    dots: list[tuple[float, float, str]] = []
+    marks: list[tuple[float, float, float, str]] = []
     for i, (ok, failed) in enumerate(counts):
         x = LEFT + i * step
         begins = start + size * i
@@ -124,7 +126,14 @@ def chart(records: Iterable[RunRecord], start: datetime, end: datetime, buckets:
         if longest[i] is not None:
             took = longest[i] or 0.0
             y = base - (plot_height * took / slowest if slowest else 0.0)
-            dots.append((round(x + step / 2, 1), round(y, 1), f"{utc_text(begins)}: longest {_seconds_text(took)}"))
+            marks.append(
+                (
+                    round(x + 1, 1),
+                    round(x + step - 1, 1),
+                    round(y, 1),
+                    f"{utc_text(begins)}: longest {_seconds_text(took)}",
+                )
+            )
             title += f", longest {_seconds_text(took)}"
         if ok or failed:
             bars.append(
@@ -142,8 +151,8 @@ def chart(records: Iterable[RunRecord], start: datetime, end: datetime, buckets:
         start=start,
         end=end,
         bars=bars,
-        line=" ".join(f"{x},{y}" for x, y, _ in dots),
-        dots=dots,
+        line=" ".join(f"{(x1 + x2) / 2:g},{y}" for x1, x2, y, _ in marks),
+        marks=marks,
         most_runs=most,
         longest=slowest,
         runs=sum(ok + failed for ok, failed in counts),

@@ -289,7 +289,7 @@ def test_chart_counts_runs_failures_and_the_longest_run() -> None:
     ]
     drawn = chart(records, start, start + timedelta(hours=1), buckets=4)
     assert (drawn.runs, drawn.failures, drawn.most_runs, drawn.longest) == (3, 1, 2, 3.0)
-    assert len(drawn.bars) == 2 and len(drawn.dots) == 2  # the empty buckets draw nothing
+    assert len(drawn.bars) == 2 and len(drawn.marks) == 2  # the empty buckets draw nothing
     first, last = drawn.bars
     assert first.ok == first.failed > 0 and last.failed == 0 and last.ok == first.ok  # 1 of 2 failed; 1 of 2
     assert "2 runs, 1 failed, longest 3.00 s" in first.title
