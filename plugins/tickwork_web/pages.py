@@ -19,6 +19,7 @@ from . import data
 from .actions import ACTIONS, perform
 from .auth import COOKIE, SESSION_SECONDS, Session
 from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter, statuses
+from .summary import MOST
 
 if TYPE_CHECKING:
     from .application import Dashboard
@@ -109,7 +110,13 @@ async def schedules(request: Request) -> Response:
 
     def load(admin: Any) -> dict[str, Any]:
         page = data.schedules_with_summary(admin, where, offset, size)
-        return {"now": page.now, "total": page.total, "schedules": page.schedules, "strip": page.summary}
+        return {
+            "now": page.now,
+            "total": page.total,
+            "schedules": page.schedules,
+            "strip": page.summary,
+            "most": MOST,
+        }
 
     keep = {k: v for k, v in {"q": where.search, "state": params.get("state"), "show": show}.items() if v}
     if size != 50:

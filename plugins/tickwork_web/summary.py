@@ -2,8 +2,13 @@
 hour, live nodes; and the attempts of one fire grouped into one row.
 
 A schedule's health is read here from the :class:`~tickwork.admin.info.ScheduleInfo` fields that
-exist today (:func:`health_of`): when the admin API gains a health of its own, only that
-function changes.
+exist today (:func:`health_of`, :func:`is_late`). The strip counts without reading every
+schedule, so it stays cheap on a large store: *failing* and *paused* are SQL counts of the admin
+API, *late* walks the head of the list sorted by next fire (the late ones come first) and
+*parked* its tail (parked schedules have no next fire, so they come last), each walk stopping at
+the first schedule that is not one, or at :data:`MOST` (shown as ``1000+``). Each schedule
+counts once, in the state :func:`health_of` gives it (a parked schedule whose last run failed is
+parked, a late one whose last run failed is failing).
 """
 
 from __future__ import annotations
@@ -17,27 +22,78 @@ from tickwork.admin.info import ScheduleInfo
 from tickwork.structures import FAILING, RunRecord, RunStatus, ScheduleState
 
 #: The health states the strip counts, in the order it shows them.
-HEALTH = ("failing", "late", "paused", "parked", "healthy")
+HEALTH = ("failing", "late", "paused", "parked")
 #: An idle, enabled schedule whose next fire is this far in the past is late: no node has
 #: claimed it (none live, or all busy). A node claims a due schedule within its max_sleep.
 LATE_AFTER = timedelta(seconds=60)
 #: The window of "runs in the last hour".
 RECENT = timedelta(hours=1)
-#: Rows read per page while counting the schedules by health.
-PAGE = 1000
+#: Rows read per query while walking the list, and the most late or parked ones counted.
+PAGE = 200
+MOST = 1000
+
+
+def is_late(info: ScheduleInfo, now: datetime) -> bool:
+    return (
+        info.enabled
+        and info.state is ScheduleState.IDLE
+        and info.next_fire is not None
+        and now - info.next_fire > LATE_AFTER
+    )
 
 
 def health_of(info: ScheduleInfo, now: datetime) -> str:
-    """One of :data:`HEALTH` for a schedule, from its stored state and its last run."""
+    """One schedule's health: ``parked``, ``paused``, ``failing``, ``late`` or ``healthy``."""
     if info.fault is not None:
         return "parked"
     if not info.enabled:
         return "paused"
     if info.last_status in FAILING:
         return "failing"
-    if info.state is ScheduleState.IDLE and info.next_fire is not None and now - info.next_fire > LATE_AFTER:
-        return "late"
-    return "healthy"
+    return "late" if is_late(info, now) else "healthy"
+
+
+def _late(admin: Admin, now: datetime) -> int:
+    """Enabled idle schedules due more than :data:`LATE_AFTER` ago: the head of the list."""
+    count = offset = 0
+    while count < MOST:
+        page = admin.list(enabled=True, state=ScheduleState.IDLE, limit=PAGE, offset=offset)
+        late = [info for info in page if is_late(info, now)]
+        count += sum(1 for info in late if health_of(info, now) == "late")
+        if len(late) < len(page) or len(page) < PAGE:
+            break
+        offset += PAGE
+    return min(count, MOST)
+
+
+def _parked(admin: Admin) -> tuple[int, int]:
+    """Enabled schedules with a fault (among the ones without a next fire: the list's tail),
+    and how many of them the failing count holds (their last run failed)."""
+    parked = failed = scanned = 0
+    end = admin.count(enabled=True)
+    while end > 0 and scanned < MOST:
+        start = max(0, end - PAGE)
+        page = admin.list(enabled=True, limit=end - start, offset=start)
+        for info in page:
+            if info.fault is not None:
+                parked += 1
+                failed += info.last_status in FAILING
+        scanned += len(page)
+        if any(info.next_fire is not None for info in page):
+            break
+        end = start
+    return min(parked, MOST), failed
+
+
+def health_counts(admin: Admin, now: datetime) -> dict[str, int]:
+    """How many schedules are in each of :data:`HEALTH` (see the module's docstring)."""
+    parked, parked_failing = _parked(admin)
+    return {
+        "failing": admin.count(enabled=True, failing=True) - parked_failing,
+        "late": _late(admin, now),
+        "paused": admin.count(enabled=False),
+        "parked": parked,
+    }
 
 
 @dataclass(frozen=True)
@@ -54,20 +110,11 @@ class Summary:
 
 def summary(admin: Admin, now: datetime, recent: list[RunRecord], capped: bool) -> Summary:
     """The strip's numbers; ``recent``: runs scheduled within :data:`RECENT` or more (any order)."""
-    counts = dict.fromkeys(HEALTH, 0)
-    offset = 0
-    while True:  # every schedule once, a page at a time (health is per row, see health_of)
-        page = admin.list(limit=PAGE, offset=offset)
-        for info in page:
-            counts[health_of(info, now)] += 1
-        if len(page) < PAGE:
-            break
-        offset += PAGE
     since = now - RECENT
     last_hour = [r for r in recent if r.scheduled_for >= since and r.status is not RunStatus.SKIPPED]
     nodes = admin.nodes()
     return Summary(
-        health=counts,
+        health=health_counts(admin, now),
         runs=len(last_hour),
         failures=sum(1 for r in last_hour if r.status in FAILING),
         runs_capped=capped,

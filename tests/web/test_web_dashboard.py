@@ -25,7 +25,7 @@ from tickwork.config import load, parse
 from tickwork.node import Node
 from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus
 from tickwork_web.charts import chart
-from tickwork_web.summary import fires
+from tickwork_web.summary import LATE_AFTER, fires, health_counts, health_of
 
 
 @pytest.fixture
@@ -87,6 +87,40 @@ def test_summary_strip_counts_health_runs_and_nodes(fresh: Path) -> None:
             admin.disable("broken")
         page = c.get("/").text
         assert tile(page, "failing") == 0 and tile(page, "paused") == 2
+
+
+def test_late_and_parked_schedules_are_counted(tmp_path: Path) -> None:
+    # The dashboard's configuration has an http executor the node lacks: the node parks the
+    # schedule that needs it ("not configured on node").
+    config = write_config(tmp_path, extra="[executor.http]\n")
+    node_config = tmp_path / "node.toml"
+    node_config.write_text(config.read_text().replace("[executor.http]\n", ""), encoding="utf-8")
+    with tickwork.connect(config) as admin:
+        admin.add("hook", "0 3 * * *", "https://example.invalid/hook", executor="http")
+        admin.add("soon", "0 4 * * *", RECORD)
+        admin.add("later", "0 5 * * *", RECORD)
+        admin.trigger("hook")
+        admin.trigger("soon")
+    node = Node(load(node_config))
+    node.open()
+    try:
+        node.engine.tick()
+    finally:
+        node.shutdown()
+    with tickwork.connect(config) as admin:
+        assert admin.get("hook").fault is not None and "http" in (admin.get("hook").fault or "")
+        admin.trigger("later")  # due now, and no node runs: late once LATE_AFTER has passed
+        now = admin.store().now()
+        assert health_counts(admin, now) == {"failing": 0, "late": 0, "paused": 0, "parked": 1}
+        later = now + LATE_AFTER + timedelta(seconds=1)
+        assert health_counts(admin, later) == {"failing": 0, "late": 1, "paused": 0, "parked": 1}
+        assert [health_of(admin.get(n), later) for n in ("hook", "soon", "later")] == ["parked", "healthy", "late"]
+    with client(config, None) as c:
+        page = c.get("/").text
+        assert tile(page, "parked") == 1
+        assert re.search(
+            r'data-schedule="hook".*?<span class="status s-failed" title="[^"]*http[^"]*">parked</span>', page, re.S
+        )
 
 
 # -- actions on a selection -----------------------------------------------------------------------
