@@ -23,6 +23,7 @@ from tickwork.admin import Admin, ConfigSource, load_config
 from . import api, editing, pages
 from .adminpool import AdminPool
 from .auth import Guard, Throttle
+from .charts import Memo
 from .settings import WebSettings
 from .summary import fires
 from .timefmt import duration, is_utc, relative, utc_text, zone_text
@@ -44,6 +45,7 @@ class Dashboard:
         self.settings = settings
         self.guard = Guard(settings.token)
         self.throttle = Throttle(clock)
+        self.overall = Memo(clock=clock)
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]), auto_reload=False
         )

@@ -155,9 +155,11 @@ async def runs(request: Request) -> Response:
     except BadQuery as exc:
         return problem(request, 400, str(exc))
 
+    overall = _dashboard(request).overall
+
     def load(admin: Any) -> dict[str, Any]:
         now, records = data.runs(admin, where)
-        return {"now": now, "records": records, "overall": data.overall_chart(admin, now)}
+        return {"now": now, "records": records, "overall": overall.get(lambda: data.overall_chart(admin, now))}
 
     return await _guarded(request, "runs.html", load, where=where, statuses=RunStatus)
 

@@ -28,7 +28,8 @@ from tickwork.structures import FAILING, RunRecord, RunStatus, ScheduleState
 #: The health states the strip counts, in the order it shows them.
 HEALTH = ("failing", "late", "paused", "parked")
 #: An idle, enabled schedule whose next fire is this far in the past is late: no node has
-#: claimed it (none live, or all busy). A node claims a due schedule within its max_sleep.
+#: claimed it (none live, none owning its bucket, or all busy). A live node wakes for the next
+#: due time and claims it then, so a minute past it is no scheduling jitter.
 LATE_AFTER = timedelta(seconds=60)
 #: The window of "runs in the last hour".
 RECENT = timedelta(hours=1)

@@ -83,11 +83,9 @@ def test_run_now_shows_the_run_without_reloading(store: Path, node: None, page: 
         node_row = page.locator('tr[data-node="web-node"]')
         expect(node_row).to_contain_text("live")
         expect(node_row).to_contain_text("all")  # single membership: it owns every bucket
-        shot(page, "web-nodes.png")
 
         page.goto(base + "/runs")
         expect(page.locator("table.runs")).to_contain_text("nightly-report")
-        shot(page, "web-runs.png")
 
 
 def test_without_a_token_the_dashboard_is_read_only(store: Path, page: Page) -> None:

@@ -24,7 +24,7 @@ import tickwork_web
 from tickwork.config import load, parse
 from tickwork.node import Node
 from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus
-from tickwork_web.charts import chart
+from tickwork_web.charts import Chart, Memo, chart
 from tickwork_web.summary import LATE_AFTER, fires, health_counts, health_of
 
 
@@ -393,3 +393,22 @@ def test_nodes_page_explains_a_membership_that_does_not_split(fresh: Path) -> No
     with client(fresh, None) as c:
         text = re.sub(r"<[^>]+>", "", c.get("/nodes").text)
     assert "Membership single: it does not split the schedules" in text
+
+
+def test_the_overall_chart_is_kept_for_its_time() -> None:
+    start = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
+    now = [0.0]
+    memo = Memo(seconds=30, clock=lambda: now[0])
+    made: list[int] = []
+
+    def make() -> Chart:
+        made.append(1)
+        return chart(
+            [run_record(len(made), "a", 5, 1, RunStatus.SUCCEEDED)] * len(made), start, start + timedelta(hours=1)
+        )
+
+    assert memo.get(make).runs == 1
+    now[0] = 29.9
+    assert memo.get(make).runs == 1 and len(made) == 1
+    now[0] = 30.0
+    assert memo.get(make).runs == 2 and len(made) == 2
