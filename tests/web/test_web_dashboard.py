@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
+from tests.servers.configs import ConfigFor
 from tests.web.webhelpers import BOOM, RECORD, TOKEN, populate, write_config
 
 import tickwork
@@ -412,3 +413,28 @@ def test_the_overall_chart_is_kept_for_its_time() -> None:
     assert memo.get(make).runs == 1 and len(made) == 1
     now[0] = 30.0
     assert memo.get(make).runs == 2 and len(made) == 2
+
+
+@pytest.mark.parametrize("backend", ["postgres", "mysql"])
+def test_strip_selection_and_form_on_server_databases(tmp_path: Path, config_for: ConfigFor, backend: str) -> None:
+    store = config_for(backend, migrated=True).toml()
+    config = tmp_path / "tickwork.toml"
+    config.write_text(f'[scheduler]\nnode_id = "db-web-node"\n\n{store}\n[executor.local]\n', encoding="utf-8")
+    populate(config)
+    with client(config) as c:
+        assert c.post("/login", data={"token": TOKEN, "name": "alice"}).status_code == 303
+        page = c.get("/").text
+        assert (tile(page, "failing"), tile(page, "paused"), tile(page, "parked")) == (1, 1, 0)
+        found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+        assert found
+        csrf = found.group(1)
+        done = c.post("/selection", data={"csrf": csrf, "action": "disable", "name": ["broken", "late"]})
+        assert done.status_code == 303
+        assert tile(c.get("/").text, "paused") == 3
+        fields = {"name": "report", "expression": "*/10 * * * * *", "target": RECORD, "tz": "Asia/Tokyo"}
+        shown = c.post("/new", data=form(csrf, do="preview", **fields)).text
+        assert "every 10 seconds" in shown and len(re.findall(r"JST", shown)) == 10
+        assert c.post("/new", data=form(csrf, do="save", **fields)).status_code == 303
+    with tickwork.connect(config) as admin:
+        assert admin.get("report").timezone == "Asia/Tokyo"
+        assert not admin.get("broken").enabled and not admin.get("late").enabled
