@@ -109,12 +109,14 @@ def node_rows(admin: Admin) -> tuple[datetime, list[NodeRow], float]:
 class Ownership:
     """How the configured membership shares the buckets, for the nodes page's explanation.
 
-    :param owners: owners of each bucket (``hashring``: 2 by default), ``None`` when the
-        membership does not partition (every node attempts every bucket)
+    :param partitions: whether the membership shares the buckets among the nodes (``hashring``);
+        ``False``: every node attempts every bucket (``single``, ``all``)
+    :param owners: owners of each bucket (``hashring``: 2 by default), ``None`` when unknown
     """
 
     membership: str
     buckets: int
+    partitions: bool
     owners: int | None
     live: int
 
@@ -125,12 +127,16 @@ class Ownership:
 
 
 def ownership(admin: Admin, rows: list[NodeRow]) -> Ownership:
-    owners = getattr(build_membership(admin.config, admin.manager), "owners", None)
-    partitions = any(row.buckets is not None for row in rows if row.node.live)
+    membership = build_membership(admin.config, admin.manager)
+    owners = getattr(membership, "owners", None)
+    owners = owners if isinstance(owners, int) and not isinstance(owners, bool) else None
+    # A membership partitions when it answers buckets_for with a subset (None: "all of them").
+    partitions = owners is not None or any(row.buckets is not None for row in rows if row.node.live)
     return Ownership(
         membership=admin.config.membership.plugin,
         buckets=BUCKETS,
-        owners=owners if isinstance(owners, int) and partitions else None,
+        partitions=partitions,
+        owners=owners,
         live=sum(1 for row in rows if row.node.live),
     )
 

@@ -370,12 +370,12 @@ def test_nodes_page_explains_two_owners_per_bucket(tmp_path: Path) -> None:
     path = str(tmp_path / "ring.db")
     nodes: list[Node] = []
     ring = {"membership": {"plugin": "hashring", "owners": 2}, "store": {"path": path}}
+    app = tickwork_web.app({**ring, "scheduler": {"node_id": "viewer"}})
     try:
-        for name in ("ring-a", "ring-b"):
+        for name in ("ring-a", "ring-b", "ring-c"):
             node = Node(parse({**ring, "scheduler": {"node_id": name}}))
             node.start()
             nodes.append(node)
-        app = tickwork_web.app({**ring, "scheduler": {"node_id": "viewer"}})
         with TestClient(app) as c:
             page = c.get("/nodes").text
     finally:
@@ -386,8 +386,12 @@ def test_nodes_page_explains_two_owners_per_bucket(tmp_path: Path) -> None:
             t.join()
     text = re.sub(r"<[^>]+>", "", page)
     assert "each bucket has 2 owners" in text and f"{BUCKETS:,} hash buckets" in text
-    assert f"add up to 2 \u00d7 {BUCKETS:,} = {2 * BUCKETS:,}" in text and "every node owns every bucket" in text
-    assert len(re.findall(rf"{BUCKETS:,} of {BUCKETS:,}", text)) == 2
+    assert f"add up to 2 \u00d7 {BUCKETS:,} = {2 * BUCKETS:,}, not {BUCKETS:,}." in text
+    assert "every node owns every bucket" not in text  # three nodes share them
+    owned = [int(n.replace(",", "")) for n in re.findall(rf"([\d,]+) of {BUCKETS:,}", text)]
+    assert len(owned) == 3 and sum(owned) == 2 * BUCKETS and all(0 < n < BUCKETS for n in owned)
+    with TestClient(app) as c:  # the nodes left cleanly: nobody owns anything
+        assert "No node is live: no bucket has an owner" in re.sub(r"<[^>]+>", "", c.get("/nodes").text)
 
 
 def test_nodes_page_explains_a_membership_that_does_not_split(fresh: Path) -> None:
