@@ -74,7 +74,7 @@ async def edit_form(request: Request) -> Response:
         info = admin.get(name)
         if info.module is not None:
             return problem(request, 409, DECLARED.format(name=name, module=info.module))
-        return ScheduleForm.of(info), kinds(admin)
+        return ScheduleForm.of(info, admin), kinds(admin)
 
     found = await _load(request, work)
     if isinstance(found, Response):

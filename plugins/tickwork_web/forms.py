@@ -19,7 +19,7 @@ from tickwork.admin import Admin
 from tickwork.admin.info import ScheduleInfo
 from tickwork.errors import ScheduleExistsError, ScheduleNotFoundError, TickworkError, TriggerError
 from tickwork.scheduling.options import OPTIONS, Option, of_spec
-from tickwork.scheduling.triggers import get_trigger
+from tickwork.scheduling.triggers import detect_kind, get_trigger
 from tickwork.structures import ScheduleSpec
 
 #: Fire times the preview lists.
@@ -77,14 +77,18 @@ class ScheduleForm:
         )
 
     @classmethod
-    def of(cls, info: ScheduleInfo) -> ScheduleForm:
+    def of(cls, info: ScheduleInfo, admin: Admin) -> ScheduleForm:
+        """The stored schedule as the form's text. The kind is left blank when the expression
+        is recognised as that kind anyway, so changing the expression to another kind just works."""
         stored = of_spec(info.spec)
+        options = {o.name: _shown(o, stored.get(o.name)) for o in TEXT_OPTIONS}
+        try:
+            if detect_kind(info.expression, admin.manager) == info.kind:
+                options["kind"] = ""
+        except TriggerError:
+            pass
         return cls(
-            name=info.name,
-            expression=info.expression,
-            target=info.target,
-            options={o.name: _shown(o, stored.get(o.name)) for o in TEXT_OPTIONS},
-            enabled=info.enabled,
+            name=info.name, expression=info.expression, target=info.target, options=options, enabled=info.enabled
         )
 
     @property

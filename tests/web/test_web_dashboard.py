@@ -273,6 +273,13 @@ def test_edit_keeps_what_is_not_changed(
     assert any("action edit on schedule 'nightly-report'" in m and "refused: expression:" in m for m in logs), logs
     assert any(re.match(r"action edit on schedule 'nightly-report' by alice .*: ok$", m) for m in logs), logs
     assert c.get("/edit/nope").status_code == 404
+    # The kind is blank when the expression says it: changing to a calendar event just works.
+    assert re.search(r'<option value="cron"\s*>', c.get("/edit/nightly-report").text)  # not selected
+    calendar = {**fields, "expression": "Mon..Fri 09:00"}
+    assert c.post("/edit/nightly-report", data=form(csrf, do="save", **calendar)).status_code == 303
+    with tickwork.connect(fresh) as admin:
+        info = admin.get("nightly-report")
+    assert (info.kind, info.expression, info.timezone) == ("calendar", "Mon..Fri 09:00", "Europe/Oslo")
 
 
 def test_form_posts_need_the_csrf_token(browser: tuple[TestClient, str], fresh: Path) -> None:
