@@ -23,9 +23,10 @@ from tickwork.admin import Admin, ConfigSource, load_config
 from . import api, editing, pages
 from .adminpool import AdminPool
 from .auth import Guard, Throttle
-from .charts import Memo
+from .charts import Chart
+from .memo import CHART_SECONDS, STRIP_SECONDS, Memo
 from .settings import WebSettings
-from .summary import fires
+from .summary import Summary, fires
 from .timefmt import duration, is_utc, relative, utc_text, zone_text
 from .words import describe
 
@@ -45,7 +46,8 @@ class Dashboard:
         self.settings = settings
         self.guard = Guard(settings.token)
         self.throttle = Throttle(clock)
-        self.overall = Memo(clock=clock)
+        self.overall: Memo[Chart] = Memo(CHART_SECONDS, clock)
+        self.strip: Memo[Summary] = Memo(STRIP_SECONDS, clock)
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]), auto_reload=False
         )
@@ -54,6 +56,10 @@ class Dashboard:
         )
         self.templates.filters["fires"] = fires
         self.templates.globals.update(duration=duration, is_utc=is_utc)
+
+    def changed(self) -> None:
+        """An action changed schedules: the next page shows the summary strip as it is now."""
+        self.strip.forget()
 
     async def read(self, work: Callable[[Admin], T]) -> T:
         """Run ``work`` with an admin of the pool in a worker thread (the admin API blocks)."""

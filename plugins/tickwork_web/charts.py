@@ -8,9 +8,7 @@ finished runs, on its own scale (right axis). Skipped fire times are not runs an
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -160,26 +158,3 @@ def chart(records: Iterable[RunRecord], start: datetime, end: datetime, buckets:
         runs=sum(ok + failed for ok, failed in counts),
         failures=sum(failed for _, failed in counts),
     )
-
-
-class Memo:
-    """The overall chart, kept for :attr:`seconds`: it reads up to 10,000 runs (about 0.1 s at
-    100,000 schedules) and its buckets are an hour wide, while the runs page refreshes every few
-    seconds. One value per dashboard process; computed again when older.
-
-    :param clock: monotonic seconds (tests inject one)
-    """
-
-    def __init__(self, seconds: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
-        self.seconds = seconds
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._value: Chart | None = None
-        self._at = 0.0
-
-    def get(self, make: Callable[[], Chart]) -> Chart:
-        with self._lock:
-            if self._value is None or self.clock() - self._at >= self.seconds:
-                self._value = make()
-                self._at = self.clock()
-            return self._value

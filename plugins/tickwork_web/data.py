@@ -12,6 +12,7 @@ from tickwork.plugin.assembly import build_membership
 from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus, iso_z
 
 from .charts import Chart, chart, window_of
+from .memo import Memo
 from .queries import RunFilter, ScheduleFilter
 from .summary import RECENT, Fire, Summary, fires, summary
 from .words import describe
@@ -64,12 +65,18 @@ def schedule_page(admin: Admin, where: ScheduleFilter, offset: int, limit: int) 
     return SchedulePage(admin.store().now(), total, found)
 
 
-def schedules_with_summary(admin: Admin, where: ScheduleFilter, offset: int, limit: int) -> SchedulePage:
-    """The schedules page: one page of schedules and the summary strip over all of them."""
-    page = schedule_page(admin, where, offset, limit)
+def strip(admin: Admin, now: datetime) -> Summary:
+    """The summary strip over all schedules."""
     recent = admin.history(since=RECENT, limit=RECENT_ROWS)
-    strip = summary(admin, page.now, recent, capped=len(recent) == RECENT_ROWS)
-    return SchedulePage(page.now, page.total, page.schedules, strip)
+    return summary(admin, now, recent, capped=len(recent) == RECENT_ROWS)
+
+
+def schedules_with_summary(
+    admin: Admin, where: ScheduleFilter, offset: int, limit: int, kept: Memo[Summary]
+) -> SchedulePage:
+    """The schedules page: one page of schedules and the summary strip (kept a few seconds)."""
+    page = schedule_page(admin, where, offset, limit)
+    return SchedulePage(page.now, page.total, page.schedules, kept.get(lambda: strip(admin, page.now)))
 
 
 def overall_chart(admin: Admin, now: datetime) -> Chart:

@@ -108,6 +108,7 @@ async def _submit(request: Request, name: str | None) -> Response:
         return found
     info, kind_names = found
     if info is not None:
+        _dashboard(request).changed()
         return redirect(request, "/schedules/" + quote(info.name, safe=""), "create" if creating else "edit")
     return _form_page(request, form, creating, kind_names, status=200 if form.valid else 400)
 
@@ -139,6 +140,8 @@ async def bulk(request: Request) -> Response:
         outcome = await _dashboard(request).read(lambda admin: perform_many(admin, action, names, session.who, address))
     except (DatabaseMissingError, StoreError) as exc:
         return problem(request, 503, str(exc))
+    if outcome.done:
+        _dashboard(request).changed()
     if outcome.refused:
         # Shown at once rather than through a redirect: the reasons are not put in a URL.
         lines = "; ".join(f"{name}: {why}" for name, why in outcome.refused[:10])

@@ -108,8 +108,10 @@ async def schedules(request: Request) -> Response:
         return problem(request, 400, str(exc))
     offset = (number - 1) * size
 
+    kept = _dashboard(request).strip
+
     def load(admin: Any) -> dict[str, Any]:
-        page = data.schedules_with_summary(admin, where, offset, size)
+        page = data.schedules_with_summary(admin, where, offset, size, kept)
         return {
             "now": page.now,
             "total": page.total,
@@ -257,6 +259,7 @@ async def act(request: Request) -> Response:
     address = address_of(request)
     try:
         await board.read(lambda admin: perform(admin, action, name, session.who, address))
+        board.changed()
     except ScheduleNotFoundError as exc:
         return problem(request, 404, str(exc))
     except (DatabaseMissingError, StoreError) as exc:

@@ -25,7 +25,8 @@ import tickwork_web
 from tickwork.config import load, parse
 from tickwork.node import Node
 from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus
-from tickwork_web.charts import Chart, Memo, chart
+from tickwork_web.charts import Chart, chart
+from tickwork_web.memo import Memo
 from tickwork_web.summary import LATE_AFTER, fires, health_counts, health_of
 
 
@@ -75,7 +76,7 @@ def test_summary_strip_counts_health_runs_and_nodes(fresh: Path) -> None:
         paused = [i.name for i in admin.list() if not i.enabled]
         recent = admin.history(since=timedelta(hours=1))
     assert failing == ["broken"] and paused == ["paused"]  # what populate() made
-    with client(fresh, None) as c:
+    with client(fresh) as c:
         page = c.get("/").text
         assert tile(page, "failing") == 1 and tile(page, "paused") == 1
         assert tile(page, "parked") == 0 and tile(page, "late") == 0
@@ -84,8 +85,8 @@ def test_summary_strip_counts_health_runs_and_nodes(fresh: Path) -> None:
         assert tile(page, "failures") == sum(1 for r in runs if r.status in FAILING) == 1
         assert tile(page, "nodes") == 0  # populate()'s node left cleanly
         assert 'id="summary"' in c.get("/?fragment=1").text  # the strip refreshes with the table
-        with tickwork.connect(fresh) as admin:
-            admin.disable("broken")
+        # The strip is kept a few seconds, but an action through the dashboard shows at once.
+        assert c.post("/api/schedules/broken/disable", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         page = c.get("/").text
         assert tile(page, "failing") == 0 and tile(page, "paused") == 2
 
@@ -410,7 +411,7 @@ def test_nodes_page_explains_a_membership_that_does_not_split(fresh: Path) -> No
 def test_the_overall_chart_is_kept_for_its_time() -> None:
     start = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
     now = [0.0]
-    memo = Memo(seconds=30, clock=lambda: now[0])
+    memo: Memo[Chart] = Memo(30, clock=lambda: now[0])
     made: list[int] = []
 
     def make() -> Chart:
@@ -424,6 +425,8 @@ def test_the_overall_chart_is_kept_for_its_time() -> None:
     assert memo.get(make).runs == 1 and len(made) == 1
     now[0] = 30.0
     assert memo.get(make).runs == 2 and len(made) == 2
+    memo.forget()
+    assert memo.get(make).runs == 3
 
 
 @pytest.mark.parametrize("backend", ["postgres", "mysql"])
