@@ -5,23 +5,13 @@ checkout unchanged)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
-from tests.web.browser import chromium
-from tests.web.webhelpers import REPO, TOKEN, populate, process, web_server, write_config
-
-IMAGES = (
-    REPO / "docs" / "images"
-    if os.environ.get("TICKWORK_DOCS_SCREENSHOTS") == "1"
-    else Path(tempfile.gettempdir()) / "tickwork-screenshots"
-)
-#: How long to wait for the page to show what a node did (the node and the page poll).
-SHOWS_WITHIN_MS = 20_000
+from tests.web.browser import IMAGES, SHOWS_WITHIN_MS, chromium
+from tests.web.webhelpers import TOKEN, populate, process, web_server, write_config
 
 
 @pytest.fixture

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
-from tests.web.browser import chromium
-from tests.web.test_web_browser import IMAGES, SHOWS_WITHIN_MS
+from tests.web.browser import IMAGES, SHOWS_WITHIN_MS, chromium
 from tests.web.webhelpers import BOOM, TOKEN, populate, process, web_server, write_config
 
 DESKTOP = {"width": 1280, "height": 900}
