@@ -14,8 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tickwork.errors import TriggerError
+
+if TYPE_CHECKING:
+    from tickwork_calendar.spec import Component
 
 #: Day names by cron number (0 and 7 are Sunday).
 _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
@@ -195,16 +199,17 @@ def cron_fields(expression: str) -> Fields | None:
     )
 
 
-def _expand(chain: Iterable[object] | None, low: int, high: int, unit: int = 1) -> frozenset[int] | None:
+def _expand(chain: Iterable[Component] | None, low: int, high: int, unit: int = 1) -> frozenset[int] | None:
     """A calendar chain (``start[..stop][/repeat]`` items) as a value set; ``None`` for ``*``."""
     if chain is None:
         return None
     out: set[int] = set()
     for item in chain:
-        start, stop, repeat = (getattr(item, k) for k in ("start", "stop", "repeat"))
-        if start % unit or repeat % unit:
+        start, stop, repeat = item.start, item.stop, item.repeat
+        if start % unit or repeat % unit or (stop >= 0 and stop % unit):
             raise ValueError("fractional seconds")
         start, repeat = start // unit, repeat // unit
+        stop = stop // unit if stop >= 0 else stop
         last = stop if stop >= 0 else (high if repeat else start)
         out.update(range(start, min(last, high) + 1, repeat or 1))
     return frozenset(v for v in out if low <= v <= high)

@@ -65,6 +65,8 @@ NOW = datetime(2026, 11, 24, 6, 30, tzinfo=UTC)
         ("calendar", "*-*~01", "calendar *-*~01"),  # the last day of the month
         ("calendar", "2027-*-* 00:00", "calendar 2027-*-* 00:00"),
         ("calendar", "*:*:0.5", "calendar *:*:0.5"),
+        ("calendar", "*:*:10..20", "calendar *:*:10..20"),  # seconds 10 to 20: no short wording
+        ("calendar", "*:*:00..59/15", "every 15 seconds"),
         ("interval", "90s", "every 90 seconds"),
         ("interval", "every 1h30m", "every 1 hour 30 minutes"),
         ("interval", "1d @ 2026-01-01T03:00Z", "every 1 day from 2026-01-01T03:00Z"),
