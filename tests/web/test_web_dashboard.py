@@ -283,6 +283,29 @@ def test_edit_keeps_what_is_not_changed(
     assert (info.kind, info.expression, info.timezone) == ("calendar", "Mon..Fri 09:00", "Europe/Oslo")
 
 
+def test_a_schedule_declared_in_code_is_not_edited_here(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("[scheduler]\n", '[scheduler]\njobs = ["tests.declared_jobs"]\n'), encoding="utf-8")
+    node = Node(load(config))
+    node.open()  # syncs the declared jobs into the store
+    node.shutdown()
+    with client(config) as c:
+        assert c.post("/login", data={"token": TOKEN}).status_code == 303
+        page = c.get("/schedules/hourly-report").text
+        assert "Run now" in page and 'data-action="edit"' not in page
+        refused = c.get("/edit/hourly-report")
+        assert refused.status_code == 409 and "declared in code (tests.declared_jobs)" in htmllib.unescape(refused.text)
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+        assert csrf
+        posted = c.post(
+            "/edit/hourly-report", data=form(csrf.group(1), do="save", expression="0 5 * * *", target=RECORD)
+        )
+        assert posted.status_code == 409
+    with tickwork.connect(config) as admin:
+        assert admin.get("hourly-report").expression == "0 * * * *"
+
+
 def test_form_posts_need_the_csrf_token(browser: tuple[TestClient, str], fresh: Path) -> None:
     c, csrf = browser
     fields = {"name": "sneaky", "expression": "0 3 * * *", "target": RECORD, "do": "save"}
