@@ -1,24 +1,49 @@
-"""The four actions, shared by the API and the browser forms, each logged with who and when.
+"""The actions, shared by the API and the browser forms, each logged with who and when: run now,
+enable, disable and remove on one schedule or on a selection, and creating or editing one.
 
 The log line goes to the ``tickwork.web.actions`` logger at INFO (``tickwork web`` prints INFO by
-default), for example::
+default), one per schedule, also for a selection (which is marked ``(selection of N)``), and at
+WARNING with the reason when refused, for example::
 
     action trigger on schedule 'backup' by alice (session 1f2e3d4c) from 10.0.0.7 at 2026-11-24T06:31:02Z: ok
+    action disable on schedule 'backup' by alice from 10.0.0.7 at 2026-11-24T06:32:10Z (selection of 3): ok
+    action create on schedule 'report' by alice (session 1f2e3d4c) from 10.0.0.7 at 2026-11-24T06:40:00Z: ok
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from tickwork.admin import Admin
 from tickwork.admin.info import ScheduleInfo
+from tickwork.errors import TickworkError
 from tickwork.structures import iso_z
+
+from .forms import ScheduleForm
 
 log = logging.getLogger("tickwork.web.actions")
 
 ACTIONS = ("trigger", "enable", "disable", "remove")
+#: Most schedules one selection may name (a page shows at most 200).
+MAX_SELECTION = 500
+
+
+def _now() -> str:
+    return iso_z(datetime.now(UTC))
+
+
+def audit(action: str, name: str, who: str, address: str, refused: str | None = None, note: str = "") -> None:
+    when = _now() + (f" {note}" if note else "")
+    if refused is None:
+        log.info("action %s on schedule %r by %s from %s at %s: ok", action, name, who, address, when)
+    else:
+        log.warning(
+            "action %s on schedule %r by %s from %s at %s refused: %s", action, name, who, address, when, refused
+        )
 
 
 def perform(admin: Admin, action: str, name: str, who: str, address: str) -> ScheduleInfo:
@@ -26,17 +51,73 @@ def perform(admin: Admin, action: str, name: str, who: str, address: str) -> Sch
 
     :raises tickwork.TickworkError: what the admin API raises (unknown name, disabled, ...)
     """
-    methods: dict[str, Any] = {
+    methods: dict[str, Callable[[str], ScheduleInfo]] = {
         "trigger": admin.trigger,
         "enable": admin.enable,
         "disable": admin.disable,
         "remove": admin.remove,
     }
-    when = iso_z(datetime.now(UTC))
     try:
-        info: ScheduleInfo = methods[action](name)
+        info = methods[action](name)
     except Exception as exc:
-        log.warning("action %s on schedule %r by %s from %s at %s refused: %s", action, name, who, address, when, exc)
+        audit(action, name, who, address, refused=str(exc))
         raise
-    log.info("action %s on schedule %r by %s from %s at %s: ok", action, name, who, address, when)
+    audit(action, name, who, address)
+    return info
+
+
+@dataclass
+class Outcome:
+    """What an action on a selection did: the names done, and the refused ones with why."""
+
+    done: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+
+def perform_many(admin: Admin, action: str, names: Sequence[str], who: str, address: str) -> Outcome:
+    """``action`` on every named schedule. Enable, disable and remove go through the admin API's
+    ``*_many`` (one transaction: all or none, so a stale selection changes nothing); run now is
+    per schedule (a disabled one is refused, the others still run)."""
+    unique = list(dict.fromkeys(names))
+    note = f"(selection of {len(unique)})"
+    outcome = Outcome()
+    if action == "trigger":
+        for name in unique:
+            try:
+                admin.trigger(name)
+            except TickworkError as exc:
+                outcome.refused.append((name, str(exc)))
+                audit(action, name, who, address, refused=str(exc), note=note)
+            else:
+                outcome.done.append(name)
+                audit(action, name, who, address, note=note)
+        return outcome
+    many: dict[str, Callable[[list[str]], Any]] = {
+        "enable": admin.enable_many,
+        "disable": admin.disable_many,
+        "remove": admin.remove_many,
+    }
+    try:
+        many[action](unique)
+    except TickworkError as exc:
+        for name in unique:
+            audit(action, name, who, address, refused=str(exc), note=note)
+        outcome.refused = [(name, str(exc)) for name in unique]
+        return outcome
+    for name in unique:
+        audit(action, name, who, address, note=note)
+    outcome.done = unique
+    return outcome
+
+
+def save(admin: Admin, form: ScheduleForm, who: str, address: str, *, creating: bool) -> ScheduleInfo | None:
+    """Create or update the schedule of ``form`` and log it; ``None`` when the form has errors
+    (an invalid form is logged as refused too: someone tried to change the schedule)."""
+    action = "create" if creating else "edit"
+    info = form.save(admin, creating=creating)
+    if info is None:
+        reasons = [form.error] if form.error else [f"{k}: {v}" for k, v in form.errors.items()]
+        audit(action, form.name or "-", who, address, refused="; ".join(r for r in reasons if r))
+        return None
+    audit(action, info.name, who, address)
     return info

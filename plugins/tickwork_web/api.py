@@ -127,6 +127,7 @@ async def _act(request: Request, action: str) -> Response:
     name = request.path_params["name"]
     address = request.client.host if request.client else "-"
     info = await _dashboard(request).read(lambda admin: perform(admin, action, name, who, address))
+    _dashboard(request).changed()
     return JSONResponse({"action": action, "schedule": data.schedule_json(info)})
 
 

@@ -20,11 +20,14 @@ from starlette.staticfiles import StaticFiles
 
 from tickwork.admin import Admin, ConfigSource, load_config
 
-from . import api, pages
+from . import api, editing, pages
 from .adminpool import AdminPool
 from .auth import Guard, Throttle
+from .charts import Chart
+from .memo import CHART_SECONDS, STRIP_SECONDS, Memo
 from .settings import WebSettings
-from .timefmt import duration, relative, utc_text
+from .summary import Summary, fires
+from .timefmt import duration, is_utc, relative, utc_text, zone_text
 from .words import describe
 
 HERE = Path(__file__).parent
@@ -43,13 +46,20 @@ class Dashboard:
         self.settings = settings
         self.guard = Guard(settings.token)
         self.throttle = Throttle(clock)
+        self.overall: Memo[Chart] = Memo(CHART_SECONDS, clock)
+        self.strip: Memo[Summary] = Memo(STRIP_SECONDS, clock)
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]), auto_reload=False
         )
         self.templates.filters.update(
-            utc=utc_text, relative=relative, words=describe, quote=lambda s: quote(str(s), safe="")
+            utc=utc_text, relative=relative, words=describe, quote=lambda s: quote(str(s), safe=""), zoned=zone_text
         )
-        self.templates.globals.update(duration=duration)
+        self.templates.filters["fires"] = fires
+        self.templates.globals.update(duration=duration, is_utc=is_utc)
+
+    def changed(self) -> None:
+        """An action changed schedules: the next page shows the summary strip as it is now."""
+        self.strip.forget()
 
     async def read(self, work: Callable[[Admin], T]) -> T:
         """Run ``work`` with an admin of the pool in a worker thread (the admin API blocks)."""
@@ -98,6 +108,11 @@ def build_app(
         Route("/login", pages.login_form, methods=["GET"], name="login"),
         Route("/login", pages.login, methods=["POST"]),
         Route("/logout", pages.logout, methods=["POST"], name="logout"),
+        Route("/new", editing.new_form, methods=["GET"], name="new"),
+        Route("/new", editing.create, methods=["POST"]),
+        Route("/edit/{name:path}", editing.edit_form, methods=["GET"], name="edit"),
+        Route("/edit/{name:path}", editing.edit, methods=["POST"]),
+        Route("/selection", editing.bulk, methods=["POST"], name="selection"),
         Route("/schedules/{name:path}/{action}", pages.act, methods=["POST"], name="act"),
         Route("/schedules/{name:path}", pages.schedule, name="schedule"),
         Route("/api/schedules", api.schedules),

@@ -7,6 +7,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -18,6 +19,7 @@ from . import data
 from .actions import ACTIONS, perform
 from .auth import COOKIE, SESSION_SECONDS, Session
 from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter, statuses
+from .summary import MOST
 
 if TYPE_CHECKING:
     from .application import Dashboard
@@ -31,9 +33,23 @@ DONE = {
     "enable": "Schedule enabled.",
     "disable": "Schedule disabled.",
     "remove": "Schedule removed.",
+    "create": "Schedule created.",
+    "edit": "Schedule saved.",
     "login": "Logged in: actions are available.",
     "logout": "Logged out.",
 }
+
+
+def done_message(params: Any) -> str | None:
+    """The flash line after an action (``?done=``; for a selection also ``action`` and ``n``)."""
+    done = params.get("done", "")
+    if done != "selection":
+        return DONE.get(done)
+    verbs = {"trigger": "Run requested", "enable": "Enabled", "disable": "Disabled", "remove": "Removed"}
+    action, count = params.get("action"), params.get("n", "")
+    if action not in verbs or not count.isdigit():
+        return None
+    return f"{verbs[action]}: {count} schedule{'' if count == '1' else 's'}."
 
 
 def _dashboard(request: Request) -> Dashboard:
@@ -57,7 +73,7 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
         actions_enabled=board.guard.enabled,
         session=session,
         csrf=board.guard.csrf_token(session) if session else "",
-        done=DONE.get(request.query_params.get("done", "")),
+        done=done_message(request.query_params),
         refresh=REFRESH_SECONDS,
         fragment=fragment,
         **context,
@@ -92,9 +108,17 @@ async def schedules(request: Request) -> Response:
         return problem(request, 400, str(exc))
     offset = (number - 1) * size
 
+    kept = _dashboard(request).strip
+
     def load(admin: Any) -> dict[str, Any]:
-        page = data.schedule_page(admin, where, offset, size)
-        return {"now": page.now, "total": page.total, "schedules": page.schedules}
+        page = data.schedules_with_summary(admin, where, offset, size, kept)
+        return {
+            "now": page.now,
+            "total": page.total,
+            "schedules": page.schedules,
+            "strip": page.summary,
+            "most": MOST,
+        }
 
     keep = {k: v for k, v in {"q": where.search, "state": params.get("state"), "show": show}.items() if v}
     if size != 50:
@@ -133,9 +157,11 @@ async def runs(request: Request) -> Response:
     except BadQuery as exc:
         return problem(request, 400, str(exc))
 
+    overall = _dashboard(request).overall
+
     def load(admin: Any) -> dict[str, Any]:
         now, records = data.runs(admin, where)
-        return {"now": now, "records": records}
+        return {"now": now, "records": records, "overall": overall.get(lambda: data.overall_chart(admin, now))}
 
     return await _guarded(request, "runs.html", load, where=where, statuses=RunStatus)
 
@@ -143,7 +169,7 @@ async def runs(request: Request) -> Response:
 async def nodes(request: Request) -> Response:
     def load(admin: Any) -> dict[str, Any]:
         now, rows, ttl = data.node_rows(admin)
-        return {"now": now, "rows": rows, "ttl": ttl}
+        return {"now": now, "rows": rows, "ttl": ttl, "ring": data.ownership(admin, rows)}
 
     return await _guarded(request, "nodes.html", load)
 
@@ -155,7 +181,7 @@ async def login_form(request: Request) -> Response:
     return render(request, "login.html", failed=False)
 
 
-def _redirect(request: Request, path: str, done: str) -> RedirectResponse:
+def redirect(request: Request, path: str, done: str) -> RedirectResponse:
     root = request.scope.get("root_path", "")
     joiner = "&" if "?" in path else "?"
     return RedirectResponse(f"{root}{path}{joiner}done={done}", status_code=303)
@@ -183,7 +209,7 @@ async def login(request: Request) -> Response:
     throttle.succeeded(address)
     session, cookie = guard.new_session(str(form.get("name", "")))
     log.info("login of %s from %s", session.who, address)
-    response = _redirect(request, "/", "login")
+    response = redirect(request, "/", "login")
     response.set_cookie(
         COOKIE,
         cookie,
@@ -197,15 +223,14 @@ async def login(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
-    response = _redirect(request, "/", "logout")
+    response = redirect(request, "/", "logout")
     response.delete_cookie(COOKIE, path=request.scope.get("root_path", "") or "/")
     return response
 
 
-async def act(request: Request) -> Response:
-    name, action = request.path_params["name"], request.path_params["action"]
-    if action not in ACTIONS:
-        return problem(request, 404, f"no such action {action!r}; actions: {', '.join(ACTIONS)}")
+async def checked_form(request: Request) -> tuple[Session, FormData] | Response:
+    """The session and the posted form of an action, or the 403/401 page: actions need a token
+    configured, a logged-in session and the form's CSRF token."""
     board = _dashboard(request)
     session = _session(request)
     if not board.guard.enabled:
@@ -215,9 +240,26 @@ async def act(request: Request) -> Response:
     form = await request.form()
     if not board.guard.csrf_matches(session, str(form.get("csrf", ""))):
         return problem(request, 403, "the form's CSRF token is missing or stale; reload the page and try again")
-    address = request.client.host if request.client else "-"
+    return session, form
+
+
+def address_of(request: Request) -> str:
+    return request.client.host if request.client else "-"
+
+
+async def act(request: Request) -> Response:
+    name, action = request.path_params["name"], request.path_params["action"]
+    if action not in ACTIONS:
+        return problem(request, 404, f"no such action {action!r}; actions: {', '.join(ACTIONS)}")
+    checked = await checked_form(request)
+    if isinstance(checked, Response):
+        return checked
+    session, _ = checked
+    board = _dashboard(request)
+    address = address_of(request)
     try:
         await board.read(lambda admin: perform(admin, action, name, session.who, address))
+        board.changed()
     except ScheduleNotFoundError as exc:
         return problem(request, 404, str(exc))
     except (DatabaseMissingError, StoreError) as exc:
@@ -225,8 +267,8 @@ async def act(request: Request) -> Response:
     except TickworkError as exc:
         return problem(request, 409, str(exc))
     if action == "remove":
-        return _redirect(request, "/", action)
-    return _redirect(request, "/schedules/" + quote(name, safe=""), action)
+        return redirect(request, "/", action)
+    return redirect(request, "/schedules/" + quote(name, safe=""), action)
 
 
 async def not_found(request: Request, exc: Exception) -> Response:

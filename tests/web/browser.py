@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +19,15 @@ import pytest
 from playwright.sync_api import BrowserContext, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
+#: Where the screenshots go: docs/images/ for docs/web.md with TICKWORK_DOCS_SCREENSHOTS=1, else a
+#: temporary directory (a test run leaves the checkout unchanged).
+IMAGES = (
+    Path(__file__).resolve().parents[2] / "docs" / "images"
+    if os.environ.get("TICKWORK_DOCS_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / "tickwork-screenshots"
+)
+#: How long to wait for a page to show what a node did (the node and the page poll).
+SHOWS_WITHIN_MS = 20_000
 ARGS = [
     "--headless",
     "--no-sandbox",
@@ -60,7 +70,7 @@ def chromium(profile: Path) -> Iterator[BrowserContext]:
             executable_path=str(executable),
             headless=True,
             args=ARGS,
-            viewport={"width": 1360, "height": 820},
+            viewport={"width": 1280, "height": 900},
         )
         try:
             yield context

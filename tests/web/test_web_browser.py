@@ -5,23 +5,13 @@ checkout unchanged)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
-from tests.web.browser import chromium
-from tests.web.webhelpers import REPO, TOKEN, populate, process, web_server, write_config
-
-IMAGES = (
-    REPO / "docs" / "images"
-    if os.environ.get("TICKWORK_DOCS_SCREENSHOTS") == "1"
-    else Path(tempfile.gettempdir()) / "tickwork-screenshots"
-)
-#: How long to wait for the page to show what a node did (the node and the page poll).
-SHOWS_WITHIN_MS = 20_000
+from tests.web.browser import IMAGES, SHOWS_WITHIN_MS, chromium
+from tests.web.webhelpers import TOKEN, populate, process, web_server, write_config
 
 
 @pytest.fixture
@@ -83,11 +73,9 @@ def test_run_now_shows_the_run_without_reloading(store: Path, node: None, page: 
         node_row = page.locator('tr[data-node="web-node"]')
         expect(node_row).to_contain_text("live")
         expect(node_row).to_contain_text("all")  # single membership: it owns every bucket
-        shot(page, "web-nodes.png")
 
         page.goto(base + "/runs")
         expect(page.locator("table.runs")).to_contain_text("nightly-report")
-        shot(page, "web-runs.png")
 
 
 def test_without_a_token_the_dashboard_is_read_only(store: Path, page: Page) -> None:

@@ -151,12 +151,12 @@ def test_schedule_page_shows_definition_next_fires_error_and_history(reader: Tes
     with tickwork.connect(config) as admin:
         fires = admin.next_fires("broken", 10)
     assert len(fires) == 10
-    listed = re.findall(r'<ol class="fires">(.*?)</ol>', html, re.S)[0]
+    listed = re.findall(r'<ol class="fires" id="next-fires">(.*?)</ol>', html, re.S)[0]
     assert re.findall(r'datetime="([^"]+)"', listed) == [t.isoformat() for t in fires]
     error_box = re.findall(r'<section class="error-box" id="last-error">(.*?)</section>', html, re.S)[0]
     assert "Traceback (most recent call last)" in error_box and "ValueError: the job failed on purpose" in error_box
     assert 'data-status="failed"' in html
-    assert re.search(r"<td>\d+\.\d\d s</td>", html)  # the run's duration
+    assert re.search(r'<td data-label="Duration">\d+\.\d\d s</td>', html)  # the run's duration
     assert "tests.jobs_for_tests:boom" in html and "every day at 03:00" in html
 
 

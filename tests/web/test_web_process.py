@@ -3,6 +3,7 @@ stderr, and the command's one-line errors (exit 2) for a missing extra and bad s
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +100,24 @@ def test_help_lists_the_command(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert "--host" in done.stdout and "--port" in done.stdout
     assert "web" in run(["--help"], tmp_path).stdout
+
+
+def test_a_busy_port_is_one_line_and_exit_2(config: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "tickwork", "-c", str(config), "web", "--port", str(port)],
+            cwd=config.parent,
+            env=environment(TOKEN),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    line = one_error(done)
+    assert line == (
+        f"tickwork: error: cannot listen on 127.0.0.1:{port}: the port is already in use; "
+        "choose another with --port or [web] port (0: any free one)"
+    )
+    assert done.stdout == ""

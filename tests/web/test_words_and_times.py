@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tickwork_web.auth import clean_name
-from tickwork_web.timefmt import duration, relative, utc_text
+from tickwork_web.timefmt import duration, is_utc, relative, utc_text, zone_text
 from tickwork_web.words import describe
 
 NOW = datetime(2026, 11, 24, 6, 30, tzinfo=UTC)
@@ -19,21 +19,58 @@ NOW = datetime(2026, 11, 24, 6, 30, tzinfo=UTC)
     [
         ("cron", "* * * * *", "every minute"),
         ("cron", "*/15 * * * *", "every 15 minutes"),
-        ("cron", "*/1 * * * *", "every 1 minute"),
+        ("cron", "*/1 * * * *", "every minute"),
         ("cron", "7 * * * *", "every hour at minute 7"),
         ("cron", "0 2 * * *", "every day at 02:00"),
         ("cron", "30 9 * * 1-5", "at 09:30 on weekdays"),
+        ("cron", "30 9 * * MON-FRI", "at 09:30 on weekdays"),
         ("cron", "0 10 * * 0,6", "at 10:00 on weekends"),
         ("cron", "0 8 * * 1", "at 08:00 on Mondays"),
+        ("cron", "0 8 * * 7", "at 08:00 on Sundays"),
+        ("cron", "0 12 * * 2-4", "at 12:00 on Tuesday through Thursday"),
         ("cron", "0 0 1 * *", "at 00:00 on day 1 of every month"),
-        ("cron", "0 0 29 2 *", "cron 0 0 29 2 *"),  # no simple wording: shown as written
-        ("cron", "0 9-17 * * *", "cron 0 9-17 * * *"),
-        ("cron", "*/5 * * * * *", "cron */5 * * * * *"),
+        ("cron", "0 0 1,15 * *", "at 00:00 on days 1 and 15 of every month"),
+        ("cron", "0 0 29 2 *", "at 00:00 on day 29 of February"),
+        ("cron", "0 9-17 * * *", "every hour, 09:00 through 17:00"),
+        ("cron", "0 9,12,17 * * *", "every day at 09:00, 12:00 and 17:00"),
+        ("cron", "0 */2 * * *", "every 2 hours at minute 0"),
+        ("cron", "*/15 9-17 * * 1-5", "every 15 minutes, 09:00 through 17:45 on weekdays"),
+        ("cron", "@weekly", "at 00:00 on Sundays"),
+        ("cron", "@hourly", "every hour at minute 0"),
+        # 6 fields: seconds first
+        ("cron", "*/5 * * * * *", "every 5 seconds"),
+        ("cron", "* * * * * *", "every second"),
+        ("cron", "30 0 3 * * *", "every day at 03:00:30"),
+        ("cron", "0 30 9 * * 1-5", "at 09:30 on weekdays"),
+        ("cron", "15 * * * * *", "every minute at second 15"),
+        # no short wording that is surely right: shown as written
+        ("cron", "0 0 1 * 1", "cron 0 0 1 * 1"),  # day-of-month OR day-of-week
+        ("cron", "0 0 0 1 1 * 2030", "cron 0 0 0 1 1 * 2030"),  # a year
+        ("cron", "7,8,19 3,5 * * *", "cron 7,8,19 3,5 * * *"),
+        ("cron", "not cron", "cron not cron"),
+        # systemd calendar events
+        ("calendar", "Mon..Fri 09:00", "at 09:00 on weekdays"),
+        ("calendar", "Sat,Sun 10:00", "at 10:00 on weekends"),
+        ("calendar", "daily", "every day at 00:00"),
+        ("calendar", "weekly", "at 00:00 on Mondays"),
+        ("calendar", "*:0/15", "every 15 minutes"),
+        ("calendar", "*:*:0/10", "every 10 seconds"),
+        ("calendar", "minutely", "every minute"),
+        ("calendar", "*-*-01 00:00", "at 00:00 on day 1 of every month"),
+        ("calendar", "*-12-25 08:00:00", "at 08:00 on day 25 of December"),
+        ("calendar", "quarterly", "at 00:00 on day 1 of January, April, July and October"),
+        ("calendar", "9..17:00", "every hour, 09:00 through 17:00"),
+        ("calendar", "Mon *-*-* 08:00 Europe/Oslo", "at 08:00 on Mondays (Europe/Oslo)"),
+        ("calendar", "*-*-* 02:30 UTC", "every day at 02:30 (UTC)"),
+        ("calendar", "*-*~01", "calendar *-*~01"),  # the last day of the month
+        ("calendar", "2027-*-* 00:00", "calendar 2027-*-* 00:00"),
+        ("calendar", "*:*:0.5", "calendar *:*:0.5"),
+        ("calendar", "*:*:10..20", "calendar *:*:10..20"),  # seconds 10 to 20: no short wording
+        ("calendar", "*:*:00..59/15", "every 15 seconds"),
         ("interval", "90s", "every 90 seconds"),
         ("interval", "every 1h30m", "every 1 hour 30 minutes"),
         ("interval", "1d @ 2026-01-01T03:00Z", "every 1 day from 2026-01-01T03:00Z"),
         ("once", "2026-12-24T18:00Z", "once, at 2026-12-24T18:00Z"),
-        ("calendar", "Mon..Fri 09:00", "calendar event Mon..Fri 09:00"),
         ("custom", "whatever", "custom whatever"),
     ],
 )
@@ -67,3 +104,15 @@ def test_utc_text_and_durations() -> None:
 def test_names_in_the_action_log_are_one_line() -> None:
     assert clean_name("  alice\nforged line\t ") == "alice forged line"
     assert clean_name("x" * 100) == "x" * 40
+
+
+def test_times_in_a_schedule_zone() -> None:
+    winter = datetime(2026, 11, 24, 2, 30, tzinfo=UTC)
+    summer = datetime(2026, 7, 1, 2, 30, tzinfo=UTC)
+    assert zone_text(winter, "Europe/Oslo") == "2026-11-24 03:30:00 CET"
+    assert zone_text(summer, "Europe/Oslo") == "2026-07-01 04:30:00 CEST"
+    assert zone_text(winter, "America/New_York") == "2026-11-23 21:30:00 EST"
+    assert zone_text(winter, "Asia/Dubai") == "2026-11-24 06:30:00 UTC+04:00"  # no abbreviation
+    assert zone_text(winter, "Not/AZone") == "2026-11-24 02:30:00Z"
+    assert zone_text(None, "Europe/Oslo") == "-"
+    assert is_utc("UTC") and is_utc("Etc/UTC") and not is_utc("Europe/Oslo")
