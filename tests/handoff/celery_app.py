@@ -1,0 +1,39 @@
+"""The Celery application of the hand-off tests: ``celery -A tests.handoff.celery_app worker``.
+
+The broker is ``$HANDOFF_BROKER``; the worker reads tickwork's database from ``$TICKWORK_CONFIG``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from celery import Celery
+
+from tests.handoff import jobs
+from tickwork_celery.worker import install
+
+app = Celery("handoff_tests", broker=os.environ.get("HANDOFF_BROKER", "memory://"))
+app.conf.update(
+    task_ignore_result=True,
+    worker_prefetch_multiplier=1,
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+)
+install(app)
+
+
+@app.task(name="handoff.work", bind=True)
+def work(self: Any, n: int = 0) -> None:
+    jobs.record(self.request.id, n=n)
+
+
+@app.task(name="handoff.boom", bind=True)
+def boom(self: Any) -> None:
+    jobs.record(self.request.id)
+    raise jobs.Boom("the task failed on purpose")
+
+
+@app.task(name="handoff.slow", bind=True, acks_late=True)
+def slow(self: Any, seconds: float = 3.0) -> None:
+    jobs.slow(self.request.id, seconds)
