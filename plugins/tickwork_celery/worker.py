@@ -16,16 +16,19 @@ Messages not sent by tickwork run untouched. The worker reads tickwork's databas
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from celery import Celery, Task
+from celery import Celery, Task, signals
 from celery.exceptions import Ignore, Retry
 
 from tickwork.plugin.runcontext import RunContext, running
 from tickwork.plugin.tracebacks import format_exception
 from tickwork_handoff import identity
 from tickwork_handoff.reporter import ConfigSource, ProcessReporter
+
+log = logging.getLogger("tickwork.celery")
 
 _NAMES = (identity.SCHEDULE, identity.SCHEDULED_FOR, identity.ATTEMPT, identity.RUN_ID, identity.NODE)
 
@@ -46,6 +49,16 @@ def install(app: Celery, config: ConfigSource = None, *, wait_for_node: float = 
     app.on_after_finalize.connect(wrap_all, weak=False)
     if app.finalized:
         wrap_all()
+
+    def warm_up(**_: Any) -> None:
+        # Connect before the first message, not while it waits (a pool child connects itself).
+        try:
+            reporter.get()
+        except Exception:
+            log.exception("tickwork: cannot open tickwork's store; tasks sent by tickwork will fail to start")
+
+    signals.worker_ready.connect(warm_up, weak=False)
+    signals.worker_process_init.connect(warm_up, weak=False)
 
 
 def _headers(request: Any) -> Mapping[str, Any]:

@@ -60,7 +60,9 @@ class Reporter:
             landed, status = self.store.report_handoff(context.run_id, RunStatus.STARTED, expect=_WAITING)
             if landed:
                 return True
-            waiting = status is RunStatus.RUNNING or (retry and status is RunStatus.STARTED)
+            # Running: the node has not recorded the hand-off yet. Submitted or abandoned: it
+            # changed between the update and the read of its status (try again at once).
+            waiting = status is RunStatus.RUNNING or status in _WAITING or (retry and status is RunStatus.STARTED)
             if not waiting or time.monotonic() >= deadline:
                 break
             time.sleep(self.poll)
