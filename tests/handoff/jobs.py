@@ -20,6 +20,7 @@ def record(message_id: str, **extra: object) -> None:
         "attempt": run.attempt,
         "run_id": run.run_id,
         "pid": os.getpid(),
+        "at": time.time(),
         **extra,
     }
     # One write of one line in append mode: lines of concurrent processes do not interleave.
