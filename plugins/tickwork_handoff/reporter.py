@@ -118,7 +118,17 @@ class ProcessReporter:
 
     def get(self) -> Reporter:
         with self._lock:
-            if self._made is None or self._made[0] != os.getpid():
+            if self._made is not None and self._made[0] != os.getpid():
+                made = self._made[1]
+                engine = getattr(made.store, "engine", None)
+                if engine is not None and hasattr(engine, "dispose"):
+                    # A forked child (an RQ work horse, a prefork child): the parent's store, with a
+                    # fresh connection pool (close=False leaves the parent's connections alone).
+                    engine.dispose(close=False)
+                    self._made = (os.getpid(), made)
+                else:
+                    self._made = None
+            if self._made is None:
                 from tickwork.admin import connect  # deferred: the worker imports this before forking
 
                 admin = connect(self.config)

@@ -183,3 +183,23 @@ def settled(store: Store, timeout: float = 45.0) -> list[Run]:
     except AssertionError as exc:
         raise AssertionError(f"{exc}; still open: {still_open()}") from None
     return history(store)
+
+
+def rq_worker(
+    url: str, queue: str, env: dict[str, str], out: Path, name: str, worker_class: str = "Worker"
+) -> subprocess.Popen[bytes]:
+    """``rq worker`` with tickwork's worker and job classes, as a user starts it; returns once it
+    listens."""
+    process = start(
+        [str(BIN / "rq"), "worker", "-u", url, "-w", f"tickwork_rq.worker.{worker_class}",
+         "-j", "tickwork_rq.worker.Job", "-n", f"{name}-{queue}", queue],
+        env,
+        out,
+    )  # fmt: skip
+    wait_until(
+        lambda: process.poll() is not None or "Listening on" in out.read_text(errors="replace"),
+        60,
+        "the rq worker to listen",
+    )
+    assert process.poll() is None, tails([out])
+    return process
