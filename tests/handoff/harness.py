@@ -203,3 +203,20 @@ def rq_worker(
     )
     assert process.poll() is None, tails([out])
     return process
+
+
+def dramatiq_worker(queue: str, env: dict[str, str], out: Path) -> subprocess.Popen[bytes]:
+    """``dramatiq tests.handoff.dramatiq_app`` on ``queue``, as a user starts it; returns once its
+    worker process booted."""
+    process = start(
+        [str(BIN / "dramatiq"), "tests.handoff.dramatiq_app", "--processes", "1", "--threads", "4", "--queues", queue],
+        dict(env, HANDOFF_QUEUE=queue),
+        out,
+    )
+    wait_until(
+        lambda: process.poll() is not None or "is ready for action" in out.read_text(errors="replace"),
+        60,
+        "the dramatiq worker to boot",
+    )
+    assert process.poll() is None, tails([out])
+    return process
