@@ -167,3 +167,32 @@ def test_a_broker_outage_fails_attempts_and_never_stops_the_node(tmp_path: Path,
     assert after == {"w0", "w1", "w2"}, logs
     ran = {(e["schedule"], e["scheduled_for"]) for e in harness.executions(log)}
     assert {(r.schedule, r.scheduled_for.isoformat()) for r in rows if r.status is RunStatus.SUCCEEDED} == ran
+
+
+def test_a_task_retried_by_celery_runs_again_and_ends_as_its_retry_did(
+    redis_url: str, tmp_path: Path, config_for: ConfigFor
+) -> None:
+    store_config = config_for("postgres", migrated=True)
+    config, queue, log, env = _single_node(tmp_path, store_config.store, redis_url)
+    with harness.admin(config) as admin:
+        admin.add("flaky", "0 0 1 1 *", "handoff.flaky", executor="celery")
+    store = store_config.build_store()
+    store.open()
+    worker = harness.celery_worker(queue, env, tmp_path / "worker.log")
+    node = harness.start_node(config, 60, env, tmp_path / "n1.log")
+    try:
+        node_log = tmp_path / "n1.log"
+        harness.wait_until(lambda: "node n1 starting" in node_log.read_text(), 30, "the node to start")
+        with harness.admin(config) as admin:
+            admin.trigger("flaky")
+        harness.wait_until(
+            lambda: [r.status for r in harness.history(store)] == [RunStatus.SUCCEEDED], 60, "the retry's report"
+        )
+        done = harness.executions(log)
+    finally:
+        harness.stop(node)
+        harness.stop(worker)
+        store.close()
+    # Celery's retry is the same message id delivered again on purpose: it ran once per retry.
+    assert [(e["schedule"], e["retries"]) for e in done] == [("flaky", 0), ("flaky", 1)]
+    assert len({e["message_id"] for e in done}) == 1

@@ -41,6 +41,8 @@ def test_targets_become_the_queues_names() -> None:
     assert task_name("proj.tasks.report") == "proj.tasks.report"
     assert task_name("missing.module:report") == "missing.module.report"
     assert function_path("proj.tasks:report") == "proj.tasks.report"
+    # @tickwork.cron under @app.task declares module:function; the node sends the task's name.
+    assert task_name("tests.handoff.local_app:declared") == "handoff.declared"
 
 
 @pytest.mark.parametrize(

@@ -37,3 +37,11 @@ def boom(self: Any) -> None:
 @app.task(name="handoff.slow", bind=True, acks_late=True)
 def slow(self: Any, seconds: float = 3.0) -> None:
     jobs.slow(self.request.id, seconds)
+
+
+@app.task(name="handoff.flaky", bind=True)
+def flaky(self: Any) -> None:
+    """Fails its first delivery and asks Celery to retry it at once; the retry succeeds."""
+    jobs.record(self.request.id, retries=self.request.retries)
+    if self.request.retries == 0:
+        raise self.retry(countdown=0, max_retries=1, exc=jobs.Boom("first delivery fails"))

@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from celery import Celery
 
+import tickwork
 from tests.servers.base import free_port
 
 memory = Celery("handoff_memory", broker="memory://")
 unreachable = Celery("handoff_unreachable", broker=f"redis://127.0.0.1:{free_port()}/0")
 unreachable.conf.broker_connection_timeout = 1.0
+
+
+@memory.task(name="handoff.declared")
+@tickwork.cron("0 3 * * *", executor="celery")
+def declared() -> None:
+    """Declared for tickwork under Celery's decorator, as docs/handoff.md shows."""
