@@ -42,9 +42,11 @@ class Reporter:
         and before another node released its claims)
     """
 
-    def __init__(self, store: Store, *, wait_for_node: float = 30.0, poll: float = 0.1) -> None:
+    def __init__(self, store: Store, *, wait_for_node: float = 30.0, poll: float = 0.2) -> None:
         self.store = store
         self.wait_for_node = wait_for_node
+        #: The longest pause between two looks while waiting; the first ones are much shorter (a
+        #: node records its hand-off within milliseconds, a dead node's release takes seconds).
         self.poll = poll
 
     def begin(self, context: RunContext, *, retry: bool = False, redelivered: bool = False) -> bool:
@@ -56,6 +58,7 @@ class Reporter:
             then lost its worker, and is recorded ``failed``
         """
         deadline = time.monotonic() + self.wait_for_node
+        pause = 0.005
         while True:
             landed, status = self.store.report_handoff(context.run_id, RunStatus.STARTED, expect=_WAITING)
             if landed:
@@ -65,7 +68,8 @@ class Reporter:
             waiting = status is RunStatus.RUNNING or status in _WAITING or (retry and status is RunStatus.STARTED)
             if not waiting or time.monotonic() >= deadline:
                 break
-            time.sleep(self.poll)
+            time.sleep(pause)
+            pause = min(pause * 2, self.poll)
         if status is RunStatus.STARTED and redelivered:
             self.store.report_handoff(context.run_id, RunStatus.FAILED, expect=_STARTED, error=LOST)
         log.warning(
