@@ -7,6 +7,8 @@ Every test judges from two independent records: the line each task execution app
 from __future__ import annotations
 
 import itertools
+import os
+import signal
 import subprocess
 import time
 from datetime import timedelta
@@ -196,3 +198,31 @@ def test_a_task_retried_by_celery_runs_again_and_ends_as_its_retry_did(
     # Celery's retry is the same message id delivered again on purpose: it ran once per retry.
     assert [(e["schedule"], e["retries"]) for e in done] == [("flaky", 0), ("flaky", 1)]
     assert len({e["message_id"] for e in done}) == 1
+
+
+def test_a_pool_child_killed_mid_task_is_recorded_failed(amqp_url: str, tmp_path: Path, config_for: ConfigFor) -> None:
+    store_config = config_for("postgres", migrated=True)
+    config, queue, log, env = _single_node(tmp_path, store_config.store, amqp_url)
+    with harness.admin(config) as admin:
+        admin.add("slow", "0 0 1 1 *", "handoff.slow", executor="celery", args={"seconds": 30})
+    store = store_config.build_store()
+    store.open()
+    worker = harness.celery_worker(queue, env, tmp_path / "worker.log", pool="prefork", concurrency=1)
+    node = harness.start_node(config, 60, env, tmp_path / "n1.log")
+    try:
+        node_log = tmp_path / "n1.log"
+        harness.wait_until(lambda: "node n1 starting" in node_log.read_text(), 30, "the node to start")
+        with harness.admin(config) as admin:
+            admin.trigger("slow")
+        harness.wait_until(lambda: len(harness.executions(log)) == 1, 30, "the task to start")
+        (started,) = harness.executions(log)
+        os.kill(started["pid"], signal.SIGKILL)  # the pool child, not the worker
+        harness.wait_until(
+            lambda: [r.status for r in harness.history(store)] == [RunStatus.FAILED], 30, "the worker's report"
+        )
+        (run,) = harness.history(store)
+    finally:
+        harness.stop(node)
+        harness.stop(worker)
+        store.close()
+    assert (run.error or "").startswith("WorkerLostError"), run

@@ -6,8 +6,8 @@ of the app then, for a message a tickwork node sent (its headers name the run):
 * runs only if the run moves to ``started`` (a redelivered message of a run that started or
   ended is refused, acknowledged and not run: Celery's ``Ignore``);
 * runs with ``tickwork.current_run()`` returning the run's context;
-* records ``succeeded``, ``failed`` (with the traceback) or, on ``self.retry()``, ``submitted``
-  again with the reason.
+* records ``succeeded``, ``failed`` (with the traceback; also when its pool child was lost or hit
+  the hard time limit) or, on ``self.retry()``, ``submitted`` again with the reason.
 
 Messages not sent by tickwork run untouched. The worker reads tickwork's database from
 ``config`` (a path or dict), else ``$TICKWORK_CONFIG``, else ``./tickwork.toml``.
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from celery import Celery, Task, signals
-from celery.exceptions import Ignore, Retry
+from celery.exceptions import Ignore, Retry, TimeLimitExceeded, WorkerLostError
 
 from tickwork.plugin.runcontext import RunContext, running
 from tickwork.plugin.tracebacks import format_exception
@@ -59,6 +59,17 @@ def install(app: Celery, config: ConfigSource = None, *, wait_for_node: float = 
 
     signals.worker_ready.connect(warm_up, weak=False)
     signals.worker_process_init.connect(warm_up, weak=False)
+
+    def lost(sender: Task | None = None, exception: BaseException | None = None, **_: Any) -> None:
+        # A pool child killed mid-task, or past its hard time limit, never returns to the
+        # wrapper: the worker's main process reports it (with the request of that task).
+        if sender is None or not isinstance(exception, WorkerLostError | TimeLimitExceeded):
+            return
+        context = identity.context_of(_headers(sender.request))
+        if context is not None:
+            reporter.get().failed(context, f"{type(exception).__name__}: {exception}")
+
+    signals.task_failure.connect(lost, weak=False)
 
 
 def _headers(request: Any) -> Mapping[str, Any]:
