@@ -139,7 +139,8 @@ def test_a_broker_outage_fails_attempts_and_never_stops_the_node(tmp_path: Path,
     store = store_config.build_store()
     store.open()
     worker = harness.celery_worker(queue, env, tmp_path / "worker.log")
-    node = harness.start_node(config, 26, env, tmp_path / "n1.log")
+    # Long enough after the outage for the worker to reconnect (its back-off grows while Redis is away).
+    node = harness.start_node(config, 34, env, tmp_path / "n1.log")
     try:
         time.sleep(6.0)
         broker.stop()
