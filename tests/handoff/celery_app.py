@@ -45,3 +45,9 @@ def flaky(self: Any) -> None:
     jobs.record(self.request.id, retries=self.request.retries)
     if self.request.retries == 0:
         raise self.retry(countdown=0, max_retries=1, exc=jobs.Boom("first delivery fails"))
+
+
+@app.task(name="handoff.beat_work")
+def beat_work(n: int = 0) -> None:
+    """What Celery beat fires in benchmarks/handoff_vs_beat.py (no tickwork run around it)."""
+    jobs.record_plain(n)

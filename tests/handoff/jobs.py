@@ -36,3 +36,9 @@ def slow(message_id: str, seconds: float) -> None:
 
 class Boom(RuntimeError):
     """What a failing task raises: its name must appear in tickwork's history."""
+
+
+def record_plain(n: int) -> None:
+    """One line per execution of a task not sent by tickwork (Celery beat's, for comparison)."""
+    with open(os.environ["HANDOFF_LOG"], "a", encoding="utf-8") as out:
+        out.write(json.dumps({"n": n, "pid": os.getpid(), "at": time.time()}) + "\n")
