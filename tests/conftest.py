@@ -18,7 +18,13 @@ from tickwork_mysql.store import MySQLStore
 from tickwork_postgres.store import PostgresStore
 from tickwork_sqlite.store import SQLiteStore
 
-pytest_plugins = ["tests.servers.postgres", "tests.servers.mysql", "tests.servers.configs"]
+pytest_plugins = [
+    "tests.servers.postgres",
+    "tests.servers.mysql",
+    "tests.servers.configs",
+    "tests.servers.redis",
+    "tests.servers.rabbitmq",
+]
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

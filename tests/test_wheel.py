@@ -25,7 +25,7 @@ import tickwork
 ROOT = Path(__file__).resolve().parent.parent
 #: The extras whose packages the plugins' modules import (the ``bench`` extra's matplotlib and
 #: py-spy are imported only when a chart or a profile is asked for).
-EXTRAS = "postgres,mysql,http,metrics,web,testing"
+EXTRAS = "postgres,mysql,http,metrics,web,testing,celery,rq,dramatiq"
 #: Modules that run something when imported: ``python -m`` entry points and Alembic's env script.
 NOT_IMPORTABLE = ("__main__", "tickwork._migrations.env")
 

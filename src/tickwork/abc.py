@@ -14,7 +14,7 @@ How a fire flows through them (see docs/architecture.md):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
@@ -594,6 +594,34 @@ class Store(ABC):
         latest attempt), by schedule id; with ``status``, only runs with one of these statuses.
         Schedule health (:mod:`tickwork.admin.health`) reads it for the page of schedules shown."""
         return {s.id: self.find_runs(schedule=s.name, status=status, limit=limit) for s in schedules}
+    # -- hand-offs to another system's queue (Celery, RQ, Dramatiq executors) ---------------------
+    #
+    # Optional: a store without them cannot back a hand-off executor (the default raises).
+
+    def report_handoff(
+        self, run_id: int, status: RunStatus, *, expect: Collection[RunStatus], error: str | None = None
+    ) -> tuple[bool, RunStatus | None]:
+        """Record what a queue worker did with a handed-off run, fenced by the run's status: the
+        run ``run_id`` moves to ``status`` only while its status is one of ``expect``, in one
+        transaction. ``started`` stamps ``started_at`` (and clears ``finished_at``); any other
+        status stamps ``finished_at``; both by the database clock. ``error`` replaces the run's
+        error text (capped like every error).
+
+        :return: whether it landed, and the run's status after the call (``None`` when no run
+            has that id)
+        :raises tickwork.errors.TickworkError: if this store cannot record hand-offs (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
+
+    def pending_handoff(self, schedule: str, report_timeout: float) -> RunRecord | None:
+        """The latest run of ``schedule`` handed off and not final (``submitted`` or ``started``),
+        if any. First, in the same transaction, a pending hand-off older than ``report_timeout``
+        seconds (database clock, since its hand-off or its start) ends ``timed_out``: a message
+        that never reports back blocks its schedule only that long.
+
+        :raises tickwork.errors.TickworkError: if this store cannot record hand-offs (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
 
     @abstractmethod
     def listen(self, wake: Callable[[], None]) -> None:

@@ -45,10 +45,20 @@ class RunStatus(Choice):
     TIMED_OUT = "timed_out"
     SKIPPED = "skipped"
     ABANDONED = "abandoned"
+    #: Handed to another system's queue (Celery, RQ, Dramatiq); that system's worker reports on.
+    SUBMITTED = "submitted"
+    #: A worker of that system took a handed-off run and is running it.
+    STARTED = "started"
 
     @property
     def final(self) -> bool:
-        return self is not RunStatus.RUNNING
+        """Whether an executor may report it as the end of a run: every status but ``running``
+        and ``started`` (``submitted`` ends the claim; the worker's reports follow it)."""
+        return self is not RunStatus.RUNNING and self is not RunStatus.STARTED
+
+
+#: A hand-off in these statuses is not final: its schedule's next hand-off is skipped meanwhile.
+HANDOFF_OPEN = frozenset({RunStatus.SUBMITTED, RunStatus.STARTED})
 
 
 #: A schedule whose last recorded run ended with one of these is "failing" (admin filters, dashboard).

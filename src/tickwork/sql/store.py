@@ -24,6 +24,7 @@ from ..structures import MAX_ERROR_CHARS
 from ..structures import cap_error as cap
 from .claiming import Claiming
 from .ending import Ending
+from .handoffs import Handoffs
 from .historyqueries import HistoryQueries
 from .nodestate import NodeState
 from .retry import transient_retry
@@ -32,7 +33,7 @@ from .schedulewrites import ScheduleWriting
 from .storecore import SQLCore
 
 
-class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries):
+class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries, Handoffs):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""
 

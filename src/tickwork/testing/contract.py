@@ -46,6 +46,7 @@ from ..structures import (
     ScheduleState,
     bucket_of,
 )
+from .handoff_contract import HandoffContract
 
 OK = Outcome(RunStatus.SUCCEEDED)
 MINUTE = timedelta(minutes=1)
@@ -75,7 +76,7 @@ def finish(
     return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0]
 
 
-class StoreContract:
+class StoreContract(HandoffContract):
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``."""
 
     @pytest.fixture

@@ -15,11 +15,12 @@ from datetime import datetime, timedelta
 from ..abc import Store
 from ..errors import ConfigError
 from ..structures import Claim, Finish, NodeRecord, Outcome, RunStatus, ScheduleState, cap_error, utc
+from .memory_handoffs import MemoryHandoffs
 from .memory_rows import RunRow
-from .memory_tables import MemoryTables, aware
+from .memory_tables import aware
 
 
-class MemoryStore(MemoryTables, Store):
+class MemoryStore(MemoryHandoffs, Store):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:

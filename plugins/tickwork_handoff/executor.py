@@ -1,0 +1,170 @@
+"""The base of the hand-off executors: a fire becomes a message on another system's queue.
+
+The scheduler only *submits* (the Docspell rule): in a thread of its own, so :meth:`submit` never
+blocks the engine, it checks that the schedule's previous hand-off is final, publishes the message
+and waits for the broker to confirm it. The run ends ``submitted`` (handed off), ``skipped`` (the
+previous hand-off is still ``submitted`` or ``started``) or ``failed`` (the broker refused or did
+not answer: a failed attempt, retried under the schedule's ``retries``, the broker's error in the
+history). Nothing a broker or a target does can raise into the engine. The worker-side
+integration (:mod:`.reporter`) records what the worker did with the message.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from tickwork.abc import Executor
+from tickwork.config.numbers import number
+from tickwork.errors import ConfigError, ExecutorError
+from tickwork.plugin.calls import ReportOnce
+from tickwork.structures import JobCall, Outcome, RunStatus, iso_z
+
+from .identity import headers, message_id_of
+from .nodes import store_of
+
+log = logging.getLogger("tickwork.handoff")
+
+_MAX_SECONDS = 30 * 86400.0
+
+#: Options every hand-off executor accepts, besides its own.
+COMMON_OPTIONS: dict[str, type | tuple[type, ...]] = {
+    "report_timeout": (int, float),
+    "no_overlap": bool,
+    "publish_timeout": (int, float),
+    "threads": int,
+}
+
+
+class HandoffExecutor(Executor):
+    """Publishes each run as a message; subclasses say how (:meth:`publish`).
+
+    :param report_timeout: seconds after its hand-off (or its start on a worker) a run that no
+        worker reported on stops blocking its schedule; it is then recorded ``timed_out``
+    :param no_overlap: skip a fire while the schedule's previous hand-off is not final; turn it
+        off when the workers run without the worker-side integration (nothing ever reports)
+    :param publish_timeout: seconds a publish may take, confirmation included
+    :param threads: threads publishing, so :meth:`submit` never blocks the engine
+    """
+
+    #: The executor's name in messages (``celery``, ``rq``, ``dramatiq``).
+    name: ClassVar[str] = "handoff"
+
+    def __init__(
+        self,
+        *,
+        report_timeout: float = 3600.0,
+        no_overlap: bool = True,
+        publish_timeout: float = 10.0,
+        threads: int = 2,
+        **options: Any,
+    ) -> None:
+        self.report_timeout = number("report_timeout", report_timeout, low=0.001, high=_MAX_SECONDS)
+        self.publish_timeout = number("publish_timeout", publish_timeout, low=0.001, high=_MAX_SECONDS)
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ConfigError(f"threads: must be an integer >= 1, got {threads!r}")
+        self.no_overlap = bool(no_overlap)
+        self.threads = threads
+        super().__init__(
+            report_timeout=report_timeout,
+            no_overlap=no_overlap,
+            publish_timeout=publish_timeout,
+            threads=threads,
+            **options,
+        )
+        self._lock = threading.Lock()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._closed = False
+
+    # -- what a subclass provides ------------------------------------------------------------------
+
+    @abstractmethod
+    def connect(self) -> None:
+        """Load the application or broker (called by :meth:`start`).
+
+        :raises tickwork.errors.ConfigError: if it cannot be loaded
+        """
+
+    @abstractmethod
+    def publish(self, call: JobCall, message_id: str, headers: dict[str, str]) -> str:
+        """Publish ``call`` as a message with this id and these headers, and return once the
+        broker confirmed it (at most :attr:`publish_timeout` seconds).
+
+        :return: a short description for the log (queue, message id)
+        :raises Exception: anything the client raises: the attempt fails with its text
+        """
+
+    def disconnect(self) -> None:
+        """Release the broker connections (called by :meth:`shutdown`)."""
+
+    # -- the Executor interface --------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.connect()
+        self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix=f"tickwork-{self.name}")
+
+    def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
+        report = ReportOnce(on_done, call.run_id)
+        with self._lock:
+            if self._pool is None:
+                raise ExecutorError(f"{self.name} executor: submit() called before start()")
+            if not self._closed:
+                future = self._pool.submit(self._hand_off, call, report)
+                future.add_done_callback(lambda done: self._settled(done, report))
+                return
+        report(Outcome(RunStatus.FAILED, error=f"not handed off: the {self.name} executor is shut down"))
+
+    def _settled(self, done: concurrent.futures.Future[None], report: ReportOnce) -> None:
+        if done.cancelled():  # shutdown(wait=False) dropped it before a thread took it
+            report(Outcome(RunStatus.FAILED, error=f"not handed off: the {self.name} executor shut down first"))
+
+    def _hand_off(self, call: JobCall, report: ReportOnce) -> None:
+        try:
+            if self.no_overlap:
+                pending = store_of(call.node_id).pending_handoff(call.schedule, self.report_timeout)
+                if pending is not None:
+                    report(
+                        Outcome(
+                            RunStatus.SKIPPED,
+                            error=f"previous hand-off (run {pending.id}, scheduled for "
+                            f"{iso_z(pending.scheduled_for)}) is still {pending.status.value}",
+                        )
+                    )
+                    return
+        except Exception as exc:
+            log.warning("%s: cannot check the previous hand-off of %s: %s", self.name, call.schedule, exc)
+            report(Outcome(RunStatus.FAILED, error=f"not handed off: cannot check the previous hand-off: {exc}"))
+            return
+        message = message_id_of(call)
+        try:
+            where = self.publish(call, message, headers(call))
+        except Exception as exc:
+            # A broker outage is this attempt's failure (retried under the schedule's retries),
+            # never the node's.
+            log.warning("%s: publishing run %s of %s failed: %s", self.name, call.run_id, call.schedule, exc)
+            report(Outcome(RunStatus.FAILED, error=f"not handed off: {type(exc).__name__}: {exc}"))
+            return
+        report(Outcome(RunStatus.SUBMITTED, detail=f"message {message} on {where}"))
+
+    def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
+        with self._lock:
+            pool, self._closed = self._pool, True
+        if pool is None:
+            return
+        pool.shutdown(wait=False, cancel_futures=not wait)
+        if wait:
+            # ThreadPoolExecutor.shutdown has no timeout: join its threads with ours.
+            done = threading.Event()
+
+            def join() -> None:
+                pool.shutdown(wait=True)
+                done.set()
+
+            threading.Thread(target=join, daemon=True).start()
+            if not done.wait(timeout):
+                log.warning("%s: publishes still running at shutdown", self.name)
+        self.disconnect()

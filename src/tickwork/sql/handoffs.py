@@ -1,0 +1,71 @@
+"""Runs handed off to another system's queue (the Celery, RQ and Dramatiq executors): the worker's
+fenced reports and the "previous hand-off not final" check (docs/handoff.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from sqlalchemy import and_, func, literal, select, update
+
+from ..structures import HANDOFF_OPEN, RunRecord, RunStatus
+from ..structures import cap_error as cap
+from .retry import transient_retry
+from .rows import run_record
+from .schema import runs, schedules
+from .storecore import SQLCore
+
+_OPEN = sorted(s.value for s in HANDOFF_OPEN)
+
+
+class Handoffs(SQLCore):
+    """:meth:`~tickwork.abc.Store.report_handoff` and :meth:`~tickwork.abc.Store.pending_handoff`."""
+
+    @transient_retry
+    def report_handoff(
+        self, run_id: int, status: RunStatus, *, expect: Collection[RunStatus], error: str | None = None
+    ) -> tuple[bool, RunStatus | None]:
+        now = self.now_expr()
+        values: dict[str, Any] = {"status": status.value, "error": cap(error)}
+        if status is RunStatus.STARTED:
+            values.update(started_at=now, finished_at=None)
+        else:
+            values["finished_at"] = now
+        with self._tx() as conn:
+            # The status in the WHERE clause is the fence: of two workers holding the same message
+            # (a redelivery), only one moves the run out of the expected status.
+            landed = conn.execute(
+                update(runs)
+                .where(runs.c.id == run_id, runs.c.status.in_(sorted(s.value for s in expect)))
+                .values(**values)
+            ).rowcount
+            if landed == 1:
+                return True, status
+            current = conn.execute(select(runs.c.status).where(runs.c.id == run_id)).scalar()
+        return False, None if current is None else RunStatus(current)
+
+    @transient_retry
+    def pending_handoff(self, schedule: str, report_timeout: float) -> RunRecord | None:
+        schedule_id = select(schedules.c.id).where(schedules.c.name == schedule).scalar_subquery()
+        pending = and_(runs.c.schedule_id == schedule_id, runs.c.status.in_(_OPEN))
+        # Submitted: finished_at is the hand-off; started: started_at is the worker's start.
+        since = func.coalesce(runs.c.finished_at, runs.c.started_at)
+        cutoff = self._plus_seconds(self.now_expr(), literal(-float(report_timeout)))
+        with self._tx() as conn:
+            conn.execute(
+                update(runs)
+                .where(pending, since < cutoff)
+                .values(
+                    status=RunStatus.TIMED_OUT.value,
+                    finished_at=self.now_expr(),
+                    error=f"no report from the queue's worker within report_timeout = {report_timeout:g}s",
+                )
+            )
+            row = conn.execute(
+                select(runs, schedules.c.name.label("schedule_name"))
+                .join(schedules, schedules.c.id == runs.c.schedule_id)
+                .where(pending)
+                .order_by(runs.c.id.desc())
+                .limit(1)
+            ).first()
+        return None if row is None else run_record(row)

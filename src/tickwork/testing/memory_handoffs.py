@@ -1,0 +1,51 @@
+"""The memory store's hand-off records (:meth:`tickwork.abc.Store.report_handoff` and
+:meth:`~tickwork.abc.Store.pending_handoff`), as the SQL stores keep them."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import timedelta
+
+from ..structures import HANDOFF_OPEN, RunRecord, RunStatus, cap_error
+from .memory_tables import MemoryTables
+
+
+class MemoryHandoffs(MemoryTables):
+    """Hand-off reports fenced by the run's status, and the pending hand-off of a schedule."""
+
+    def report_handoff(
+        self, run_id: int, status: RunStatus, *, expect: Collection[RunStatus], error: str | None = None
+    ) -> tuple[bool, RunStatus | None]:
+        with self._tx() as now:
+            run = self._runs.get(run_id)
+            if run is None:
+                return False, None
+            if run.status not in expect:
+                return False, run.status
+            run.status, run.error = status, cap_error(error)
+            if status is RunStatus.STARTED:
+                run.started_at, run.finished_at = now, None
+            else:
+                run.finished_at = now
+            return True, status
+
+    def pending_handoff(self, schedule: str, report_timeout: float) -> RunRecord | None:
+        with self._tx() as now:
+            sid = self._by_name.get(schedule)
+            if sid is None:
+                return None
+            cutoff = now - timedelta(seconds=report_timeout)
+            pending = [r for r in self._runs.values() if r.schedule_id == sid and r.status in HANDOFF_OPEN]
+            for run in pending:
+                # Submitted: finished_at is the hand-off; started: started_at is the worker's start.
+                since = run.finished_at or run.started_at
+                if since is not None and since < cutoff:
+                    run.end(
+                        RunStatus.TIMED_OUT,
+                        f"no report from the queue's worker within report_timeout = {report_timeout:g}s",
+                        now,
+                    )
+            left = [r for r in pending if r.status in HANDOFF_OPEN]
+            if not left:
+                return None
+            return max(left, key=lambda r: r.id).public(schedule)

@@ -1,0 +1,49 @@
+"""The Dramatiq broker and actors of the hand-off tests: ``dramatiq tests.handoff.dramatiq_app``.
+
+The broker is ``$HANDOFF_BROKER`` (``amqp://`` or ``redis://``), the actors' queue
+``$HANDOFF_QUEUE``; the worker reads tickwork's database from ``$TICKWORK_CONFIG``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import dramatiq
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
+from dramatiq.brokers.redis import RedisBroker
+from dramatiq.middleware import CurrentMessage
+
+from tests.handoff import jobs
+from tickwork_dramatiq.worker import install
+
+_URL = os.environ.get("HANDOFF_BROKER", "redis://127.0.0.1:6379/0")
+if _URL.startswith("amqp") and _URL.endswith("//"):
+    _URL = _URL[:-1] + "%2F"  # kombu's "//" (the vhost "/") is pika's "/%2F"
+broker: dramatiq.Broker = RabbitmqBroker(url=_URL) if _URL.startswith("amqp") else RedisBroker(url=_URL)
+broker.add_middleware(CurrentMessage())
+dramatiq.set_broker(broker)
+install(broker)
+
+QUEUE = os.environ.get("HANDOFF_QUEUE", "default")
+
+
+def _id() -> str:
+    message = CurrentMessage.get_current_message()
+    assert message is not None
+    return str(message.message_id)
+
+
+@dramatiq.actor(queue_name=QUEUE)
+def work(n: int = 0) -> None:
+    jobs.record(_id(), n=n)
+
+
+@dramatiq.actor(queue_name=QUEUE)
+def boom() -> None:
+    jobs.record(_id())
+    raise jobs.Boom("the task failed on purpose")
+
+
+@dramatiq.actor(queue_name=QUEUE, time_limit=600_000)
+def slow(seconds: float = 3.0) -> None:
+    jobs.slow(_id(), seconds)
