@@ -1,9 +1,7 @@
-"""Shared by the import tests: running ``tickwork`` as a subprocess with the stand-in ``celery``
-executor registered, reading the schedules back, and Celery's own fire times as the reference."""
+"""Shared by the import tests: running ``tickwork`` as a subprocess, reading the schedules back, and Celery's own fire times as the reference."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,7 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests import celery_stand_in
 from tickwork.scheduling.triggers import get_trigger
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,15 +18,9 @@ REPO = Path(__file__).resolve().parent.parent
 FIRES = 20
 
 
-#: The real Celery executor plugin, once it is installed, replaces the tests' stand-in.
-REAL_EXECUTOR = importlib.util.find_spec("tickwork_celery") is not None
-
-
 def tw(cwd: Path, *args: str, extra_path: tuple[Path, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """``tickwork ARGS`` in ``cwd`` with a ``celery`` executor registered (the stand-in, unless
-    the real one is installed)."""
-    plugins = () if REAL_EXECUTOR else (celery_stand_in.register(cwd / "_plugins"),)
-    path = os.pathsep.join(str(p) for p in (*extra_path, *plugins, REPO))
+    """``tickwork ARGS`` in ``cwd``, finding the repository's tests and ``extra_path`` too."""
+    path = os.pathsep.join(str(p) for p in (*extra_path, REPO))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": path, "HOME": str(cwd)}
     done = subprocess.run(
         [sys.executable, "-m", "tickwork", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120

@@ -19,6 +19,7 @@ import pytest
 from tests.handoff import cluster, harness
 from tests.servers.configs import ConfigFor
 from tests.servers.redis import ThrowawayRedis
+from tickwork.errors import TickworkError
 from tickwork.structures import RunStatus
 from tickwork_handoff.reporter import LOST
 
@@ -227,3 +228,36 @@ def test_a_pool_child_killed_mid_task_is_recorded_failed(amqp_url: str, tmp_path
         harness.stop(worker)
         store.close()
     assert (run.error or "").startswith("WorkerLostError"), run
+
+
+def test_a_whole_call_in_arguments_reaches_the_task_as_import_celery_beat_writes_it(
+    redis_url: str, tmp_path: Path, config_for: ConfigFor
+) -> None:
+    # `tickwork import celery-beat` writes {"args", "kwargs", "options"}: positional arguments and
+    # the entry's own apply_async options (here its queue) must reach the worker as beat sent them.
+    store_config = config_for("postgres", migrated=True)
+    config, queue, log, env = _single_node(tmp_path, store_config.store, redis_url, queue="not-this-one")
+    call = {"args": [7], "kwargs": {}, "options": {"queue": queue, "headers": {"from": "beat"}}}
+    with harness.admin(config) as admin:
+        admin.add("imported", "0 0 1 1 *", "handoff.work", executor="celery", args=call)
+        with pytest.raises(TickworkError, match="option\\(s\\) link cannot be passed on"):
+            admin.add("bad", "0 0 1 1 *", "handoff.work", executor="celery", args={**call, "options": {"link": "x"}})
+    store = store_config.build_store()
+    store.open()
+    worker = harness.celery_worker(queue, env, tmp_path / "worker.log")
+    node = harness.start_node(config, 60, env, tmp_path / "n1.log")
+    try:
+        node_log = tmp_path / "n1.log"
+        harness.wait_until(lambda: "node n1 starting" in node_log.read_text(), 30, "the node to start")
+        with harness.admin(config) as admin:
+            admin.trigger("imported")
+        harness.wait_until(lambda: len(harness.executions(log)) == 1, 30, "the task to run")
+        rows = harness.settled(store)
+    finally:
+        harness.stop(node)
+        harness.stop(worker)
+        store.close()
+    logs = harness.tails([tmp_path / "worker.log", tmp_path / "n1.log"])
+    (done,) = harness.executions(log)
+    assert (done["schedule"], done["n"]) == ("imported", 7), logs
+    assert [r.status for r in rows] == [RunStatus.SUCCEEDED], logs

@@ -46,7 +46,7 @@ app.conf.beat_schedule = {
 EXTRA
 """
 SOLAR = 'app.conf.beat_schedule["sunrise"] = {"task": "proj.tasks.sun", "schedule": solar("sunrise", 59.9, 10.7)}'
-CONFIG = '[store]\nplugin = "sqlite"\npath = "t.db"\n\n[executor.celery]\n'
+CONFIG = '[store]\nplugin = "sqlite"\npath = "t.db"\n\n[executor.celery]\napp = "proj.celery:app"\n'
 #: Start instants of the comparison: a weekday morning, a month end, a Sunday night.
 STARTS = [
     datetime(2026, 5, 4, 5, 0, tzinfo=UTC),
@@ -309,12 +309,14 @@ def test_an_app_on_local_time_is_refused(tmp_path: Path) -> None:
 def test_without_celery_the_command_is_listed_and_running_it_is_one_error_line(project: Path) -> None:
     shadow = project / "nocelery" / "celery"
     shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text('raise ImportError("No module named celery")\n')
+    # As a missing package fails: ModuleNotFoundError naming it (the celery executor's plugin
+    # registers its stand-in only for that, and re-raises any other import error).
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'celery'\", name='celery')\n")
     listed = tw(project, "--help", extra_path=(shadow.parent,))
     assert listed.returncode == 0 and "import" in listed.stdout
     done = tw(project, "import", "celery-beat", "proj.celery:app", extra_path=(shadow.parent,))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "tickwork: error: importing Celery beat schedules needs Celery, which cannot be imported "
-        "(No module named celery): pip install 'tickwork[celery]'"
+        "(No module named 'celery'): pip install 'tickwork[celery]'"
     ]

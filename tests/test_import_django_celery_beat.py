@@ -18,7 +18,7 @@ from sqlalchemy import make_url
 from tests.celerybeat_helpers import REPO, stored, tickwork_times, tw
 
 STARTS = [datetime(2026, 5, 4, 5, 0, tzinfo=UTC), datetime(2026, 8, 31, 21, 59, tzinfo=UTC)]
-CONFIG = '[store]\nplugin = "sqlite"\npath = "t.db"\n\n[executor.celery]\n'
+CONFIG = '[store]\nplugin = "sqlite"\npath = "t.db"\n\n[executor.celery]\napp = "proj.celery:app"\n'
 #: Guards against a hung process; not a timing assertion.
 PROCESS_TIMEOUT_S = 300
 

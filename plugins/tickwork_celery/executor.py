@@ -3,7 +3,10 @@
 A target is a Celery task name (``proj.tasks.report``) or a ``module:function`` reference (what
 ``@tickwork.cron`` declares): the object there, if it is a Celery task, gives its registered name;
 otherwise ``module.function`` is taken as the name (Celery's default naming). The schedule's
-arguments are the task's keyword arguments.
+arguments are the task's keyword arguments, or the whole call when they are exactly the three
+keys ``args``, ``kwargs`` and ``options`` (what ``tickwork import celery-beat`` writes: see
+docs/celery.md#what-the-schedules-hold): positional and keyword arguments, and the entry's own
+``apply_async`` options, which take precedence over the executor's.
 """
 
 from __future__ import annotations
@@ -35,6 +38,37 @@ def task_name(target: str) -> str:
         return f"{module_name}.{attribute}"
     name = getattr(value, "name", None)
     return name if isinstance(name, str) and name else f"{module_name}.{attribute}"
+
+
+#: The keys of a schedule's arguments that hold a whole call rather than keyword arguments.
+CALL_KEYS = frozenset({"args", "kwargs", "options"})
+#: The ``apply_async`` options a call may carry. The message id, the headers naming the fire and
+#: the publish's retry and confirmation stay the executor's: they are what fences the fire.
+CALL_OPTIONS = frozenset({"queue", "exchange", "routing_key", "priority", "expires", "headers", "countdown", "eta"})
+
+
+def call_parts(target: str, arguments: dict[str, Any]) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+    """The positional arguments, keyword arguments and options of the call ``arguments`` stand for.
+
+    :raises tickwork.errors.ExecutorError: for a call whose parts have the wrong shape, or an
+        option this executor does not pass on
+    """
+    if set(arguments) != CALL_KEYS:
+        return [], dict(arguments), {}
+    args, kwargs, options = arguments["args"], arguments["kwargs"], arguments["options"]
+    if not isinstance(args, list) or not isinstance(kwargs, dict) or not isinstance(options, dict):
+        raise ExecutorError(
+            f"celery target {target!r}: a call in arguments needs args as a list, kwargs and options as objects"
+        )
+    if not isinstance(options.get("headers", {}), dict):
+        raise ExecutorError(f"celery target {target!r}: the call's headers must be an object")
+    unknown = sorted(set(options) - CALL_OPTIONS)
+    if unknown:
+        raise ExecutorError(
+            f"celery target {target!r}: option(s) {', '.join(unknown)} cannot be passed on "
+            f"(known: {', '.join(sorted(CALL_OPTIONS))})"
+        )
+    return args, kwargs, options
 
 
 class CeleryExecutor(HandoffExecutor):
@@ -107,6 +141,7 @@ class CeleryExecutor(HandoffExecutor):
         if not name or any(c.isspace() for c in name):
             raise ExecutorError(f"celery target {target!r}: not a task name")
         check_arguments("celery", target, arguments)
+        call_parts(target, arguments)
 
     def connect(self) -> None:
         app = self._load_app()
@@ -121,19 +156,23 @@ class CeleryExecutor(HandoffExecutor):
     def publish(self, call: JobCall, message_id: str, headers: dict[str, str]) -> str:
         app = self._load_app()
         name = task_name(call.target)
+        args, kwargs, own = call_parts(call.target, dict(call.arguments))
+        options: dict[str, Any] = {"priority": self.priority, "expires": self.expires, **self.routing}
+        options.update({key: value for key, value in own.items() if key != "headers"})
         app.send_task(
             name,
-            kwargs=dict(call.arguments),
+            args=args,
+            kwargs=kwargs,
             task_id=message_id,
-            headers=headers,
-            priority=self.priority,
-            expires=self.expires,
+            # The fire's own headers last: an entry's headers cannot rename the fire.
+            headers={**own.get("headers", {}), **headers},
             # No silent retry loop inside kombu: a failed publish is this attempt's failure.
             retry=False,
             confirm_timeout=self.publish_timeout,
-            **self.routing,
+            **options,
         )
-        return f"celery task {name}" + (f" (queue {self.routing['queue']})" if "queue" in self.routing else "")
+        queue = options.get("queue")
+        return f"celery task {name}" + (f" (queue {queue})" if queue else "")
 
     def disconnect(self) -> None:
         if self._app is not None:
