@@ -587,6 +587,12 @@ class Store(ABC):
         records.sort(key=lambda r: (r.scheduled_for, r.attempt, r.id), reverse=True)
         return records[:limit]
 
+    def get_run(self, run_id: int) -> RunRecord | None:
+        """The history row ``run_id``, or ``None`` if there is none (``tickwork history --show``).
+        This default reads the whole history: a store with an index on run ids overrides it
+        (the SQL stores do)."""
+        return next((r for r in self.history(limit=2**62) if r.id == run_id), None)
+
     @abstractmethod
     def listen(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` (from any thread) whenever another process adds, changes, enables or

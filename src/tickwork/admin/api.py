@@ -25,7 +25,7 @@ from typing import Any
 
 from ..abc import DEFAULT_NODE_TTL, Store
 from ..config.files import Config, load, parse
-from ..errors import DatabaseMissingError
+from ..errors import DatabaseMissingError, ScheduleNotFoundError
 from ..plugin.assembly import build_membership, build_store
 from ..plugin.manager import PluginManager, plugin_manager_for
 from ..scheduling.triggers import get_trigger
@@ -107,8 +107,15 @@ class Admin(ScheduleWrites):
     def get(self, name: str) -> ScheduleInfo:
         """:raises tickwork.ScheduleNotFoundError: if there is no such schedule"""
         store = self.store()
-        schedule = store.get(name)
+        try:
+            schedule = store.get(name)
+        except ScheduleNotFoundError:
+            raise ScheduleNotFoundError(name, known=self.names()) from None
         return ScheduleInfo.of(schedule, store.last_runs([schedule.id]).get(schedule.id))
+
+    def names(self) -> builtins.list[str]:
+        """Every schedule's name (for "did you mean" when a name is not found)."""
+        return [s.name for s in self.store().find_schedules(state=None, enabled=None, search=None)]
 
     def list(
         self,
@@ -232,6 +239,10 @@ class Admin(ScheduleWrites):
             node=node,
             limit=limit,
         )
+
+    def run(self, run_id: int) -> RunRecord | None:
+        """One run of the history by its id (``RunRecord.id``), or ``None``."""
+        return self.store().get_run(run_id)
 
     def nodes(self) -> builtins.list[NodeInfo]:
         """Node records with their heartbeat age (database clock) and whether they are live."""

@@ -346,7 +346,16 @@ class Node:
         if self._admin is not None:
             self._admin.close()
         self.hooks.call("tickwork_node_stopped", node_id=self.node_id)
-        log.info("node %s stopped (%d fired, %d finished)", self.node_id, self.engine.fired, self.engine.finished)
+        # Two counts that differ without anything lost (a retry is a run of its own, a run still
+        # going at the stop is recorded when its claim is released): said so, and where to look.
+        log.info(
+            "node %s stopped: it started %d run(s), retries included, and recorded the end of %d fire(s); "
+            "every run is in the history (tickwork history --node %s)",
+            self.node_id,
+            self.engine.fired,
+            self.engine.finished,
+            self.node_id,
+        )
         self._stopped.set()
 
     # -- embedding --------------------------------------------------------------------------------
