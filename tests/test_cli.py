@@ -169,7 +169,10 @@ def parse_z(text: str) -> datetime:
             ["2024-01-01T00:00:01Z", "2024-01-01T00:00:02Z", "2024-01-01T00:00:03Z"],
         ),
         # --tz: 09:00 Paris is 08:00Z in winter (CET) and 07:00Z in summer (CEST).
-        (["0 9 * * *", "--tz", "Europe/Paris", "--after", "2024-01-15T00:00:00Z"], ["2024-01-15 09:00 Europe/Paris (08:00Z)"]),
+        (
+            ["0 9 * * *", "--tz", "Europe/Paris", "--after", "2024-01-15T00:00:00Z"],
+            ["2024-01-15 09:00 Europe/Paris (08:00Z)"],
+        ),
         (
             ["0 9 * * *", "--tz", "Europe/Paris", "--after", "2024-07-15T00:00:00Z"],
             ["2024-07-15 09:00 Europe/Paris (07:00Z)"],

@@ -332,9 +332,10 @@ def test_history_filters_by_status_time_and_node(
     assert tw(capsys, "history", "--until", "2000-01-01T00:00:00Z").out == ""
     assert len(tw(capsys, "history", "--node", "hist-node").lines) == 2
     assert tw(capsys, "history", "--node", "elsewhere").out == ""
-    # The text form shows the attempt (third column).
+    # The text form shows the run id first, then the attempt (fourth column).
     [line] = tw(capsys, "history", "--status", "failed").lines
-    assert line.split("\t")[1:4] == ["bad", "1", "failed"]
+    assert line.split("\t")[2:5] == ["bad", "1", "failed"]
+    assert line.split("\t")[0].isdigit()
     with pytest.raises(SystemExit):
         main(["history", "--status", "exploded"])
     assert "invalid status 'exploded' (choose from running, succeeded" in capsys.readouterr().err

@@ -13,7 +13,7 @@ import pluggy
 
 from ..abc import Executor, Membership, Store, Trigger
 from ..config.tables import ConfigTables, use_plugin_tables
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from . import specs as hookspecs
 from .allowed import AllowedModules
 from .command import Command
@@ -175,8 +175,14 @@ def load_object(reference: str, allowed: AllowedModules | None = None) -> object
         allowed.check(reference)  # before importing: importing a module runs its code
         return allowed.walk(reference, importlib.import_module(module_name))
     obj: object = importlib.import_module(module_name)
+    reached = module_name
     for part in attr_path.split("."):
-        obj = getattr(obj, part)
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            public = [name for name in dir(obj) if not name.startswith("_")]
+            raise AttributeError(f"{reached} has no attribute {part!r}{did_you_mean(part, public)}") from None
+        reached = f"{reached}.{part}"
     return obj
 
 

@@ -57,7 +57,7 @@ def _refuse_bare(decorator: str, given: object) -> None:
 
 
 def schedule(
-    kind: str, expression: str, *, name: str | None = None, **options: Unpack[CodeOptions]
+    kind: str, expression: str | None = None, *, name: str | None = None, **options: Unpack[CodeOptions]
 ) -> Callable[[F], F]:
     """Declare the decorated function as a job fired by a ``kind`` trigger.
 
@@ -78,6 +78,8 @@ def schedule(
     :raises tickwork.errors.DeclarationError: when used without parentheses (``@tickwork.cron``)
     """
     _refuse_bare("schedule", kind)
+    if expression is None:  # optional only so that the bare form above reaches its own message
+        raise TypeError("schedule() missing its expression: @tickwork.schedule(KIND, EXPRESSION)")
     named = given(options, allowed=CODE_NAMES)
 
     def decorate(func: F) -> F:
