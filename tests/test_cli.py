@@ -168,7 +168,7 @@ def parse_z(text: str) -> datetime:
             ["* * * * * *", "--after", "2024-01-01T00:00:00.5Z", "-n", "3"],
             ["2024-01-01T00:00:01Z", "2024-01-01T00:00:02Z", "2024-01-01T00:00:03Z"],
         ),
-        # --tz: 09:00 Paris is 08:00Z in winter (CET) and 07:00Z in summer (CEST).
+        # --tz: 09:00 Paris is 08:00Z in winter (CET) and 07:00Z in summer (CEST), shown both ways.
         (
             ["0 9 * * *", "--tz", "Europe/Paris", "--after", "2024-01-15T00:00:00Z"],
             ["2024-01-15 09:00 Europe/Paris (08:00Z)"],
