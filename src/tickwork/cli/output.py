@@ -16,6 +16,8 @@ from .. import structures
 
 #: A column that is never dropped to fit the terminal.
 ESSENTIAL = 100
+#: Columns kept this little are extras: dropped before any other column is cut.
+EXTRA = 10
 
 
 def iso_z(value: datetime | None) -> str:
@@ -87,8 +89,9 @@ def _floor(column: Column, natural: int) -> int:
 
 def fit(columns: Sequence[Column], natural: Sequence[int], width: int) -> tuple[list[int], list[int]]:
     """Which columns to show and how wide, for a terminal ``width`` wide: all at their natural
-    width when they fit; else the cuttable ones cut (widest first) when that is enough; else the
-    least-kept droppable column dropped and the same again. Whatever is left may still be too
+    width when they fit; else the extras (``keep`` up to :data:`EXTRA`) dropped, then the
+    cuttable ones cut (the most over its floor first) when that is enough; else the least-kept
+    droppable column dropped and the same again. Whatever is left may still be too
     wide (every column essential and uncuttable): the printer cuts each line at ``width``.
 
     :return: (indexes of the shown columns, their widths)
@@ -101,7 +104,9 @@ def fit(columns: Sequence[Column], natural: Sequence[int], width: int) -> tuple[
             return shown, widths
         floors = [_floor(columns[i], natural[i]) for i in shown]
         droppable = [i for i in shown if columns[i].keep < ESSENTIAL]
-        if sum(w - f for w, f in zip(widths, floors, strict=True)) >= excess or not droppable:
+        extras = [i for i in droppable if columns[i].keep <= EXTRA]
+        cut_enough = sum(w - f for w, f in zip(widths, floors, strict=True)) >= excess
+        if (cut_enough and not extras) or not droppable:
             while excess > 0:
                 k = max(range(len(shown)), key=lambda j: widths[j] - floors[j])
                 if widths[k] <= floors[k]:

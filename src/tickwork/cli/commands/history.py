@@ -18,13 +18,13 @@ from .admincommand import AdminCommand
 COLUMNS = (
     Column("RUN"),
     Column("SCHEDULED FOR"),
-    Column("SCHEDULE", shrink=16),
+    Column("SCHEDULE", shrink=14),
     Column("ATTEMPT", keep=20),
     Column("STATUS"),
     Column("NODE", keep=30, shrink=10),
     Column("STARTED", keep=10),
     Column("DURATION", keep=60),
-    Column("ERROR", keep=70, shrink=16),
+    Column("ERROR", keep=70, shrink=12),
 )
 
 

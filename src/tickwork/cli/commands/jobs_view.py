@@ -25,8 +25,8 @@ LIST_COLUMNS = (
     Column("TZ", keep=40, shrink=10),
     Column("NEXT FIRE"),
     Column("STATE", shrink=10),
-    Column("LAST RUN", keep=50, shrink=12),
-    Column("EXECUTOR", keep=10),
+    Column("LAST RUN", keep=50),
+    Column("EXECUTOR", keep=10),  # an extra: most schedules run on the default one
     Column("TARGET", keep=30, shrink=16),
 )
 
