@@ -145,3 +145,22 @@ def test_a_zoned_schedule_is_shown_in_its_zone(workdir: Path) -> None:
     shown = run_cli(workdir, "jobs", "show", "backup")
     [line] = [line for line in shown.splitlines() if line.startswith("next fire:")]
     assert line.endswith(" 02:00 America/Argentina/ComodRivadavia (05:00Z)")
+
+
+def test_the_node_log_shows_a_failed_jobs_traceback_from_the_jobs_own_frame(workdir: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwork.cli", "run", "--for", "1.5"],
+        cwd=workdir,
+        env=dict(os.environ, PYTHONPATH=str(workdir)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    failure = done.stderr.split("ERROR   tickwork.runs: ", 1)[1]
+    lines = failure.splitlines()
+    assert lines[1:3] == [
+        "Traceback (most recent call last):",
+        f'  File "{workdir / "terminal_jobs.py"}", line 7, in export_ledger',
+    ]
+    assert "pool.py" not in failure and "threadrun.py" not in failure

@@ -10,6 +10,7 @@ import os
 import re
 import traceback
 from pathlib import Path
+from types import TracebackType
 
 from ..structures import MAX_ERROR_CHARS, split_error
 
@@ -63,3 +64,12 @@ def for_people(error: str) -> str:
         return error
     kept = _FRAME.sub(lambda m: "" if _is_own(m.group("path")) else m.group(0), tb)
     return f"{summary}\n{kept}".rstrip("\n")
+
+
+def job_frames(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` from its first frame outside tickwork (the job's own), for logging a job's
+    exception with ``exc_info``; ``tb`` itself when every frame is tickwork's."""
+    first = tb
+    while first is not None and _is_own(first.tb_frame.f_code.co_filename):
+        first = first.tb_next
+    return first or tb
