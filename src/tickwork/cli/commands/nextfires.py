@@ -12,7 +12,7 @@ from ...config.files import Config
 from ...plugin.command import Command
 from ...plugin.manager import plugin_manager_for
 from ...scheduling.localtime import local_time
-from ...scheduling.triggers import detect_kind, get_trigger, next_fire_times
+from ...scheduling.triggers import check_fires, detect_kind, get_trigger, next_fire_times
 from ..argtypes import count, parse_time
 from ..output import iso_z
 
@@ -43,7 +43,10 @@ class NextCommand(Command):
             print(json.dumps({"kind": kind, "normalized": normalized}) if args.json else normalized)
             return 0
         after = args.after or datetime.now(UTC)
-        times = next_fire_times(args.expression, kind=args.kind, tz=args.tz, after=after, n=args.n)
+        kind = args.kind or detect_kind(args.expression, manager)
+        # Refused as `jobs add` refuses it: "fires 0 times" would not say why.
+        check_fires(get_trigger(kind, args.expression, args.tz or "UTC", manager))
+        times = next_fire_times(args.expression, kind=kind, tz=args.tz, after=after, n=args.n)
         for value in times:
             if args.json:
                 # The local time as ISO-8601 with the zone's offset, beside the UTC one.
