@@ -114,6 +114,9 @@ def test_did_you_mean_for_zones_targets_schedules_executors_and_plugins(
     target = cli(capsys, "jobs", "add", "backup", "0 2 * * *", "mistake_tasks:bakup")
     assert target[0] == 2
     assert "mistake_tasks has no attribute 'bakup' (did you mean 'backup'?)" in target[2]
+    module = cli(capsys, "jobs", "add", "backup", "0 2 * * *", "mistake_taks:backup")
+    assert module[0] == 2
+    assert "No module named 'mistake_taks' (did you mean 'mistake_tasks'?)" in module[2]
     assert cli(capsys, "jobs", "add", "backup", "0 2 * * *", "mistake_tasks:backup")[0] == 0
     for command in (["jobs", "show", "bakup"], ["jobs", "trigger", "bakup"], ["jobs", "disable", "bakup"]):
         code, _, err = cli(capsys, *command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import threading
 from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
@@ -161,6 +162,25 @@ def config_tables_for(block: Iterable[str]) -> ConfigTables:
 use_plugin_tables(config_tables_for)
 
 
+def _import_module(name: str) -> object:
+    """``importlib.import_module``, with "did you mean" when the module (or a package on its path)
+    does not exist; an import the module itself makes that fails is raised as it is."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if not missing or not (name == missing or name.startswith(missing + ".")):
+            raise
+        parent, _, _ = missing.rpartition(".")
+        try:
+            path = getattr(importlib.import_module(parent), "__path__", None) if parent else None
+        except ImportError:
+            raise exc from None
+        siblings = [m.name for m in pkgutil.iter_modules(path)] if path is not None or not parent else []
+        known = [f"{parent}.{s}" if parent else s for s in siblings]
+        raise ModuleNotFoundError(f"No module named {missing!r}{did_you_mean(missing, known)}", name=missing) from None
+
+
 def load_object(reference: str, allowed: AllowedModules | None = None) -> object:
     """Import ``module:attribute.path`` and return the object.
 
@@ -174,7 +194,7 @@ def load_object(reference: str, allowed: AllowedModules | None = None) -> object
     if allowed is not None:
         allowed.check(reference)  # before importing: importing a module runs its code
         return allowed.walk(reference, importlib.import_module(module_name))
-    obj: object = importlib.import_module(module_name)
+    obj: object = _import_module(module_name)
     reached = module_name
     for part in attr_path.split("."):
         try:
