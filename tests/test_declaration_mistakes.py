@@ -113,7 +113,7 @@ def test_did_you_mean_for_zones_targets_schedules_executors_and_plugins(
         check_zone("europe/oslo")
     target = cli(capsys, "jobs", "add", "backup", "0 2 * * *", "mistake_tasks:bakup")
     assert target[0] == 2
-    assert "mistake_tasks has no attribute 'bakup' (did you mean 'backup'?)" in target[2]
+    assert "module 'mistake_tasks' has no attribute 'bakup' (did you mean 'backup'?)" in target[2]
     module = cli(capsys, "jobs", "add", "backup", "0 2 * * *", "mistake_taks:backup")
     assert module[0] == 2
     assert "No module named 'mistake_taks' (did you mean 'mistake_tasks'?)" in module[2]

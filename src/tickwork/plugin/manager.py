@@ -201,7 +201,8 @@ def load_object(reference: str, allowed: AllowedModules | None = None) -> object
             obj = getattr(obj, part)
         except AttributeError:
             public = [name for name in dir(obj) if not name.startswith("_")]
-            raise AttributeError(f"{reached} has no attribute {part!r}{did_you_mean(part, public)}") from None
+            owner = f"module {reached!r}" if reached == module_name else repr(reached)  # Python's own wording
+            raise AttributeError(f"{owner} has no attribute {part!r}{did_you_mean(part, public)}") from None
         reached = f"{reached}.{part}"
     return obj
 
