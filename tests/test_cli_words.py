@@ -109,6 +109,10 @@ def test_a_schedule_parked_for_an_executor_the_nodes_do_not_run_says_how_to_fix_
         workdir, "jobs", "add", "hook", "1s", "https://example.invalid/hook", "--executor", "http", "-c", "admin.toml"
     )
     assert added.returncode == 0, added.stderr
+    assert added.stderr == (
+        "tickwork: note: hook runs on the 'http' executor: the nodes need an [executor.http] table in their "
+        "own configuration, or they park it\n"
+    )
     assert tickwork(workdir, "run", "--for", "2").returncode == 0  # tickwork.toml: no [executor.http]
     shown = tickwork(workdir, "jobs", "show", "hook").stdout.splitlines()
     node_fault = next(line for line in shown if line.startswith("why parked:"))

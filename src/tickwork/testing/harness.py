@@ -162,9 +162,10 @@ class SchedulerHarness:
             binding.bind(spec.target, _recording(function, self._results))
 
     def close(self) -> None:
-        """Stop the executor (waiting for runs still going). The store stays open."""
+        """Stop the executor, as a stopping node does: without waiting for a thread still running
+        a job past its timeout (a thread cannot be killed; it ends on its own). The store stays open."""
         if self._started:
-            self._executor.shutdown(wait=True)
+            self._executor.shutdown(wait=False)
             self._started = False
 
     def __enter__(self) -> SchedulerHarness:
