@@ -154,3 +154,31 @@ def test_a_job_module_that_declares_nothing_is_a_warning_in_the_banner(workdir: 
     warnings = [line for line in done.stderr.splitlines() if "WARNING" in line]
     assert len(warnings) == 1, done.stderr
     assert "job module empty_jobs (scheduler.jobs) declares no jobs" in warnings[0]
+
+
+def test_blocking_a_plugin_no_one_installed_is_a_warning_with_the_closest_name(workdir: Path) -> None:
+    (workdir / "tickwork.toml").write_text('[plugins]\nblock = ["metrcs"]\n[store]\nplugin = "sqlite"\npath = "b.db"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwork.cli", "next", "5m"],
+        cwd=workdir,
+        env={k: v for k, v in os.environ.items() if k != "TICKWORK_CONFIG"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "[plugins] block lists 'metrcs', which no installed plugin is called (did you mean 'metrics'?)"
+    ]
+
+
+def test_a_misspelt_command_action_or_choice_gets_the_closest_one(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, hint in (
+        (["jbos", "list"], "(did you mean 'jobs'?)"),
+        (["jobs", "lsit"], "(did you mean 'list'?)"),
+        (["jobs", "add", "x", "5m", "mistake_tasks:backup", "--misfire", "skp"], "(did you mean 'skip'?)"),
+    ):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1].endswith(hint)

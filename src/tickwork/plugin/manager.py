@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 import threading
 from collections.abc import Callable, Iterable
@@ -31,6 +32,8 @@ ENTRY_POINT_GROUP = "tickwork"
 #: Named, as entry points name plugins, not imported here: the commands sit above this package.
 INTERNAL_PLUGINS: tuple[str, ...] = ("tickwork.cli.commands",)
 
+log = logging.getLogger("tickwork.plugins")
+
 
 class PluginManager:
     """Loads plugins and exposes one registry per interface.
@@ -58,7 +61,16 @@ class PluginManager:
         for module in INTERNAL_PLUGINS:
             self._register(module, importlib.import_module(module))
         if entry_points_enabled:
-            for ep in entry_points(group=ENTRY_POINT_GROUP):
+            installed = entry_points(group=ENTRY_POINT_GROUP)
+            for name in sorted(self.blocked - {ep.name for ep in installed}):
+                # Not an error: a deployment may block a plugin it has not installed. A typo
+                # would otherwise block nothing, silently.
+                log.warning(
+                    "[plugins] block lists %r, which no installed plugin is called%s",
+                    name,
+                    did_you_mean(name, [ep.name for ep in installed]),
+                )
+            for ep in installed:
                 if ep.name in self.blocked or ep.name in self.loaded:
                     continue
                 try:
