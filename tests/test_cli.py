@@ -293,7 +293,7 @@ def test_next_and_the_library_agree(
         assert value.tzinfo is not None and value.utcoffset() == timedelta(0)
     assert times == sorted(times) and times[0] > parse_z(after)
     # In the expression's zone with UTC beside it when one is given; ISO-8601 UTC otherwise.
-    assert result.lines == [local_time(t, tz) for t in times]
+    assert result.lines == [local_time(t, tz) if tz else t.isoformat().replace("+00:00", "Z") for t in times]
 
 
 def test_library_next_fire_times_edges() -> None:
@@ -344,7 +344,8 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
     text = tw("jobs", "list")
     assert text.code == 0
     [line] = text.lines
-    assert line == f"tick\tcron\t*/10 * * * *\tUTC\t{row['next_fire']}\tidle\t-\tlocal\t{jobs_module}:ok"
+    shown = local_time(parse_z(row["next_fire"]), "UTC")  # for people: 2026-11-26 10:50Z
+    assert line == f"tick\tcron\t*/10 * * * *\tUTC\t{shown}\tidle\t-\tlocal\t{jobs_module}:ok"
 
 
 def test_jobs_add_with_every_option(tw: Tickwork, jobs_module: str) -> None:
@@ -464,7 +465,7 @@ def test_enable_computes_the_next_fire_from_now(tw: Tickwork, jobs_module: str) 
     # The next minute boundary after the moment of enabling: neither the old trigger time nor a catch-up.
     assert s.next_fire in (next_fire_times("* * * * *", after=before)[0], next_fire_times("* * * * *", after=after)[0])
     assert s.next_fire > before
-    assert result.out == f"enabled back; next fire {s.next_fire.isoformat().replace('+00:00', 'Z')}\n"
+    assert result.out == f"enabled back; next fire {local_time(s.next_fire, 'UTC')}\n"
 
 
 def test_trigger_makes_it_due_now_and_a_node_runs_it(tw: Tickwork, jobs_module: str) -> None:
@@ -475,7 +476,7 @@ def test_trigger_makes_it_due_now_and_a_node_runs_it(tw: Tickwork, jobs_module: 
     assert result.code == 0
     due = stored("now").next_fire
     assert due is not None and before <= due <= after
-    assert result.out == f"triggered now; due {due.isoformat().replace('+00:00', 'Z')}\n"
+    assert result.out == f"triggered now; due {local_time(due, 'UTC')}\n"
     node = run_due_once()
     assert node.engine.fired == 1
     [run] = [json.loads(line) for line in tw("history", "--json").lines]

@@ -58,7 +58,7 @@ def test_local_time_shows_the_zone_first_and_utc_beside_it() -> None:
         local_time(datetime(2026, 11, 26, 23, 30, 15, tzinfo=UTC), "Europe/Oslo")
         == "2026-11-27 00:30:15 Europe/Oslo (2026-11-26 23:30:15Z)"
     )
-    assert local_time(datetime(2026, 7, 1, 12, 0, tzinfo=UTC), "UTC") == "2026-07-01T12:00:00Z"
+    assert local_time(datetime(2026, 7, 1, 12, 0, tzinfo=UTC), "UTC") == "2026-07-01 12:00Z"
     assert local_time(None, "Europe/Oslo") == "-"
 
 
@@ -80,7 +80,7 @@ def test_every_command_answers_in_the_schedules_zone(workdir: Path) -> None:
     triggered = tickwork(workdir, "jobs", "trigger", "backup")
     assert triggered.stdout.startswith("triggered backup; due ") and "America/Chicago (" in triggered.stdout
     utc = tickwork(workdir, "jobs", "add", "plain", "0 2 * * *", "words_jobs:backup")
-    assert utc.stdout.startswith("added plain; next fire 20") and utc.stdout.rstrip().endswith("T02:00:00Z")
+    assert utc.stdout.startswith("added plain; next fire 20") and utc.stdout.rstrip().endswith(" 02:00Z")
 
 
 def test_the_banner_shows_a_zoned_job_in_its_zone(workdir: Path) -> None:

@@ -20,7 +20,8 @@ from tickwork.scheduling.localtime import local_time
 REPO = Path(__file__).resolve().parent.parent
 #: The start of a log record: a timestamp, the level, the logger.
 RECORD = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?P<level>\w+) +(?P<logger>[\w.]+): "
-ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+#: A UTC time as people read it: ``2026-11-26 10:17:50Z`` (seconds only when not zero).
+ISO = r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?Z"
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from ..structures import iso_z
-
 
 def _clock(value: datetime) -> str:
     # Seconds only when there are some: "02:00" reads better than "02:00:00".
@@ -16,13 +14,14 @@ def _clock(value: datetime) -> str:
 
 def local_time(value: datetime | None, timezone: str | None) -> str:
     """``2026-11-27 02:00 Europe/Oslo (01:00Z)`` for a zoned time (the UTC date is added when
-    it differs from the local one: ``(2026-11-26 23:30Z)``); plain ISO-8601 UTC with ``Z`` for a
-    schedule in UTC (or no zone); ``-`` for no time."""
+    it differs from the local one: ``(2026-11-26 23:30Z)``); ``2026-11-27 01:00Z`` for a schedule
+    in UTC (or no zone), the same form without the zone; ``-`` for no time. For people: programs
+    read ISO-8601 (``--json``)."""
     if value is None:
         return "-"
     utc = value.astimezone(UTC)
     if not timezone or timezone == "UTC":
-        return iso_z(utc)
+        return f"{utc:%Y-%m-%d} {_clock(utc)}Z"
     local = utc.astimezone(ZoneInfo(timezone))
     beside = _clock(utc) if utc.date() == local.date() else f"{utc:%Y-%m-%d} {_clock(utc)}"
     return f"{local:%Y-%m-%d} {_clock(local)} {timezone} ({beside}Z)"

@@ -53,7 +53,8 @@ class NextCommand(Command):
                 local = {"local_time": value.astimezone(ZoneInfo(args.tz)).isoformat()} if args.tz else {}
                 print(json.dumps({"fire_time": iso_z(value), **local}))
             else:
-                print(local_time(value, args.tz))
+                # Without a zone, plain ISO-8601 UTC: `next` is also read by scripts.
+                print(local_time(value, args.tz) if args.tz else iso_z(value))
         if len(times) < args.n:
             # stdout stays machine-readable: only fire times, one per line.
             print(f"tickwork: {args.expression!r} fires {len(times)} time(s) after {iso_z(after)}", file=sys.stderr)
