@@ -60,7 +60,7 @@ async def async_fails() -> None:
 @tickwork.every("2s", name="shape.slow", timeout=0.3)
 def slow() -> None:
     _seen("slow", "started")
-    time.sleep(0.6)
+    time.sleep(3)  # ten times its timeout: timed out however busy the machine is
 
 
 @tickwork.every("2s", name="shape.async_slow", timeout=0.3)
