@@ -13,7 +13,7 @@ from ...plugin.tracebacks import for_people
 from ...scheduling.localtime import local_time
 from ...structures import ScheduleState
 from ..argtypes import count
-from ..output import Column, Listing, iso_z, one_line, short_time
+from ..output import Column, Listing, duration, iso_z, one_line, short_time
 from .admincommand import AdminCommand
 
 #: ``jobs list``'s columns: what goes first on a narrow terminal, and how far each may be cut.
@@ -165,7 +165,13 @@ class JobsShow(AdminCommand):
             ("retries", f"{info.retries} (backoff {info.retry_backoff:g}s, doubled)"),
             ("misfire", info.misfire.value if info.misfire else "default (scheduler.misfire)"),
             ("declared in", info.module or "- (run-time schedule)"),
-            ("last run", "-" if last is None else f"{last.status.value}, scheduled {iso_z(last.scheduled_for)}"),
+            (
+                "last run",
+                "-"
+                if last is None
+                else f"{last.status.value}, scheduled {local_time(last.scheduled_for, info.timezone)}, "
+                f"took {duration(last.started_at, last.finished_at)}",
+            ),
         ]
         if info.fault:
             # Parked: the schedule fires no more until someone acts; say what to do.
@@ -174,7 +180,7 @@ class JobsShow(AdminCommand):
             fields.append(("last error", one_line(last.error, 200)))
             if "\nTraceback" in last.error:
                 fields.append(("traceback", f"tickwork jobs show {info.name} --traceback"))
-        fields += [("created", iso_z(info.created_at)), ("updated", iso_z(info.updated_at))]
+        fields += [("created", short_time(info.created_at)), ("updated", short_time(info.updated_at))]
         width = max(len(k) for k, _ in fields)
         for key, value in fields:
             print(f"{key + ':':<{width + 1}} {value}")
