@@ -42,6 +42,8 @@ def _state(info: ScheduleInfo) -> str:
 def fix_for(info: ScheduleInfo) -> str:
     """What to do about a parked schedule, in the words of the commands to type."""
     enable = f"tickwork jobs enable {info.name}"
+    # The engine's words for a run it had no executor for (engine/runs.py): the fault is stored
+    # as text, so the text is what there is to recognise.
     if info.fault and "is not configured on node" in info.fault:
         return (
             f"add an [executor.{info.executor}] table to the tickwork.toml of the nodes that run it, "
