@@ -16,8 +16,10 @@ import pytest
 
 from tickwork import next_fire_times
 from tickwork.cli import main
+from tickwork.cli.output import duration, short_time
 from tickwork.config import load
 from tickwork.node import Node
+from tickwork.scheduling.localtime import local_time
 from tickwork.structures import MisfirePolicy, Schedule
 from tickwork_sqlite.store import SQLiteStore
 
@@ -166,9 +168,15 @@ def parse_z(text: str) -> datetime:
             ["* * * * * *", "--after", "2024-01-01T00:00:00.5Z", "-n", "3"],
             ["2024-01-01T00:00:01Z", "2024-01-01T00:00:02Z", "2024-01-01T00:00:03Z"],
         ),
-        # --tz: 09:00 Paris is 08:00Z in winter (CET) and 07:00Z in summer (CEST).
-        (["0 9 * * *", "--tz", "Europe/Paris", "--after", "2024-01-15T00:00:00Z"], ["2024-01-15T08:00:00Z"]),
-        (["0 9 * * *", "--tz", "Europe/Paris", "--after", "2024-07-15T00:00:00Z"], ["2024-07-15T07:00:00Z"]),
+        # --tz: 09:00 Paris is 08:00Z in winter (CET) and 07:00Z in summer (CEST), shown both ways.
+        (
+            ["0 9 * * *", "--tz", "Europe/Paris", "--after", "2024-01-15T00:00:00Z"],
+            ["2024-01-15 09:00 Europe/Paris (08:00Z)"],
+        ),
+        (
+            ["0 9 * * *", "--tz", "Europe/Paris", "--after", "2024-07-15T00:00:00Z"],
+            ["2024-07-15 09:00 Europe/Paris (07:00Z)"],
+        ),
         # interval (epoch-anchored) and once, recognised without --kind.
         (["90s", "--after", "2024-01-01T00:00:00Z", "-n", "2"], ["2024-01-01T00:01:30Z", "2024-01-01T00:03:00Z"]),
         (["every 2h", "--kind", "interval", "--after", "2024-01-01T01:00:00Z"], ["2024-01-01T02:00:00Z"]),
@@ -183,11 +191,11 @@ def parse_z(text: str) -> datetime:
         (["daily", "--kind", "calendar", "--after", "2024-01-01T12:00:00Z"], ["2024-01-02T00:00:00Z"]),
         (
             ["Mon..Fri 09:00", "--tz", "America/New_York", "--after", "2024-07-01T00:00:00Z"],
-            ["2024-07-01T13:00:00Z"],
+            ["2024-07-01 09:00 America/New_York (13:00Z)"],
         ),
     ],
 )
-def test_next_prints_fire_times_in_utc_one_per_line(tw: Tickwork, args: list[str], expected: list[str]) -> None:
+def test_next_prints_fire_times_one_per_line_local_with_tz(tw: Tickwork, args: list[str], expected: list[str]) -> None:
     result = tw("next", *args)
     assert (result.code, result.lines, result.err) == (0, expected, "")
 
@@ -284,7 +292,8 @@ def test_next_and_the_library_agree(
     for value in times:
         assert value.tzinfo is not None and value.utcoffset() == timedelta(0)
     assert times == sorted(times) and times[0] > parse_z(after)
-    assert result.lines == [t.isoformat().replace("+00:00", "Z") for t in times]
+    # In the expression's zone with UTC beside it when one is given; ISO-8601 UTC otherwise.
+    assert result.lines == [local_time(t, tz) if tz else t.isoformat().replace("+00:00", "Z") for t in times]
 
 
 def test_library_next_fire_times_edges() -> None:
@@ -343,7 +352,8 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
     text = tw("jobs", "list")
     assert text.code == 0
     [line] = text.lines
-    assert line == f"tick\tcron\t*/10 * * * *\tUTC\t{row['next_fire']}\tidle\thealthy\t-\tlocal\t{jobs_module}:ok"
+    shown = local_time(parse_z(row["next_fire"]), "UTC")  # for people: 2026-11-26 10:50Z
+    assert line == f"tick\tcron\t*/10 * * * *\tUTC\t{shown}\tidle\thealthy\t-\tlocal\t{jobs_module}:ok"
 
 
 def test_jobs_add_with_every_option(tw: Tickwork, jobs_module: str) -> None:
@@ -463,7 +473,7 @@ def test_enable_computes_the_next_fire_from_now(tw: Tickwork, jobs_module: str) 
     # The next minute boundary after the moment of enabling: neither the old trigger time nor a catch-up.
     assert s.next_fire in (next_fire_times("* * * * *", after=before)[0], next_fire_times("* * * * *", after=after)[0])
     assert s.next_fire > before
-    assert result.out == f"enabled back; next fire {s.next_fire.isoformat().replace('+00:00', 'Z')}\n"
+    assert result.out == f"enabled back; next fire {local_time(s.next_fire, 'UTC')}\n"
 
 
 def test_trigger_makes_it_due_now_and_a_node_runs_it(tw: Tickwork, jobs_module: str) -> None:
@@ -474,7 +484,7 @@ def test_trigger_makes_it_due_now_and_a_node_runs_it(tw: Tickwork, jobs_module: 
     assert result.code == 0
     due = stored("now").next_fire
     assert due is not None and before <= due <= after
-    assert result.out == f"triggered now; due {due.isoformat().replace('+00:00', 'Z')}\n"
+    assert result.out == f"triggered now; due {local_time(due, 'UTC')}\n"
     node = run_due_once()
     assert node.engine.fired == 1
     [run] = [json.loads(line) for line in tw("history", "--json").lines]
@@ -552,21 +562,25 @@ def test_history_json_has_one_object_per_run_with_the_documented_fields(tw: Tick
         assert scheduled <= started <= finished
     assert (runs["good"]["status"], runs["good"]["error"]) == ("succeeded", None)
     assert runs["bad"]["status"] == "failed"
-    assert "RuntimeError: boom from job" in runs["bad"]["error"]
 
     assert len(tw("history", "--json", "--limit", "1").lines) == 1
     [only] = tw("history", "--json", "--schedule", "bad").lines
     assert json.loads(only)["schedule"] == "bad"
     text = tw("history", "--schedule", "bad").lines
     assert len(text) == 1
-    scheduled, schedule, attempt, status, node, started, finished, error = text[0].split("\t")
-    assert (scheduled, started, finished) == (
-        runs["bad"]["scheduled_for"],
-        runs["bad"]["started_at"],
-        runs["bad"]["finished_at"],
+    run_id, scheduled, schedule, attempt, status, node, started, took, error = text[0].split("\t")
+    assert (run_id, scheduled, started) == (
+        str(runs["bad"]["id"]),
+        short_time(parse_z(runs["bad"]["scheduled_for"])),
+        short_time(parse_z(runs["bad"]["started_at"])),
     )
+    assert took == duration(parse_z(runs["bad"]["started_at"]), parse_z(runs["bad"]["finished_at"]))
     assert (schedule, attempt, status, node) == ("bad", "1", "failed", "cli-test-node")
-    assert error.startswith("RuntimeError: boom from job")
+    assert error == "RuntimeError: boom from job"
+    # The JSON keeps the summary and the traceback apart.
+    assert runs["bad"]["error"] == "RuntimeError: boom from job"
+    assert runs["bad"]["traceback"].startswith("Traceback (most recent call last):")
+    assert runs["good"]["traceback"] is None
 
 
 def test_history_limit_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:

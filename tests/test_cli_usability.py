@@ -24,6 +24,7 @@ from tests.servers.configs import ConfigFor
 from tickwork.cli import main
 from tickwork.config import load
 from tickwork.node import Node
+from tickwork.scheduling.localtime import local_time
 from tickwork.sql import migrations
 from tickwork_sqlite.store import SQLiteStore
 
@@ -274,7 +275,7 @@ def test_jobs_update_changes_only_what_is_given(capsys: pytest.CaptureFixture[st
     assert result.code == 0, result
     info = admin.get("job")
     assert (info.expression, info.timeout, info.retries) == ("*/10 * * * *", 7.0, 3)
-    assert result.out == f"updated job; next fire {info.next_fire.isoformat().replace('+00:00', 'Z')}\n"  # type: ignore[union-attr]
+    assert result.out == f"updated job; next fire {local_time(info.next_fire, 'UTC')}\n"
     assert tw(capsys, "jobs", "update", "job", "--disable").code == 0
     assert not admin.get("job").enabled
     err = one_error(tw(capsys, "jobs", "update", "job"), 2)
@@ -333,9 +334,10 @@ def test_history_filters_by_status_time_and_node(
     assert tw(capsys, "history", "--until", "2000-01-01T00:00:00Z").out == ""
     assert len(tw(capsys, "history", "--node", "hist-node").lines) == 2
     assert tw(capsys, "history", "--node", "elsewhere").out == ""
-    # The text form shows the attempt (third column).
+    # The text form shows the run id first, then the attempt (fourth column).
     [line] = tw(capsys, "history", "--status", "failed").lines
-    assert line.split("\t")[1:4] == ["bad", "1", "failed"]
+    assert line.split("\t")[2:5] == ["bad", "1", "failed"]
+    assert line.split("\t")[0].isdigit()
     with pytest.raises(SystemExit):
         main(["history", "--status", "exploded"])
     assert "invalid status 'exploded' (choose from running, succeeded" in capsys.readouterr().err

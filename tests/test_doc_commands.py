@@ -2,6 +2,10 @@
 document order, in one temporary directory holding a copy of ``examples/`` with
 ``TICKWORK_CONFIG=examples/tickwork.toml``; none may exit 2 (invalid usage) or print a traceback.
 
+A ``console`` block is a transcript: each ``$ tickwork ...`` line followed by the lines it prints
+(stdout, then stderr). Those lines are checked exactly, so a documented output cannot go stale;
+such commands must not depend on the clock or the database (``next --after``, a refused add).
+
 Two adjustments keep the run short, and both leave the documented arguments to be parsed:
 ``tickwork run`` gets ``--for 1`` (a node runs until stopped), and ``tickwork bench`` gets
 ``--help`` after its arguments (benchmarks are measured alone, not in the test suite).
@@ -38,6 +42,32 @@ def commands_in(document: Path) -> list[list[str]]:
             found.append(shlex.split(line, comments=True))
     return found
 
+
+CONSOLE_BLOCK = re.compile(r"^```console\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def transcripts_in(document: Path) -> list[tuple[list[str], list[str]]]:
+    """(command, the lines it prints) of each ``$ tickwork ...`` line of a document's console
+    blocks that is followed by output."""
+    found: list[tuple[list[str], list[str]]] = []
+    for block in CONSOLE_BLOCK.finditer(document.read_text(encoding="utf-8")):
+        current: tuple[list[str], list[str]] | None = None
+        for line in block.group(1).splitlines():
+            if line.startswith("$ "):
+                current = None
+                if line.startswith("$ tickwork "):
+                    current = (shlex.split(line[2:], comments=True), [])
+                    found.append(current)
+            elif current is not None:
+                current[1].append(line)
+    return [(words, lines) for words, lines in found if lines]
+
+
+TRANSCRIPTS = [
+    pytest.param(words, lines, id=f"{document.name}:{shlex.join(words)}")
+    for document in DOCUMENTS
+    for words, lines in transcripts_in(document)
+]
 
 CASES = [
     pytest.param(words, id=f"{document.name}:{shlex.join(words)}")
@@ -90,6 +120,35 @@ def outside_job_failures(stderr: str) -> str:
     return "".join(kept)
 
 
+def run_documented(args: list[str], sandbox: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TICKWORK_CONFIG": "examples/tickwork.toml", "PYTHONPATH": str(REPO)}
+    env.pop("TICKWORK_LOG_LEVEL", None)
+    env.pop("COLUMNS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "tickwork", *args], cwd=sandbox, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_guides_have_transcripts() -> None:
+    documented = {param.id.split(":")[0] for param in TRANSCRIPTS}
+    assert {"from-celery-beat.md", "from-apscheduler.md", "cli.md"} <= documented
+
+
+@pytest.mark.parametrize(("words", "lines"), TRANSCRIPTS)
+def test_documented_output_is_what_the_command_prints(words: list[str], lines: list[str], sandbox: Path) -> None:
+    done = run_documented(words[1:], sandbox)
+    assert (done.stdout + done.stderr).splitlines() == lines
+
+
+#: Commands a transcript shows being refused (``tickwork: error: ...``): exit 2 is what they document.
+REFUSED = {
+    tuple(words)
+    for document in DOCUMENTS
+    for words, lines in transcripts_in(document)
+    if lines[-1].startswith("tickwork: error:")
+}
+
+
 @pytest.mark.parametrize("words", CASES)
 def test_documented_command_is_valid(words: list[str], sandbox: Path) -> None:
     args = words[1:]
@@ -103,4 +162,7 @@ def test_documented_command_is_valid(words: list[str], sandbox: Path) -> None:
         [sys.executable, "-m", "tickwork", *args], cwd=sandbox, env=env, capture_output=True, text=True, timeout=120
     )
     assert "Traceback" not in outside_job_failures(done.stderr), done.stderr
+    if tuple(words) in REFUSED:
+        assert done.returncode == 2, f"{shlex.join(words)} is documented as refused but exited {done.returncode}"
+        return
     assert done.returncode != 2, f"{shlex.join(words)} exited 2: {done.stderr.strip()}"

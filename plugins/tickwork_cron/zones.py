@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from tickwork.errors import TriggerError
+from tickwork.errors import TriggerError, did_you_mean
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -25,7 +25,7 @@ def load_zone(name: str) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        raise TriggerError(f"timezone: unknown IANA zone {name!r}") from exc
+        raise TriggerError(f"timezone: unknown IANA zone {name!r}{did_you_mean(name, available_timezones())}") from exc
 
 
 def transition(zone: tzinfo, low: datetime, high: datetime, offset_after: timedelta) -> datetime:

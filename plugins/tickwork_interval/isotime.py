@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from tickwork.errors import TriggerError
+from tickwork.errors import TriggerError, did_you_mean
 from tickwork.structures import iso_z
 
 #: ``YYYY-MM-DDTHH:MM[:SS[.ffffff]]`` with an optional ``Z`` or ``+HH:MM`` offset.
@@ -26,7 +26,7 @@ def load_zone(name: str) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        raise TriggerError(f"timezone: unknown IANA zone {name!r}") from exc
+        raise TriggerError(f"timezone: unknown IANA zone {name!r}{did_you_mean(name, available_timezones())}") from exc
 
 
 def parse_instant(text: str, zone: tzinfo, what: str) -> datetime:

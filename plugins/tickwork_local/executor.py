@@ -110,6 +110,13 @@ class LocalExecutor(Executor):
             self._loop = loop
         return self._loop
 
+    def bind(self, target: str, func: Callable[..., Any]) -> None:
+        """Run ``func`` for ``target`` instead of importing it: the test harness
+        (:class:`tickwork.testing.SchedulerHarness`) hands in the functions under test, so they
+        go through exactly the call path below (process mode still imports ``target`` in the child).
+        """
+        self._cache[target] = (func, inspect.iscoroutinefunction(func))
+
     def _function(self, target: str) -> tuple[Callable[..., Any], bool]:
         """The target's function and whether it is a coroutine function, resolved once."""
         found = self._cache.get(target)

@@ -622,6 +622,11 @@ class Store(ABC):
         :raises tickwork.errors.TickworkError: if this store cannot record hand-offs (the default)
         """
         raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
+    def get_run(self, run_id: int) -> RunRecord | None:
+        """The history row ``run_id``, or ``None`` if there is none (``tickwork history --show``).
+        This default reads the whole history: a store with an index on run ids overrides it
+        (the SQL stores do)."""
+        return next((r for r in self.history(limit=2**62) if r.id == run_id), None)
 
     @abstractmethod
     def listen(self, wake: Callable[[], None]) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class TickworkError(Exception):
     """Base class of every error tickwork raises on purpose."""
@@ -25,6 +28,17 @@ class ConfigProblems(ConfigError):
         super().__init__("\n".join([summary, *problems]))
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the name of ``known`` closest to ``name`` (case ignored),
+    or nothing when none is close: appended to a "no such name" message. One name, as Python's
+    own suggestions: a list of look-alikes reads as noise."""
+    by_folded: dict[str, str] = {}
+    for candidate in known:
+        by_folded.setdefault(candidate.casefold(), candidate)
+    close = difflib.get_close_matches(name.casefold(), list(by_folded), n=1, cutoff=0.6)
+    return f" (did you mean {by_folded[close[0]]!r}?)" if close else ""
+
+
 class PluginNotFoundError(ConfigError):
     """A configuration named a plugin that is not registered."""
 
@@ -34,7 +48,10 @@ class PluginNotFoundError(ConfigError):
         self.registered = sorted(registered)
         listed = ", ".join(self.registered) or "none"
         prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}unknown {kind} plugin {name!r}; registered {kind} plugins: {listed}")
+        super().__init__(
+            f"{prefix}unknown {kind} plugin {name!r}{did_you_mean(name, registered)}; "
+            f"registered {kind} plugins: {listed}"
+        )
 
 
 class TriggerError(TickworkError, ValueError):
@@ -68,11 +85,11 @@ class ScheduleNotFoundError(TickworkError, LookupError):
     #: How many missing names the message lists; the rest are counted.
     LISTED = 20
 
-    def __init__(self, name: str, *more: str) -> None:
+    def __init__(self, name: str, *more: str, known: Iterable[str] = ()) -> None:
         self.name = name
         self.names = (name, *more)
         if not more:
-            super().__init__(f"no schedule named {name!r}")
+            super().__init__(f"no schedule named {name!r}{did_you_mean(name, known)}")
             return
         listed = ", ".join(repr(n) for n in self.names[: self.LISTED])
         rest = len(self.names) - self.LISTED

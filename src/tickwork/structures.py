@@ -409,6 +409,22 @@ class Finish:
     started_at: datetime | None = None
 
 
+#: Where a recorded error's traceback starts (``format_exception``'s text, whole or cut).
+TRACEBACK_MARKERS = ("\nTraceback (most recent call last):", "\n... [traceback cut] ...")
+
+
+def split_error(error: str | None) -> tuple[str | None, str | None]:
+    """A recorded error as (summary, traceback): ``ValueError: no`` and the ``Traceback (most
+    recent call last): ...`` text after it, or the whole text and ``None`` when it holds no
+    traceback (a timeout, an HTTP status)."""
+    if error is None:
+        return None, None
+    starts = [i for i in (error.find(m) for m in TRACEBACK_MARKERS) if i >= 0]
+    if not starts:
+        return error, None
+    return error[: min(starts)], error[min(starts) + 1 :]
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """One row of the run history."""
@@ -432,7 +448,9 @@ class RunRecord:
             "finished_at": iso_z(self.finished_at),
             "status": self.status.value,
             "node": self.node,
-            "error": self.error,
+            # The summary and the traceback apart: a script wants one or the other, not to split them.
+            "error": split_error(self.error)[0],
+            "traceback": split_error(self.error)[1],
             "attempt": self.attempt,
         }
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..abc import DEFAULT_NODE_TTL, Store
 from ..config.files import Config, load, parse
-from ..errors import DatabaseMissingError
+from ..errors import DatabaseMissingError, ScheduleNotFoundError
 from ..plugin.assembly import build_membership, build_store
 from ..plugin.manager import PluginManager, plugin_manager_for
 from ..scheduling.triggers import get_trigger
@@ -112,9 +112,16 @@ class Admin(ScheduleWrites, HealthReads):
     def get(self, name: str) -> ScheduleInfo:
         """:raises tickwork.ScheduleNotFoundError: if there is no such schedule"""
         store = self.store()
-        schedule = store.get(name)
+        try:
+            schedule = store.get(name)
+        except ScheduleNotFoundError:
+            raise ScheduleNotFoundError(name, known=self.names()) from None
         health = health_of(store, [schedule], self.health_policy)
         return ScheduleInfo.of(schedule, store.last_runs([schedule.id]).get(schedule.id), health[schedule.id])
+
+    def names(self) -> builtins.list[str]:
+        """Every schedule's name (for "did you mean" when a name is not found)."""
+        return [s.name for s in self.store().find_schedules(state=None, enabled=None, search=None)]
 
     def list(
         self,
@@ -255,6 +262,10 @@ class Admin(ScheduleWrites, HealthReads):
             node=node,
             limit=limit,
         )
+
+    def run(self, run_id: int) -> RunRecord | None:
+        """One run of the history by its id (``RunRecord.id``), or ``None``."""
+        return self.store().get_run(run_id)
 
     def nodes(self) -> builtins.list[NodeInfo]:
         """Node records with their heartbeat age (database clock) and whether they are live."""

@@ -11,8 +11,11 @@ not overwrite a value given before it.
 from __future__ import annotations
 
 import argparse
+import re
+from typing import NoReturn
 
 from .. import __version__
+from ..errors import did_you_mean
 from ..plugin.command import Command, CommandGroup
 from ..plugin.registry import Registry
 
@@ -62,9 +65,7 @@ def _globals(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     )
 
 
-def _command(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, command: type[Command]
-) -> argparse.ArgumentParser:
+def _command(sub: argparse._SubParsersAction[Parser], name: str, command: type[Command]) -> argparse.ArgumentParser:
     text = command.help or f"the {name} command"
     description = command.description or text[0].upper() + text[1:] + "."
     if issubclass(command, CommandGroup):
@@ -80,9 +81,25 @@ def _command(
     return parser
 
 
+#: argparse's refusal of a command, action or option value (quoted choices up to Python 3.12.7).
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose "invalid choice" error names the closest choice (``tickwork jbos``:
+    ``did you mean 'jobs'?``); subparsers are of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        found = _INVALID_CHOICE.search(message)
+        if found is not None:
+            choices = [c.strip().strip("'") for c in found["choices"].split(",")]
+            message += did_you_mean(found["given"], choices)
+        super().error(message)
+
+
 def build_parser(commands: Registry[type[Command]]) -> argparse.ArgumentParser:
     """The ``tickwork`` parser for the registered ``commands`` (built-in ones first)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tickwork",
         description="Periodic jobs, fired exactly once per due time across a cluster of nodes.",
         epilog=EPILOG,

@@ -235,7 +235,11 @@ class Engine:
         can run them on time; see :meth:`tickwork.abc.Store.unclaim`."""
         given_back = self.held_fires.give_back(lambda claims: self.store.unclaim(self.settings.node_id, claims))
         if given_back:
-            log.info("gave back %d claim(s) taken ahead of their time", given_back)
+            log.info(
+                "handed %d upcoming fire(s) back to the cluster: they were claimed early to start on time; "
+                "another node (or this one's next start) runs them",
+                given_back,
+            )
         return given_back
 
     def drop_retries(self) -> None:

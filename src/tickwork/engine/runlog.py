@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from ..plugin.tracebacks import job_frames
 from ..structures import Finish, RunStatus
 
 run_log = logging.getLogger("tickwork.runs")
@@ -39,12 +40,13 @@ def log_run_ends(node_id: str, finishes: Sequence[Finish], landed: Sequence[bool
             exc = outcome.exception
             text = outcome.error or outcome.detail or ""
             if exc is not None:
-                # The message stays one line; the traceback comes from exc_info.
+                # The message stays one line; the traceback comes from exc_info, from the job's
+                # own first frame: how tickwork called it (pool, thread run) is noise to its author.
                 first = text.splitlines()[0] if text else repr(exc)
                 run_log.error(
                     "%s (due %s, attempt %d): %s - %s%s",
                     claim.spec.name, due, claim.attempt, outcome.status.value, first, note,
-                    exc_info=(type(exc), exc, exc.__traceback__), extra=extra,
+                    exc_info=(type(exc), exc, job_frames(exc.__traceback__)), extra=extra,
                 )  # fmt: skip
             else:
                 run_log.error(

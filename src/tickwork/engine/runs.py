@@ -138,6 +138,7 @@ class Runs:
             return self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, error=missed), now)
         executor = self.executors.get(claim.spec.executor)
         if executor is None:
+            # The wording is what `tickwork jobs show` recognises to spell out the fix (jobs_view.fix_for).
             raise TickworkError(f"executor {claim.spec.executor!r} is not configured on node {self.settings.node_id}")
         timeout = min(claim.spec.timeout.total_seconds(), MAX_WAIT)
         deadline = now_mono + timeout + self.settings.hard_timeout_grace

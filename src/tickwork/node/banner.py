@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..errors import TickworkError
+from ..scheduling.localtime import local_time
 from ..scheduling.sync import SyncReport
 
 if TYPE_CHECKING:
@@ -19,14 +20,22 @@ log = logging.getLogger("tickwork.node")
 BANNER_JOBS = 20
 
 
-def _when(value: datetime | None) -> str:
-    return "never (disabled or no further fire)" if value is None else value.astimezone(UTC).isoformat()
+def _when(value: datetime | None, timezone: str) -> str:
+    return "never (disabled or no further fire)" if value is None else local_time(value.astimezone(UTC), timezone)
 
 
 def log_banner(node: Node, reports: list[SyncReport]) -> None:
     """Log the config file, the store (no password), the membership and the declared jobs with
     their next fire times (the first :data:`BANNER_JOBS`, then a count). What the sync changed
-    was logged by the sync itself."""
+    was logged by the sync itself. A listed job module that declares nothing is a warning: its
+    jobs are not running, and nothing else would say so."""
+    for report in reports:
+        if not (report.created or report.updated or report.unchanged):
+            log.warning(
+                "job module %s (scheduler.jobs) declares no jobs: no @tickwork.cron, calendar, every or "
+                "schedule decorator ran when it was imported (are the jobs in a module it does not import?)",
+                report.module,
+            )
     if not log.isEnabledFor(logging.INFO):
         return
     config = node.config
@@ -53,7 +62,7 @@ def log_banner(node: Node, reports: list[SyncReport]) -> None:
             schedule.spec.trigger_kind,
             schedule.spec.expression,
             schedule.spec.timezone,
-            _when(schedule.next_fire),
+            _when(schedule.next_fire, schedule.spec.timezone),
             state,
         )
     if len(names) > BANNER_JOBS:

@@ -366,7 +366,16 @@ class Node:
         if self._admin is not None:
             self._admin.close()
         self.hooks.call("tickwork_node_stopped", node_id=self.node_id)
-        log.info("node %s stopped (%d fired, %d finished)", self.node_id, self.engine.fired, self.engine.finished)
+        # Two counts that differ without anything lost (a retry is taken once more, a run still
+        # going at the stop is recorded when its claim is released): said so, and where to look.
+        log.info(
+            "node %s stopped: it took %d fire(s) (a retry counts once more) and recorded the end of %d; "
+            "every run is in the history (tickwork history --node %s)",
+            self.node_id,
+            self.engine.fired,
+            self.engine.finished,
+            self.node_id,
+        )
         self._stopped.set()
 
     # -- embedding --------------------------------------------------------------------------------

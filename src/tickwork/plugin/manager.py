@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import logging
+import pkgutil
 import threading
 from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
@@ -13,7 +15,7 @@ import pluggy
 
 from ..abc import Executor, Membership, Store, Trigger
 from ..config.tables import ConfigTables, use_plugin_tables
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from . import specs as hookspecs
 from .allowed import AllowedModules
 from .command import Command
@@ -29,6 +31,8 @@ ENTRY_POINT_GROUP = "tickwork"
 #: hook third-party commands use, so that ``tickwork run`` and ``tickwork web`` are made alike.
 #: Named, as entry points name plugins, not imported here: the commands sit above this package.
 INTERNAL_PLUGINS: tuple[str, ...] = ("tickwork.cli.commands",)
+
+log = logging.getLogger("tickwork.plugins")
 
 
 class PluginManager:
@@ -57,7 +61,16 @@ class PluginManager:
         for module in INTERNAL_PLUGINS:
             self._register(module, importlib.import_module(module))
         if entry_points_enabled:
-            for ep in entry_points(group=ENTRY_POINT_GROUP):
+            installed = entry_points(group=ENTRY_POINT_GROUP)
+            for name in sorted(self.blocked - {ep.name for ep in installed}):
+                # Not an error: a deployment may block a plugin it has not installed. A typo
+                # would otherwise block nothing, silently.
+                log.warning(
+                    "[plugins] block lists %r, which no installed plugin is called%s",
+                    name,
+                    did_you_mean(name, [ep.name for ep in installed]),
+                )
+            for ep in installed:
                 if ep.name in self.blocked or ep.name in self.loaded:
                     continue
                 try:
@@ -161,6 +174,25 @@ def config_tables_for(block: Iterable[str]) -> ConfigTables:
 use_plugin_tables(config_tables_for)
 
 
+def _import_module(name: str) -> object:
+    """``importlib.import_module``, with "did you mean" when the module (or a package on its path)
+    does not exist; an import the module itself makes that fails is raised as it is."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if not missing or not (name == missing or name.startswith(missing + ".")):
+            raise
+        parent, _, _ = missing.rpartition(".")
+        try:
+            path = getattr(importlib.import_module(parent), "__path__", None) if parent else None
+        except ImportError:
+            raise exc from None
+        siblings = [m.name for m in pkgutil.iter_modules(path)] if path is not None or not parent else []
+        known = [f"{parent}.{s}" if parent else s for s in siblings]
+        raise ModuleNotFoundError(f"No module named {missing!r}{did_you_mean(missing, known)}", name=missing) from None
+
+
 def load_object(reference: str, allowed: AllowedModules | None = None) -> object:
     """Import ``module:attribute.path`` and return the object.
 
@@ -174,9 +206,16 @@ def load_object(reference: str, allowed: AllowedModules | None = None) -> object
     if allowed is not None:
         allowed.check(reference)  # before importing: importing a module runs its code
         return allowed.walk(reference, importlib.import_module(module_name))
-    obj: object = importlib.import_module(module_name)
+    obj: object = _import_module(module_name)
+    reached = module_name
     for part in attr_path.split("."):
-        obj = getattr(obj, part)
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            public = [name for name in dir(obj) if not name.startswith("_")]
+            owner = f"module {reached!r}" if reached == module_name else repr(reached)  # Python's own wording
+            raise AttributeError(f"{owner} has no attribute {part!r}{did_you_mean(part, public)}") from None
+        reached = f"{reached}.{part}"
     return obj
 
 

@@ -35,8 +35,29 @@ _lock = threading.Lock()
 _declared: dict[str, dict[str, DeclaredJob]] = {}
 
 
+#: How each decorator is written, for the error of one used without its parentheses.
+SPELLING = {
+    "schedule": '@tickwork.schedule("cron", "0 3 * * *")',
+    "cron": '@tickwork.cron("0 3 * * *")',
+    "calendar": '@tickwork.calendar("Mon..Fri 09:00")',
+    "every": '@tickwork.every("90s")',
+}
+
+
+def _refuse_bare(decorator: str, given: object) -> None:
+    """A decorator used bare (``@tickwork.cron`` above a function) receives the function as its
+    expression and would hand back a decorator in its place, declaring nothing: say so where it
+    is written, at import."""
+    if callable(given):
+        where = f"{getattr(given, '__module__', '?')}.{getattr(given, '__qualname__', given)!s}"
+        raise DeclarationError(
+            f"@tickwork.{decorator} needs its expression in parentheses: write {SPELLING[decorator]} "
+            f"above {where} ({function_location(given)})"
+        )
+
+
 def schedule(
-    kind: str, expression: str, *, name: str | None = None, **options: Unpack[CodeOptions]
+    kind: str, expression: str | None = None, *, name: str | None = None, **options: Unpack[CodeOptions]
 ) -> Callable[[F], F]:
     """Declare the decorated function as a job fired by a ``kind`` trigger.
 
@@ -54,7 +75,11 @@ def schedule(
         past the next fire time; ``retry_backoff`` before the first retry, doubled for each
         further one; ``enabled`` the initial state when the schedule is first created
     :raises TypeError: for a keyword that is no option
+    :raises tickwork.errors.DeclarationError: when used without parentheses (``@tickwork.cron``)
     """
+    _refuse_bare("schedule", kind)
+    if expression is None:  # optional only so that the bare form above reaches its own message
+        raise TypeError("schedule() missing its expression: @tickwork.schedule(KIND, EXPRESSION)")
     named = given(options, allowed=CODE_NAMES)
 
     def decorate(func: F) -> F:
@@ -115,16 +140,19 @@ def schedule(
 
 def cron(expression: str, *, name: str | None = None, **options: Unpack[CodeOptions]) -> Callable[[F], F]:
     """Declare a job on a cron expression (5 fields; 6 = seconds first; 7 = + year)."""
+    _refuse_bare("cron", expression)
     return schedule("cron", expression, name=name, **options)
 
 
 def calendar(expression: str, *, name: str | None = None, **options: Unpack[CodeOptions]) -> Callable[[F], F]:
     """Declare a job on a systemd calendar event, e.g. ``"Mon..Fri 09:00"``."""
+    _refuse_bare("calendar", expression)
     return schedule("calendar", expression, name=name, **options)
 
 
 def every(interval: str, *, name: str | None = None, **options: Unpack[CodeOptions]) -> Callable[[F], F]:
     """Declare a job on a fixed interval, e.g. ``"90s"`` (anchored, so it does not drift)."""
+    _refuse_bare("every", interval)
     return schedule("interval", interval, name=name, **options)
 
 

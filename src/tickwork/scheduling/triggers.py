@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from ..abc import Trigger
-from ..errors import TriggerError
+from ..errors import TriggerError, did_you_mean
 from ..plugin.manager import PluginManager, default_manager
 
 
@@ -20,10 +21,23 @@ def detect_kind(expression: str, manager: PluginManager | None = None) -> str:
     for kind, cls in manager.triggers:
         if cls.recognizes(expression):
             return kind
+    fields = expression.split()
+    if "cron" in manager.triggers and len(fields) >= 2 and all(_CRON_FIELD.fullmatch(f) for f in fields):
+        raise TriggerError(
+            f"{expression!r} looks like cron but has {len(fields)} fields; cron takes 5 (minute hour "
+            f"day-of-month month day-of-week), 6 (seconds first) or 7 (seconds first, year last)"
+        )
     raise TriggerError(
         f"cannot tell the kind of {expression!r}; give it explicitly (one of: {', '.join(manager.triggers.names())})"
     )
 
+
+#: One field of what looks like a cron expression: numbers, ``* ? / , - L W #`` and month or
+#: weekday names (so that "every 5 minutes" is not taken for cron).
+_CRON_FIELD = re.compile(
+    r"(?:[0-9*?/,\-LW#]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)+",
+    re.IGNORECASE,
+)
 
 #: The shortest time between two fires of a schedule, in seconds, whatever its trigger kind.
 MIN_PERIOD = 1.0
@@ -41,7 +55,10 @@ def check_zone(tz: str) -> None:
     try:
         ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise TriggerError(f"unknown IANA zone {tz!r} (expected a name such as 'Europe/Berlin' or 'UTC')") from None
+        hint = did_you_mean(tz, available_timezones()) if isinstance(tz, str) else ""
+        raise TriggerError(
+            f"unknown IANA zone {tz!r}{hint} (expected a name such as 'Europe/Berlin' or 'UTC')"
+        ) from None
 
 
 @lru_cache(maxsize=65536)
@@ -117,8 +134,28 @@ def check_period(trigger: Trigger, after: datetime, samples: int = PERIOD_SAMPLE
 _period_passed: dict[Trigger, int] = {}
 
 
+#: Where :func:`_sample_period` looks for a first fire of a trigger with none after now: one
+#: that fired in the past (a ``once`` time gone by) is kept, one that never can is refused.
+_BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def check_fires(trigger: Trigger) -> None:
+    """Refuse a trigger that can never fire (``0 2 31 2 *``: 31 February). One whose fire times
+    are all in the past (a ``once`` time gone by) passes: it did fire.
+
+    :raises tickwork.errors.TriggerError: saying why
+    """
+    if trigger.next_after(_BEGINNING) is None:
+        raise TriggerError(
+            f"{trigger.kind} {_shown(trigger.expression)} never fires: no date matches it "
+            f"(is a day of the month past the end of every month it allows?)"
+        )
+
+
 def _sample_period(trigger: Trigger, after: datetime, samples: int) -> None:
     previous = trigger.next_after(after)
+    if previous is None:
+        check_fires(trigger)
     for _ in range(samples):
         if previous is None:
             return

@@ -13,7 +13,7 @@ from ..plugin.assembly import build_executors
 from ..plugin.manager import PluginManager
 from ..structures import ScheduleSpec
 from .options import ScheduleOptions, given, values
-from .triggers import check_zone, detect_kind, get_trigger
+from .triggers import check_fires, check_zone, detect_kind, get_trigger
 
 
 class SpecBuilder:
@@ -45,7 +45,8 @@ class SpecBuilder:
     def check(self, spec: ScheduleSpec) -> ScheduleSpec:
         """Compile the trigger and check the executor and target; return ``spec``."""
         check_zone(spec.timezone)
-        get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+        # Also for a schedule added disabled: enabling it later could never make it fire.
+        check_fires(get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager))
         self.executor(spec.executor).validate_target(spec.target, spec.arguments)
         return spec
 

@@ -192,6 +192,17 @@ class HistoryQueries(SQLCore):
             return [run_record(r) for r in conn.execute(query)]
 
     @transient_retry
+    def get_run(self, run_id: int) -> RunRecord | None:
+        query = (
+            select(runs, schedules.c.name.label("schedule_name"))
+            .join(schedules, schedules.c.id == runs.c.schedule_id)
+            .where(runs.c.id == run_id)
+        )
+        with self._tx() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else run_record(row)
+
+    @transient_retry
     def prune_history(self, older_than: timedelta, *, limit: int = PRUNE_BATCH) -> int:
         """Delete at most ``limit`` finished runs that finished more than ``older_than`` ago
         (database clock), lowest ids first, in one transaction (the database's limited

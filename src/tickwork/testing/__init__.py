@@ -2,7 +2,7 @@
 
 - :class:`MemoryStore` — a complete store in memory, the executable claim protocol;
 - :class:`FakeClock` — a clock that moves when told to;
-- :class:`SchedulerHarness` — runs declared jobs on a fake clock, synchronously;
+- :class:`SchedulerHarness` — runs declared jobs on a fake clock through the local executor;
 - :class:`StoreContract` — the store contract as a pytest class to subclass (needs pytest).
 """
 

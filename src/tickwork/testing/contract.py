@@ -530,6 +530,16 @@ class StoreContract(HandoffContract):
             assert key in as_json
         assert as_json["scheduled_for"].endswith("Z")
 
+    def test_one_run_by_its_id(self, store: Store) -> None:
+        start = store.now() - timedelta(minutes=10)
+        store.add(spec("a"), start)
+        store.add(spec("b"), start)
+        for c in claim_all(store):
+            assert finish(store, c, start + timedelta(seconds=1))
+        for record in store.history():
+            assert store.get_run(record.id) == record
+        assert store.get_run(max(r.id for r in store.history()) + 1000) is None
+
     def test_last_runs_of_each_schedule_for_more_ids_than_one_statement_binds(self, store: Store) -> None:
         start = store.now() - timedelta(minutes=10)
         store.add(spec("a"), start)

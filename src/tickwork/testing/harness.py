@@ -1,33 +1,66 @@
-"""``SchedulerHarness``: drive declared jobs through a store on a fake clock, synchronously.
+"""``SchedulerHarness``: drive declared jobs through a store on a fake clock.
 
 ``advance(seconds)`` moves a :class:`FakeClock` from one due time to the next, claims what is due
-through the store's public interface, runs each job in this thread with
-:func:`tickwork.current_run` set, and ends the run with the next fire time its trigger gives —
-the same claim → run → finish path a node takes, minus threads, executors and the network.
+through the store's public interface, hands each run to the ``local`` executor plugin — the one a
+node uses, built through the plugin registry — and waits for its outcome, then ends the run with
+the next fire time its trigger gives. Plain functions run on the executor's thread pool,
+``async def`` jobs are awaited on its event loop, a :class:`tickwork.RunContext` parameter is
+filled, and the schedule's timeout is enforced (in real seconds) by the executor's own watchdog:
+the same claim → run → finish path a node takes, minus the engine's threads and the network.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from types import TracebackType
+from typing import Any, Protocol
 
-from ..abc import Store
+from ..abc import Executor, Store
 from ..errors import ConfigError
-from ..plugin.calls import call_arguments
-from ..plugin.manager import load_object
-from ..plugin.runcontext import RunContext, running
-from ..plugin.tracebacks import format_exception
+from ..plugin.manager import default_manager, load_object
+from ..plugin.runcontext import current_run
 from ..scheduling.declare import DeclaredJob, declared_in
 from ..scheduling.sync import first_fire
 from ..scheduling.triggers import get_trigger
-from ..structures import Claim, Finish, Outcome, RunStatus, ScheduleSpec
+from ..structures import Claim, Finish, JobCall, Outcome, RunStatus, ScheduleSpec
 from .clock import DEFAULT_START, FakeClock
 from .memory import MemoryStore
 
 #: Most fire times one end records as skipped (the engine's own bound is the same order).
 MAX_SKIPPED = 1000
+
+
+class _Binding(Protocol):
+    """What the harness needs of the ``local`` executor beyond :class:`~tickwork.abc.Executor`:
+    running a given function for a target instead of importing it."""
+
+    def bind(self, target: str, func: Callable[..., Any]) -> None: ...
+
+
+def _recording(func: Callable[..., Any], results: dict[int, Any]) -> Callable[..., Any]:
+    """``func``, also keeping what it returned by run id: an executor reports how a run ended,
+    not its value, and a test wants both. The signature (and so the stored arguments and the
+    ``RunContext`` parameter) is ``func``'s, through ``functools.wraps``."""
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def recorded_async(*args: Any, **kwargs: Any) -> Any:
+            results[current_run().run_id] = value = await func(*args, **kwargs)
+            return value
+
+        return recorded_async
+
+    @functools.wraps(func)
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        results[current_run().run_id] = value = func(*args, **kwargs)
+        return value
+
+    return recorded
 
 
 @dataclass(frozen=True)
@@ -47,7 +80,7 @@ class HarnessRun:
 
 
 class SchedulerHarness:
-    """Run jobs on a fake clock, in this thread, through a real store.
+    """Run jobs on a fake clock, through a real store and the ``local`` executor a node uses.
 
     :param jobs: module names whose declared jobs (``@tickwork.cron`` ...) to run, and/or
         :class:`~tickwork.structures.ScheduleSpec` objects whose ``local`` target is
@@ -58,6 +91,10 @@ class SchedulerHarness:
     :param start: the fake time the harness starts at (aware)
     :param clock: the fake clock (default: a new one at ``start``)
     :param node_id: the node name written into claims and history
+    :param executor_options: options of the ``local`` executor, as in ``[executor.local]``
+        (``mode``, ``max_workers``, ``allowed_modules``)
+
+    Close it (or use it as a context manager) to stop the executor's threads.
     """
 
     def __init__(
@@ -68,6 +105,7 @@ class SchedulerHarness:
         start: datetime = DEFAULT_START,
         clock: FakeClock | None = None,
         node_id: str = "harness",
+        executor_options: dict[str, Any] | None = None,
     ) -> None:
         self.clock = clock or FakeClock(start)
         self.node_id = node_id
@@ -76,6 +114,12 @@ class SchedulerHarness:
             store.open()
         self.store = store
         self._functions: dict[str, Callable[..., Any]] = {}
+        self._results: dict[int, Any] = {}
+        # Built like a node builds it (the registered class, the configured options), so a job
+        # runs on the same code path: thread pool, event loop, context, watchdog.
+        cls = default_manager().executors.get("local")
+        self._executor: Executor = cls(**(executor_options or {}))
+        self._started = False
         for job in jobs:
             for declared in self._resolve(job):
                 self.add(declared.spec, declared.function)
@@ -103,10 +147,34 @@ class SchedulerHarness:
 
     def add(self, spec: ScheduleSpec, function: Callable[..., Any]) -> None:
         """Store ``spec`` (first due at its next fire after the current fake time) and run
-        ``function`` for it."""
+        ``function`` for it.
+
+        :raises tickwork.errors.ConfigError: when another function was added for the same target
+        """
+        known = self._functions.get(spec.target)
+        if known is not None and known is not function:
+            raise ConfigError(f"jobs: schedule {spec.name!r}: target {spec.target!r} already runs another function")
         next_fire = first_fire(spec, self.store.now()) if spec.enabled else None
         self.store.add(spec, next_fire)
-        self._functions[spec.name] = function
+        if known is None:
+            self._functions[spec.target] = function
+            binding: _Binding = self._executor  # type: ignore[assignment]  # the local executor binds
+            binding.bind(spec.target, _recording(function, self._results))
+
+    def close(self) -> None:
+        """Stop the executor, as a stopping node does: without waiting for a thread still running
+        a job past its timeout (a thread cannot be killed; it ends on its own). The store stays open."""
+        if self._started:
+            self._executor.shutdown(wait=False)
+            self._started = False
+
+    def __enter__(self) -> SchedulerHarness:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     def advance(self, seconds: float) -> list[HarnessRun]:
         """Move the clock ``seconds`` forward, running everything that falls due on the way.
@@ -160,21 +228,29 @@ class SchedulerHarness:
 
     def _call(self, claim: Claim) -> HarnessRun:
         assert claim.run_id is not None
+        if not self._started:
+            self._executor.start()
+            self._started = True
         started = self.clock()
-        function = self._functions.get(claim.spec.name)
-        context = RunContext(claim.spec.name, claim.scheduled_for, claim.run_id, claim.attempt, self.node_id)
         run = HarnessRun(
             claim.spec.name, claim.scheduled_for, RunStatus.SUCCEEDED, claim.attempt, started, claim.run_id
         )
-        if function is None:
+        if claim.spec.target not in self._functions:
             error = f"schedule {claim.spec.name!r} has no function in this harness (add it with jobs= or add())"
             return replace(run, status=RunStatus.FAILED, error=error)
-        try:
-            with running(context):
-                result = function(**call_arguments(function, claim.spec.arguments))
-        except Exception as exc:
-            return replace(run, status=RunStatus.FAILED, error=format_exception(exc))
-        return replace(run, result=result)
+        done = threading.Event()
+        ended: list[Outcome] = []
+
+        def on_done(outcome: Outcome) -> None:
+            ended.append(outcome)
+            done.set()
+
+        call = JobCall.for_claim(claim, timeout=claim.spec.timeout.total_seconds(), node_id=self.node_id)
+        self._executor.submit(call, on_done)
+        # The executor reports every run exactly once, at its end or at its timeout at the latest.
+        done.wait()
+        outcome = ended[0]
+        return replace(run, status=outcome.status, error=outcome.error, result=self._results.pop(claim.run_id, None))
 
     def _end(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
         now = self.clock()

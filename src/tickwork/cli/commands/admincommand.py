@@ -8,6 +8,7 @@ from abc import abstractmethod
 
 from ...admin.api import Admin
 from ...config.files import Config
+from ...errors import ScheduleNotFoundError
 from ...plugin.command import Command
 
 
@@ -16,7 +17,13 @@ class AdminCommand(Command):
 
     def run(self, args: argparse.Namespace, config: Config) -> int:
         with Admin(config) as admin:
-            return self.act(args, admin)
+            try:
+                return self.act(args, admin)
+            except ScheduleNotFoundError as exc:
+                if len(exc.names) > 1:
+                    raise
+                # Rebuilt with the names that exist: a typo gets "did you mean".
+                raise ScheduleNotFoundError(exc.name, known=admin.names()) from None
 
     @abstractmethod
     def act(self, args: argparse.Namespace, admin: Admin) -> int:

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from ...admin.api import Admin
+from ...errors import TickworkError
+from ...plugin.tracebacks import for_people
 from ...structures import RunRecord, RunStatus
 from ..argtypes import count, parse_since, statuses
-from ..output import Listing, iso_z, one_line
+from ..output import Column, Listing, duration, iso_z, one_line, short_time
 from .admincommand import AdminCommand
+
+#: ``history``'s columns: the run id (for ``--show``) and what ended how stay; the node, the
+#: attempt and the start go first on a narrow terminal, and the error is cut before them.
+COLUMNS = (
+    Column("RUN"),
+    Column("SCHEDULED FOR"),
+    Column("SCHEDULE", shrink=14),
+    Column("ATTEMPT", keep=20),
+    Column("STATUS"),
+    Column("NODE", keep=30, shrink=10),
+    Column("STARTED", keep=10),
+    Column("DURATION", keep=60),
+    Column("ERROR", keep=70, shrink=12),
+)
 
 
 class HistoryCommand(AdminCommand):
@@ -34,8 +51,17 @@ class HistoryCommand(AdminCommand):
         )
         parser.add_argument("--until", type=parse_since, metavar="WHEN", help="only runs scheduled before WHEN")
         parser.add_argument("--node", metavar="NODE_ID", help="only runs started by this node")
+        parser.add_argument("--wide", action="store_true", help="every column in full, however wide the terminal")
+        parser.add_argument(
+            "--show",
+            type=count(1),
+            metavar="RUN_ID",
+            help="print one run in full, its error with the traceback (the RUN column gives the id)",
+        )
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
+        if args.show is not None:
+            return self._show(args.show, admin, as_json=args.json)
         records: list[RunRecord] = admin.history(
             schedule=args.schedule,
             status=args.status,
@@ -45,16 +71,18 @@ class HistoryCommand(AdminCommand):
             limit=args.limit,
         )
         Listing(
-            header=("SCHEDULED FOR", "SCHEDULE", "ATTEMPT", "STATUS", "NODE", "STARTED", "FINISHED", "ERROR"),
+            columns=COLUMNS,
+            wide=args.wide,
             rows=[
                 (
-                    iso_z(r.scheduled_for),
+                    str(r.id),
+                    short_time(r.scheduled_for),
                     r.schedule,
                     str(r.attempt),
                     r.status.value,
                     r.node or "-",
-                    iso_z(r.started_at),
-                    iso_z(r.finished_at),
+                    short_time(r.started_at),
+                    duration(r.started_at, r.finished_at),
                     one_line(r.error),
                 )
                 for r in records
@@ -62,4 +90,31 @@ class HistoryCommand(AdminCommand):
             objects=[r.as_json() for r in records],
             empty="no runs match",
         ).print(as_json=args.json)
+        return 0
+
+    @staticmethod
+    def _show(run_id: int, admin: Admin, *, as_json: bool) -> int:
+        record = admin.run(run_id)
+        if record is None:
+            raise TickworkError(f"no run with id {run_id} in the history (tickwork history lists the ids)")
+        if as_json:
+            print(json.dumps(record.as_json()))
+            return 0
+        fields = [
+            ("run", str(record.id)),
+            ("schedule", record.schedule),
+            ("scheduled for", iso_z(record.scheduled_for)),
+            ("attempt", str(record.attempt)),
+            ("status", record.status.value),
+            ("node", record.node or "-"),
+            ("started", iso_z(record.started_at)),
+            ("finished", iso_z(record.finished_at)),
+            ("took", duration(record.started_at, record.finished_at)),
+        ]
+        width = max(len(k) for k, _ in fields)
+        for key, value in fields:
+            print(f"{key + ':':<{width + 1}} {value}")
+        if record.error:
+            print()
+            print(for_people(record.error))
         return 0

@@ -14,7 +14,7 @@ from ...scheduling import schedulefile
 from ...scheduling.options import OPTIONS
 from ..argtypes import usage
 from .admincommand import AdminCommand
-from .jobs_view import declared_note, said
+from .jobs_view import declared_note, executor_note, said
 
 
 def _schedule_options(parser: argparse.ArgumentParser, *, update: bool) -> None:
@@ -73,6 +73,7 @@ class JobsAdd(AdminCommand):
             raise ConfigError("jobs add: give NAME EXPRESSION TARGET, or --from FILE")
         info = admin.add(args.name, args.expression, args.target, replace=args.replace, **_given(args))
         said("added", info, args.json)
+        executor_note(info, admin.config.scheduler.default_executor)
         return 0
 
     def _from_file(self, args: argparse.Namespace, admin: Admin) -> int:

@@ -9,10 +9,27 @@ from typing import Any
 
 from ...admin.api import Admin
 from ...admin.info import ScheduleInfo
+from ...plugin.tracebacks import for_people
+from ...scheduling.localtime import local_time
 from ...structures import ScheduleState
 from ..argtypes import count
-from ..output import Listing, iso_z, one_line
+from ..output import Column, Listing, duration, iso_z, one_line, short_time
 from .admincommand import AdminCommand
+
+#: ``jobs list``'s columns: what goes first on a narrow terminal, and how far each may be cut.
+#: Others' columns slot in here with a ``keep`` of their own.
+LIST_COLUMNS = (
+    Column("NAME", shrink=16),
+    Column("KIND", keep=20),
+    Column("EXPRESSION", shrink=12),
+    Column("TZ", keep=40, shrink=10),
+    Column("NEXT FIRE"),
+    Column("STATE", shrink=10),
+    Column("HEALTH", keep=60),
+    Column("LAST RUN", keep=50),
+    Column("EXECUTOR", keep=10),  # an extra: most schedules run on the default one
+    Column("TARGET", keep=30, shrink=16),
+)
 
 
 def _state(info: ScheduleInfo) -> str:
@@ -27,10 +44,28 @@ def _health(info: ScheduleInfo) -> str:
     return "-" if info.health is None else info.health.state.value
 
 
+def fix_for(info: ScheduleInfo) -> str:
+    """What to do about a parked schedule, in the words of the commands to type."""
+    enable = f"tickwork jobs enable {info.name}"
+    # The engine's words for a run it had no executor for (engine/runs.py): the fault is stored
+    # as text, so the text is what there is to recognise.
+    if info.fault and "is not configured on node" in info.fault:
+        return (
+            f"add an [executor.{info.executor}] table to the tickwork.toml of the nodes that run it, "
+            f"restart those nodes, then: {enable}"
+        )
+    return f"fix the cause above (the node's log says more), then: {enable}"
+
+
 def _last(info: ScheduleInfo) -> str:
     if info.last_run is None:
         return "-"
-    return f"{info.last_run.status.value} {iso_z(info.last_run.scheduled_for)}"
+    return f"{info.last_run.status.value} {short_time(info.last_run.scheduled_for)}"
+
+
+def next_fire(info: ScheduleInfo) -> str:
+    """The next fire in the schedule's own zone with UTC beside it (UTC alone for UTC ones)."""
+    return local_time(info.next_fire, info.timezone)
 
 
 def said(verb: str, info: ScheduleInfo, as_json: bool, extra: str = "") -> None:
@@ -38,7 +73,19 @@ def said(verb: str, info: ScheduleInfo, as_json: bool, extra: str = "") -> None:
     if as_json:
         print(json.dumps(info.as_json()))
     else:
-        print(f"{verb} {info.name}; next fire {iso_z(info.next_fire)}{extra}")
+        print(f"{verb} {info.name}; next fire {next_fire(info)}{extra}")
+
+
+def executor_note(info: ScheduleInfo, default: str) -> None:
+    """A note on stderr when a schedule names an executor other than the default one: this
+    command checked it against its own configuration file, but the nodes read theirs, and a node
+    that does not run it parks the schedule."""
+    if info.executor != default:
+        print(
+            f"tickwork: note: {info.name} runs on the {info.executor!r} executor: the nodes need an "
+            f"[executor.{info.executor}] table in their own configuration, or they park it",
+            file=sys.stderr,
+        )
 
 
 def declared_note(info: ScheduleInfo, what: str) -> None:
@@ -64,6 +111,7 @@ class JobsList(AdminCommand):
         parser.add_argument("--search", metavar="TEXT", help="only those whose name or target contains TEXT (any case)")
         parser.add_argument("--limit", type=count(1), metavar="N", help="at most N schedules")
         parser.add_argument("--offset", type=count(0), default=0, metavar="N", help="skip the first N (default 0)")
+        parser.add_argument("--wide", action="store_true", help="every column in full, however wide the terminal")
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
         infos = admin.list(
@@ -71,25 +119,15 @@ class JobsList(AdminCommand):
         )
         filtered = any(v is not None for v in (args.state, args.enabled, args.search, args.limit)) or args.offset
         Listing(
-            header=(
-                "NAME",
-                "KIND",
-                "EXPRESSION",
-                "TZ",
-                "NEXT FIRE",
-                "STATE",
-                "HEALTH",
-                "LAST RUN",
-                "EXECUTOR",
-                "TARGET",
-            ),
+            columns=LIST_COLUMNS,
+            wide=args.wide,
             rows=[
                 (
                     i.name,
                     i.kind,
                     i.expression,
                     i.timezone,
-                    iso_z(i.next_fire),
+                    next_fire(i),
                     _state(i),
                     _health(i),
                     _last(i),
@@ -110,9 +148,14 @@ class JobsShow(AdminCommand):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("name", help="schedule name")
+        parser.add_argument(
+            "--traceback", action="store_true", help="print the last run's error with its traceback in full"
+        )
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
         info = admin.get(args.name)
+        if args.traceback:
+            return _print_traceback(info, as_json=args.json)
         if args.json:
             print(json.dumps(info.as_json()))
             return 0
@@ -121,8 +164,8 @@ class JobsShow(AdminCommand):
             ("name", info.name),
             ("trigger", f"{info.kind} {info.expression!r} in {info.timezone}"),
             ("enabled", "yes" if info.enabled else "no"),
-            ("next fire", iso_z(info.next_fire)),
-            ("state", _state(info)),
+            ("next fire", next_fire(info)),
+            ("state", "parked" if info.fault and not info.running_on else _state(info)),
             ("health", "-" if info.health is None else f"{info.health.state.value} ({info.health.reason})"),
             ("executor", info.executor),
             ("target", info.target),
@@ -131,15 +174,40 @@ class JobsShow(AdminCommand):
             ("retries", f"{info.retries} (backoff {info.retry_backoff:g}s, doubled)"),
             ("misfire", info.misfire.value if info.misfire else "default (scheduler.misfire)"),
             ("declared in", info.module or "- (run-time schedule)"),
-            ("last run", "-" if last is None else f"{last.status.value}, scheduled {iso_z(last.scheduled_for)}"),
+            (
+                "last run",
+                "-"
+                if last is None
+                else f"{last.status.value}, scheduled {local_time(last.scheduled_for, info.timezone)}, "
+                f"took {duration(last.started_at, last.finished_at)}",
+            ),
         ]
+        if info.fault:
+            # Parked: the schedule fires no more until someone acts; say what to do.
+            fields[5:5] = [("why parked", info.fault), ("to fix", fix_for(info))]
         if last is not None and last.error:
             fields.append(("last error", one_line(last.error, 200)))
-        fields += [("created", iso_z(info.created_at)), ("updated", iso_z(info.updated_at))]
+            if "\nTraceback" in last.error:
+                fields.append(("traceback", f"tickwork jobs show {info.name} --traceback"))
+        fields += [("created", short_time(info.created_at)), ("updated", short_time(info.updated_at))]
         width = max(len(k) for k, _ in fields)
         for key, value in fields:
             print(f"{key + ':':<{width + 1}} {value}")
         return 0
+
+
+def _print_traceback(info: ScheduleInfo, *, as_json: bool) -> int:
+    """``jobs show NAME --traceback``: the last run's error in full, without tickwork's frames."""
+    last = info.last_run
+    if last is None or not last.error:
+        print(f"tickwork: {info.name} has no failed last run", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(last.as_json()))
+    else:
+        print(f"run {last.id} of {info.name}, scheduled {iso_z(last.scheduled_for)}: {last.status.value}")
+        print(for_people(last.error))
+    return 0
 
 
 class JobsTrigger(AdminCommand):
@@ -154,5 +222,5 @@ class JobsTrigger(AdminCommand):
         if args.json:
             print(json.dumps(info.as_json()))
         else:
-            print(f"triggered {info.name}; due {iso_z(info.next_fire)}")
+            print(f"triggered {info.name}; due {next_fire(info)}")
         return 0

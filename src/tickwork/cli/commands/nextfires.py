@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from ...config.files import Config
 from ...plugin.command import Command
 from ...plugin.manager import plugin_manager_for
-from ...scheduling.triggers import detect_kind, get_trigger, next_fire_times
+from ...scheduling.localtime import local_time
+from ...scheduling.triggers import check_fires, detect_kind, get_trigger, next_fire_times
 from ..argtypes import count, parse_time
 from ..output import iso_z
 
@@ -19,7 +21,7 @@ class NextCommand(Command):
     """A function of its arguments: it reads no database, and of the configuration only
     ``[plugins] block`` (which plugins are loaded)."""
 
-    help = "print the next fire times of an expression (UTC, one per line)"
+    help = "print the next fire times of an expression, one per line (with --tz: local time, UTC beside it)"
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -41,9 +43,18 @@ class NextCommand(Command):
             print(json.dumps({"kind": kind, "normalized": normalized}) if args.json else normalized)
             return 0
         after = args.after or datetime.now(UTC)
-        times = next_fire_times(args.expression, kind=args.kind, tz=args.tz, after=after, n=args.n)
+        kind = args.kind or detect_kind(args.expression, manager)
+        # Refused as `jobs add` refuses it: "fires 0 times" would not say why.
+        check_fires(get_trigger(kind, args.expression, args.tz or "UTC", manager))
+        times = next_fire_times(args.expression, kind=kind, tz=args.tz, after=after, n=args.n)
         for value in times:
-            print(json.dumps({"fire_time": iso_z(value)}) if args.json else iso_z(value))
+            if args.json:
+                # The local time as ISO-8601 with the zone's offset, beside the UTC one.
+                local = {"local_time": value.astimezone(ZoneInfo(args.tz)).isoformat()} if args.tz else {}
+                print(json.dumps({"fire_time": iso_z(value), **local}))
+            else:
+                # Without a zone, plain ISO-8601 UTC: `next` is also read by scripts.
+                print(local_time(value, args.tz) if args.tz else iso_z(value))
         if len(times) < args.n:
             # stdout stays machine-readable: only fire times, one per line.
             print(f"tickwork: {args.expression!r} fires {len(times)} time(s) after {iso_z(after)}", file=sys.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ...admin.api import Admin
-from ..output import Listing, iso_z
+from ..output import Column, Listing, short_time
 from .admincommand import AdminCommand
 
 
@@ -20,12 +20,29 @@ def _age(value: float) -> str:
 class NodesCommand(AdminCommand):
     help = "list nodes, live or dead by the age of their last heartbeat"
 
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--wide", action="store_true", help="every column in full, however wide the terminal")
+
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
         nodes = admin.nodes()
         Listing(
-            header=("NODE", "STATUS", "HEARTBEAT AGE", "STARTED", "LAST HEARTBEAT"),
+            columns=(
+                Column("NODE", shrink=12),
+                Column("STATUS"),
+                Column("HEARTBEAT AGE"),
+                Column("STARTED", keep=20),
+                Column("LAST HEARTBEAT", keep=10),
+            ),
+            wide=args.wide,
             rows=[
-                (n.id, "live" if n.live else "dead", _age(n.heartbeat_age), iso_z(n.started_at), iso_z(n.heartbeat_at))
+                (
+                    n.id,
+                    "live" if n.live else "dead",
+                    _age(n.heartbeat_age),
+                    short_time(n.started_at),
+                    short_time(n.heartbeat_at),
+                )
                 for n in nodes
             ],
             objects=[n.as_json() for n in nodes],
