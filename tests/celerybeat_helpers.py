@@ -1,4 +1,5 @@
-"""Shared by the import tests: running ``tickwork`` as a subprocess, reading the schedules back, and Celery's own fire times as the reference."""
+"""Shared by the import tests: running ``tickwork`` as a subprocess, reading the schedules back,
+and Celery's own fire times as the reference."""
 
 from __future__ import annotations
 

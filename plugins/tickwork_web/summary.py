@@ -2,7 +2,8 @@
 hour, live nodes; and the attempts of one fire grouped into one row.
 
 A schedule's health is read here from the :class:`~tickwork.admin.info.ScheduleInfo` fields that
-exist today (:func:`health_of`, :func:`is_overdue`) and, for *late*, from the admin API's health of the running ones. The strip counts without reading every
+exist today (:func:`health_of`, :func:`is_overdue`) and, for *late*, from the admin API's
+health of the running ones. The strip counts without reading every
 schedule, so it stays cheap on a large store: *failing* and *paused* are SQL counts of the admin
 API, *overdue* walks the head of the list sorted by next fire (the late ones come first) and
 *parked* the tail of the failing ones (a parked schedule has no next fire, so it comes last, and

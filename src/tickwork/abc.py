@@ -594,6 +594,7 @@ class Store(ABC):
         latest attempt), by schedule id; with ``status``, only runs with one of these statuses.
         Schedule health (:mod:`tickwork.admin.health`) reads it for the page of schedules shown."""
         return {s.id: self.find_runs(schedule=s.name, status=status, limit=limit) for s in schedules}
+
     # -- hand-offs to another system's queue (Celery, RQ, Dramatiq executors) ---------------------
     #
     # Optional: a store without them cannot back a hand-off executor (the default raises).
@@ -622,6 +623,7 @@ class Store(ABC):
         :raises tickwork.errors.TickworkError: if this store cannot record hand-offs (the default)
         """
         raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
+
     def get_run(self, run_id: int) -> RunRecord | None:
         """The history row ``run_id``, or ``None`` if there is none (``tickwork history --show``).
         This default reads the whole history: a store with an index on run ids overrides it
