@@ -26,6 +26,7 @@ from .structures import (
     JobCall,
     NodeRecord,
     Outcome,
+    Pause,
     RunRecord,
     RunStatus,
     Schedule,
@@ -271,11 +272,30 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
-        """Enable or disable a schedule; ``next_fire`` is stored with it.
+    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
+        """Enable or disable a schedule; ``next_fire`` is stored with it. Enabling clears its
+        pause and its count of failures; disabling with ``pause`` stores it (its ``at`` is the
+        database clock now), without one keeps the pause it has.
 
         :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
         """
+
+    def resume_expired(self, next_fire: Callable[[ScheduleSpec, datetime], datetime | None]) -> list[Schedule]:
+        """Enable the paused schedules whose pause ``until`` has passed (database clock), each
+        first due at ``next_fire(spec, now)``; returns them as they were. Run by every node's
+        housekeeping, so two nodes may race: a pause is resumed once.
+
+        This default reads every schedule; a SQL store reads an index of the pauses' ends.
+        """
+        now = self.now()
+        resumed: list[Schedule] = []
+        for schedule in self.list_schedules():
+            pause = schedule.pause
+            if schedule.spec.enabled or pause is None or pause.until is None or pause.until > now:
+                continue
+            self.set_enabled(schedule.name, True, next_fire(schedule.spec, now))
+            resumed.append(schedule)
+        return resumed
 
     def write_schedules(
         self,

@@ -25,13 +25,13 @@ from ..structures import (
     RunStatus,
 )
 from ..structures import cap_error as cap
+from .pausing import Pausing
 from .retry import log, transient_retry
 from .rows import UNHELD
 from .schema import UTCDateTime, runs, schedules
-from .storecore import SQLCore
 
 
-class Ending(SQLCore):
+class Ending(Pausing):
     """Ending runs: the fenced release of a batch of ends, retries' attempt ends, renewals and parking."""
 
     def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
@@ -118,6 +118,8 @@ class Ending(SQLCore):
             return []
         with self._tx() as conn:
             landed = self._release_and_end(conn, finishes)
+            # Only schedules with pause_after_failures: the others' ends write nothing more.
+            self._count_failures(conn, finishes, landed)
             late_runs = [
                 {
                     "b_id": f.claim.run_id,

@@ -10,12 +10,26 @@ ends, retries, expiry); memory_tables.py the rest (schedules, nodes, history).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from ..abc import Store
 from ..errors import ConfigError
-from ..structures import Claim, Finish, NodeRecord, Outcome, RunStatus, ScheduleState, cap_error, utc
-from .memory_rows import RunRow
+from ..structures import (
+    FAILING,
+    PAUSED_BY_TICKWORK,
+    Claim,
+    Finish,
+    NodeRecord,
+    Outcome,
+    Pause,
+    RunStatus,
+    ScheduleState,
+    cap_error,
+    failures_note,
+    utc,
+)
+from .memory_rows import RunRow, ScheduleRow
 from .memory_tables import MemoryTables, aware
 
 
@@ -117,6 +131,7 @@ class MemoryStore(MemoryTables, Store):
             run.end(f.outcome.status, f.outcome.error, utc(f.finished_at) if f.finished_at is not None else now)
             if f.started_at is not None:
                 run.started_at = utc(f.started_at)
+        self._count_failure(row, f, now)
         for at, reason in f.skipped:
             self._insert_run(
                 RunRow(
@@ -132,6 +147,21 @@ class MemoryStore(MemoryTables, Store):
                 )
             )
         return True
+
+    @staticmethod
+    def _count_failure(row: ScheduleRow, f: Finish, now: datetime) -> None:
+        """``pause_after_failures`` (as :meth:`tickwork.sql.pausing.Pausing._count_failures`)."""
+        limit = f.claim.spec.pause_after_failures
+        if limit is None:
+            return
+        if f.outcome.status is RunStatus.SUCCEEDED:
+            row.failures = 0
+        elif f.outcome.status in FAILING:
+            row.failures += 1
+            if row.failures >= limit and row.spec.enabled:
+                row.spec = replace(row.spec, enabled=False)
+                row.next_fire = None
+                row.pause = Pause(failures_note(limit), by=PAUSED_BY_TICKWORK, at=now)
 
     def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
         with self._tx():

@@ -16,12 +16,14 @@ from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
 from ..structures import (
     Claim,
     NodeRecord,
+    Pause,
     RunRecord,
     RunStatus,
     Schedule,
     SchedulePlan,
     ScheduleSpec,
     ScheduleState,
+    cap_error,
     utc,
 )
 from .memory_rows import RunRow, ScheduleRow, stored_spec
@@ -130,6 +132,8 @@ class MemoryTables:
             if row.state is ScheduleState.RUNNING and row.spec.trigger_key != spec.trigger_key:
                 row.retimed = True  # the active run's next fire, from the old trigger, must not win
             row.spec, row.next_fire, row.updated_at, row.fault = stored_spec(spec), aware(next_fire), now, None
+            if spec.enabled:
+                row.resumed()
             self._notify()
             return row.public()
 
@@ -160,11 +164,15 @@ class MemoryTables:
             del self._schedules[row.id], self._by_name[name]
             self._notify()
 
-    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
+    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
         with self._tx() as now:
             row = self._row(name)
             row.spec, row.next_fire, row.updated_at = replace(row.spec, enabled=enabled), aware(next_fire), now
             row.fault = None
+            if enabled:
+                row.resumed()
+            elif pause is not None:
+                row.pause = replace(pause, note=cap_error(pause.note, 1000) or "", at=now)
             self._notify()
             return row.public()
 
