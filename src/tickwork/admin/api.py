@@ -28,7 +28,7 @@ from ..config.files import Config, load, parse
 from ..errors import DatabaseMissingError
 from ..plugin.assembly import build_membership, build_store
 from ..plugin.manager import PluginManager, plugin_manager_for
-from ..scheduling.triggers import get_trigger
+from ..scheduling.firetimes import fire_times
 from ..scheduling.validation import SpecBuilder
 from ..structures import RunRecord, RunStatus, ScheduleState, utc
 from .info import NodeInfo, ScheduleInfo
@@ -173,7 +173,8 @@ class Admin(ScheduleWrites):
         store = self.store()
         schedule = store.get(name)
         spec = schedule.spec
-        trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+        # Jitter and bounds included: the times the schedule fires at (docs/triggers.md#schedule-options).
+        trigger = fire_times(spec, self.manager)
         out: builtins.list[datetime] = []
         current = schedule.next_fire if spec.enabled else None
         if current is None:

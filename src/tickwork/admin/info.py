@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, iso_z
+from ..structures import MisfirePolicy, Pause, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, iso_z
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,9 @@ class ScheduleInfo:
     :param last_run: the most recently recorded run (``None`` before the first one)
     :param fault: why the schedule is parked (a node could not handle it; it fires no more until
         its definition changes or it is enabled again), ``None`` when it is not
+    :param pause: why it is paused (``tickwork jobs pause``, ``pause_after_failures``), by whom,
+        since and until when; ``None`` when it is not paused
+    :param failures: its consecutive failed fires (counted only with ``pause_after_failures``)
     """
 
     spec: ScheduleSpec
@@ -34,6 +37,8 @@ class ScheduleInfo:
     created_at: datetime
     updated_at: datetime
     fault: str | None = None
+    pause: Pause | None = None
+    failures: int = 0
 
     @classmethod
     def of(cls, schedule: Schedule, last_run: RunRecord | None) -> ScheduleInfo:
@@ -48,6 +53,8 @@ class ScheduleInfo:
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
             fault=schedule.fault,
+            pause=schedule.pause if not schedule.spec.enabled else None,
+            failures=schedule.failures,
         )
 
     @property
@@ -137,7 +144,26 @@ class ScheduleInfo:
             "last_status": None if self.last_status is None else self.last_status.value,
             "last_run_at": iso_z(self.last_run_at),
             "fault": self.fault,
+            "pause": None if self.pause is None else pause_json(self.pause),
+            "failures": self.failures,
+            **options_json(self.spec),
         }
+
+
+def pause_json(pause: Pause) -> dict[str, Any]:
+    return {"note": pause.note, "by": pause.by, "at": iso_z(pause.at), "until": iso_z(pause.until)}
+
+
+def options_json(spec: ScheduleSpec) -> dict[str, Any]:
+    """The rarer options (docs/triggers.md#schedule-options), every one (``null``: unset)."""
+    return {
+        "pause_after_failures": spec.pause_after_failures,
+        "jitter": spec.jitter.total_seconds(),
+        "start_at": iso_z(spec.start_at),
+        "end_at": iso_z(spec.end_at),
+        "misfire_grace": None if spec.misfire_grace is None else spec.misfire_grace.total_seconds(),
+        "max_catchup": spec.max_catchup,
+    }
 
 
 @dataclass(frozen=True)

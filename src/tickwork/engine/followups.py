@@ -109,7 +109,10 @@ class FollowUps:
             claimed_at=claim.claimed_at,
             now=now,
             policy=claim.spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
-            grace=self.settings.misfire_grace,
+            grace=self.settings.misfire_grace
+            if claim.spec.misfire_grace is None
+            else claim.spec.misfire_grace.total_seconds(),
+            max_catchup=claim.spec.max_catchup,
         )
         # Built without the frozen dataclass's __init__: one per fire (structures.assembled).
         return assembled(

@@ -1,5 +1,5 @@
-"""Background duties of a node, run between passes of the loop: renew, reap, reconcile, and
-starting a prune of the history (which runs on its own thread: :mod:`.pruning`).
+"""Background duties of a node, run between passes of the loop: renew, reap, reconcile, resume
+the pauses that ended, and starting a prune of the history (which runs on its own thread: :mod:`.pruning`).
 
 Each duty is a small service with its own interval (River's maintenance services): one that
 fails with something other than a store error is logged once and tried again at its next turn;
@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 from ..abc import Store
 from ..errors import StoreError
+from ..plugin.manager import PluginManager
+from ..scheduling.sync import resume_expired
 from ..structures import Claim
 from .faults import OnceLogger
 from .pruning import HistoryPruner
-from .settings import PRUNE_INTERVAL, EngineSettings
+from .settings import PRUNE_INTERVAL, RESUME_INTERVAL, EngineSettings
 
 log = logging.getLogger("tickwork.engine")
 
@@ -45,8 +47,10 @@ class Housekeeping:
         settings: EngineSettings,
         tracked: Callable[[], list[Claim]],
         monotonic: Callable[[], float],
+        manager: PluginManager | None = None,
     ) -> None:
         self.store = store
+        self.manager = manager
         self.settings = settings
         self.tracked = tracked
         self.monotonic = monotonic
@@ -56,6 +60,7 @@ class Housekeeping:
             Service("reap", settings.reap_interval, self.reap),
             # As often as the reap: both release what nobody runs any more.
             Service("reconcile", settings.reap_interval, self.reconcile),
+            Service("resume", RESUME_INTERVAL, self.resume),
         ]
         self.pruner: HistoryPruner | None = None
         if settings.history_retention is not None:
@@ -94,6 +99,11 @@ class Housekeeping:
         reaped = self.store.reap_expired(self.settings.hard_timeout_grace)
         if reaped:
             log.warning("hard timeout released %d schedule(s)", reaped)
+
+    def resume(self) -> None:
+        """Enable the schedules whose ``jobs pause --until`` passed (database clock)."""
+        for schedule in resume_expired(self.store, self.manager):
+            log.info("resumed %s: its pause ended (%s)", schedule.name, schedule.pause.note if schedule.pause else "")
 
     def reconcile(self) -> int:
         """Release what this node holds in the store but no longer tracks (a claim whose answer

@@ -88,7 +88,7 @@ class Engine:
             lead=settings.lookahead / 2,
             max_batch=settings.batch_size,
         )
-        self.housekeeping = Housekeeping(store, settings, self.tracked_claims, monotonic)
+        self.housekeeping = Housekeeping(store, settings, self.tracked_claims, monotonic, manager)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self.follow_ups = FollowUps(

@@ -11,8 +11,9 @@ from datetime import datetime
 from ..abc import Store
 from ..errors import DeclarationError, ScheduleExistsError, ScheduleNotFoundError, TickworkError
 from ..plugin.manager import PluginManager
-from ..structures import Schedule, SchedulePlan, ScheduleSpec
+from ..structures import Pause, Schedule, SchedulePlan, ScheduleSpec
 from .declare import DeclaredJob
+from .firetimes import fire_times
 from .triggers import check_period, get_trigger
 
 log = logging.getLogger("tickwork.schedules")
@@ -22,7 +23,7 @@ def first_fire(spec: ScheduleSpec, now: datetime, manager: PluginManager | None 
     """The first fire after ``now``; refuses a trigger that fires less than a second apart."""
     trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager)
     check_period(trigger, now)
-    return trigger.next_after(now)
+    return fire_times(spec, manager).next_after(now)
 
 
 def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) -> Schedule:
@@ -149,6 +150,17 @@ def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager |
     spec = store.get(name).spec
     next_fire = first_fire(spec, store.now(), manager) if enabled else None
     return store.set_enabled(name, enabled, next_fire)
+
+
+def pause(store: Store, name: str, how: Pause) -> Schedule:
+    """Disable a schedule with a note (and maybe an end: ``how.until``, by the database clock)."""
+    return store.set_enabled(name, False, None, how)
+
+
+def resume_expired(store: Store, manager: PluginManager | None = None) -> list[Schedule]:
+    """Enable the schedules whose pause ended (a node's housekeeping); each next fire is computed
+    from the database clock, like :func:`set_enabled`."""
+    return store.resume_expired(_first_fires(manager))
 
 
 @dataclass

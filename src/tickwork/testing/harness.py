@@ -20,8 +20,8 @@ from ..plugin.manager import load_object
 from ..plugin.runcontext import RunContext, running
 from ..plugin.tracebacks import format_exception
 from ..scheduling.declare import DeclaredJob, declared_in
-from ..scheduling.sync import first_fire
-from ..scheduling.triggers import get_trigger
+from ..scheduling.firetimes import fire_times
+from ..scheduling.sync import first_fire, resume_expired
 from ..structures import Claim, Finish, Outcome, RunStatus, ScheduleSpec
 from .clock import DEFAULT_START, FakeClock
 from .memory import MemoryStore
@@ -116,7 +116,12 @@ class SchedulerHarness:
         end = self.clock() + timedelta(seconds=seconds)
         ran: list[HarnessRun] = []
         while True:
+            resume_expired(self.store)  # as a node's housekeeping does
             due = self.store.next_due(buckets=None)
+            resumes = self._next_pause_end()
+            if resumes is not None and resumes <= end and (due is None or resumes < due):
+                self.clock.set(max(resumes, self.clock()))
+                continue
             if due is None or due > end:
                 break
             if due > self.clock():
@@ -130,14 +135,22 @@ class SchedulerHarness:
             self.clock.set(end)
         return ran
 
+    def _next_pause_end(self) -> datetime | None:
+        """When the first pause with an ``until`` ends (``None``: none does)."""
+        ends = [
+            s.pause.until
+            for s in self.store.list_schedules()
+            if not s.spec.enabled and s.pause is not None and s.pause.until is not None
+        ]
+        return min(ends, default=None)
+
     def _fire(self, claim: Claim) -> list[HarnessRun]:
         if claim.run_id is None:
             # Already recorded (invariant 1): advance the schedule without running it again.
             self._end(claim, Outcome(RunStatus.SKIPPED, error="already recorded"))
             return []
         attempts: list[HarnessRun] = []
-        trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
-        next_fire = trigger.next_after(claim.scheduled_for)
+        next_fire = fire_times(claim.spec).next_after(claim.scheduled_for)
         while True:
             attempt = self._call(claim)
             attempts.append(attempt)
@@ -178,7 +191,7 @@ class SchedulerHarness:
 
     def _end(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
         now = self.clock()
-        trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
+        trigger = fire_times(claim.spec)
         skipped: list[tuple[datetime, str]] = []
         nxt = trigger.next_after(claim.scheduled_for)
         # Fire times that passed while this run (and its retries) went on are skipped, as the

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...admin.api import Admin
 from ...admin.info import ScheduleInfo
+from ...scheduling.firetimes import jitter_offset
 from ...structures import ScheduleState
 from ..argtypes import count
 from ..output import Listing, iso_z, one_line
@@ -20,6 +21,8 @@ def _state(info: ScheduleInfo) -> str:
         return f"running on {info.running_on}"
     if info.fault:
         return f"parked: {info.fault}"
+    if info.pause is not None:
+        return "paused" + ("" if info.pause.until is None else f" until {iso_z(info.pause.until)}")
     return info.state.value if info.enabled else "disabled"
 
 
@@ -113,9 +116,12 @@ class JobsShow(AdminCommand):
             ("timeout", f"{info.timeout:g}s"),
             ("retries", f"{info.retries} (backoff {info.retry_backoff:g}s, doubled)"),
             ("misfire", info.misfire.value if info.misfire else "default (scheduler.misfire)"),
+            *_options(info),
             ("declared in", info.module or "- (run-time schedule)"),
             ("last run", "-" if last is None else f"{last.status.value}, scheduled {iso_z(last.scheduled_for)}"),
         ]
+        if info.pause is not None:
+            fields.insert(4, ("paused", _paused(info)))
         if last is not None and last.error:
             fields.append(("last error", one_line(last.error, 200)))
         fields += [("created", iso_z(info.created_at)), ("updated", iso_z(info.updated_at))]
@@ -123,6 +129,34 @@ class JobsShow(AdminCommand):
         for key, value in fields:
             print(f"{key + ':':<{width + 1}} {value}")
         return 0
+
+
+def _paused(info: ScheduleInfo) -> str:
+    pause = info.pause
+    assert pause is not None
+    by = f" by {pause.by}" if pause.by else ""
+    until = "until resumed" if pause.until is None else f"until {iso_z(pause.until)}"
+    return f"{one_line(pause.note, 200)!r}{by} at {iso_z(pause.at)}, {until}"
+
+
+def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
+    """The rarer options that ``info`` sets (docs/triggers.md#schedule-options)."""
+    spec = info.spec
+    out: list[tuple[str, Any]] = []
+    if spec.misfire_grace is not None:
+        out.append(("misfire grace", f"{spec.misfire_grace.total_seconds():g}s"))
+    if spec.max_catchup is not None:
+        out.append(("max catch-up", spec.max_catchup))
+    if spec.jitter:
+        offset = jitter_offset(spec.name, spec.jitter).total_seconds()
+        out.append(("jitter", f"{spec.jitter.total_seconds():g}s (this schedule: +{offset:.3f}s)"))
+    if spec.start_at is not None:
+        out.append(("start at", iso_z(spec.start_at)))
+    if spec.end_at is not None:
+        out.append(("end at", iso_z(spec.end_at)))
+    if spec.pause_after_failures is not None:
+        out.append(("pause after", f"{spec.pause_after_failures} failed fires in a row (now {info.failures})"))
+    return out
 
 
 class JobsTrigger(AdminCommand):

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 from ...config.files import Config
+from ...errors import ConfigError
 from ...plugin.command import Command
 from ...plugin.manager import plugin_manager_for
-from ...scheduling.triggers import detect_kind, get_trigger, next_fire_times
-from ..argtypes import count, parse_time
+from ...scheduling.firetimes import FireTimes, jitter_offset
+from ...scheduling.options import non_negative_seconds
+from ...scheduling.triggers import detect_kind, get_trigger
+from ..argtypes import count, parse_time, usage
 from ..output import iso_z
+
+
+def _times(fires: FireTimes, after: datetime) -> Iterator[datetime]:
+    current: datetime | None = after
+    while current is not None:
+        current = fires.next_after(current)
+        if current is not None:
+            yield current
 
 
 class NextCommand(Command):
@@ -31,6 +44,15 @@ class NextCommand(Command):
         )
         parser.add_argument("-n", type=count(0), default=1, metavar="N", help="how many fire times (default 1)")
         parser.add_argument("--normalize", action="store_true", help="print the normalized expression instead")
+        parser.add_argument(
+            "--jitter",
+            type=usage(non_negative_seconds),
+            metavar="SECONDS",
+            help="a schedule's jitter: its times moved by the offset of --name (a schedule's option)",
+        )
+        parser.add_argument("--name", help="the schedule name the --jitter offset comes from")
+        parser.add_argument("--start-at", type=parse_time, metavar="TIME", help="no fire before this time")
+        parser.add_argument("--end-at", type=parse_time, metavar="TIME", help="no fire after this time")
 
     def run(self, args: argparse.Namespace, config: Config) -> int:
         # Lookups without an explicit manager then use this one, the process's.
@@ -41,7 +63,18 @@ class NextCommand(Command):
             print(json.dumps({"kind": kind, "normalized": normalized}) if args.json else normalized)
             return 0
         after = args.after or datetime.now(UTC)
-        times = next_fire_times(args.expression, kind=args.kind, tz=args.tz, after=after, n=args.n)
+        if args.jitter and not args.name:
+            raise ConfigError("next: --jitter needs --name: the offset is taken from the schedule's name")
+        kind = args.kind or detect_kind(args.expression, manager)
+        trigger = get_trigger(kind, args.expression, args.tz or "UTC", manager)
+        offset = jitter_offset(args.name, timedelta(seconds=args.jitter)) if args.jitter else timedelta(0)
+        if offset:
+            print(f"tickwork: jitter offset of {args.name!r}: +{offset.total_seconds():.6f}s", file=sys.stderr)
+        times = list(
+            itertools.islice(
+                _times(FireTimes(trigger, offset=offset, start_at=args.start_at, end_at=args.end_at), after), args.n
+            )
+        )
         for value in times:
             print(json.dumps({"fire_time": iso_z(value)}) if args.json else iso_z(value))
         if len(times) < args.n:
