@@ -8,6 +8,7 @@ from typing import Any
 
 from tickwork.admin import Admin
 from tickwork.admin.info import NodeInfo, ScheduleInfo
+from tickwork.scheduling.firetimes import jitter_offset
 from tickwork.structures import FAILING, RunRecord, RunStatus, iso_z
 
 from .queries import RunFilter, ScheduleFilter
@@ -34,6 +35,11 @@ class ScheduleDetail:
     history: list[RunRecord]
     last_error: RunRecord | None
     skipped: list[RunRecord]
+
+    @property
+    def jitter_offset(self) -> float:
+        """Seconds every fire of the schedule is moved by its ``jitter`` (0 without one)."""
+        return jitter_offset(self.info.name, self.info.spec.jitter).total_seconds()
 
 
 @dataclass(frozen=True)

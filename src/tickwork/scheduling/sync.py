@@ -160,7 +160,11 @@ def pause(store: Store, name: str, how: Pause) -> Schedule:
 def resume_expired(store: Store, manager: PluginManager | None = None) -> list[Schedule]:
     """Enable the schedules whose pause ended (a node's housekeeping); each next fire is computed
     from the database clock, like :func:`set_enabled`."""
-    return store.resume_expired(_first_fires(manager))
+
+    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return first_fire(spec, now, manager)  # the stored spec is the disabled one
+
+    return store.resume_expired(next_fire)
 
 
 @dataclass

@@ -46,6 +46,7 @@ from ..structures import (
     ScheduleState,
     bucket_of,
 )
+from .contract_semantics import SemanticsContract
 
 OK = Outcome(RunStatus.SUCCEEDED)
 MINUTE = timedelta(minutes=1)
@@ -75,8 +76,9 @@ def finish(
     return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0]
 
 
-class StoreContract:
-    """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``."""
+class StoreContract(SemanticsContract):
+    """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``
+    (the schedule-semantics part: :mod:`.contract_semantics`)."""
 
     @pytest.fixture
     def make_store(self) -> Callable[[], Store]:

@@ -1,0 +1,189 @@
+"""Schedule semantics, the pure planning against hand-computed times (DST days in Europe/Berlin)
+and the harness (MemoryStore, fake clock): jitter, start/end bounds, per-schedule misfire grace,
+max_catchup, pauses with an end and pause_after_failures."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tickwork.engine.planning import grace_of, plan_next_fire
+from tickwork.scheduling.firetimes import FireTimes, fire_times, jitter_offset
+from tickwork.scheduling.triggers import get_trigger
+from tickwork.structures import MisfirePolicy, Pause, RunStatus, ScheduleSpec, failures_note
+from tickwork.testing import SchedulerHarness
+
+BERLIN_9AM = ("cron", "0 9 * * *", "Europe/Berlin")
+
+
+def z(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def spec(name: str = "job", expression: str = "* * * * *", tz: str = "UTC", **fields: Any) -> ScheduleSpec:
+    return ScheduleSpec(name, "cron", expression, "tests.jobs_for_tests:record", timezone=tz, **fields)
+
+
+def times(spec_: ScheduleSpec, after: datetime, n: int) -> list[datetime]:
+    fires = fire_times(spec_)
+    out: list[datetime] = []
+    current: datetime | None = after
+    while len(out) < n:
+        current = fires.next_after(current) if current is not None else None
+        if current is None:
+            break
+        out.append(current)
+    return out
+
+
+# -- jitter -----------------------------------------------------------------------------------------
+
+
+def test_the_jitter_offset_is_fixed_per_name_and_within_the_jitter() -> None:
+    jitter = timedelta(seconds=10)
+    offsets = [jitter_offset(f"job-{i}", jitter) for i in range(200)]
+    assert offsets == [jitter_offset(f"job-{i}", jitter) for i in range(200)]  # the same every time
+    assert all(timedelta(0) <= o < jitter for o in offsets)
+    # Spread over the whole window: every second of it holds some of the 200 offsets.
+    assert {int(o.total_seconds()) for o in offsets} == set(range(10))
+    assert jitter_offset("job-1", timedelta(0)) == timedelta(0)
+
+
+def test_jitter_moves_every_fire_by_the_offset_across_the_dst_change() -> None:
+    jittered = spec("report", "0 9 * * *", "Europe/Berlin", jitter=timedelta(minutes=10))
+    offset = jitter_offset("report", timedelta(minutes=10))
+    # 09:00 in Berlin: 08:00Z in winter time (CET), 07:00Z from 29 March 2026 (CEST).
+    nominal = [z("2026-03-28T08:00:00Z"), z("2026-03-29T07:00:00Z"), z("2026-03-30T07:00:00Z")]
+    assert times(jittered, z("2026-03-27T12:00:00Z"), 3) == [t + offset for t in nominal]
+    # Asked from between a nominal time and its moved time, the moved one is next.
+    assert fire_times(jittered).next_after(nominal[1]) == nominal[1] + offset
+    assert fire_times(jittered).next_after(nominal[1] + offset) == nominal[2] + offset
+
+
+def test_a_schedule_without_the_options_gets_its_trigger_itself() -> None:
+    assert fire_times(spec("plain")) is get_trigger("cron", "* * * * *", "UTC")
+    assert isinstance(fire_times(spec("moved", jitter=timedelta(seconds=1))), FireTimes)
+
+
+# -- bounds -----------------------------------------------------------------------------------------
+
+
+def test_start_and_end_bound_the_fires_inclusive_over_the_dst_change() -> None:
+    bounded = spec(
+        "bounded", "0 9 * * *", "Europe/Berlin", start_at=z("2026-03-29T07:00:00Z"), end_at=z("2026-03-30T07:00:00Z")
+    )
+    assert times(bounded, z("2026-03-01T00:00:00Z"), 5) == [z("2026-03-29T07:00:00Z"), z("2026-03-30T07:00:00Z")]
+    assert fire_times(bounded).next_after(z("2026-03-30T07:00:00Z")) is None
+
+
+def test_bounds_apply_to_the_jittered_times() -> None:
+    jitter = timedelta(minutes=30)
+    offset = jitter_offset("late", jitter)
+    assert offset > timedelta(0)
+    # start_at just after 08:00Z (28 March) + offset: that fire is out, the next one (07:00Z) in.
+    late = spec(
+        "late",
+        "0 9 * * *",
+        "Europe/Berlin",
+        jitter=jitter,
+        start_at=z("2026-03-28T08:00:00Z") + offset + timedelta(microseconds=1),
+        end_at=z("2026-03-29T07:00:00Z") + offset,
+    )
+    assert times(late, z("2026-03-01T00:00:00Z"), 3) == [z("2026-03-29T07:00:00Z") + offset]
+
+
+def test_end_before_start_is_refused() -> None:
+    with pytest.raises(ValueError, match="end_at: must not be before start_at"):
+        spec(start_at=z("2026-03-02T00:00:00Z"), end_at=z("2026-03-01T00:00:00Z"))
+
+
+# -- catch-up ---------------------------------------------------------------------------------------
+
+
+def hourly(after: datetime) -> datetime | None:
+    return get_trigger("cron", "0 * * * *", "UTC").next_after(after)
+
+
+def test_max_catchup_replays_only_the_latest_missed_fires() -> None:
+    # Down from 00:00 to 05:30: fires 01:00..05:00 were missed; all within the 6 h grace.
+    plan = plan_next_fire(
+        hourly,
+        scheduled_for=z("2026-01-01T00:00:00Z"),
+        claimed_at=z("2026-01-01T00:00:00Z"),
+        now=z("2026-01-01T05:30:00Z"),
+        policy=MisfirePolicy.ALL,
+        grace=6 * 3600,
+        max_catchup=2,
+    )
+    assert plan.next_fire == z("2026-01-01T04:00:00Z")  # 04:00 and 05:00 are replayed
+    assert [t for t, _ in plan.skipped] == [
+        z("2026-01-01T01:00:00Z"),
+        z("2026-01-01T02:00:00Z"),
+        z("2026-01-01T03:00:00Z"),
+    ]
+    assert all("max_catchup 2" in reason for _, reason in plan.skipped)
+    uncapped = plan_next_fire(
+        hourly,
+        scheduled_for=z("2026-01-01T00:00:00Z"),
+        claimed_at=z("2026-01-01T00:00:00Z"),
+        now=z("2026-01-01T05:30:00Z"),
+        policy=MisfirePolicy.ALL,
+        grace=6 * 3600,
+    )
+    assert uncapped.next_fire == z("2026-01-01T01:00:00Z") and uncapped.skipped == ()
+
+
+def test_max_catchup_zero_replays_none_and_other_policies_ignore_it() -> None:
+    zero = plan_next_fire(
+        hourly,
+        scheduled_for=z("2026-01-01T00:00:00Z"),
+        claimed_at=z("2026-01-01T00:00:00Z"),
+        now=z("2026-01-01T02:30:00Z"),
+        policy=MisfirePolicy.ALL,
+        grace=6 * 3600,
+        max_catchup=0,
+    )
+    assert zero.next_fire == z("2026-01-01T03:00:00Z")
+    assert [t for t, _ in zero.skipped] == [z("2026-01-01T01:00:00Z"), z("2026-01-01T02:00:00Z")]
+    skip = plan_next_fire(
+        hourly,
+        scheduled_for=z("2026-01-01T00:00:00Z"),
+        claimed_at=z("2026-01-01T00:00:00Z"),
+        now=z("2026-01-01T02:30:00Z"),
+        policy=MisfirePolicy.SKIP,
+        grace=6 * 3600,
+        max_catchup=5,
+    )
+    assert skip.next_fire == z("2026-01-01T03:00:00Z") and len(skip.skipped) == 2
+
+
+def test_a_schedules_own_misfire_grace_wins_over_the_nodes() -> None:
+    assert grace_of(spec(), 30.0) == 30.0
+    assert grace_of(spec(misfire_grace=timedelta(minutes=5)), 30.0) == 300.0
+    assert grace_of(spec(misfire_grace=timedelta(0)), 30.0) == 0.0
+
+
+# -- the harness: pauses ----------------------------------------------------------------------------
+
+START = z("2026-01-01T00:00:00Z")
+
+
+def test_the_harness_resumes_a_pause_when_its_end_passes() -> None:
+    harness = SchedulerHarness([spec("tick", "* * * * *")], start=START)
+    harness.store.set_enabled("tick", False, None, Pause("maintenance", until=START + timedelta(minutes=5, seconds=30)))
+    ran = harness.advance(10 * 60)
+    # Nothing while paused; from the first fire after the pause's end (00:05:30) on, every minute.
+    assert [r.scheduled_for for r in ran] == [START + timedelta(minutes=m) for m in range(6, 11)]
+    assert harness.store.get("tick").pause is None
+
+
+def test_the_harness_pauses_a_schedule_after_its_failures() -> None:
+    flaky = spec("flaky", "* * * * *", pause_after_failures=3)
+    flaky = ScheduleSpec(**{**flaky.__dict__, "target": "tests.jobs_for_tests:boom"})
+    harness = SchedulerHarness([flaky], start=START)
+    ran = harness.advance(10 * 60)
+    assert [r.status for r in ran] == [RunStatus.FAILED] * 3
+    stored = harness.store.get("flaky")
+    assert not stored.spec.enabled and stored.pause is not None and stored.pause.note == failures_note(3)
