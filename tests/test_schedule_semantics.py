@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tickwork.engine.planning import grace_of, plan_next_fire
+from tickwork.errors import TriggerError
 from tickwork.scheduling.firetimes import FireTimes, fire_times, jitter_offset
 from tickwork.scheduling.triggers import get_trigger
 from tickwork.structures import MisfirePolicy, Pause, RunStatus, ScheduleSpec, failures_note
@@ -187,3 +188,74 @@ def test_the_harness_pauses_a_schedule_after_its_failures() -> None:
     assert [r.status for r in ran] == [RunStatus.FAILED] * 3
     stored = harness.store.get("flaky")
     assert not stored.spec.enabled and stored.pause is not None and stored.pause.note == failures_note(3)
+
+
+# -- several expressions and exclusions -------------------------------------------------------------
+
+
+def test_several_expressions_fire_at_any_of_them_once_per_time() -> None:
+    both = spec("both", "0 9 * * *", "Europe/Berlin", also=("0 9 * * 1-5", "30 17 * * *"))
+    # 09:00 from both expressions on a weekday is one fire; 17:30 Berlin is 16:30Z (CET).
+    assert times(both, z("2026-12-21T00:00:00Z"), 4) == [
+        z("2026-12-21T08:00:00Z"),
+        z("2026-12-21T16:30:00Z"),
+        z("2026-12-22T08:00:00Z"),
+        z("2026-12-22T16:30:00Z"),
+    ]
+
+
+def test_exclusions_without_a_time_exclude_whole_local_days() -> None:
+    office = spec("office", "0 9 * * *", "Europe/Berlin", also=("30 17 * * *",), exclude=("Sat,Sun", "*-12-25"))
+    # 25 December 2026 is a Friday, 26 and 27 the weekend: the next fire after the 24th is the 28th.
+    assert times(office, z("2026-12-24T12:00:00Z"), 3) == [
+        z("2026-12-24T16:30:00Z"),
+        z("2026-12-28T08:00:00Z"),
+        z("2026-12-28T16:30:00Z"),
+    ]
+
+
+def test_an_excluded_day_is_the_local_day_on_the_25_hour_dst_day() -> None:
+    hourly_berlin = spec("hourly", "0 * * * *", "Europe/Berlin", exclude=("Sun",))
+    # Sunday 25 October 2026 in Berlin runs from 22:00Z on the 24th (00:00 CEST) to 23:00Z on the
+    # 25th (00:00 CET): 25 hours, none of which fires.
+    assert times(hourly_berlin, z("2026-10-24T20:30:00Z"), 3) == [
+        z("2026-10-24T21:00:00Z"),
+        z("2026-10-25T23:00:00Z"),
+        z("2026-10-26T00:00:00Z"),
+    ]
+
+
+def test_a_cron_exclusion_excludes_the_minutes_it_matches() -> None:
+    lunch = spec("lunch", "*/30 * * * *", exclude=("* 12 * * *",))
+    assert times(lunch, z("2026-05-04T11:00:00Z"), 3) == [
+        z("2026-05-04T11:30:00Z"),
+        z("2026-05-04T13:00:00Z"),
+        z("2026-05-04T13:30:00Z"),
+    ]
+
+
+def test_exclusions_apply_before_the_jitter_and_never_count_as_missed() -> None:
+    jitter = timedelta(minutes=20)
+    offset = jitter_offset("weekdays", jitter)
+    weekdays = spec("weekdays", "0 9 * * *", "Europe/Berlin", exclude=("Sat,Sun",), jitter=jitter)
+    # Friday 27 March (CET) then Monday 30 March (CEST: the DST change fell on the excluded Sunday).
+    assert times(weekdays, z("2026-03-27T00:00:00Z"), 2) == [
+        z("2026-03-27T08:00:00Z") + offset,
+        z("2026-03-30T07:00:00Z") + offset,
+    ]
+    # A node back on Monday after a weekend down: the weekend's times are no fires, so nothing skipped.
+    plan = plan_next_fire(
+        fire_times(weekdays).next_after,
+        scheduled_for=z("2026-03-27T08:00:00Z") + offset,
+        claimed_at=z("2026-03-27T08:00:00Z") + offset,
+        now=z("2026-03-30T06:00:00Z"),
+        policy=MisfirePolicy.SKIP,
+        grace=30,
+    )
+    assert plan.next_fire == z("2026-03-30T07:00:00Z") + offset and plan.skipped == ()
+
+
+def test_an_exclusion_that_matches_every_fire_is_refused() -> None:
+    never = ScheduleSpec("never", "interval", "1h", "tests.jobs_for_tests:record", exclude=("* * * * *",))
+    with pytest.raises(TriggerError, match="exclusions match more than 20,000 days or minutes in a row"):
+        fire_times(never).next_after(z("2026-01-01T00:00:00Z"))

@@ -31,6 +31,8 @@ MAX_JITTER = timedelta(days=1)
 MAX_PAUSE_AFTER_FAILURES = 10_000
 #: The most missed fires ``max_catchup`` lets policy ``all`` replay.
 MAX_CATCHUP = 10_000
+#: The most further expressions (``also``) and exclusions (``exclude``) of one schedule.
+MAX_EXPRESSIONS = 20
 
 
 class Choice(enum.StrEnum):
@@ -189,6 +191,10 @@ class ScheduleSpec:
         ``scheduler.misfire_grace``
     :param max_catchup: with misfire policy ``all``, the most missed fires replayed; the older
         ones are recorded as skipped. ``None``: no cap
+    :param also: further trigger expressions (each kind recognised, in ``timezone``): the schedule
+        fires at the times of any of them, a time two give once
+    :param exclude: expressions whose times do not fire (``*-12-25``, ``Sat,Sun``, cron): see
+        docs/triggers.md#several-expressions-and-exclusions
     """
 
     name: str
@@ -210,6 +216,8 @@ class ScheduleSpec:
     end_at: datetime | None = None
     misfire_grace: timedelta | None = None
     max_catchup: int | None = None
+    also: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
@@ -251,13 +259,27 @@ class ScheduleSpec:
                     raise ValueError(f"{name}: must be a datetime, got {type(value).__name__}")
                 _check_aware(name, value)
                 object.__setattr__(self, name, value.astimezone(UTC))
+        for name in ("also", "exclude"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, tuple | list):
+                raise ValueError(f"{name}: must be a list of expressions, got {type(value).__name__}")
+            if len(value) > MAX_EXPRESSIONS or not all(isinstance(e, str) and e.strip() for e in value):
+                raise ValueError(f"{name}: at most {MAX_EXPRESSIONS} non-empty expressions, got {list(value)!r}")
+            object.__setattr__(self, name, tuple(value))
         if self.start_at is not None and self.end_at is not None and self.end_at < self.start_at:
             raise ValueError(f"end_at: must not be before start_at ({iso_z(self.end_at)} < {iso_z(self.start_at)})")
 
     @property
     def plain(self) -> bool:
-        """Whether it uses none of the options that change its fire times (jitter, bounds)."""
-        return self.jitter == _NO_JITTER and self.start_at is None and self.end_at is None
+        """Whether it uses none of the options that change its fire times (jitter, bounds, several
+        expressions, exclusions)."""
+        return (
+            self.jitter == _NO_JITTER
+            and self.start_at is None
+            and self.end_at is None
+            and not self.also
+            and not self.exclude
+        )
 
     @classmethod
     def stored(cls, fields: dict[str, Any]) -> ScheduleSpec:

@@ -163,6 +163,8 @@ def options_json(spec: ScheduleSpec) -> dict[str, Any]:
         "end_at": iso_z(spec.end_at),
         "misfire_grace": None if spec.misfire_grace is None else spec.misfire_grace.total_seconds(),
         "max_catchup": spec.max_catchup,
+        "also": list(spec.also),
+        "exclude": list(spec.exclude),
     }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
@@ -58,6 +58,21 @@ def _iso_text(text: str) -> datetime:
         return parse_iso(text)
     except ValueError:
         raise ValueError(f"not an ISO 8601 time such as 2026-12-01T09:00:00Z: {text!r}") from None
+
+
+def _expressions(where: str, value: object) -> tuple[str, ...]:
+    """Trigger expressions: a list of strings (one string is a list of one)."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError(f"{where}: expected a list of expressions (strings), got {type(value).__name__} {value!r}")
+
+
+def _expression_text(text: str) -> str:
+    if not text.strip():
+        raise ValueError("an empty expression")
+    return text
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -130,6 +145,8 @@ class Option:
     same_help: bool = False
     in_code: bool = True
     aliases: tuple[str, ...] = ()
+    #: Given several times on the command line (``--exclude A --exclude B``): a list.
+    repeatable: bool = False
 
     @property
     def flag(self) -> str:
@@ -263,6 +280,26 @@ OPTIONS: tuple[Option, ...] = (
         "default: no cap",
         metavar="N",
     ),
+    Option(
+        "also",
+        "also",
+        (),
+        _expressions,
+        _expression_text,
+        "a further trigger expression (repeat the option for several): fires at any of them",
+        metavar="EXPRESSION",
+        repeatable=True,
+    ),
+    Option(
+        "exclude",
+        "exclude",
+        (),
+        _expressions,
+        _expression_text,
+        "times that do not fire, e.g. '*-12-25' or 'Sat,Sun' (repeat the option for several)",
+        metavar="EXPRESSION",
+        repeatable=True,
+    ),
 )
 
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -294,6 +331,8 @@ class ScheduleOptions(TypedDict, total=False):
     end_at: datetime | str | None
     misfire_grace: float | timedelta | str | None
     max_catchup: int | None
+    also: Sequence[str] | str
+    exclude: Sequence[str] | str
 
 
 class CodeOptions(TypedDict, total=False):
@@ -313,6 +352,8 @@ class CodeOptions(TypedDict, total=False):
     end_at: datetime | str | None
     misfire_grace: float | timedelta | str | None
     max_catchup: int | None
+    also: Sequence[str] | str
+    exclude: Sequence[str] | str
 
 
 def given(options: Mapping[str, Any], *, allowed: Iterable[str] = NAMES, what: str = "option") -> dict[str, Any]:

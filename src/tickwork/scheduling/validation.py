@@ -12,8 +12,9 @@ from ..errors import ConfigError
 from ..plugin.assembly import build_executors
 from ..plugin.manager import PluginManager
 from ..structures import ScheduleSpec
+from .firetimes import fire_times
 from .options import ScheduleOptions, given, values
-from .triggers import check_zone, detect_kind, get_trigger
+from .triggers import check_zone, detect_kind
 
 
 class SpecBuilder:
@@ -45,7 +46,7 @@ class SpecBuilder:
     def check(self, spec: ScheduleSpec) -> ScheduleSpec:
         """Compile the trigger and check the executor and target; return ``spec``."""
         check_zone(spec.timezone)
-        get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+        fire_times(spec, self.manager)  # the trigger, and the further expressions and exclusions
         self.executor(spec.executor).validate_target(spec.target, spec.arguments)
         return spec
 

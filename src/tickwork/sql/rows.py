@@ -53,6 +53,8 @@ _NO_OPTIONS: dict[str, Any] = {
     "end_at": None,
     "misfire_grace": None,
     "max_catchup": None,
+    "also": (),
+    "exclude": (),
 }
 
 
@@ -68,6 +70,8 @@ def options_json(spec: ScheduleSpec) -> dict[str, Any] | None:
             value = value.total_seconds()
         elif isinstance(value, datetime):
             value = iso_z(value)
+        elif isinstance(value, tuple):
+            value = list(value)
         out[name] = value
     return out or None
 
@@ -86,6 +90,8 @@ def _options(stored: Any) -> dict[str, Any]:
             out[name] = timedelta(seconds=value)
         elif name in ("start_at", "end_at"):
             out[name] = parse_iso(value)
+        elif name in ("also", "exclude"):
+            out[name] = tuple(value)
         elif name in out:
             out[name] = value
     return out

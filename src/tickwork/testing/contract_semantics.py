@@ -39,6 +39,8 @@ class SemanticsContract:
             end_at=datetime(2030, 1, 1, 12, 30, tzinfo=UTC),
             misfire_grace=timedelta(seconds=90),
             max_catchup=4,
+            also=("30 18 * * *",),
+            exclude=("*-12-25", "Sat,Sun"),
         )
         store.add(given, store.now())
         store.add(_spec("plain"), store.now())

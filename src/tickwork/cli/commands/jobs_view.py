@@ -150,6 +150,10 @@ def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
     if spec.jitter:
         offset = jitter_offset(spec.name, spec.jitter).total_seconds()
         out.append(("jitter", f"{spec.jitter.total_seconds():g}s (this schedule: +{offset:.3f}s)"))
+    if spec.also:
+        out.append(("also at", "; ".join(spec.also)))
+    if spec.exclude:
+        out.append(("except", "; ".join(spec.exclude)))
     if spec.start_at is not None:
         out.append(("start at", iso_z(spec.start_at)))
     if spec.end_at is not None:

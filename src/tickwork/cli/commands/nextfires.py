@@ -13,7 +13,7 @@ from ...config.files import Config
 from ...errors import ConfigError
 from ...plugin.command import Command
 from ...plugin.manager import plugin_manager_for
-from ...scheduling.firetimes import FireTimes, jitter_offset
+from ...scheduling.firetimes import Exclusion, FireTimes, compiled, jitter_offset
 from ...scheduling.options import non_negative_seconds
 from ...scheduling.triggers import detect_kind, get_trigger
 from ..argtypes import count, parse_time, usage
@@ -51,6 +51,12 @@ class NextCommand(Command):
             help="a schedule's jitter: its times moved by the offset of --name (a schedule's option)",
         )
         parser.add_argument("--name", help="the schedule name the --jitter offset comes from")
+        parser.add_argument(
+            "--also", action="append", default=[], metavar="EXPRESSION", help="a further expression (repeatable)"
+        )
+        parser.add_argument(
+            "--exclude", action="append", default=[], metavar="EXPRESSION", help="times not to fire (repeatable)"
+        )
         parser.add_argument("--start-at", type=parse_time, metavar="TIME", help="no fire before this time")
         parser.add_argument("--end-at", type=parse_time, metavar="TIME", help="no fire after this time")
 
@@ -66,13 +72,25 @@ class NextCommand(Command):
         if args.jitter and not args.name:
             raise ConfigError("next: --jitter needs --name: the offset is taken from the schedule's name")
         kind = args.kind or detect_kind(args.expression, manager)
-        trigger = get_trigger(kind, args.expression, args.tz or "UTC", manager)
+        zone = args.tz or "UTC"
+        trigger = get_trigger(kind, args.expression, zone, manager)
         offset = jitter_offset(args.name, timedelta(seconds=args.jitter)) if args.jitter else timedelta(0)
         if offset:
             print(f"tickwork: jitter offset of {args.name!r}: +{offset.total_seconds():.6f}s", file=sys.stderr)
         times = list(
             itertools.islice(
-                _times(FireTimes(trigger, offset=offset, start_at=args.start_at, end_at=args.end_at), after), args.n
+                _times(
+                    FireTimes(
+                        trigger,
+                        offset=offset,
+                        start_at=args.start_at,
+                        end_at=args.end_at,
+                        also=[compiled(e, zone, manager) for e in args.also],
+                        exclusions=[Exclusion(compiled(e, zone, manager), zone) for e in args.exclude],
+                    ),
+                    after,
+                ),
+                args.n,
             )
         )
         for value in times:
