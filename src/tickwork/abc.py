@@ -329,6 +329,24 @@ class Store(ABC):
                 continue  # removed by another node writing the same plan
         return applied
 
+    def queue_backfill(self, name: str, times: Sequence[datetime], *, rerun: bool = False) -> list[datetime]:
+        """Queue fire times of schedule ``name`` to run once each (``tickwork jobs backfill``);
+        returns those queued. A time the history holds a run of (not only a skipped one) is left
+        out unless ``rerun``; a time queued already is queued once.
+
+        :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
+        :raises NotImplementedError: a store without backfill
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no backfill")
+
+    def take_backfills(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
+        """Take up to ``limit`` queued backfill times of schedules in ``buckets`` (``None``: all),
+        earliest first, each removed from the queue and recorded as a ``running`` run of its fire
+        (attempt 1, or the next one after a skipped fire or with ``rerun``). A time whose fire
+        ran meanwhile is dropped. The claims carry their run ids; their ends are written with
+        :meth:`end_attempt`. Default: nothing (a store without backfill)."""
+        return []
+
     @abstractmethod
     def fire_now(self, name: str) -> Schedule:
         """Make a schedule due at the database's current time (a "run now").

@@ -48,6 +48,7 @@ class Housekeeping:
         tracked: Callable[[], list[Claim]],
         monotonic: Callable[[], float],
         manager: PluginManager | None = None,
+        backfills: Callable[[], object] | None = None,
     ) -> None:
         self.store = store
         self.manager = manager
@@ -62,6 +63,9 @@ class Housekeeping:
             Service("reconcile", settings.reap_interval, self.reconcile),
             Service("resume", RESUME_INTERVAL, self.resume),
         ]
+        if backfills is not None:
+            # As often as the pauses: a queued backfill starts within a second.
+            self.services.append(Service("backfill", RESUME_INTERVAL, backfills))
         self.pruner: HistoryPruner | None = None
         if settings.history_retention is not None:
             self.pruner = HistoryPruner(store, settings.history_retention)

@@ -12,7 +12,7 @@ from sqlalchemy import Boolean, Connection, and_, bindparam, case, delete, or_, 
 
 from ..errors import ScheduleExistsError
 from ..structures import ScheduleSpec
-from .schema import runs, schedules
+from .schema import backfills, runs, schedules
 
 if TYPE_CHECKING:
     from .storecore import SQLCore
@@ -135,4 +135,5 @@ def delete_schedules(conn: Connection, names: Sequence[str]) -> None:
         ids = select(schedules.c.id).where(schedules.c.name.in_(list(batch)))
         # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
         conn.execute(delete(runs).where(runs.c.schedule_id.in_(ids.scalar_subquery())))
+        conn.execute(delete(backfills).where(backfills.c.schedule_id.in_(ids.scalar_subquery())))
         conn.execute(delete(schedules).where(schedules.c.name.in_(list(batch))))

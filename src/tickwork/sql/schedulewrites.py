@@ -37,7 +37,7 @@ from . import bulk
 from .pausing import PAUSE_CLEARED, pause_values
 from .retry import transient_retry
 from .rows import retriggered, schedule_from_row, spec_values
-from .schema import runs, schedules
+from .schema import backfills, runs, schedules
 from .storecore import SQLCore
 
 
@@ -156,6 +156,7 @@ class ScheduleWriting(SQLCore):
                 raise ScheduleNotFoundError(name)
             # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
             conn.execute(delete(runs).where(runs.c.schedule_id == schedule_id))
+            conn.execute(delete(backfills).where(backfills.c.schedule_id == schedule_id))
             conn.execute(delete(schedules).where(schedules.c.id == schedule_id))
             self._notify(conn)
 

@@ -215,6 +215,25 @@ Index(
     postgresql_where=text("status = 'running'"),
 )
 
+# Fire times queued by `tickwork jobs backfill`, each taken (and deleted) by a node owning the
+# schedule's bucket, which runs it as a normal run with its own fire identity (docs/cluster.md#backfill).
+backfills = Table(
+    "tickwork_backfills",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column(
+        "schedule_id",
+        Id,
+        ForeignKey("tickwork_schedules.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("scheduled_for", UTCDateTime, nullable=False),
+    # Run it even if the history holds a run of that fire (a further attempt of it).
+    Column("rerun", Boolean, nullable=False, server_default=text("false")),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("schedule_id", "scheduled_for", name="uq_tickwork_backfills_fire"),
+)
+
 nodes = Table(
     "tickwork_nodes",
     metadata,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from ..abc import Store
-from ..structures import PAUSED_BY_TICKWORK, Finish, Outcome, Pause, RunStatus, ScheduleSpec, failures_note
+from ..structures import BUCKETS, PAUSED_BY_TICKWORK, Finish, Outcome, Pause, RunStatus, ScheduleSpec, failures_note
 
 MINUTE = timedelta(minutes=1)
 FAILED = Outcome(RunStatus.FAILED, error="boom")
@@ -109,6 +109,41 @@ class SemanticsContract:
         for _ in range(3):
             _fire_once(store, "plain", FAILED)
         assert store.get("plain").failures == 0 and store.get("plain").spec.enabled
+
+    def test_backfilled_fires_run_once_each_unless_rerun(self, store: Store) -> None:
+        store.add(_spec("bf", expression="0 * * * *"), None)
+        start = store.now().replace(minute=0, second=0, microsecond=0) - timedelta(days=1)
+        times = [start + timedelta(hours=h) for h in range(3)]
+        assert store.queue_backfill("bf", times) == times
+        bucket = _spec("bf").bucket
+        assert store.take_backfills("n2", limit=10, buckets=[(bucket + 1) % BUCKETS]) == []  # not n2's
+        taken = store.take_backfills("n1", limit=2, buckets=[bucket])
+        assert [(c.scheduled_for, c.attempt) for c in taken] == [(times[0], 1), (times[1], 1)]
+        assert len({c.run_id for c in taken}) == 2 and all(c.run_id is not None for c in taken)
+        for claim in taken:
+            store.end_attempt(claim, OK)
+        [last] = store.take_backfills("n1", limit=10, buckets=None)
+        store.end_attempt(last, FAILED)
+        assert store.take_backfills("n1", limit=10, buckets=None) == []
+        history = {(r.scheduled_for, r.attempt): r.status for r in store.history(schedule="bf")}
+        assert history == {
+            (times[0], 1): RunStatus.SUCCEEDED,
+            (times[1], 1): RunStatus.SUCCEEDED,
+            (times[2], 1): RunStatus.FAILED,
+        }
+        # The same backfill again: every fire ran (the failed one too), nothing is queued.
+        assert store.queue_backfill("bf", times) == []
+        assert store.take_backfills("n1", limit=10, buckets=None) == []
+        # With rerun, each runs again as its next attempt.
+        assert store.queue_backfill("bf", times[:1], rerun=True) == times[:1]
+        [again] = store.take_backfills("n1", limit=10, buckets=None)
+        assert (again.scheduled_for, again.attempt) == (times[0], 2)
+
+    def test_a_backfill_of_a_removed_schedule_is_dropped(self, store: Store) -> None:
+        store.add(_spec("gone"), None)
+        store.queue_backfill("gone", [store.now() - MINUTE])
+        store.remove("gone")
+        assert store.take_backfills("n1", limit=10, buckets=None) == []
 
 
 __all__ = ["SemanticsContract"]

@@ -29,11 +29,12 @@ from ..structures import (
     failures_note,
     utc,
 )
+from .memory_backfill import MemoryBackfills
 from .memory_rows import RunRow, ScheduleRow
 from .memory_tables import MemoryTables, aware
 
 
-class MemoryStore(MemoryTables, Store):
+class MemoryStore(MemoryBackfills, MemoryTables, Store):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:
@@ -54,6 +55,7 @@ class MemoryStore(MemoryTables, Store):
             raise ConfigError(f"batch_size: must be >= 1, got {batch_size}")
         self.batch_size = batch_size
         self._init_tables(clock)
+        self._init_backfills()
 
     # -- claiming ---------------------------------------------------------------------------------
 

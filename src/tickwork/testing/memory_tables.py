@@ -54,6 +54,9 @@ class MemoryTables:
 
     # -- helpers ----------------------------------------------------------------------------------
 
+    def _drop_backfills(self, schedule_id: int) -> None:
+        """A removed schedule's queued backfill times go with it (:class:`.memory_backfill.MemoryBackfills`)."""
+
     @contextmanager
     def _tx(self) -> Iterator[datetime]:
         """One "transaction": the lock held, and one clock reading for all of it (like a SQL
@@ -162,6 +165,7 @@ class MemoryTables:
             for run in [r for r in self._runs.values() if r.schedule_id == row.id]:
                 self._delete_run(run.id)
             del self._schedules[row.id], self._by_name[name]
+            self._drop_backfills(row.id)
             self._notify()
 
     def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:

@@ -16,7 +16,7 @@ from ...admin.info import ScheduleInfo
 from ...errors import ConfigError, ScheduleNotFoundError, TickworkError
 from ...scheduling import schedulefile
 from ...structures import iso_z
-from ..argtypes import parse_ahead
+from ..argtypes import parse_ahead, parse_time
 from .admincommand import AdminCommand
 from .jobs_view import declared_note, said
 
@@ -159,3 +159,32 @@ def _user() -> str | None:
         return getpass.getuser()
     except (OSError, KeyError):
         return None
+
+
+class JobsBackfill(AdminCommand):
+    help = "run a schedule's fire times of a range once each (a node owning it runs them)"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("name", help="schedule name")
+        parser.add_argument(
+            "--from", dest="start", type=parse_time, required=True, metavar="TIME", help="first time (inclusive)"
+        )
+        parser.add_argument("--to", dest="end", type=parse_time, required=True, metavar="TIME", help="end (exclusive)")
+        parser.add_argument("--dry-run", action="store_true", help="list the fire times; queue nothing")
+        parser.add_argument("--rerun", action="store_true", help="also fires the history holds a run of")
+
+    def act(self, args: argparse.Namespace, admin: Admin) -> int:
+        report = admin.backfill(args.name, args.start, args.end, dry_run=args.dry_run, rerun=args.rerun)
+        if args.json:
+            print(json.dumps(report.as_json()))
+            return 0
+        if args.dry_run:
+            for moment in report.times:
+                print(f"{iso_z(moment)}  {'would run' if moment in set(report.queued) else 'in the history'}")
+        verb = "would queue" if args.dry_run else "queued"
+        print(
+            f"{verb} {len(report.queued)} of the {len(report.times)} fire times of {report.name}"
+            f" ({len(report.already)} in the history already{'' if args.rerun else '; --rerun runs them again'})"
+        )
+        return 0
