@@ -53,6 +53,8 @@ SAMPLES: dict[str, Sample] = {
     "end_at": Sample("2027-01-01T00:00:00Z", ["--end-at", "2027-01-01T00:00:00Z"], datetime(2027, 1, 1, tzinfo=UTC)),
     "misfire_grace": Sample("2m", ["--misfire-grace", "2m"], timedelta(minutes=2)),
     "max_catchup": Sample(4, ["--max-catchup", "4"], 4),
+    "max_runs": Sample(5, ["--max-runs", "5"], 5),
+    "on_finish": Sample("remove", ["--on-finish", "remove"], "remove"),
     "also": Sample(["30 18 * * *"], ["--also", "30 18 * * *"], ("30 18 * * *",)),
     "exclude": Sample(["*-12-25", "Sat,Sun"], ["--exclude", "*-12-25", "--exclude", "Sat,Sun"], ("*-12-25", "Sat,Sun")),
 }

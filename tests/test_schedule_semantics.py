@@ -4,6 +4,7 @@ max_catchup, pauses with an end and pause_after_failures."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from tickwork.engine.planning import grace_of, plan_next_fire
 from tickwork.errors import TriggerError
+from tickwork.scheduling import sync
 from tickwork.scheduling.firetimes import FireTimes, fire_times, jitter_offset
 from tickwork.scheduling.triggers import get_trigger
 from tickwork.structures import MisfirePolicy, Pause, RunStatus, ScheduleSpec, failures_note
@@ -259,3 +261,26 @@ def test_an_exclusion_that_matches_every_fire_is_refused() -> None:
     never = ScheduleSpec("never", "interval", "1h", "tests.jobs_for_tests:record", exclude=("* * * * *",))
     with pytest.raises(TriggerError, match="exclusions match more than 20,000 days or minutes in a row"):
         fire_times(never).next_after(z("2026-01-01T00:00:00Z"))
+
+
+# -- max_runs ---------------------------------------------------------------------------------------
+
+
+def test_the_harness_ends_a_schedule_after_max_runs_and_a_change_does_not_restart_it() -> None:
+    harness = SchedulerHarness([spec("twice", "* * * * *", max_runs=2)], start=START)
+    ran = harness.advance(10 * 60)
+    assert [r.scheduled_for for r in ran] == [START + timedelta(minutes=1), START + timedelta(minutes=2)]
+    done = harness.store.get("twice")
+    assert done.finished and done.next_fire is None
+    # A changed definition of a finished schedule gets no next fire; a higher max_runs does.
+    assert sync.update(harness.store, replace(done.spec, retries=1), recompute=True).next_fire is None
+    assert sync.set_enabled(harness.store, "twice", True).next_fire is None
+    more = sync.update(harness.store, replace(done.spec, max_runs=3), recompute=True)
+    assert more.next_fire == START + timedelta(minutes=11)
+    assert len(harness.advance(10 * 60)) == 1
+
+
+def test_on_finish_remove_removes_the_schedule_after_its_last_run() -> None:
+    harness = SchedulerHarness([spec("one-off", "* * * * *", max_runs=1, on_finish="remove")], start=START)
+    assert len(harness.advance(5 * 60)) == 1
+    assert harness.store.list_schedules() == []

@@ -27,6 +27,7 @@ def upgrade() -> None:
     # Plain ADD COLUMNs (as 0003): no SQLite table rebuild, so `tickwork db upgrade --sql` works.
     op.add_column("tickwork_schedules", sa.Column("options", sa.JSON(none_as_null=True), nullable=True))
     op.add_column("tickwork_schedules", sa.Column("failures", sa.Integer, nullable=False, server_default="0"))
+    op.add_column("tickwork_schedules", sa.Column("run_count", sa.Integer, nullable=False, server_default="0"))
     op.add_column("tickwork_schedules", sa.Column("paused_note", sa.Text, nullable=True))
     op.add_column("tickwork_schedules", sa.Column("paused_by", sa.String(200), nullable=True))
     op.add_column("tickwork_schedules", sa.Column("paused_at", UTCDateTime, nullable=True))
@@ -54,5 +55,5 @@ def downgrade() -> None:
     op.drop_table("tickwork_backfills")
     op.drop_index("ix_tickwork_schedules_paused_until", table_name="tickwork_schedules")
     with op.batch_alter_table("tickwork_schedules") as batch:
-        for column in ("paused_until", "paused_at", "paused_by", "paused_note", "failures", "options"):
+        for column in ("paused_until", "paused_at", "paused_by", "paused_note", "run_count", "failures", "options"):
             batch.drop_column(column)

@@ -31,6 +31,10 @@ MAX_JITTER = timedelta(days=1)
 MAX_PAUSE_AFTER_FAILURES = 10_000
 #: The most missed fires ``max_catchup`` lets policy ``all`` replay.
 MAX_CATCHUP = 10_000
+#: The most runs ``max_runs`` allows.
+MAX_RUNS = 1_000_000_000
+#: What becomes of a schedule once it ran ``max_runs`` times: kept with no next fire, or removed.
+ON_FINISH = ("keep", "remove")
 #: The most further expressions (``also``) and exclusions (``exclude``) of one schedule.
 MAX_EXPRESSIONS = 20
 
@@ -191,6 +195,9 @@ class ScheduleSpec:
         ``scheduler.misfire_grace``
     :param max_catchup: with misfire policy ``all``, the most missed fires replayed; the older
         ones are recorded as skipped. ``None``: no cap
+    :param max_runs: after this many fires that ran (succeeded, failed or timed out; each after
+        its retries), the schedule has no next fire; ``None``: no end
+    :param on_finish: ``keep`` (shown finished) or ``remove`` the schedule once it ran ``max_runs`` times
     :param also: further trigger expressions (each kind recognised, in ``timezone``): the schedule
         fires at the times of any of them, a time two give once
     :param exclude: expressions whose times do not fire (``*-12-25``, ``Sat,Sun``, cron): see
@@ -218,6 +225,8 @@ class ScheduleSpec:
     max_catchup: int | None = None
     also: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    max_runs: int | None = None
+    on_finish: str = "keep"
 
     def __post_init__(self) -> None:
         for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
@@ -247,6 +256,9 @@ class ScheduleSpec:
         """The options of docs/triggers.md#schedule-options (pausing, jitter, bounds, catch-up)."""
         _check_count("pause_after_failures", self.pause_after_failures, 1, MAX_PAUSE_AFTER_FAILURES)
         _check_count("max_catchup", self.max_catchup, 0, MAX_CATCHUP)
+        _check_count("max_runs", self.max_runs, 1, MAX_RUNS)
+        if self.on_finish not in ON_FINISH:
+            raise ValueError(f"on_finish: one of {', '.join(ON_FINISH)}, got {self.on_finish!r}")
         if not isinstance(self.jitter, timedelta) or not timedelta(0) <= self.jitter <= MAX_JITTER:
             raise ValueError(f"jitter: must be from 0 s to {MAX_JITTER.days} day, got {_seconds(self.jitter)}")
         grace = self.misfire_grace
@@ -364,6 +376,14 @@ class Schedule:
     pause: Pause | None = None
     #: Its consecutive failed fires (counted for ``pause_after_failures`` only).
     failures: int = 0
+    #: The fires it ran (counted for ``max_runs`` only).
+    run_count: int = 0
+
+    @property
+    def finished(self) -> bool:
+        """It ran its ``max_runs`` fires: it fires no more."""
+        limit = self.spec.max_runs
+        return limit is not None and self.run_count >= limit
 
     def __post_init__(self) -> None:
         for name in ("next_fire", "claimed_at", "created_at", "updated_at"):

@@ -39,6 +39,9 @@ class ScheduleInfo:
     fault: str | None = None
     pause: Pause | None = None
     failures: int = 0
+    #: The fires it ran (counted only with ``max_runs``); ``finished``: it ran them all.
+    run_count: int = 0
+    finished: bool = False
 
     @classmethod
     def of(cls, schedule: Schedule, last_run: RunRecord | None) -> ScheduleInfo:
@@ -55,6 +58,8 @@ class ScheduleInfo:
             fault=schedule.fault,
             pause=schedule.pause if not schedule.spec.enabled else None,
             failures=schedule.failures,
+            run_count=schedule.run_count,
+            finished=schedule.finished,
         )
 
     @property
@@ -146,6 +151,8 @@ class ScheduleInfo:
             "fault": self.fault,
             "pause": None if self.pause is None else pause_json(self.pause),
             "failures": self.failures,
+            "run_count": self.run_count,
+            "finished": self.finished,
             **options_json(self.spec),
         }
 
@@ -163,6 +170,8 @@ def options_json(spec: ScheduleSpec) -> dict[str, Any]:
         "end_at": iso_z(spec.end_at),
         "misfire_grace": None if spec.misfire_grace is None else spec.misfire_grace.total_seconds(),
         "max_catchup": spec.max_catchup,
+        "max_runs": spec.max_runs,
+        "on_finish": spec.on_finish,
         "also": list(spec.also),
         "exclude": list(spec.exclude),
     }

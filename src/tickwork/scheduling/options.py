@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from ..errors import ConfigError
-from ..structures import MisfirePolicy, ScheduleSpec, parse_iso
+from ..structures import ON_FINISH, MisfirePolicy, ScheduleSpec, parse_iso
 from .durations import duration, seconds_in
 
 #: The :class:`ScheduleSpec` defaults: the options' defaults are written there, once.
@@ -281,6 +281,26 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
     ),
     Option(
+        "max_runs",
+        "max_runs",
+        None,
+        _as_is,
+        _count,
+        "end after N fires that ran (succeeded, failed or timed out)",
+        "default: no end",
+        metavar="N",
+    ),
+    Option(
+        "on_finish",
+        "on_finish",
+        _SPEC_DEFAULTS["on_finish"],
+        _as_is,
+        str,
+        "what becomes of it after max_runs: keep (shown finished) or remove",
+        f"default {_SPEC_DEFAULTS['on_finish']}",
+        choices=ON_FINISH,
+    ),
+    Option(
         "also",
         "also",
         (),
@@ -331,6 +351,8 @@ class ScheduleOptions(TypedDict, total=False):
     end_at: datetime | str | None
     misfire_grace: float | timedelta | str | None
     max_catchup: int | None
+    max_runs: int | None
+    on_finish: str
     also: Sequence[str] | str
     exclude: Sequence[str] | str
 
@@ -352,6 +374,8 @@ class CodeOptions(TypedDict, total=False):
     end_at: datetime | str | None
     misfire_grace: float | timedelta | str | None
     max_catchup: int | None
+    max_runs: int | None
+    on_finish: str
     also: Sequence[str] | str
     exclude: Sequence[str] | str
 

@@ -35,8 +35,9 @@ def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) 
 def update(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None, *, recompute: bool) -> Schedule:
     """Replace a schedule's definition. With ``recompute`` (a new trigger, or enabling) the next
     fire is the first after now; otherwise the stored one is kept, so a pending "run now" stays."""
-    next_fire = store.get(spec.name).next_fire
-    if not spec.enabled:
+    stored = store.get(spec.name)
+    next_fire = stored.next_fire
+    if not spec.enabled or _finished(stored.run_count, spec):
         next_fire = None
     elif recompute or next_fire is None:
         next_fire = first_fire(spec, store.now(), manager)
@@ -55,8 +56,11 @@ def add_many(
     :raises tickwork.errors.TickworkError: ``replace`` would overwrite a declared job
     """
 
+    counts: dict[str, int] = {}
+
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
         by_name = {s.name: s for s in stored}
+        counts.update({s.name: s.run_count for s in stored})
         create: list[ScheduleSpec] = []
         replaced: list[ScheduleSpec] = []
         for spec in specs:
@@ -74,7 +78,7 @@ def add_many(
                 replaced.append(spec)
         return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
 
-    store.write_schedules(plan, _first_fires(manager))
+    store.write_schedules(plan, _first_fires(manager, counts))
     return _read_back(store, [spec.name for spec in specs])
 
 
@@ -110,10 +114,13 @@ def set_enabled_many(
         written
     """
 
+    counts: dict[str, int] = {}
+
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        counts.update({s.name: s.run_count for s in stored})
         return SchedulePlan(retrigger=tuple(replace(s.spec, enabled=enabled) for s in _named(stored, names)))
 
-    store.write_schedules(plan, _first_fires(manager))
+    store.write_schedules(plan, _first_fires(manager, counts))
     return _read_back(store, names)
 
 
@@ -129,11 +136,16 @@ def _named(stored: Sequence[Schedule], names: Sequence[str]) -> list[Schedule]:
     return [by_name[name] for name in names]
 
 
-def _first_fires(manager: PluginManager | None) -> Callable[[ScheduleSpec, datetime], datetime | None]:
-    """``next_fire`` for :meth:`Store.write_schedules`: an enabled spec's first fire after ``now``."""
+def _first_fires(
+    manager: PluginManager | None, run_counts: dict[str, int] | None = None
+) -> Callable[[ScheduleSpec, datetime], datetime | None]:
+    """``next_fire`` for :meth:`Store.write_schedules`: an enabled spec's first fire after ``now``
+    (none for one that ran its ``max_runs``, by ``run_counts``: name -> fires it ran)."""
 
     def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
-        return first_fire(spec, now, manager) if spec.enabled else None
+        if not spec.enabled or _finished((run_counts or {}).get(spec.name, 0), spec):
+            return None
+        return first_fire(spec, now, manager)
 
     return next_fire
 
@@ -147,9 +159,16 @@ def _read_back(store: Store, names: Sequence[str]) -> list[Schedule]:
 
 def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
     """Enabling computes the next fire from now (Docspell): time spent disabled is not caught up."""
-    spec = store.get(name).spec
-    next_fire = first_fire(spec, store.now(), manager) if enabled else None
+    stored = store.get(name)
+    finished = _finished(stored.run_count, stored.spec)
+    next_fire = first_fire(stored.spec, store.now(), manager) if enabled and not finished else None
     return store.set_enabled(name, enabled, next_fire)
+
+
+def _finished(run_count: int, spec: ScheduleSpec) -> bool:
+    """Whether a schedule that ran ``run_count`` fires is done with ``spec``'s ``max_runs``: it
+    gets no next fire from a change or from being enabled (a higher ``max_runs`` gives it one)."""
+    return spec.max_runs is not None and run_count >= spec.max_runs
 
 
 def pause(store: Store, name: str, how: Pause) -> Schedule:
@@ -193,9 +212,12 @@ def sync_module(
     """
     report = SyncReport(module)
 
+    counts: dict[str, int] = {}
+
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
         report.created, report.updated, report.unchanged, report.removed = [], [], [], []
         by_name = {s.name: s for s in stored}
+        counts.update({s.name: s.run_count for s in stored})
         create: list[ScheduleSpec] = []
         changed: list[ScheduleSpec] = []
         retrigger: list[ScheduleSpec] = []
@@ -226,8 +248,7 @@ def sync_module(
         report.removed = remove
         return SchedulePlan(tuple(create), tuple(changed), tuple(retrigger), tuple(remove))
 
-    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
-        return first_fire(spec, now, manager) if spec.enabled else None
+    next_fire = _first_fires(manager, counts)
 
     try:
         store.write_schedules(plan, next_fire)

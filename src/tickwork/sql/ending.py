@@ -118,8 +118,6 @@ class Ending(Pausing):
             return []
         with self._tx() as conn:
             landed = self._release_and_end(conn, finishes)
-            # Only schedules with pause_after_failures: the others' ends write nothing more.
-            self._count_failures(conn, finishes, landed)
             late_runs = [
                 {
                     "b_id": f.claim.run_id,
@@ -175,6 +173,9 @@ class Ending(Pausing):
             if skipped:
                 conn.execute(self.insert_ignore(runs), skipped)
                 self.statements += 1
+            # Only schedules with pause_after_failures or max_runs: the others' ends write nothing
+            # more. Last: a finished schedule removed (on_finish) takes its history with it.
+            self._count_ends(conn, finishes, landed)
         return [f.claim.schedule_id in landed for f in finishes]
 
     @transient_retry

@@ -1,5 +1,6 @@
 """Pausing: a schedule disabled with a note (who, when, until when), the housekeeping that resumes
-an expired pause, and the consecutive failures counted for ``pause_after_failures``."""
+an expired pause, the consecutive failures counted for ``pause_after_failures``, and the fires
+counted for ``max_runs``."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Update, bindparam, false, select, true, update
+from sqlalchemy import Connection, Delete, Integer, Update, bindparam, delete, false, select, true, update
 
 from ..structures import FAILING, PAUSED_BY_TICKWORK, Finish, Pause, RunStatus, Schedule, ScheduleSpec, failures_note
 from ..structures import cap_error as cap
 from .retry import transient_retry
 from .rows import schedule_from_row
-from .schema import UTCDateTime, schedules
+from .schema import UTCDateTime, backfills, runs, schedules
 from .storecore import SQLCore
 
 #: A resumed (enabled) schedule keeps no pause and counts its failures afresh.
@@ -72,6 +73,61 @@ class Pausing(SQLCore):
             if resumed:
                 self._notify(conn)
         return resumed
+
+    def _count_ends(self, conn: Connection, finishes: Sequence[Finish], landed: set[int]) -> None:
+        """In the transaction of the ends: what ``pause_after_failures`` and ``max_runs`` count
+        (schedules without them write nothing more)."""
+        self._count_failures(conn, finishes, landed)
+        self._count_runs(conn, finishes, landed)
+
+    def _count_runs(self, conn: Connection, finishes: Sequence[Finish], landed: set[int]) -> None:
+        """The fires that ran of the schedules with ``max_runs``; one that reached it has no next
+        fire, or is removed (``on_finish = "remove"``) with its history."""
+        ran = [
+            f
+            for f in finishes
+            if f.claim.spec.max_runs is not None
+            and f.claim.schedule_id in landed
+            and f.outcome.status in (RunStatus.SUCCEEDED, *FAILING)
+        ]
+        if not ran:
+            return
+        conn.execute(
+            self._statement("runs/count", self._run_count_statement), [{"b_id": f.claim.schedule_id} for f in ran]
+        )
+        ends = [{"b_id": f.claim.schedule_id, "b_limit": f.claim.spec.max_runs} for f in ran]
+        kept = [e for e, f in zip(ends, ran, strict=True) if f.claim.spec.on_finish != "remove"]
+        removed = [e for e, f in zip(ends, ran, strict=True) if f.claim.spec.on_finish == "remove"]
+        if kept:
+            conn.execute(self._statement("runs/finish", self._finish_statement), kept)
+        for table in (runs, backfills):
+            if removed:
+                conn.execute(self._remove_finished(table), removed)
+        if removed:
+            conn.execute(self._remove_finished(schedules), removed)
+        self.statements += 1 + bool(kept) + 3 * bool(removed)
+
+    @staticmethod
+    def _run_count_statement() -> Update:
+        return update(schedules).where(schedules.c.id == bindparam("b_id")).values(run_count=schedules.c.run_count + 1)
+
+    @staticmethod
+    def _finish_statement() -> Update:
+        return (
+            update(schedules)
+            .where(schedules.c.id == bindparam("b_id"), schedules.c.run_count >= bindparam("b_limit", type_=Integer))
+            .values(next_fire=None, fire_requested_at=None)
+        )
+
+    @staticmethod
+    def _remove_finished(table: Any) -> Delete:
+        """Delete ``table``'s rows of the finished schedule (runs and backfills by schedule id;
+        explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade)."""
+        reached = (schedules.c.id == bindparam("b_id"), schedules.c.run_count >= bindparam("b_limit", type_=Integer))
+        if table is schedules:
+            # Directly: MySQL refuses a subquery reading the table a DELETE deletes from.
+            return delete(schedules).where(*reached)
+        return delete(table).where(table.c.schedule_id.in_(select(schedules.c.id).where(*reached).scalar_subquery()))
 
     def _count_failures(self, conn: Connection, finishes: Sequence[Finish], landed: set[int]) -> None:
         """In the transaction of the ends: the consecutive failed fires of the schedules with

@@ -55,6 +55,8 @@ _NO_OPTIONS: dict[str, Any] = {
     "max_catchup": None,
     "also": (),
     "exclude": (),
+    "max_runs": None,
+    "on_finish": "keep",
 }
 
 
@@ -136,6 +138,7 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
         if row.paused_note is None
         else Pause(row.paused_note, by=row.paused_by, at=row.paused_at, until=row.paused_until),
         failures=row.failures,
+        run_count=row.run_count,
     )
 
 

@@ -139,6 +139,8 @@ schedules = Table(
     Column("options", JSON(none_as_null=True), nullable=True),
     # Consecutive failed fires, counted only for schedules with pause_after_failures.
     Column("failures", Integer, nullable=False, server_default="0"),
+    # Fires that ran, counted only for schedules with max_runs.
+    Column("run_count", Integer, nullable=False, server_default="0"),
     # Why a disabled schedule is paused, who paused it, when, and until when (NULL: until
     # resumed). An expired pause is resumed by a node's housekeeping (ix_..._paused_until).
     Column("paused_note", Text, nullable=True),

@@ -110,6 +110,19 @@ class SemanticsContract:
             _fire_once(store, "plain", FAILED)
         assert store.get("plain").failures == 0 and store.get("plain").spec.enabled
 
+    def test_max_runs_ends_a_schedule_after_that_many_fires_that_ran(self, store: Store) -> None:
+        store.add(_spec("thrice", max_runs=3), store.now())
+        store.add(_spec("once", max_runs=1, on_finish="remove"), None)
+        _fire_once(store, "thrice", OK)
+        _fire_once(store, "thrice", FAILED)  # a failed fire ran: it counts
+        assert store.get("thrice").run_count == 2 and store.get("thrice").next_fire is not None
+        _fire_once(store, "thrice", OK)
+        done = store.get("thrice")
+        assert done.run_count == 3 and done.finished and done.next_fire is None
+        assert len(store.history(schedule="thrice")) == 3  # kept, with its history
+        _fire_once(store, "once", OK)
+        assert [s.name for s in store.list_schedules()] == ["thrice"]  # removed once finished
+
     def test_backfilled_fires_run_once_each_unless_rerun(self, store: Store) -> None:
         store.add(_spec("bf", expression="0 * * * *"), None)
         start = store.now().replace(minute=0, second=0, microsecond=0) - timedelta(days=1)

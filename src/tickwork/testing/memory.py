@@ -148,6 +148,8 @@ class MemoryStore(MemoryBackfills, MemoryTables, Store):
                     error=cap_error(reason),
                 )
             )
+        if self._count_run(row, f):
+            self._remove_finished(row)  # last: its history goes with it
         return True
 
     @staticmethod
@@ -164,6 +166,27 @@ class MemoryStore(MemoryBackfills, MemoryTables, Store):
                 row.spec = replace(row.spec, enabled=False)
                 row.next_fire = None
                 row.pause = Pause(failures_note(limit), by=PAUSED_BY_TICKWORK, at=now)
+
+    @staticmethod
+    def _count_run(row: ScheduleRow, f: Finish) -> bool:
+        """``max_runs`` (as :meth:`tickwork.sql.pausing.Pausing._count_runs`); true: remove it."""
+        limit = f.claim.spec.max_runs
+        if limit is None or f.outcome.status not in (RunStatus.SUCCEEDED, *FAILING):
+            return False
+        row.run_count += 1
+        if row.run_count < limit:
+            return False
+        if f.claim.spec.on_finish == "remove":
+            return True
+        row.next_fire = None
+        row.fire_requested_at = None
+        return False
+
+    def _remove_finished(self, row: ScheduleRow) -> None:
+        for run in [r for r in self._runs.values() if r.schedule_id == row.id]:
+            self._delete_run(run.id)
+        del self._schedules[row.id], self._by_name[row.spec.name]
+        self._drop_backfills(row.id)
 
     def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
         with self._tx():

@@ -41,6 +41,7 @@ class ScheduleRow:
     #: Why it is paused (disabled with a note), and its consecutive failures.
     pause: Pause | None = None
     failures: int = 0
+    run_count: int = 0
 
     def resumed(self) -> None:
         """Enabled: no longer paused, its failures counted afresh."""
@@ -71,6 +72,7 @@ class ScheduleRow:
             fault=self.fault,
             pause=self.pause,
             failures=self.failures,
+            run_count=self.run_count,
         )
 
 

@@ -23,6 +23,8 @@ def _state(info: ScheduleInfo) -> str:
         return f"parked: {info.fault}"
     if info.pause is not None:
         return "paused" + ("" if info.pause.until is None else f" until {iso_z(info.pause.until)}")
+    if info.finished:
+        return f"finished ({info.run_count} runs)"
     return info.state.value if info.enabled else "disabled"
 
 
@@ -158,6 +160,8 @@ def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
         out.append(("start at", iso_z(spec.start_at)))
     if spec.end_at is not None:
         out.append(("end at", iso_z(spec.end_at)))
+    if spec.max_runs is not None:
+        out.append(("max runs", f"{spec.max_runs}, then {spec.on_finish} (ran {info.run_count})"))
     if spec.pause_after_failures is not None:
         out.append(("pause after", f"{spec.pause_after_failures} failed fires in a row (now {info.failures})"))
     return out
