@@ -329,6 +329,20 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
         "last_status": None,
         "last_run_at": None,
         "fault": None,
+        "pause": None,
+        "failures": 0,
+        "run_count": 0,
+        "finished": False,
+        "pause_after_failures": None,
+        "jitter": 0.0,
+        "start_at": None,
+        "end_at": None,
+        "misfire_grace": None,
+        "max_catchup": None,
+        "max_runs": None,
+        "on_finish": "keep",
+        "also": [],
+        "exclude": [],
     }
     assert isinstance(row["next_fire"], str)
     assert parse_z(row["next_fire"]) == next_fire_times("*/10 * * * *", after=before)[0]
