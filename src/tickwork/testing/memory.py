@@ -10,31 +10,27 @@ ends, retries, expiry); memory_tables.py the rest (schedules, nodes, history).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 
 from ..abc import Store
 from ..errors import ConfigError
 from ..structures import (
-    FAILING,
-    PAUSED_BY_TICKWORK,
     Claim,
     Finish,
     NodeRecord,
     Outcome,
-    Pause,
     RunStatus,
     ScheduleState,
     cap_error,
-    failures_note,
     utc,
 )
 from .memory_backfill import MemoryBackfills
-from .memory_rows import RunRow, ScheduleRow
+from .memory_counts import MemoryCounts
+from .memory_rows import RunRow
 from .memory_tables import MemoryTables, aware
 
 
-class MemoryStore(MemoryBackfills, MemoryTables, Store):
+class MemoryStore(MemoryCounts, MemoryBackfills, MemoryTables, Store):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:
@@ -151,42 +147,6 @@ class MemoryStore(MemoryBackfills, MemoryTables, Store):
         if self._count_run(row, f):
             self._remove_finished(row)  # last: its history goes with it
         return True
-
-    @staticmethod
-    def _count_failure(row: ScheduleRow, f: Finish, now: datetime) -> None:
-        """``pause_after_failures`` (as :meth:`tickwork.sql.pausing.Pausing._count_failures`)."""
-        limit = f.claim.spec.pause_after_failures
-        if limit is None:
-            return
-        if f.outcome.status is RunStatus.SUCCEEDED:
-            row.failures = 0
-        elif f.outcome.status in FAILING:
-            row.failures += 1
-            if row.failures >= limit and row.spec.enabled:
-                row.spec = replace(row.spec, enabled=False)
-                row.next_fire = None
-                row.pause = Pause(failures_note(limit), by=PAUSED_BY_TICKWORK, at=now)
-
-    @staticmethod
-    def _count_run(row: ScheduleRow, f: Finish) -> bool:
-        """``max_runs`` (as :meth:`tickwork.sql.pausing.Pausing._count_runs`); true: remove it."""
-        limit = f.claim.spec.max_runs
-        if limit is None or f.outcome.status not in (RunStatus.SUCCEEDED, *FAILING):
-            return False
-        row.run_count += 1
-        if row.run_count < limit:
-            return False
-        if f.claim.spec.on_finish == "remove":
-            return True
-        row.next_fire = None
-        row.fire_requested_at = None
-        return False
-
-    def _remove_finished(self, row: ScheduleRow) -> None:
-        for run in [r for r in self._runs.values() if r.schedule_id == row.id]:
-            self._delete_run(run.id)
-        del self._schedules[row.id], self._by_name[row.spec.name]
-        self._drop_backfills(row.id)
 
     def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
         with self._tx():
