@@ -329,6 +329,20 @@ class Store(ABC):
                 continue  # removed by another node writing the same plan
         return applied
 
+    def next_pause_end(self) -> float | None:
+        """Seconds from the database clock until the earliest end of a pause (``until``; zero or
+        less: ended), ``None`` when no pause has an end: when a node's housekeeping looks next.
+
+        This default reads every schedule; a SQL store reads the index of the pauses' ends.
+        """
+        now = self.now()
+        ends = [
+            s.pause.until
+            for s in self.list_schedules()
+            if not s.spec.enabled and s.pause is not None and s.pause.until is not None
+        ]
+        return None if not ends else (min(ends) - now).total_seconds()
+
     def queue_backfill(self, name: str, times: Sequence[datetime], *, rerun: bool = False) -> list[datetime]:
         """Queue fire times of schedule ``name`` to run once each (``tickwork jobs backfill``);
         returns those queued. A time the history holds a run of (not only a skipped one) is left

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Delete, Integer, Update, bindparam, delete, false, select, true, update
+from sqlalchemy import Connection, Delete, Integer, Update, bindparam, delete, false, func, select, true, update
 
 from ..structures import FAILING, PAUSED_BY_TICKWORK, Finish, Pause, RunStatus, Schedule, ScheduleSpec, failures_note
 from ..structures import cap_error as cap
@@ -73,6 +73,14 @@ class Pausing(SQLCore):
             if resumed:
                 self._notify(conn)
         return resumed
+
+    @transient_retry
+    def next_pause_end(self) -> float | None:
+        # MIN over ix_tickwork_schedules_paused_until: the index's first entry. An enabled
+        # schedule has no pause (enabling clears it), so no filter on enabled is needed.
+        with self._tx() as conn:
+            row = conn.execute(select(func.min(schedules.c.paused_until), self.now_expr())).one()
+        return None if row[0] is None else (row[0] - row[1]).total_seconds()
 
     def _count_ends(self, conn: Connection, finishes: Sequence[Finish], landed: set[int]) -> None:
         """In the transaction of the ends: what ``pause_after_failures`` and ``max_runs`` count

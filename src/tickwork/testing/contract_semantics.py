@@ -72,6 +72,8 @@ class SemanticsContract:
         store.set_enabled("ended", False, None, Pause("short", until=t + timedelta(milliseconds=1)))
         store.set_enabled("later", False, None, Pause("long", until=t + timedelta(days=1)))
         store.set_enabled("open", False, None, Pause("until resumed"))
+        soonest = store.next_pause_end()
+        assert soonest is not None and soonest <= 0.001  # "short" ends first
         while store.now() <= t + timedelta(milliseconds=1):
             pass  # the store's own clock passes the first end
         asked: list[tuple[str, datetime]] = []
@@ -88,6 +90,10 @@ class SemanticsContract:
         assert after.spec.enabled and after.pause is None and after.next_fire == now + MINUTE
         assert not store.get("later").spec.enabled and not store.get("open").spec.enabled
         assert store.resume_expired(next_fire) == []
+        left = store.next_pause_end()  # "later" ends in a day; "open" has no end
+        assert left is not None and 86_000 < left <= 86_400
+        store.set_enabled("later", True, None)
+        assert store.next_pause_end() is None
 
     def test_pause_after_failures_pauses_after_that_many_failed_fires_in_a_row(self, store: Store) -> None:
         store.add(_spec("flaky", pause_after_failures=2), store.now())

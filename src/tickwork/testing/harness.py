@@ -118,7 +118,8 @@ class SchedulerHarness:
         while True:
             resume_expired(self.store)  # as a node's housekeeping does
             due = self.store.next_due(buckets=None)
-            resumes = self._next_pause_end()
+            ends_in = self.store.next_pause_end()
+            resumes = None if ends_in is None else self.clock() + timedelta(seconds=ends_in)
             if resumes is not None and resumes <= end and (due is None or resumes < due):
                 self.clock.set(max(resumes, self.clock()))
                 continue
@@ -134,15 +135,6 @@ class SchedulerHarness:
         if end > self.clock():
             self.clock.set(end)
         return ran
-
-    def _next_pause_end(self) -> datetime | None:
-        """When the first pause with an ``until`` ends (``None``: none does)."""
-        ends = [
-            s.pause.until
-            for s in self.store.list_schedules()
-            if not s.spec.enabled and s.pause is not None and s.pause.until is not None
-        ]
-        return min(ends, default=None)
 
     def _fire(self, claim: Claim) -> list[HarnessRun]:
         if claim.run_id is None:
