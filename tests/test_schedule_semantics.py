@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import tickwork
+from tickwork.cli import main
 from tickwork.engine.planning import grace_of, plan_next_fire
-from tickwork.errors import TriggerError
+from tickwork.errors import ConfigError, TriggerError
 from tickwork.scheduling import sync
 from tickwork.scheduling.firetimes import FireTimes, fire_times, jitter_offset
 from tickwork.scheduling.triggers import get_trigger
@@ -284,3 +287,28 @@ def test_on_finish_remove_removes_the_schedule_after_its_last_run() -> None:
     harness = SchedulerHarness([spec("one-off", "* * * * *", max_runs=1, on_finish="remove")], start=START)
     assert len(harness.advance(5 * 60)) == 1
     assert harness.store.list_schedules() == []
+
+
+# -- through the admin API ----------------------------------------------------------------------------
+
+
+def test_changing_the_fire_time_options_recomputes_the_next_fire(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
+    assert main(["db", "upgrade"]) == 0
+    with tickwork.connect() as admin:
+        plain = admin.add("every-minute", "* * * * *", "tests.jobs_for_tests:record")
+        assert plain.next_fire is not None and plain.next_fire.second == 0
+        moved = admin.update("every-minute", jitter="30s")
+        offset = jitter_offset("every-minute", timedelta(seconds=30))
+        assert moved.next_fire is not None
+        assert (moved.next_fire - offset).second == 0 and (moved.next_fire - offset).microsecond == 0
+        assert admin.next_fires("every-minute", 3) == [moved.next_fire + timedelta(minutes=m) for m in range(3)]
+        paused = admin.pause("every-minute", "checking the jitter", until=timedelta(minutes=5), by="me")
+        assert paused.pause is not None and not paused.enabled and paused.next_fire is None
+        with pytest.raises(ConfigError, match="give a note"):
+            admin.pause("every-minute", "  ")
+        resumed = admin.resume("every-minute")
+        assert resumed.enabled and resumed.pause is None and resumed.next_fire is not None

@@ -312,6 +312,13 @@ class ScheduleSpec:
         changes is retriggered (its next fire recomputed from now)."""
         return (self.trigger_kind, self.expression, self.timezone)
 
+    @property
+    def times_key(self) -> tuple[object, ...]:
+        """Everything that decides its fire times: the trigger and the options that move, bound,
+        add to or exclude them. A schedule whose ``times_key`` changes gets its next fire
+        recomputed from now (a jitter added takes effect at once, not after the next fire)."""
+        return (*self.trigger_key, self.jitter, self.start_at, self.end_at, self.also, self.exclude)
+
     def same_definition(self, other: ScheduleSpec) -> bool:
         """True when ``other`` declares the same schedule (ignores nothing but identity)."""
         return self == other

@@ -108,7 +108,7 @@ class ScheduleWrites:
             merged["kind"] = None  # recognise the new expression's kind
         merged.update(fields)
         spec = self.spec(name, module=current.module, **merged)
-        trigger_changed = spec.trigger_key != current.trigger_key
+        trigger_changed = spec.times_key != current.times_key  # the trigger, or jitter, bounds, also, exclude
         recompute = trigger_changed or (spec.enabled and not current.enabled)
         return self._info(schedules.update(store, spec, self.manager, recompute=recompute))
 

@@ -235,7 +235,7 @@ def sync_module(
             wanted = replace(spec, enabled=current.spec.enabled)
             if wanted == current.spec:
                 report.unchanged.append(spec.name)
-            elif (wanted.trigger_key != current.spec.trigger_key or current.fault is not None) and wanted.enabled:
+            elif (wanted.times_key != current.spec.times_key or current.fault is not None) and wanted.enabled:
                 # A new trigger starts from now; so does a parked schedule (its new definition
                 # is the fix). The store clears the fault and marks a running schedule retimed.
                 retrigger.append(wanted)
