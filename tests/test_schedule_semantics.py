@@ -312,3 +312,13 @@ def test_changing_the_fire_time_options_recomputes_the_next_fire(
             admin.pause("every-minute", "  ")
         resumed = admin.resume("every-minute")
         assert resumed.enabled and resumed.pause is None and resumed.next_fire is not None
+
+
+def test_the_harness_runs_backfilled_fires_once() -> None:
+    harness = SchedulerHarness([spec("hourly", "0 * * * *", end_at=START)], start=START + timedelta(hours=1))
+    times = [START - timedelta(hours=h) for h in (3, 2, 1)]
+    assert harness.store.queue_backfill("hourly", times) == times
+    ran = harness.advance(60)
+    assert [(r.scheduled_for, r.status, r.attempt) for r in ran] == [(t, RunStatus.SUCCEEDED, 1) for t in times]
+    assert harness.store.queue_backfill("hourly", times) == []
+    assert harness.advance(60) == []

@@ -117,6 +117,7 @@ class SchedulerHarness:
         ran: list[HarnessRun] = []
         while True:
             resume_expired(self.store)  # as a node's housekeeping does
+            ran.extend(self._backfills())
             due = self.store.next_due(buckets=None)
             ends_in = self.store.next_pause_end()
             resumes = None if ends_in is None else self.clock() + timedelta(seconds=ends_in)
@@ -134,6 +135,16 @@ class SchedulerHarness:
                 ran.extend(self._fire(claim))
         if end > self.clock():
             self.clock.set(end)
+        return ran
+
+    def _backfills(self) -> list[HarnessRun]:
+        """Run the queued backfill fires (``Admin.backfill``, ``store.queue_backfill``) now, each
+        once, as a node's housekeeping does: no retries, the end recorded as the job's outcome."""
+        ran: list[HarnessRun] = []
+        for claim in self.store.take_backfills(self.node_id, limit=1000, buckets=None):
+            attempt = self._call(claim)
+            self.store.end_attempt(claim, Outcome(attempt.status, error=attempt.error))
+            ran.append(attempt)
         return ran
 
     def _fire(self, claim: Claim) -> list[HarnessRun]:
