@@ -260,6 +260,11 @@ def test_exclusions_apply_before_the_jitter_and_never_count_as_missed() -> None:
     assert plan.next_fire == z("2026-03-30T07:00:00Z") + offset and plan.skipped == ()
 
 
+def test_an_exclusion_must_be_a_calendar_or_cron_expression() -> None:
+    with pytest.raises(TriggerError, match="exclude: '90s' is of kind interval; exclusions are calendar or cron"):
+        fire_times(spec("odd", exclude=("90s",)))
+
+
 def test_an_exclusion_that_matches_every_fire_is_refused() -> None:
     never = ScheduleSpec("never", "interval", "1h", "tests.jobs_for_tests:record", exclude=("* * * * *",))
     with pytest.raises(TriggerError, match="exclusions match more than 20,000 days or minutes in a row"):

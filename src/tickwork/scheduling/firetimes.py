@@ -103,7 +103,7 @@ class FireTimes:
             start_at=spec.start_at,
             end_at=spec.end_at,
             also=[compiled(e, spec.timezone, manager) for e in spec.also],
-            exclusions=[Exclusion(compiled(e, spec.timezone, manager), spec.timezone) for e in spec.exclude],
+            exclusions=[Exclusion(excluding(e, spec.timezone, manager), spec.timezone) for e in spec.exclude],
         )
 
     def nominal_after(self, after: datetime) -> datetime | None:
@@ -136,6 +136,21 @@ class FireTimes:
 def compiled(expression: str, zone: str, manager: PluginManager | None) -> Trigger:
     """The trigger of an ``also`` or ``exclude`` expression (its kind recognised) in ``zone``."""
     return get_trigger(detect_kind(expression, manager), expression, zone, manager)
+
+
+def excluding(expression: str, zone: str, manager: PluginManager | None) -> Trigger:
+    """The trigger of an ``exclude`` expression: a calendar or cron one (days, weekdays, times of
+    day); an interval or a single moment has no days or minutes to exclude.
+
+    :raises tickwork.errors.TriggerError: naming the expression otherwise
+    """
+    trigger = compiled(expression, zone, manager)
+    if trigger.kind not in ("calendar", "cron"):
+        raise TriggerError(
+            f"exclude: {expression!r} is of kind {trigger.kind}; exclusions are calendar or cron "
+            "expressions (e.g. '*-12-25', 'Sat,Sun', '* 12 * * *')"
+        )
+    return trigger
 
 
 def fire_times(spec: ScheduleSpec, manager: PluginManager | None = None) -> Trigger | FireTimes:

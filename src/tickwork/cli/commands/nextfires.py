@@ -13,7 +13,7 @@ from ...config.files import Config
 from ...errors import ConfigError
 from ...plugin.command import Command
 from ...plugin.manager import plugin_manager_for
-from ...scheduling.firetimes import Exclusion, FireTimes, compiled, jitter_offset
+from ...scheduling.firetimes import Exclusion, FireTimes, compiled, excluding, jitter_offset
 from ...scheduling.options import non_negative_seconds
 from ...scheduling.triggers import detect_kind, get_trigger
 from ..argtypes import count, parse_time, usage
@@ -86,7 +86,7 @@ class NextCommand(Command):
                         start_at=args.start_at,
                         end_at=args.end_at,
                         also=[compiled(e, zone, manager) for e in args.also],
-                        exclusions=[Exclusion(compiled(e, zone, manager), zone) for e in args.exclude],
+                        exclusions=[Exclusion(excluding(e, zone, manager), zone) for e in args.exclude],
                     ),
                     after,
                 ),
