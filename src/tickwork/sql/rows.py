@@ -101,25 +101,27 @@ def _options(stored: Any) -> dict[str, Any]:
 
 def spec_from_row(r: Mapping[Any, Any]) -> ScheduleSpec:
     """The spec of a schedule row (by key: a Row's attribute access costs 5x more, and this runs
-    for every claimed row not seen before)."""
-    return ScheduleSpec.stored(
-        {
-            "name": r["name"],
-            "trigger_kind": r["trigger_kind"],
-            "expression": r["expression"],
-            "timezone": r["timezone"],
-            "executor": r["executor"],
-            "target": r["target"],
-            "arguments": _arguments(r["arguments"]),
-            "timeout": _seconds(r["timeout_s"]),
-            "module": r["module"],
-            "enabled": bool(r["enabled"]),
-            "misfire": MisfirePolicy(r["misfire"]) if r["misfire"] else None,
-            "retries": r["retries"],
-            "retry_backoff": _seconds(r["retry_backoff_s"]),
-            **_options(r["options"]),
-        },
-    )
+    for every claimed row not seen before). A row without options (NULL: most) gives a spec
+    whose options are the class defaults (:meth:`ScheduleSpec.stored`)."""
+    fields = {
+        "name": r["name"],
+        "trigger_kind": r["trigger_kind"],
+        "expression": r["expression"],
+        "timezone": r["timezone"],
+        "executor": r["executor"],
+        "target": r["target"],
+        "arguments": _arguments(r["arguments"]),
+        "timeout": _seconds(r["timeout_s"]),
+        "module": r["module"],
+        "enabled": bool(r["enabled"]),
+        "misfire": MisfirePolicy(r["misfire"]) if r["misfire"] else None,
+        "retries": r["retries"],
+        "retry_backoff": _seconds(r["retry_backoff_s"]),
+    }
+    options = r["options"]
+    if options is not None:
+        fields.update(_options(options))
+    return ScheduleSpec.stored(fields)
 
 
 def schedule_from_row(row: Row[Any]) -> Schedule:
