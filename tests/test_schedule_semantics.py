@@ -16,7 +16,7 @@ from tickwork.cli import main
 from tickwork.engine.planning import grace_of, plan_next_fire
 from tickwork.errors import ConfigError, TriggerError
 from tickwork.scheduling import sync
-from tickwork.scheduling.firetimes import FireTimes, fire_times, jitter_offset
+from tickwork.scheduling.firetimes import FireTimes, check_merged_period, fire_times, jitter_offset
 from tickwork.scheduling.triggers import get_trigger
 from tickwork.structures import MisfirePolicy, Pause, RunStatus, ScheduleSpec, failures_note
 from tickwork.testing import SchedulerHarness
@@ -207,6 +207,18 @@ def test_several_expressions_fire_at_any_of_them_once_per_time() -> None:
         z("2026-12-22T08:00:00Z"),
         z("2026-12-22T16:30:00Z"),
     ]
+
+
+def test_expressions_firing_together_less_than_a_second_apart_are_refused() -> None:
+    # Every second, and once at 00:00:10.5: 10.0, 10.5 and 11.0 are half a second apart.
+    busy = fire_times(spec("busy", "* * * * * *", also=("2026-01-01T00:00:10.5Z",)))
+    assert isinstance(busy, FireTimes)
+    with pytest.raises(TriggerError, match="together fire less than 1 s apart"):
+        check_merged_period(busy, z("2026-01-01T00:00:00Z"))
+    # Even minutes and odd minutes: every minute, which is fine.
+    fine = fire_times(spec("fine", "*/2 * * * *", also=("1-59/2 * * * *",)))
+    assert isinstance(fine, FireTimes)
+    check_merged_period(fine, START)
 
 
 def test_exclusions_without_a_time_exclude_whole_local_days() -> None:

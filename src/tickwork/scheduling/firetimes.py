@@ -19,7 +19,7 @@ from ..abc import Trigger
 from ..errors import TriggerError
 from ..plugin.manager import PluginManager
 from ..structures import ScheduleSpec
-from .triggers import detect_kind, get_trigger
+from .triggers import MIN_PERIOD, PERIOD_SAMPLES, detect_kind, get_trigger
 
 _MICRO = timedelta(microseconds=1)
 _MINUTE = timedelta(minutes=1)
@@ -151,6 +151,26 @@ def excluding(expression: str, zone: str, manager: PluginManager | None) -> Trig
             "expressions (e.g. '*-12-25', 'Sat,Sun', '* 12 * * *')"
         )
     return trigger
+
+
+def check_merged_period(fires: FireTimes, after: datetime, samples: int = PERIOD_SAMPLES) -> None:
+    """Refuse expressions whose merged fires come less than :data:`MIN_PERIOD` apart (each may be
+    slow enough alone: ``90s`` and ``*/1 * * * * *`` are not together), judged on ``samples``
+    consecutive fires after ``after``.
+
+    :raises tickwork.errors.TriggerError: naming the two fires
+    """
+    previous = fires.next_after(after)
+    for _ in range(samples):
+        if previous is None:
+            return
+        nxt = fires.next_after(previous)
+        if nxt is not None and (nxt - previous).total_seconds() < MIN_PERIOD:
+            raise TriggerError(
+                f"also: the expressions together fire less than {MIN_PERIOD:g} s apart ({previous.isoformat()} "
+                f"and {nxt.isoformat()}); schedules fire at most once a second"
+            )
+        previous = nxt
 
 
 def fire_times(spec: ScheduleSpec, manager: PluginManager | None = None) -> Trigger | FireTimes:

@@ -4,6 +4,7 @@ arguments accepted."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Unpack
 
 from ..abc import Executor
@@ -12,7 +13,7 @@ from ..errors import ConfigError
 from ..plugin.assembly import build_executors
 from ..plugin.manager import PluginManager
 from ..structures import ScheduleSpec
-from .firetimes import fire_times
+from .firetimes import FireTimes, check_merged_period, fire_times
 from .options import ScheduleOptions, given, values
 from .triggers import check_zone, detect_kind
 
@@ -46,7 +47,9 @@ class SpecBuilder:
     def check(self, spec: ScheduleSpec) -> ScheduleSpec:
         """Compile the trigger and check the executor and target; return ``spec``."""
         check_zone(spec.timezone)
-        fire_times(spec, self.manager)  # the trigger, and the further expressions and exclusions
+        fires = fire_times(spec, self.manager)  # the trigger, and the further expressions and exclusions
+        if spec.also and isinstance(fires, FireTimes):
+            check_merged_period(fires, datetime.now(UTC))
         self.executor(spec.executor).validate_target(spec.target, spec.arguments)
         return spec
 
