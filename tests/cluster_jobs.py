@@ -30,3 +30,9 @@ def slow(n: int) -> None:
     """Like :func:`work`, but a node running one at a time falls behind a fire per second."""
     work(n)
     time.sleep(0.25)
+
+
+def fails(n: int) -> None:
+    """Always fails (after leaving its line): pause_after_failures' schedule."""
+    work(n)
+    raise RuntimeError(f"job {n} always fails")

@@ -346,6 +346,20 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
             "consecutive_failures": 0,
             "usual_duration": None,
         },
+        "pause": None,
+        "failures": 0,
+        "run_count": 0,
+        "finished": False,
+        "pause_after_failures": None,
+        "jitter": 0.0,
+        "start_at": None,
+        "end_at": None,
+        "misfire_grace": None,
+        "max_catchup": None,
+        "max_runs": None,
+        "on_finish": "keep",
+        "also": [],
+        "exclude": [],
     }
     assert isinstance(row["next_fire"], str)
     assert parse_z(row["next_fire"]) == next_fire_times("*/10 * * * *", after=before)[0]
@@ -614,12 +628,12 @@ def test_db_upgrade_creates_and_then_keeps_the_schema(tw: Tickwork, workdir: Pat
     result = tw("db", "upgrade")
     assert (result.code, result.out) == (
         0,
-        "created the tickwork schema in SQLite database 'tickwork.db' (revision 0003)\n",
+        "created the tickwork schema in SQLite database 'tickwork.db' (revision 0005)\n",
     )
     result = tw("db", "upgrade")
     assert (result.code, result.out) == (
         0,
-        "SQLite database 'tickwork.db' is already at the latest schema (revision 0003); nothing to do\n",
+        "SQLite database 'tickwork.db' is already at the latest schema (revision 0005); nothing to do\n",
     )
     assert (workdir / "tickwork.db").is_file()
 
@@ -704,7 +718,7 @@ def test_tickwork_config_environment_variable_is_used(
 ) -> None:
     config = write_config(workdir / "elsewhere.toml", '[store]\npath = "from-env.db"\n')
     monkeypatch.setenv("TICKWORK_CONFIG", str(config))
-    assert tw("db", "upgrade").out == "created the tickwork schema in SQLite database 'from-env.db' (revision 0003)\n"
+    assert tw("db", "upgrade").out == "created the tickwork schema in SQLite database 'from-env.db' (revision 0005)\n"
     assert not (workdir / "tickwork.db").exists()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import typing
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,20 @@ SAMPLES: dict[str, Sample] = {
     "retry_backoff": Sample("2m", ["--retry-backoff", "2m"], timedelta(minutes=2)),
     "misfire": Sample("once", ["--misfire", "once"], MisfirePolicy.ONCE),
     "enabled": Sample(False, ["--disabled"], False),
+    "pause_after_failures": Sample(3, ["--pause-after-failures", "3"], 3),
+    "jitter": Sample("30s", ["--jitter", "30s"], timedelta(seconds=30)),
+    "start_at": Sample(
+        "2026-12-01T09:00:00+01:00",
+        ["--start-at", "2026-12-01T09:00:00+01:00"],
+        datetime(2026, 12, 1, 8, tzinfo=UTC),
+    ),
+    "end_at": Sample("2027-01-01T00:00:00Z", ["--end-at", "2027-01-01T00:00:00Z"], datetime(2027, 1, 1, tzinfo=UTC)),
+    "misfire_grace": Sample("2m", ["--misfire-grace", "2m"], timedelta(minutes=2)),
+    "max_catchup": Sample(4, ["--max-catchup", "4"], 4),
+    "max_runs": Sample(5, ["--max-runs", "5"], 5),
+    "on_finish": Sample("remove", ["--on-finish", "remove"], "remove"),
+    "also": Sample(["30 18 * * *"], ["--also", "30 18 * * *"], ("30 18 * * *",)),
+    "exclude": Sample(["*-12-25", "Sat,Sun"], ["--exclude", "*-12-25", "--exclude", "Sat,Sun"], ("*-12-25", "Sat,Sun")),
 }
 
 

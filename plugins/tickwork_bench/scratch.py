@@ -365,7 +365,9 @@ class PostgresScratch(Scratch):
                 "postgresql+psycopg://" + self.url.split("://", 1)[1], pool_size=2, pre_ping=True
             )
         with self.engine.begin() as conn:
-            conn.execute(text("TRUNCATE tickwork_runs, tickwork_schedules, tickwork_nodes RESTART IDENTITY"))
+            conn.execute(
+                text("TRUNCATE tickwork_runs, tickwork_backfills, tickwork_schedules, tickwork_nodes RESTART IDENTITY")
+            )
 
     def store_options(self) -> dict[str, Any]:
         return {"url": self.url}
@@ -454,7 +456,7 @@ class MySQLScratch(Scratch):
             # TRUNCATE (ids from 1 again) is refused on a table a foreign key points at, unless
             # the checks are off for this session.
             conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
-            for table in ("tickwork_runs", "tickwork_schedules", "tickwork_nodes"):
+            for table in ("tickwork_runs", "tickwork_backfills", "tickwork_schedules", "tickwork_nodes"):
                 conn.execute(text(f"TRUNCATE TABLE {table}"))
             conn.execute(text("SET FOREIGN_KEY_CHECKS = 1"))
 

@@ -9,6 +9,7 @@ from typing import Any
 from tickwork.admin import Admin
 from tickwork.admin.info import NodeInfo, ScheduleInfo
 from tickwork.plugin.assembly import build_membership
+from tickwork.scheduling.firetimes import jitter_offset
 from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus, iso_z
 
 from .charts import Chart, chart, window_of
@@ -49,6 +50,11 @@ class ScheduleDetail:
     @property
     def fires(self) -> list[Fire]:
         return fires(self.history)
+
+    @property
+    def jitter_offset(self) -> float:
+        """Seconds every fire of the schedule is moved by its ``jitter`` (0 without one)."""
+        return jitter_offset(self.info.name, self.info.spec.jitter).total_seconds()
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from .structures import (
     JobCall,
     NodeRecord,
     Outcome,
+    Pause,
     RunRecord,
     RunStatus,
     Schedule,
@@ -271,11 +272,30 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
-        """Enable or disable a schedule; ``next_fire`` is stored with it.
+    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
+        """Enable or disable a schedule; ``next_fire`` is stored with it. Enabling clears its
+        pause and its count of failures; disabling with ``pause`` stores it (its ``at`` is the
+        database clock now), without one keeps the pause it has.
 
         :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
         """
+
+    def resume_expired(self, next_fire: Callable[[ScheduleSpec, datetime], datetime | None]) -> list[Schedule]:
+        """Enable the paused schedules whose pause ``until`` has passed (database clock), each
+        first due at ``next_fire(spec, now)``; returns them as they were. Run by every node's
+        housekeeping, so two nodes may race: a pause is resumed once.
+
+        This default reads every schedule; a SQL store reads an index of the pauses' ends.
+        """
+        now = self.now()
+        resumed: list[Schedule] = []
+        for schedule in self.list_schedules():
+            pause = schedule.pause
+            if schedule.spec.enabled or pause is None or pause.until is None or pause.until > now:
+                continue
+            self.set_enabled(schedule.name, True, next_fire(schedule.spec, now))
+            resumed.append(schedule)
+        return resumed
 
     def write_schedules(
         self,
@@ -308,6 +328,38 @@ class Store(ABC):
             except ScheduleNotFoundError:
                 continue  # removed by another node writing the same plan
         return applied
+
+    def next_pause_end(self) -> float | None:
+        """Seconds from the database clock until the earliest end of a pause (``until``; zero or
+        less: ended), ``None`` when no pause has an end: when a node's housekeeping looks next.
+
+        This default reads every schedule; a SQL store reads the index of the pauses' ends.
+        """
+        now = self.now()
+        ends = [
+            s.pause.until
+            for s in self.list_schedules()
+            if not s.spec.enabled and s.pause is not None and s.pause.until is not None
+        ]
+        return None if not ends else (min(ends) - now).total_seconds()
+
+    def queue_backfill(self, name: str, times: Sequence[datetime], *, rerun: bool = False) -> list[datetime]:
+        """Queue fire times of schedule ``name`` to run once each (``tickwork jobs backfill``);
+        returns those queued. A time the history holds a run of (not only a skipped one) is left
+        out unless ``rerun``; a time queued already is queued once.
+
+        :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
+        :raises NotImplementedError: a store without backfill
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no backfill")
+
+    def take_backfills(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
+        """Take up to ``limit`` queued backfill times of schedules in ``buckets`` (``None``: all),
+        earliest first, each removed from the queue and recorded as a ``running`` run of its fire
+        (attempt 1, or the next one after a skipped fire or with ``rerun``). A time whose fire
+        ran meanwhile is dropped. The claims carry their run ids; their ends are written with
+        :meth:`end_attempt`. Default: nothing (a store without backfill)."""
+        return []
 
     @abstractmethod
     def fire_now(self, name: str) -> Schedule:

@@ -26,6 +26,17 @@ MAX_RETRIES = 100
 MAX_RETRY_BACKOFF = timedelta(days=1)
 #: Longest error text kept in the history (every store caps it: :func:`cap_error`).
 MAX_ERROR_CHARS = 4000
+#: The longest ``jitter`` of a schedule, and the most consecutive failures ``pause_after_failures`` counts.
+MAX_JITTER = timedelta(days=1)
+MAX_PAUSE_AFTER_FAILURES = 10_000
+#: The most missed fires ``max_catchup`` lets policy ``all`` replay.
+MAX_CATCHUP = 10_000
+#: The most runs ``max_runs`` allows.
+MAX_RUNS = 1_000_000_000
+#: What becomes of a schedule once it ran ``max_runs`` times: kept with no next fire, or removed.
+ON_FINISH = ("keep", "remove")
+#: The most further expressions (``also``) and exclusions (``exclude``) of one schedule.
+MAX_EXPRESSIONS = 20
 
 
 class Choice(enum.StrEnum):
@@ -184,6 +195,23 @@ class ScheduleSpec:
     :param misfire: policy for missed fire times, ``None`` for the configured default
     :param retries: how many times a failed run is retried before the next fire time
     :param retry_backoff: wait before the first retry; doubled for each further one
+    :param pause_after_failures: pause the schedule after this many consecutive failed fires
+        (each after its retries); ``None``: never
+    :param jitter: each fire time is moved later by a fixed offset in ``[0, jitter)`` derived
+        from the name (:func:`tickwork.scheduling.fireplan.jitter_offset`)
+    :param start_at: no fire before this time; ``None``: no bound
+    :param end_at: no fire after this time; ``None``: no bound
+    :param misfire_grace: seconds a fire may be late and still run; ``None``: the node's
+        ``scheduler.misfire_grace``
+    :param max_catchup: with misfire policy ``all``, the most missed fires replayed; the older
+        ones are recorded as skipped. ``None``: no cap
+    :param max_runs: after this many fires that ran (succeeded, failed or timed out; each after
+        its retries), the schedule has no next fire; ``None``: no end
+    :param on_finish: ``keep`` (shown finished) or ``remove`` the schedule once it ran ``max_runs`` times
+    :param also: further trigger expressions (each kind recognised, in ``timezone``): the schedule
+        fires at the times of any of them, a time two give once
+    :param exclude: expressions whose times do not fire (``*-12-25``, ``Sat,Sun``, cron): see
+        docs/triggers.md#several-expressions-and-exclusions
     """
 
     name: str
@@ -199,6 +227,16 @@ class ScheduleSpec:
     misfire: MisfirePolicy | None = None
     retries: int = 0
     retry_backoff: timedelta = timedelta(seconds=10)
+    pause_after_failures: int | None = None
+    jitter: timedelta = timedelta(0)
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    misfire_grace: timedelta | None = None
+    max_catchup: int | None = None
+    also: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_runs: int | None = None
+    on_finish: str = "keep"
 
     def __post_init__(self) -> None:
         for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
@@ -222,14 +260,60 @@ class ScheduleSpec:
             )
         if self.misfire is not None and not isinstance(self.misfire, MisfirePolicy):
             object.__setattr__(self, "misfire", MisfirePolicy(self.misfire))
+        self._check_semantics()
+
+    def _check_semantics(self) -> None:
+        """The options of docs/triggers.md#schedule-options (pausing, jitter, bounds, catch-up)."""
+        _check_count("pause_after_failures", self.pause_after_failures, 1, MAX_PAUSE_AFTER_FAILURES)
+        _check_count("max_catchup", self.max_catchup, 0, MAX_CATCHUP)
+        _check_count("max_runs", self.max_runs, 1, MAX_RUNS)
+        if self.on_finish not in ON_FINISH:
+            raise ValueError(f"on_finish: one of {', '.join(ON_FINISH)}, got {self.on_finish!r}")
+        if not isinstance(self.jitter, timedelta) or not timedelta(0) <= self.jitter <= MAX_JITTER:
+            raise ValueError(f"jitter: must be from 0 s to {MAX_JITTER.days} day, got {_seconds(self.jitter)}")
+        grace = self.misfire_grace
+        if grace is not None and (not isinstance(grace, timedelta) or not timedelta(0) <= grace <= MAX_TIMEOUT):
+            raise ValueError(f"misfire_grace: must be from 0 s to {MAX_TIMEOUT.days} days, got {_seconds(grace)}")
+        for name in ("start_at", "end_at"):
+            value = getattr(self, name)
+            if value is not None:
+                if not isinstance(value, datetime):
+                    raise ValueError(f"{name}: must be a datetime, got {type(value).__name__}")
+                _check_aware(name, value)
+                object.__setattr__(self, name, value.astimezone(UTC))
+        for name in ("also", "exclude"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, tuple | list):
+                raise ValueError(f"{name}: must be a list of expressions, got {type(value).__name__}")
+            if len(value) > MAX_EXPRESSIONS or not all(isinstance(e, str) and e.strip() for e in value):
+                raise ValueError(f"{name}: at most {MAX_EXPRESSIONS} non-empty expressions, got {list(value)!r}")
+            object.__setattr__(self, name, tuple(value))
+        if self.start_at is not None and self.end_at is not None and self.end_at < self.start_at:
+            raise ValueError(f"end_at: must not be before start_at ({iso_z(self.end_at)} < {iso_z(self.start_at)})")
+
+    @property
+    def plain(self) -> bool:
+        """Whether it uses none of the options that change its fire times (jitter, bounds, several
+        expressions, exclusions)."""
+        return (
+            self.jitter == _NO_JITTER
+            and self.start_at is None
+            and self.end_at is None
+            and not self.also
+            and not self.exclude
+        )
 
     @classmethod
     def stored(cls, fields: dict[str, Any]) -> ScheduleSpec:
         """A spec read back from the store, given every field: it was validated when it was
         written, so it is not checked again (re-validating every claimed row was 11 % of a node's
         engine thread in a 10,000-fire burst; keyword arguments cost 3.9 µs a spec, a dict 2.2)."""
-        if fields.keys() != _SPEC_FIELDS:
+        keys = fields.keys()
+        if keys != _BASE_FIELDS and keys != _SPEC_FIELDS:
             raise ValueError(f"stored spec: expected the fields {sorted(_SPEC_FIELDS)}, got {sorted(fields)}")
+        # Without the rarer options (docs/triggers.md#schedule-options) they read as their
+        # defaults, the dataclass's class attributes (immutable values): a burst's specs are all
+        # new and most set none of them, and ten more keys per spec cost 0.45 µs each.
         return assembled(cls, fields)
 
     @property
@@ -242,12 +326,72 @@ class ScheduleSpec:
         changes is retriggered (its next fire recomputed from now)."""
         return (self.trigger_kind, self.expression, self.timezone)
 
+    @property
+    def times_key(self) -> tuple[object, ...]:
+        """Everything that decides its fire times: the trigger and the options that move, bound,
+        add to or exclude them. A schedule whose ``times_key`` changes gets its next fire
+        recomputed from now (a jitter added takes effect at once, not after the next fire)."""
+        return (*self.trigger_key, self.jitter, self.start_at, self.end_at, self.also, self.exclude)
+
     def same_definition(self, other: ScheduleSpec) -> bool:
         """True when ``other`` declares the same schedule (ignores nothing but identity)."""
         return self == other
 
 
 _SPEC_FIELDS = frozenset(f.name for f in fields(ScheduleSpec))
+#: The rarer options: immutable defaults, kept on the class (see :meth:`ScheduleSpec.stored`).
+OPTION_FIELDS = frozenset(
+    {
+        "pause_after_failures",
+        "jitter",
+        "start_at",
+        "end_at",
+        "misfire_grace",
+        "max_catchup",
+        "also",
+        "exclude",
+        "max_runs",
+        "on_finish",
+    }
+)
+_BASE_FIELDS = _SPEC_FIELDS - OPTION_FIELDS
+_NO_JITTER = timedelta(0)
+
+
+def _check_count(name: str, value: object, low: int, high: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name}: must be an integer from {low} to {high} (or unset), got {value!r}")
+
+
+#: Who pauses a schedule after ``pause_after_failures``.
+PAUSED_BY_TICKWORK = "tickwork"
+
+
+def failures_note(count: int) -> str:
+    """The note of a schedule paused by ``pause_after_failures = count``."""
+    return f"paused after {count} consecutive failed fire{'s' if count != 1 else ''} (pause_after_failures = {count})"
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Why a disabled schedule is paused (``tickwork jobs pause --note``).
+
+    :param note: the reason, as given (or written by tickwork for ``pause_after_failures``)
+    :param by: who paused it (the user running the command, or ``tickwork``)
+    :param at: when (database clock); ``None`` in a request, the store writes its clock
+    :param until: when it resumes by itself (database clock); ``None``: until resumed
+    """
+
+    note: str
+    by: str | None = None
+    at: datetime | None = None
+    until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _check_aware("at", self.at)
+        _check_aware("until", self.until)
 
 
 @dataclass(frozen=True)
@@ -265,6 +409,18 @@ class Schedule:
     updated_at: datetime
     #: Why the schedule is parked (it fires no more until fixed), ``None`` when it is not.
     fault: str | None = None
+    #: Why it is paused (disabled with a note), ``None`` when it is not.
+    pause: Pause | None = None
+    #: Its consecutive failed fires (counted for ``pause_after_failures`` only).
+    failures: int = 0
+    #: The fires it ran (counted for ``max_runs`` only).
+    run_count: int = 0
+
+    @property
+    def finished(self) -> bool:
+        """It ran its ``max_runs`` fires: it fires no more."""
+        limit = self.spec.max_runs
+        return limit is not None and self.run_count >= limit
 
     def __post_init__(self) -> None:
         for name in ("next_fire", "claimed_at", "created_at", "updated_at"):

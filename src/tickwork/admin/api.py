@@ -28,11 +28,12 @@ from ..config.files import Config, load, parse
 from ..errors import DatabaseMissingError, ScheduleNotFoundError
 from ..plugin.assembly import build_membership, build_store
 from ..plugin.manager import PluginManager, plugin_manager_for
-from ..scheduling.triggers import get_trigger
+from ..scheduling.firetimes import fire_times
 from ..scheduling.validation import SpecBuilder
 from ..structures import RunRecord, RunStatus, ScheduleState, utc
 from .health import Health, HealthPolicy, health_of
 from .healthreads import HealthReads
+from .backfill import Backfills
 from .info import NodeInfo, ScheduleInfo
 from .writes import ScheduleWrites
 
@@ -66,7 +67,7 @@ def _enum_list(cls: type[RunStatus], value: str | RunStatus | Iterable[str | Run
     return [cls(item) for item in items]
 
 
-class Admin(ScheduleWrites, HealthReads):
+class Admin(ScheduleWrites, HealthReads, Backfills):
     """Schedules, history and nodes of one configuration's store; use :func:`connect`.
 
     The store is opened on first use and closed by :meth:`close` (or leaving the ``with`` block).
@@ -203,7 +204,8 @@ class Admin(ScheduleWrites, HealthReads):
         store = self.store()
         schedule = store.get(name)
         spec = schedule.spec
-        trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
+        # Jitter and bounds included: the times the schedule fires at (docs/triggers.md#schedule-options).
+        trigger = fire_times(spec, self.manager)
         out: builtins.list[datetime] = []
         current = schedule.next_fire if spec.enabled else None
         if current is None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, iso_z
+from ..structures import MisfirePolicy, Pause, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, iso_z
 from .health import ScheduleHealth
 
 
@@ -26,6 +26,9 @@ class ScheduleInfo:
         its definition changes or it is enabled again), ``None`` when it is not
     :param health: its health state and the reason (:mod:`tickwork.admin.health`); ``None`` where
         it was not computed
+    :param pause: why it is paused (``tickwork jobs pause``, ``pause_after_failures``), by whom,
+        since and until when; ``None`` when it is not paused
+    :param failures: its consecutive failed fires (counted only with ``pause_after_failures``)
     """
 
     spec: ScheduleSpec
@@ -38,6 +41,11 @@ class ScheduleInfo:
     updated_at: datetime
     fault: str | None = None
     health: ScheduleHealth | None = None
+    pause: Pause | None = None
+    failures: int = 0
+    #: The fires it ran (counted only with ``max_runs``); ``finished``: it ran them all.
+    run_count: int = 0
+    finished: bool = False
 
     @classmethod
     def of(cls, schedule: Schedule, last_run: RunRecord | None, health: ScheduleHealth | None = None) -> ScheduleInfo:
@@ -53,6 +61,10 @@ class ScheduleInfo:
             updated_at=schedule.updated_at,
             fault=schedule.fault,
             health=health,
+            pause=schedule.pause if not schedule.spec.enabled else None,
+            failures=schedule.failures,
+            run_count=schedule.run_count,
+            finished=schedule.finished,
         )
 
     @property
@@ -143,7 +155,32 @@ class ScheduleInfo:
             "last_run_at": iso_z(self.last_run_at),
             "fault": self.fault,
             "health": None if self.health is None else self.health.as_json(),
+            "pause": None if self.pause is None else pause_json(self.pause),
+            "failures": self.failures,
+            "run_count": self.run_count,
+            "finished": self.finished,
+            **options_json(self.spec),
         }
+
+
+def pause_json(pause: Pause) -> dict[str, Any]:
+    return {"note": pause.note, "by": pause.by, "at": iso_z(pause.at), "until": iso_z(pause.until)}
+
+
+def options_json(spec: ScheduleSpec) -> dict[str, Any]:
+    """The rarer options (docs/triggers.md#schedule-options), every one (``null``: unset)."""
+    return {
+        "pause_after_failures": spec.pause_after_failures,
+        "jitter": spec.jitter.total_seconds(),
+        "start_at": iso_z(spec.start_at),
+        "end_at": iso_z(spec.end_at),
+        "misfire_grace": None if spec.misfire_grace is None else spec.misfire_grace.total_seconds(),
+        "max_catchup": spec.max_catchup,
+        "max_runs": spec.max_runs,
+        "on_finish": spec.on_finish,
+        "also": list(spec.also),
+        "exclude": list(spec.exclude),
+    }
 
 
 @dataclass(frozen=True)

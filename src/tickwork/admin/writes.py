@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import collections
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Unpack
 
 from ..abc import Store
@@ -15,7 +16,7 @@ from ..plugin.manager import PluginManager
 from ..scheduling import sync as schedules
 from ..scheduling.options import ALIASES, NAMES, ScheduleOptions, of_spec
 from ..scheduling.validation import SpecBuilder
-from ..structures import Schedule, ScheduleSpec
+from ..structures import Pause, Schedule, ScheduleSpec, iso_z, utc
 from .health import HealthPolicy, health_of
 from .info import ScheduleInfo
 
@@ -109,7 +110,7 @@ class ScheduleWrites:
             merged["kind"] = None  # recognise the new expression's kind
         merged.update(fields)
         spec = self.spec(name, module=current.module, **merged)
-        trigger_changed = spec.trigger_key != current.trigger_key
+        trigger_changed = spec.times_key != current.times_key  # the trigger, or jitter, bounds, also, exclude
         recompute = trigger_changed or (spec.enabled and not current.enabled)
         return self._info(schedules.update(store, spec, self.manager, recompute=recompute))
 
@@ -119,6 +120,35 @@ class ScheduleWrites:
 
     def disable(self, name: str) -> ScheduleInfo:
         return self._info(schedules.set_enabled(self.store(write=True), name, False, self.manager))
+
+    def pause(
+        self, name: str, note: str, *, until: datetime | timedelta | None = None, by: str | None = None
+    ) -> ScheduleInfo:
+        """Disable a schedule with a reason: ``jobs show``, ``jobs list --json`` and the dashboard
+        show ``note``, ``by``, when it was paused and ``until``. A pause with ``until`` (a time,
+        or a duration from now by the database clock) ends by itself: a node's housekeeping
+        enables the schedule again once the database clock passed it, its next fire computed
+        from then (the fires meanwhile are not caught up). :meth:`resume` ends it before.
+
+        :raises tickwork.ScheduleNotFoundError: if there is no such schedule
+        :raises tickwork.ConfigError: for an empty note or an ``until`` not in the future
+        """
+        if not isinstance(note, str) or not note.strip():
+            raise ConfigError("pause: give a note saying why (it is shown with the schedule)")
+        store = self.store(write=True)
+        ends: datetime | None = None
+        if isinstance(until, timedelta):
+            ends = store.now() + until
+        elif until is not None:
+            ends = utc(until)
+        if ends is not None and ends <= store.now():
+            raise ConfigError(f"pause: --until {iso_z(ends)} has passed already (database clock)")
+        paused = schedules.pause(store, name, Pause(note.strip(), by=by, until=ends))
+        return self._info(paused)
+
+    def resume(self, name: str) -> ScheduleInfo:
+        """End a pause (or a plain disable): :meth:`enable`."""
+        return self.enable(name)
 
     def enable_many(self, names: Iterable[str]) -> builtins.list[ScheduleInfo]:
         """Enable several schedules in one transaction, all or none (a name given twice counts

@@ -37,6 +37,22 @@ def parse_since(text: str) -> datetime | timedelta:
         raise argparse.ArgumentTypeError(f"not an ISO-8601 time or an age like 30m, 1h, 2d: {text!r}") from None
 
 
+def parse_ahead(text: str) -> datetime | timedelta:
+    """``jobs pause --until``: an ISO-8601 time, or a duration such as ``90s``, ``2h``, ``1d``
+    (returned as a timedelta: that long after the database's clock)."""
+    try:
+        ahead = seconds_in(text)
+    except DurationError:
+        pass
+    else:
+        if 0 < ahead < timedelta.max.total_seconds():
+            return timedelta(seconds=ahead)
+    try:
+        return parse_time(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time or a duration like 30m, 2h, 1d: {text!r}") from None
+
+
 def count(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:

@@ -12,7 +12,7 @@ from ..structures import Claim, Finish, MisfirePolicy, Outcome, RunStatus, assem
 from .clock import DatabaseClock
 from .faults import OnceLogger, describe
 from .nextfires import NextFires
-from .planning import NextAfter, plan_next_fire, plan_retry
+from .planning import NextAfter, grace_of, plan_next_fire, plan_retry
 from .retries import RetryQueue
 from .settings import EngineSettings
 
@@ -109,7 +109,8 @@ class FollowUps:
             claimed_at=claim.claimed_at,
             now=now,
             policy=claim.spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
-            grace=self.settings.misfire_grace,
+            grace=grace_of(claim.spec, self.settings.misfire_grace),
+            max_catchup=claim.spec.max_catchup,
         )
         # Built without the frozen dataclass's __init__: one per fire (structures.assembled).
         return assembled(

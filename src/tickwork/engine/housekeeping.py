@@ -1,5 +1,5 @@
-"""Background duties of a node, run between passes of the loop: renew, reap, reconcile, and
-starting a prune of the history (which runs on its own thread: :mod:`.pruning`).
+"""Background duties of a node, run between passes of the loop: renew, reap, reconcile, resume
+the pauses that ended, and starting a prune of the history (which runs on its own thread: :mod:`.pruning`).
 
 Each duty is a small service with its own interval (River's maintenance services): one that
 fails with something other than a store error is logged once and tried again at its next turn;
@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 from ..abc import Store
 from ..errors import StoreError
+from ..plugin.manager import PluginManager
+from ..scheduling.sync import resume_expired
 from ..structures import Claim
 from .faults import OnceLogger
 from .pruning import HistoryPruner
-from .settings import PRUNE_INTERVAL, EngineSettings
+from .settings import PRUNE_INTERVAL, RESUME_INTERVAL, EngineSettings
 
 log = logging.getLogger("tickwork.engine")
 
@@ -32,6 +34,9 @@ class Service:
     run: Callable[[], object]
     when_idle: bool = True
     next_run: float = 0.0
+    #: Seconds until its next turn, asked after each run (``None``: ``interval``): a duty that
+    #: knows when it has work next (a pause's end) wakes the node then, not every second.
+    after: Callable[[], float] | None = None
 
 
 class Housekeeping:
@@ -45,8 +50,11 @@ class Housekeeping:
         settings: EngineSettings,
         tracked: Callable[[], list[Claim]],
         monotonic: Callable[[], float],
+        manager: PluginManager | None = None,
+        backfills: Callable[[], int] | None = None,
     ) -> None:
         self.store = store
+        self.manager = manager
         self.settings = settings
         self.tracked = tracked
         self.monotonic = monotonic
@@ -56,7 +64,15 @@ class Housekeeping:
             Service("reap", settings.reap_interval, self.reap),
             # As often as the reap: both release what nobody runs any more.
             Service("reconcile", settings.reap_interval, self.reconcile),
+            Service("resume", settings.reap_interval, self.resume, after=self._resume_after),
         ]
+        self._pause_ends: float | None = None
+        self._backfills = backfills
+        self._backfilling = False
+        if backfills is not None:
+            # Every second while there is backfill work, else as often as the reap: a backfill
+            # queued on an idle cluster starts within a reap interval.
+            self.services.append(Service("backfill", settings.reap_interval, self.backfill, after=self._backfill_after))
         self.pruner: HistoryPruner | None = None
         if settings.history_retention is not None:
             self.pruner = HistoryPruner(store, settings.history_retention)
@@ -81,6 +97,9 @@ class Housekeeping:
                 raise
             except Exception as exc:
                 self._errors.log(f"housekeeping {service.name} failed", exc)
+            else:
+                if service.after is not None:
+                    service.next_run = now + min(service.interval, max(service.after(), RESUME_INTERVAL))
 
     def seconds_until_next(self, busy: bool) -> float:
         now = self.monotonic()
@@ -94,6 +113,24 @@ class Housekeeping:
         reaped = self.store.reap_expired(self.settings.hard_timeout_grace)
         if reaped:
             log.warning("hard timeout released %d schedule(s)", reaped)
+
+    def resume(self) -> None:
+        """Enable the schedules whose ``jobs pause --until`` passed (database clock), and note
+        when the next pause ends."""
+        for schedule in resume_expired(self.store, self.manager):
+            log.info("resumed %s: its pause ended (%s)", schedule.name, schedule.pause.note if schedule.pause else "")
+        self._pause_ends = self.store.next_pause_end()
+
+    def _resume_after(self) -> float:
+        """Seconds until the next pause ends (at least a second; at most the interval)."""
+        return float("inf") if self._pause_ends is None else self._pause_ends
+
+    def backfill(self) -> None:
+        assert self._backfills is not None
+        self._backfilling = self._backfills() > 0
+
+    def _backfill_after(self) -> float:
+        return RESUME_INTERVAL if self._backfilling else float("inf")
 
     def reconcile(self) -> int:
         """Release what this node holds in the store but no longer tracks (a claim whose answer

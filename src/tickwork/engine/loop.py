@@ -23,6 +23,7 @@ from ..abc import Executor, Membership, Store
 from ..errors import StoreError
 from ..plugin.manager import PluginManager
 from ..structures import Claim, Finish, Outcome, RunStatus
+from .backfills import BackfillRunner
 from .clock import DatabaseClock
 from .counters import Counters
 from .ends import EndWriter
@@ -88,7 +89,10 @@ class Engine:
             lead=settings.lookahead / 2,
             max_batch=settings.batch_size,
         )
-        self.housekeeping = Housekeeping(store, settings, self.tracked_claims, monotonic)
+        self.backfills = BackfillRunner(store, executors, membership, settings)
+        self.housekeeping = Housekeeping(
+            store, settings, self.tracked_claims, monotonic, manager, backfills=self.backfills.run
+        )
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self.follow_ups = FollowUps(

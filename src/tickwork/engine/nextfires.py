@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..plugin.manager import PluginManager
+from ..scheduling.firetimes import FireTimes
 from ..scheduling.triggers import checked_period, get_trigger
 from ..structures import ScheduleSpec
 from .planning import LastAnswer, NextAfter
@@ -22,7 +23,7 @@ class NextFires:
 
     def __init__(self, manager: PluginManager | None) -> None:
         self.manager = manager
-        self._cache: dict[tuple[str, str, str], NextAfter] = {}
+        self._cache: dict[tuple[object, ...], NextAfter] = {}
 
     def of(self, spec: ScheduleSpec, after: datetime) -> NextAfter:
         """The ``next_after`` of ``spec``'s trigger; ``after`` (the fire it follows) is where the
@@ -32,11 +33,19 @@ class NextFires:
         """
         # Twice per fire (start and end): the registry lookup, the compile cache and the period
         # check's cache each hash the trigger; one dict keyed by three strings is cheaper.
-        key = (spec.trigger_kind, spec.expression, spec.timezone)
+        key: tuple[object, ...] = (spec.trigger_kind, spec.expression, spec.timezone)
+        moved = spec.start_at is not None or spec.end_at is not None or spec.jitter or spec.also or spec.exclude
+        if moved:
+            # The options are the schedule's own (the jitter offset comes from its name).
+            key += (spec.name, spec.jitter, spec.start_at, spec.end_at, spec.also, spec.exclude)
         next_after = self._cache.get(key)
         if next_after is None:
-            trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager)
-            next_after = LastAnswer(checked_period(trigger, after).next_after)
+            trigger = checked_period(
+                get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager), after
+            )
+            next_after = LastAnswer(
+                FireTimes.of(trigger, spec, self.manager).next_after if moved else trigger.next_after
+            )
             if len(self._cache) >= TRIGGER_CACHE_SIZE:
                 self._cache.clear()
             self._cache[key] = next_after

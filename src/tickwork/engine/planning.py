@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..structures import MAX_RETRIES, MisfirePolicy, assembled
+from ..structures import MAX_RETRIES, MisfirePolicy, ScheduleSpec, assembled
 from .settings import MAX_SKIPPED_RECORDS
 
 #: Longest wait before a retry, in seconds (a day). At most MAX_RETRIES retries are planned,
@@ -61,12 +61,14 @@ def plan_next_fire(
     policy: MisfirePolicy,
     grace: float,
     max_skipped: int = MAX_SKIPPED_RECORDS,
+    max_catchup: int | None = None,
 ) -> FirePlan:
     """The next fire after a fire of ``scheduled_for`` claimed at ``claimed_at`` ends at ``now``.
 
     Fire times at or before ``now`` are passed over and recorded (at most ``max_skipped``; a longer
     gap is jumped without recording every time), except that policy ``all`` keeps those within
-    ``grace`` seconds of ``now`` to run them.
+    ``grace`` seconds of ``now`` to run them: at most ``max_catchup`` of them (the latest), the
+    older ones passed over and recorded too.
     """
     floor = now - timedelta(seconds=grace) if policy is MisfirePolicy.ALL else now
     late = (claimed_at - scheduled_for).total_seconds()
@@ -83,8 +85,33 @@ def plan_next_fire(
         nxt = next_after(nxt)
     if nxt is not None and nxt <= floor:
         nxt = next_after(floor)
+    if policy is MisfirePolicy.ALL and max_catchup is not None:
+        nxt = _capped(next_after, nxt, now, max_catchup, skipped, max_skipped)
     # Built without the frozen dataclass's __init__: one per fire (structures.assembled).
     return assembled(FirePlan, {"next_fire": nxt, "skipped": tuple(skipped)})
+
+
+def _capped(
+    next_after: NextAfter,
+    nxt: datetime | None,
+    now: datetime,
+    max_catchup: int,
+    skipped: list[tuple[datetime, str]],
+    max_skipped: int,
+) -> datetime | None:
+    """The first of the due fires from ``nxt`` that policy ``all`` replays when at most
+    ``max_catchup`` may be: the older ones are added to ``skipped``. Keeps a window of the last
+    ``max_catchup`` due fires, so a long gap costs one pass over it."""
+    reason = f"missed: beyond max_catchup {max_catchup} (misfire policy all)"
+    window: list[datetime] = []
+    while nxt is not None and nxt <= now:
+        window.append(nxt)
+        if len(window) > max_catchup:
+            passed = window.pop(0)
+            if len(skipped) < max_skipped:
+                skipped.append((passed, reason))
+        nxt = next_after(nxt)
+    return window[0] if window else nxt
 
 
 def misfire_reason(
@@ -99,6 +126,12 @@ def misfire_reason(
     if attempt != 1 or late <= grace or policy is MisfirePolicy.ONCE:
         return None
     return f"missed by {late:.1f}s (misfire policy {policy.value}, grace {grace:g}s)"
+
+
+def grace_of(spec: ScheduleSpec, default: float) -> float:
+    """Seconds a fire of ``spec`` may be late and still run: its own ``misfire_grace``, else the
+    node's ``default``."""
+    return default if spec.misfire_grace is None else spec.misfire_grace.total_seconds()
 
 
 def retry_delay(backoff: float, attempt: int) -> float:

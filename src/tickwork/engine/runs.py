@@ -25,7 +25,7 @@ from .ends import EndWriter
 from .followups import FollowUps, Parked
 from .held import HeldFires
 from .listener import EngineListener
-from .planning import misfire_reason
+from .planning import grace_of, misfire_reason
 from .retries import PendingRetry
 from .settings import MAX_WAIT, EngineSettings
 
@@ -129,7 +129,7 @@ class Runs:
             )
             return self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, "already recorded"), now)
         policy = claim.spec.misfire or self.settings.misfire
-        grace = self.settings.misfire_grace
+        grace = grace_of(claim.spec, self.settings.misfire_grace)
         missed = misfire_reason(
             scheduled_for=claim.scheduled_for, starting_at=now, attempt=claim.attempt, policy=policy, grace=grace
         )

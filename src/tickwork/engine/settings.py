@@ -22,6 +22,9 @@ NEXT_DUE_MAX_AGE = 0.25
 #: Seconds between reads of the database clock for sleep times; in between, the last reading
 #: plus the monotonic time since stands in for it (a round trip and a commit saved per loop).
 CLOCK_READ_INTERVAL = 1.0
+#: Seconds between two looks for pauses that ended (``jobs pause --until``): one indexed read of
+#: the pauses whose end passed, so a pause lasts at most this much longer than asked.
+RESUME_INTERVAL = 1.0
 #: Seconds between two prunes of the history.
 PRUNE_INTERVAL = 3600.0
 #: The longest wait the engine hands to ``threading`` (longer ones raise OverflowError there).

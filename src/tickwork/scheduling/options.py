@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from ..errors import ConfigError
-from ..structures import MisfirePolicy, ScheduleSpec
+from ..structures import ON_FINISH, MisfirePolicy, ScheduleSpec, parse_iso
 from .durations import duration, seconds_in
 
 #: The :class:`ScheduleSpec` defaults: the options' defaults are written there, once.
@@ -38,6 +38,41 @@ def _arguments(where: str, value: object) -> dict[str, Any]:
 def _misfire(where: str, value: object) -> MisfirePolicy | None:
     # MisfirePolicy's own error lists the choices; it is kept word for word.
     return None if value is None else MisfirePolicy(str(value))
+
+
+def _moment(where: str, value: object) -> datetime:
+    """A time: an aware :class:`~datetime.datetime` or ISO 8601 text (UTC without an offset, as
+    everywhere in tickwork; a naive datetime is refused like anywhere else)."""
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return parse_iso(value)
+        except ValueError:
+            raise ConfigError(f"{where}: not an ISO 8601 time such as 2026-12-01T09:00:00Z: {value!r}") from None
+    raise ConfigError(f"{where}: expected an ISO 8601 time or a datetime, got {type(value).__name__} {value!r}")
+
+
+def _iso_text(text: str) -> datetime:
+    try:
+        return parse_iso(text)
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 time such as 2026-12-01T09:00:00Z: {text!r}") from None
+
+
+def _expressions(where: str, value: object) -> tuple[str, ...]:
+    """Trigger expressions: a list of strings (one string is a list of one)."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError(f"{where}: expected a list of expressions (strings), got {type(value).__name__} {value!r}")
+
+
+def _expression_text(text: str) -> str:
+    if not text.strip():
+        raise ValueError("an empty expression")
+    return text
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -110,6 +145,8 @@ class Option:
     same_help: bool = False
     in_code: bool = True
     aliases: tuple[str, ...] = ()
+    #: Given several times on the command line (``--exclude A --exclude B``): a list.
+    repeatable: bool = False
 
     @property
     def flag(self) -> str:
@@ -200,6 +237,89 @@ OPTIONS: tuple[Option, ...] = (
     ),
     # On the command line a pair of switches (jobs add --disabled, jobs update --enable|--disable).
     Option("enabled", "enabled", _SPEC_DEFAULTS["enabled"], _as_is, None, "whether it fires at all"),
+    # The rarer options (docs/triggers.md#schedule-options), stored together in one column.
+    Option(
+        "pause_after_failures",
+        "pause_after_failures",
+        None,
+        _as_is,
+        _count,
+        "pause it after N consecutive failed fires (each after its retries)",
+        "default: never",
+        metavar="N",
+    ),
+    Option(
+        "jitter",
+        "jitter",
+        _SPEC_DEFAULTS["jitter"],
+        duration,
+        non_negative_seconds,
+        "move every fire later by a fixed offset in [0, jitter) taken from the name",
+        "default 0",
+        metavar="SECONDS",
+    ),
+    Option("start_at", "start_at", None, _moment, _iso_text, "no fire before this time", metavar="TIME"),
+    Option("end_at", "end_at", None, _moment, _iso_text, "no fire after this time", metavar="TIME"),
+    Option(
+        "misfire_grace",
+        "misfire_grace",
+        None,
+        duration,
+        non_negative_seconds,
+        "seconds a fire may be late and still run",
+        "default: scheduler.misfire_grace",
+        metavar="SECONDS",
+    ),
+    Option(
+        "max_catchup",
+        "max_catchup",
+        None,
+        _as_is,
+        _count,
+        "with misfire policy all: the most missed fires replayed",
+        "default: no cap",
+        metavar="N",
+    ),
+    Option(
+        "max_runs",
+        "max_runs",
+        None,
+        _as_is,
+        _count,
+        "end after N fires that ran (succeeded, failed or timed out)",
+        "default: no end",
+        metavar="N",
+    ),
+    Option(
+        "on_finish",
+        "on_finish",
+        _SPEC_DEFAULTS["on_finish"],
+        _as_is,
+        str,
+        "what becomes of it after max_runs: keep (shown finished) or remove",
+        f"default {_SPEC_DEFAULTS['on_finish']}",
+        choices=ON_FINISH,
+    ),
+    Option(
+        "also",
+        "also",
+        (),
+        _expressions,
+        _expression_text,
+        "a further trigger expression (repeat the option for several): fires at any of them",
+        metavar="EXPRESSION",
+        repeatable=True,
+    ),
+    Option(
+        "exclude",
+        "exclude",
+        (),
+        _expressions,
+        _expression_text,
+        "times that do not fire, e.g. '*-12-25' or 'Sat,Sun' (repeat the option for several)",
+        metavar="EXPRESSION",
+        repeatable=True,
+    ),
 )
 
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -225,6 +345,16 @@ class ScheduleOptions(TypedDict, total=False):
     retries: int
     retry_backoff: float | timedelta | str
     enabled: bool
+    pause_after_failures: int | None
+    jitter: float | timedelta | str
+    start_at: datetime | str | None
+    end_at: datetime | str | None
+    misfire_grace: float | timedelta | str | None
+    max_catchup: int | None
+    max_runs: int | None
+    on_finish: str
+    also: Sequence[str] | str
+    exclude: Sequence[str] | str
 
 
 class CodeOptions(TypedDict, total=False):
@@ -238,6 +368,16 @@ class CodeOptions(TypedDict, total=False):
     retries: int
     retry_backoff: float | timedelta | str
     enabled: bool
+    pause_after_failures: int | None
+    jitter: float | timedelta | str
+    start_at: datetime | str | None
+    end_at: datetime | str | None
+    misfire_grace: float | timedelta | str | None
+    max_catchup: int | None
+    max_runs: int | None
+    on_finish: str
+    also: Sequence[str] | str
+    exclude: Sequence[str] | str
 
 
 def given(options: Mapping[str, Any], *, allowed: Iterable[str] = NAMES, what: str = "option") -> dict[str, Any]:

@@ -11,8 +11,9 @@ from datetime import datetime
 from ..abc import Store
 from ..errors import DeclarationError, ScheduleExistsError, ScheduleNotFoundError, TickworkError
 from ..plugin.manager import PluginManager
-from ..structures import Schedule, SchedulePlan, ScheduleSpec
+from ..structures import Pause, Schedule, SchedulePlan, ScheduleSpec
 from .declare import DeclaredJob
+from .firetimes import fire_times
 from .triggers import check_period, get_trigger
 
 log = logging.getLogger("tickwork.schedules")
@@ -22,7 +23,7 @@ def first_fire(spec: ScheduleSpec, now: datetime, manager: PluginManager | None 
     """The first fire after ``now``; refuses a trigger that fires less than a second apart."""
     trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager)
     check_period(trigger, now)
-    return trigger.next_after(now)
+    return fire_times(spec, manager).next_after(now)
 
 
 def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) -> Schedule:
@@ -34,8 +35,9 @@ def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) 
 def update(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None, *, recompute: bool) -> Schedule:
     """Replace a schedule's definition. With ``recompute`` (a new trigger, or enabling) the next
     fire is the first after now; otherwise the stored one is kept, so a pending "run now" stays."""
-    next_fire = store.get(spec.name).next_fire
-    if not spec.enabled:
+    stored = store.get(spec.name)
+    next_fire = stored.next_fire
+    if not spec.enabled or _finished(stored.run_count, spec):
         next_fire = None
     elif recompute or next_fire is None:
         next_fire = first_fire(spec, store.now(), manager)
@@ -54,8 +56,11 @@ def add_many(
     :raises tickwork.errors.TickworkError: ``replace`` would overwrite a declared job
     """
 
+    counts: dict[str, int] = {}
+
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
         by_name = {s.name: s for s in stored}
+        counts.update({s.name: s.run_count for s in stored})
         create: list[ScheduleSpec] = []
         replaced: list[ScheduleSpec] = []
         for spec in specs:
@@ -73,7 +78,7 @@ def add_many(
                 replaced.append(spec)
         return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
 
-    store.write_schedules(plan, _first_fires(manager))
+    store.write_schedules(plan, _first_fires(manager, counts))
     return _read_back(store, [spec.name for spec in specs])
 
 
@@ -109,10 +114,13 @@ def set_enabled_many(
         written
     """
 
+    counts: dict[str, int] = {}
+
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
+        counts.update({s.name: s.run_count for s in stored})
         return SchedulePlan(retrigger=tuple(replace(s.spec, enabled=enabled) for s in _named(stored, names)))
 
-    store.write_schedules(plan, _first_fires(manager))
+    store.write_schedules(plan, _first_fires(manager, counts))
     return _read_back(store, names)
 
 
@@ -128,11 +136,16 @@ def _named(stored: Sequence[Schedule], names: Sequence[str]) -> list[Schedule]:
     return [by_name[name] for name in names]
 
 
-def _first_fires(manager: PluginManager | None) -> Callable[[ScheduleSpec, datetime], datetime | None]:
-    """``next_fire`` for :meth:`Store.write_schedules`: an enabled spec's first fire after ``now``."""
+def _first_fires(
+    manager: PluginManager | None, run_counts: dict[str, int] | None = None
+) -> Callable[[ScheduleSpec, datetime], datetime | None]:
+    """``next_fire`` for :meth:`Store.write_schedules`: an enabled spec's first fire after ``now``
+    (none for one that ran its ``max_runs``, by ``run_counts``: name -> fires it ran)."""
 
     def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
-        return first_fire(spec, now, manager) if spec.enabled else None
+        if not spec.enabled or _finished((run_counts or {}).get(spec.name, 0), spec):
+            return None
+        return first_fire(spec, now, manager)
 
     return next_fire
 
@@ -146,9 +159,31 @@ def _read_back(store: Store, names: Sequence[str]) -> list[Schedule]:
 
 def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
     """Enabling computes the next fire from now (Docspell): time spent disabled is not caught up."""
-    spec = store.get(name).spec
-    next_fire = first_fire(spec, store.now(), manager) if enabled else None
+    stored = store.get(name)
+    finished = _finished(stored.run_count, stored.spec)
+    next_fire = first_fire(stored.spec, store.now(), manager) if enabled and not finished else None
     return store.set_enabled(name, enabled, next_fire)
+
+
+def _finished(run_count: int, spec: ScheduleSpec) -> bool:
+    """Whether a schedule that ran ``run_count`` fires is done with ``spec``'s ``max_runs``: it
+    gets no next fire from a change or from being enabled (a higher ``max_runs`` gives it one)."""
+    return spec.max_runs is not None and run_count >= spec.max_runs
+
+
+def pause(store: Store, name: str, how: Pause) -> Schedule:
+    """Disable a schedule with a note (and maybe an end: ``how.until``, by the database clock)."""
+    return store.set_enabled(name, False, None, how)
+
+
+def resume_expired(store: Store, manager: PluginManager | None = None) -> list[Schedule]:
+    """Enable the schedules whose pause ended (a node's housekeeping); each next fire is computed
+    from the database clock, like :func:`set_enabled`."""
+
+    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+        return first_fire(spec, now, manager)  # the stored spec is the disabled one
+
+    return store.resume_expired(next_fire)
 
 
 @dataclass
@@ -177,9 +212,12 @@ def sync_module(
     """
     report = SyncReport(module)
 
+    counts: dict[str, int] = {}
+
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
         report.created, report.updated, report.unchanged, report.removed = [], [], [], []
         by_name = {s.name: s for s in stored}
+        counts.update({s.name: s.run_count for s in stored})
         create: list[ScheduleSpec] = []
         changed: list[ScheduleSpec] = []
         retrigger: list[ScheduleSpec] = []
@@ -197,7 +235,7 @@ def sync_module(
             wanted = replace(spec, enabled=current.spec.enabled)
             if wanted == current.spec:
                 report.unchanged.append(spec.name)
-            elif (wanted.trigger_key != current.spec.trigger_key or current.fault is not None) and wanted.enabled:
+            elif (wanted.times_key != current.spec.times_key or current.fault is not None) and wanted.enabled:
                 # A new trigger starts from now; so does a parked schedule (its new definition
                 # is the fix). The store clears the fault and marks a running schedule retimed.
                 retrigger.append(wanted)
@@ -210,8 +248,7 @@ def sync_module(
         report.removed = remove
         return SchedulePlan(tuple(create), tuple(changed), tuple(retrigger), tuple(remove))
 
-    def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
-        return first_fire(spec, now, manager) if spec.enabled else None
+    next_fire = _first_fires(manager, counts)
 
     try:
         store.write_schedules(plan, next_fire)

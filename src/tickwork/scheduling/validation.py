@@ -4,6 +4,7 @@ arguments accepted."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Unpack
 
 from ..abc import Executor
@@ -12,6 +13,7 @@ from ..errors import ConfigError
 from ..plugin.assembly import build_executors
 from ..plugin.manager import PluginManager
 from ..structures import ScheduleSpec
+from .firetimes import FireTimes, check_merged_period, fire_times
 from .options import ScheduleOptions, given, values
 from .triggers import check_fires, check_zone, detect_kind, get_trigger
 
@@ -47,6 +49,9 @@ class SpecBuilder:
         check_zone(spec.timezone)
         # Also for a schedule added disabled: enabling it later could never make it fire.
         check_fires(get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager))
+        fires = fire_times(spec, self.manager)  # the trigger, and the further expressions and exclusions
+        if spec.also and isinstance(fires, FireTimes):
+            check_merged_period(fires, datetime.now(UTC))
         self.executor(spec.executor).validate_target(spec.target, spec.arguments)
         return spec
 

@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, or_, select, update
+from sqlalchemy import Boolean, Connection, and_, bindparam, case, delete, or_, select, update
 
 from ..errors import ScheduleExistsError
 from ..structures import ScheduleSpec
-from .schema import runs, schedules
+from .schema import backfills, runs, schedules
 
 if TYPE_CHECKING:
     from .storecore import SQLCore
@@ -71,7 +71,11 @@ def update_schedules(
         update(schedules)
         .where(schedules.c.name == bindparam("b_key"))
         # A new definition is a fix: a parked schedule fires again (docs/architecture.md#faults).
-        .values({c: bindparam(f"b_{c}") for c in columns} | {"updated_at": store.now_expr(), "fault": None})
+        .values(
+            {c: bindparam(f"b_{c}") for c in columns}
+            | {"updated_at": store.now_expr(), "fault": None}
+            | _pause_cleared_if_enabled()
+        )
     )
     for batch in chunks(sorted(specs, key=lambda s: s.name)):
         now = clock(store, conn)
@@ -82,6 +86,19 @@ def update_schedules(
                 row["b_next_fire"] = next_fire(spec, now)
             rows.append(row)
         conn.execute(stmt, rows)
+
+
+def _pause_cleared_if_enabled() -> dict[str, Any]:
+    """An enabled definition is no longer paused (``pausing.PAUSE_CLEARED``); a disabled one keeps
+    its pause. By the bound value, not the column (MySQL assigns SET left to right)."""
+    enabled = bindparam("b_enabled", type_=Boolean)
+    return {
+        "paused_note": case((enabled, None), else_=schedules.c.paused_note),
+        "paused_by": case((enabled, None), else_=schedules.c.paused_by),
+        "paused_at": case((enabled, None), else_=schedules.c.paused_at),
+        "paused_until": case((enabled, None), else_=schedules.c.paused_until),
+        "failures": case((enabled, 0), else_=schedules.c.failures),
+    }
 
 
 def mark_retimed(conn: Connection, specs: Sequence[ScheduleSpec]) -> None:
@@ -118,4 +135,5 @@ def delete_schedules(conn: Connection, names: Sequence[str]) -> None:
         ids = select(schedules.c.id).where(schedules.c.name.in_(list(batch)))
         # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
         conn.execute(delete(runs).where(runs.c.schedule_id.in_(ids.scalar_subquery())))
+        conn.execute(delete(backfills).where(backfills.c.schedule_id.in_(ids.scalar_subquery())))
         conn.execute(delete(schedules).where(schedules.c.name.in_(list(batch))))

@@ -25,13 +25,13 @@ from ..structures import (
     RunStatus,
 )
 from ..structures import cap_error as cap
+from .pausing import Pausing
 from .retry import log, transient_retry
 from .rows import UNHELD
 from .schema import UTCDateTime, runs, schedules
-from .storecore import SQLCore
 
 
-class Ending(SQLCore):
+class Ending(Pausing):
     """Ending runs: the fenced release of a batch of ends, retries' attempt ends, renewals and parking."""
 
     def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
@@ -173,6 +173,9 @@ class Ending(SQLCore):
             if skipped:
                 conn.execute(self.insert_ignore(runs), skipped)
                 self.statements += 1
+            # Only schedules with pause_after_failures or max_runs: the others' ends write nothing
+            # more. Last: a finished schedule removed (on_finish) takes its history with it.
+            self._count_ends(conn, finishes, landed)
         return [f.claim.schedule_id in landed for f in finishes]
 
     @transient_retry

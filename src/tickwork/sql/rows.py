@@ -11,7 +11,17 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Row, or_
 
-from ..structures import MisfirePolicy, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState
+from ..structures import (
+    MisfirePolicy,
+    Pause,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    ScheduleSpec,
+    ScheduleState,
+    iso_z,
+    parse_iso,
+)
 from .schema import schedules
 
 #: The SET clause that leaves a schedule held by no node, its next fire time unchanged.
@@ -35,26 +45,83 @@ def _seconds(value: float) -> timedelta:
     return timedelta(seconds=value)
 
 
+#: The ``options`` column's fields at their defaults: what a NULL there stands for.
+_NO_OPTIONS: dict[str, Any] = {
+    "pause_after_failures": None,
+    "jitter": timedelta(0),
+    "start_at": None,
+    "end_at": None,
+    "misfire_grace": None,
+    "max_catchup": None,
+    "also": (),
+    "exclude": (),
+    "max_runs": None,
+    "on_finish": "keep",
+}
+
+
+def options_json(spec: ScheduleSpec) -> dict[str, Any] | None:
+    """The ``options`` column of ``spec``: the options it sets away from their defaults (seconds
+    for durations, ISO 8601 for times), ``None`` when it sets none."""
+    out: dict[str, Any] = {}
+    for name, default in _NO_OPTIONS.items():
+        value = getattr(spec, name)
+        if value == default:
+            continue
+        if isinstance(value, timedelta):
+            value = value.total_seconds()
+        elif isinstance(value, datetime):
+            value = iso_z(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[name] = value
+    return out or None
+
+
+def _options(stored: Any) -> dict[str, Any]:
+    """The spec fields of a stored ``options`` value (JSON text from a claim, or decoded)."""
+    if stored is None:
+        return _NO_OPTIONS
+    if isinstance(stored, str | bytes):
+        stored = json.loads(stored)
+    if stored is None:
+        return _NO_OPTIONS
+    out = dict(_NO_OPTIONS)
+    for name, value in stored.items():
+        if name in ("jitter", "misfire_grace"):
+            out[name] = timedelta(seconds=value)
+        elif name in ("start_at", "end_at"):
+            out[name] = parse_iso(value)
+        elif name in ("also", "exclude"):
+            out[name] = tuple(value)
+        elif name in out:
+            out[name] = value
+    return out
+
+
 def spec_from_row(r: Mapping[Any, Any]) -> ScheduleSpec:
     """The spec of a schedule row (by key: a Row's attribute access costs 5x more, and this runs
-    for every claimed row not seen before)."""
-    return ScheduleSpec.stored(
-        {
-            "name": r["name"],
-            "trigger_kind": r["trigger_kind"],
-            "expression": r["expression"],
-            "timezone": r["timezone"],
-            "executor": r["executor"],
-            "target": r["target"],
-            "arguments": _arguments(r["arguments"]),
-            "timeout": _seconds(r["timeout_s"]),
-            "module": r["module"],
-            "enabled": bool(r["enabled"]),
-            "misfire": MisfirePolicy(r["misfire"]) if r["misfire"] else None,
-            "retries": r["retries"],
-            "retry_backoff": _seconds(r["retry_backoff_s"]),
-        },
-    )
+    for every claimed row not seen before). A row without options (NULL: most) gives a spec
+    whose options are the class defaults (:meth:`ScheduleSpec.stored`)."""
+    fields = {
+        "name": r["name"],
+        "trigger_kind": r["trigger_kind"],
+        "expression": r["expression"],
+        "timezone": r["timezone"],
+        "executor": r["executor"],
+        "target": r["target"],
+        "arguments": _arguments(r["arguments"]),
+        "timeout": _seconds(r["timeout_s"]),
+        "module": r["module"],
+        "enabled": bool(r["enabled"]),
+        "misfire": MisfirePolicy(r["misfire"]) if r["misfire"] else None,
+        "retries": r["retries"],
+        "retry_backoff": _seconds(r["retry_backoff_s"]),
+    }
+    options = r["options"]
+    if options is not None:
+        fields.update(_options(options))
+    return ScheduleSpec.stored(fields)
 
 
 def schedule_from_row(row: Row[Any]) -> Schedule:
@@ -69,6 +136,11 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
         created_at=row.created_at,
         updated_at=row.updated_at,
         fault=row.fault,
+        pause=None
+        if row.paused_note is None
+        else Pause(row.paused_note, by=row.paused_by, at=row.paused_at, until=row.paused_until),
+        failures=row.failures,
+        run_count=row.run_count,
     )
 
 
@@ -112,6 +184,7 @@ def spec_values(spec: ScheduleSpec) -> dict[str, Any]:
         "retries": spec.retries,
         "retry_backoff_s": spec.retry_backoff.total_seconds(),
         "enabled": spec.enabled,
+        "options": options_json(spec),
     }
 
 

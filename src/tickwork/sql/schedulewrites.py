@@ -28,14 +28,16 @@ from ..errors import (
     ScheduleNotFoundError,
 )
 from ..structures import (
+    Pause,
     Schedule,
     SchedulePlan,
     ScheduleSpec,
 )
 from . import bulk
+from .pausing import PAUSE_CLEARED, pause_values
 from .retry import transient_retry
 from .rows import retriggered, schedule_from_row, spec_values
-from .schema import runs, schedules
+from .schema import backfills, runs, schedules
 from .storecore import SQLCore
 
 
@@ -69,6 +71,8 @@ class ScheduleWriting(SQLCore):
         # A new definition is a fix: a parked schedule fires again. A new trigger while a run is
         # active marks the row retimed, so that the run's release keeps this next fire.
         values = spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr(), "fault": None}
+        if spec.enabled:
+            values |= PAUSE_CLEARED  # enabled: no longer paused
         features = self.features
         running_retriggered = and_(schedules.c.state == "running", retriggered(spec))
         if not features.sets_in_order:
@@ -152,15 +156,18 @@ class ScheduleWriting(SQLCore):
                 raise ScheduleNotFoundError(name)
             # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
             conn.execute(delete(runs).where(runs.c.schedule_id == schedule_id))
+            conn.execute(delete(backfills).where(backfills.c.schedule_id == schedule_id))
             conn.execute(delete(schedules).where(schedules.c.id == schedule_id))
             self._notify(conn)
 
-    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
-        write = (
-            update(schedules)
-            .where(schedules.c.name == name)
-            .values(enabled=enabled, next_fire=next_fire, updated_at=self.now_expr(), fault=None)
-        )
+    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
+        now = self.now_expr()
+        values: dict[str, Any] = {"enabled": enabled, "next_fire": next_fire, "updated_at": now, "fault": None}
+        if enabled:
+            values |= PAUSE_CLEARED
+        elif pause is not None:
+            values |= pause_values(pause, now)
+        write = update(schedules).where(schedules.c.name == name).values(**values)
         returning = self.features.update_returning
         with self._tx() as conn:
             row = self._written(conn, write, name, returning)

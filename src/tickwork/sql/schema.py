@@ -133,6 +133,20 @@ schedules = Table(
     Column("fault", Text, nullable=True),
     # The trigger changed while a run was active: its release keeps the next fire stored then.
     Column("retimed", Boolean, nullable=False, server_default=text("false")),
+    # The options that most schedules leave unset (pause_after_failures, jitter, start_at, end_at,
+    # misfire_grace, max_catchup: sql/rows.py), as one JSON object, NULL when none is set: a
+    # claim returns one more column, NULL for the schedules that use none of them.
+    Column("options", JSON(none_as_null=True), nullable=True),
+    # Consecutive failed fires, counted only for schedules with pause_after_failures.
+    Column("failures", Integer, nullable=False, server_default="0"),
+    # Fires that ran, counted only for schedules with max_runs.
+    Column("run_count", Integer, nullable=False, server_default="0"),
+    # Why a disabled schedule is paused, who paused it, when, and until when (NULL: until
+    # resumed). An expired pause is resumed by a node's housekeeping (ix_..._paused_until).
+    Column("paused_note", Text, nullable=True),
+    Column("paused_by", String(200), nullable=True),
+    Column("paused_at", UTCDateTime, nullable=True),
+    Column("paused_until", UTCDateTime, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint("state IN ('idle', 'running')", name="state"),
@@ -168,6 +182,8 @@ Index(
     postgresql_where=text("state = 'running'"),
 )
 Index("ix_tickwork_schedules_module", schedules.c.module)
+# The housekeeping's "which pauses expired" reads this, not the table: few rows have a value.
+Index("ix_tickwork_schedules_paused_until", schedules.c.paused_until)
 
 runs = Table(
     "tickwork_runs",
@@ -199,6 +215,25 @@ Index(
     runs.c.node,
     sqlite_where=text("status = 'running'"),
     postgresql_where=text("status = 'running'"),
+)
+
+# Fire times queued by `tickwork jobs backfill`, each taken (and deleted) by a node owning the
+# schedule's bucket, which runs it as a normal run with its own fire identity (docs/cluster.md#backfill).
+backfills = Table(
+    "tickwork_backfills",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column(
+        "schedule_id",
+        Id,
+        ForeignKey("tickwork_schedules.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("scheduled_for", UTCDateTime, nullable=False),
+    # Run it even if the history holds a run of that fire (a further attempt of it).
+    Column("rerun", Boolean, nullable=False, server_default=text("false")),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("schedule_id", "scheduled_for", name="uq_tickwork_backfills_fire"),
 )
 
 nodes = Table(

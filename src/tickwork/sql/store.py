@@ -15,13 +15,15 @@ one job each:
 - :mod:`.claiming`: claiming due fires and recording their runs;
 - :mod:`.ending`: ending runs (the fenced batch release), renewing and parking;
 - :mod:`.nodestate`: heartbeats and releasing what a node holds;
-- :mod:`.historyqueries`: history and admin reads, pruning.
+- :mod:`.historyqueries`: history and admin reads, pruning;
+- :mod:`.pausing` (pauses, failures counted) and :mod:`.backfilling` (the backfill queue).
 """
 
 from __future__ import annotations
 
 from ..structures import MAX_ERROR_CHARS
 from ..structures import cap_error as cap
+from .backfilling import Backfilling
 from .claiming import Claiming
 from .ending import Ending
 from .handoffs import Handoffs
@@ -33,7 +35,7 @@ from .schedulewrites import ScheduleWriting
 from .storecore import SQLCore
 
 
-class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries, Handoffs):
+class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries, Handoffs, Backfilling):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""
 

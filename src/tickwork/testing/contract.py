@@ -47,6 +47,7 @@ from ..structures import (
     bucket_of,
 )
 from .handoff_contract import HandoffContract
+from .contract_semantics import SemanticsContract
 
 OK = Outcome(RunStatus.SUCCEEDED)
 MINUTE = timedelta(minutes=1)
@@ -76,8 +77,9 @@ def finish(
     return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0]
 
 
-class StoreContract(HandoffContract):
-    """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``."""
+class StoreContract(HandoffContract, SemanticsContract):
+    """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``
+    (the schedule-semantics part: :mod:`.contract_semantics`; hand-offs: :mod:`.handoff_contract`)."""
 
     @pytest.fixture
     def make_store(self) -> Callable[[], Store]:

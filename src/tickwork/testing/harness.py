@@ -25,8 +25,8 @@ from ..errors import ConfigError
 from ..plugin.manager import default_manager, load_object
 from ..plugin.runcontext import current_run
 from ..scheduling.declare import DeclaredJob, declared_in
-from ..scheduling.sync import first_fire
-from ..scheduling.triggers import get_trigger
+from ..scheduling.firetimes import fire_times
+from ..scheduling.sync import first_fire, resume_expired
 from ..structures import Claim, Finish, JobCall, Outcome, RunStatus, ScheduleSpec
 from .clock import DEFAULT_START, FakeClock
 from .memory import MemoryStore
@@ -184,7 +184,14 @@ class SchedulerHarness:
         end = self.clock() + timedelta(seconds=seconds)
         ran: list[HarnessRun] = []
         while True:
+            resume_expired(self.store)  # as a node's housekeeping does
+            ran.extend(self._backfills())
             due = self.store.next_due(buckets=None)
+            ends_in = self.store.next_pause_end()
+            resumes = None if ends_in is None else self.clock() + timedelta(seconds=ends_in)
+            if resumes is not None and resumes <= end and (due is None or resumes < due):
+                self.clock.set(max(resumes, self.clock()))
+                continue
             if due is None or due > end:
                 break
             if due > self.clock():
@@ -198,14 +205,23 @@ class SchedulerHarness:
             self.clock.set(end)
         return ran
 
+    def _backfills(self) -> list[HarnessRun]:
+        """Run the queued backfill fires (``Admin.backfill``, ``store.queue_backfill``) now, each
+        once, as a node's housekeeping does: no retries, the end recorded as the job's outcome."""
+        ran: list[HarnessRun] = []
+        for claim in self.store.take_backfills(self.node_id, limit=1000, buckets=None):
+            attempt = self._call(claim)
+            self.store.end_attempt(claim, Outcome(attempt.status, error=attempt.error))
+            ran.append(attempt)
+        return ran
+
     def _fire(self, claim: Claim) -> list[HarnessRun]:
         if claim.run_id is None:
             # Already recorded (invariant 1): advance the schedule without running it again.
             self._end(claim, Outcome(RunStatus.SKIPPED, error="already recorded"))
             return []
         attempts: list[HarnessRun] = []
-        trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
-        next_fire = trigger.next_after(claim.scheduled_for)
+        next_fire = fire_times(claim.spec).next_after(claim.scheduled_for)
         while True:
             attempt = self._call(claim)
             attempts.append(attempt)
@@ -254,7 +270,7 @@ class SchedulerHarness:
 
     def _end(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
         now = self.clock()
-        trigger = get_trigger(claim.spec.trigger_kind, claim.spec.expression, claim.spec.timezone)
+        trigger = fire_times(claim.spec)
         skipped: list[tuple[datetime, str]] = []
         nxt = trigger.next_after(claim.scheduled_for)
         # Fire times that passed while this run (and its retries) went on are skipped, as the

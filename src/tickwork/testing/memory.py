@@ -14,13 +14,24 @@ from datetime import datetime, timedelta
 
 from ..abc import Store
 from ..errors import ConfigError
-from ..structures import Claim, Finish, NodeRecord, Outcome, RunStatus, ScheduleState, cap_error, utc
+from ..structures import (
+    Claim,
+    Finish,
+    NodeRecord,
+    Outcome,
+    RunStatus,
+    ScheduleState,
+    cap_error,
+    utc,
+)
 from .memory_handoffs import MemoryHandoffs
+from .memory_backfill import MemoryBackfills
+from .memory_counts import MemoryCounts
 from .memory_rows import RunRow
 from .memory_tables import aware
 
 
-class MemoryStore(MemoryHandoffs, Store):
+class MemoryStore(MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, Store):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:
@@ -41,6 +52,7 @@ class MemoryStore(MemoryHandoffs, Store):
             raise ConfigError(f"batch_size: must be >= 1, got {batch_size}")
         self.batch_size = batch_size
         self._init_tables(clock)
+        self._init_backfills()
 
     # -- claiming ---------------------------------------------------------------------------------
 
@@ -118,6 +130,7 @@ class MemoryStore(MemoryHandoffs, Store):
             run.end(f.outcome.status, f.outcome.error, utc(f.finished_at) if f.finished_at is not None else now)
             if f.started_at is not None:
                 run.started_at = utc(f.started_at)
+        self._count_failure(row, f, now)
         for at, reason in f.skipped:
             self._insert_run(
                 RunRow(
@@ -132,6 +145,8 @@ class MemoryStore(MemoryHandoffs, Store):
                     error=cap_error(reason),
                 )
             )
+        if self._count_run(row, f):
+            self._remove_finished(row)  # last: its history goes with it
         return True
 
     def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:

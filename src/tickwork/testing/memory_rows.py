@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from ..structures import RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, cap_error
+from ..structures import Pause, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, cap_error
 
 
 def stored_spec(spec: ScheduleSpec) -> ScheduleSpec:
@@ -38,6 +38,15 @@ class ScheduleRow:
     fault: str | None = None
     #: The trigger changed while a run was active: its release keeps the next fire set then.
     retimed: bool = False
+    #: Why it is paused (disabled with a note), and its consecutive failures.
+    pause: Pause | None = None
+    failures: int = 0
+    run_count: int = 0
+
+    def resumed(self) -> None:
+        """Enabled: no longer paused, its failures counted afresh."""
+        self.pause = None
+        self.failures = 0
 
     @property
     def claimable(self) -> bool:
@@ -61,6 +70,9 @@ class ScheduleRow:
             created_at=self.created_at,
             updated_at=self.updated_at,
             fault=self.fault,
+            pause=self.pause,
+            failures=self.failures,
+            run_count=self.run_count,
         )
 
 

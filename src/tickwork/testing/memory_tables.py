@@ -16,12 +16,14 @@ from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
 from ..structures import (
     Claim,
     NodeRecord,
+    Pause,
     RunRecord,
     RunStatus,
     Schedule,
     SchedulePlan,
     ScheduleSpec,
     ScheduleState,
+    cap_error,
     utc,
 )
 from .memory_rows import RunRow, ScheduleRow, stored_spec
@@ -51,6 +53,9 @@ class MemoryTables:
         self._wakes: list[Callable[[], None]] = []
 
     # -- helpers ----------------------------------------------------------------------------------
+
+    def _drop_backfills(self, schedule_id: int) -> None:
+        """A removed schedule's queued backfill times go with it (:class:`.memory_backfill.MemoryBackfills`)."""
 
     @contextmanager
     def _tx(self) -> Iterator[datetime]:
@@ -130,6 +135,8 @@ class MemoryTables:
             if row.state is ScheduleState.RUNNING and row.spec.trigger_key != spec.trigger_key:
                 row.retimed = True  # the active run's next fire, from the old trigger, must not win
             row.spec, row.next_fire, row.updated_at, row.fault = stored_spec(spec), aware(next_fire), now, None
+            if spec.enabled:
+                row.resumed()
             self._notify()
             return row.public()
 
@@ -158,13 +165,18 @@ class MemoryTables:
             for run in [r for r in self._runs.values() if r.schedule_id == row.id]:
                 self._delete_run(run.id)
             del self._schedules[row.id], self._by_name[name]
+            self._drop_backfills(row.id)
             self._notify()
 
-    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None) -> Schedule:
+    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
         with self._tx() as now:
             row = self._row(name)
             row.spec, row.next_fire, row.updated_at = replace(row.spec, enabled=enabled), aware(next_fire), now
             row.fault = None
+            if enabled:
+                row.resumed()
+            elif pause is not None:
+                row.pause = replace(pause, note=cap_error(pause.note, 1000) or "", at=now)
             self._notify()
             return row.public()
 

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from ...config.files import Config
 from ...plugin.command import Command, CommandGroup
-from .jobs_bulk import JobsDisable, JobsEnable, JobsRemove
+from .jobs_bulk import JobsBackfill, JobsDisable, JobsEnable, JobsPause, JobsRemove, JobsResume
 from .jobs_edit import JobsAdd, JobsUpdate
 from .jobs_view import JobsList, JobsShow, JobsTrigger
 from .workdir import import_from_working_directory
@@ -24,6 +24,9 @@ class JobsCommand(CommandGroup):
         "remove": JobsRemove,
         "enable": JobsEnable,
         "disable": JobsDisable,
+        "pause": JobsPause,
+        "resume": JobsResume,
+        "backfill": JobsBackfill,
         "trigger": JobsTrigger,
     }
 

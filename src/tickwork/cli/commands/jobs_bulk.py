@@ -4,6 +4,7 @@ several in one transaction, all or none."""
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import sys
 from abc import abstractmethod
@@ -14,6 +15,8 @@ from ...admin.api import Admin
 from ...admin.info import ScheduleInfo
 from ...errors import ConfigError, ScheduleNotFoundError, TickworkError
 from ...scheduling import schedulefile
+from ...structures import iso_z
+from ..argtypes import parse_ahead, parse_time
 from .admincommand import AdminCommand
 from .jobs_view import declared_note, said
 
@@ -106,6 +109,14 @@ class JobsEnable(_Several):
         return admin.enable_many(names)
 
 
+class JobsResume(JobsEnable):
+    help = "end the pause of schedules (as enable: next fire computed from now) (several: all or none)"
+    action = "resume"
+
+    def one(self, name: str, as_json: bool, admin: Admin) -> None:
+        said("resumed", admin.resume(name), as_json)
+
+
 class JobsDisable(_Several):
     help = "disable schedules (several: all or none)"
     action = "disable"
@@ -115,3 +126,65 @@ class JobsDisable(_Several):
 
     def many(self, names: list[str], admin: Admin) -> list[ScheduleInfo]:
         return admin.disable_many(names)
+
+
+class JobsPause(AdminCommand):
+    help = "pause a schedule with a note saying why, until resumed or until a time"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("name", help="schedule name")
+        parser.add_argument("--note", required=True, help="why it is paused (shown with the schedule)")
+        parser.add_argument(
+            "--until",
+            type=parse_ahead,
+            metavar="TIME",
+            help="resume by itself then: an ISO-8601 time, or a duration from now (30m, 2h, 1d) by the database clock",
+        )
+
+    def act(self, args: argparse.Namespace, admin: Admin) -> int:
+        info = admin.pause(args.name, args.note, until=args.until, by=_user())
+        if args.json:
+            print(json.dumps(info.as_json()))
+        else:
+            pause = info.pause
+            until = "until resumed" if pause is None or pause.until is None else f"until {iso_z(pause.until)}"
+            print(f"paused {info.name} {until}")
+        return 0
+
+
+def _user() -> str | None:
+    """Who runs the command (the login name), for the pause's ``by``."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return None
+
+
+class JobsBackfill(AdminCommand):
+    help = "run a schedule's fire times of a range once each (a node owning it runs them)"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("name", help="schedule name")
+        parser.add_argument(
+            "--from", dest="start", type=parse_time, required=True, metavar="TIME", help="first time (inclusive)"
+        )
+        parser.add_argument("--to", dest="end", type=parse_time, required=True, metavar="TIME", help="end (exclusive)")
+        parser.add_argument("--dry-run", action="store_true", help="list the fire times; queue nothing")
+        parser.add_argument("--rerun", action="store_true", help="also fires the history holds a run of")
+
+    def act(self, args: argparse.Namespace, admin: Admin) -> int:
+        report = admin.backfill(args.name, args.start, args.end, dry_run=args.dry_run, rerun=args.rerun)
+        if args.json:
+            print(json.dumps(report.as_json()))
+            return 0
+        if args.dry_run:
+            for moment in report.times:
+                print(f"{iso_z(moment)}  {'would run' if moment in set(report.queued) else 'in the history'}")
+        verb = "would queue" if args.dry_run else "queued"
+        print(
+            f"{verb} {len(report.queued)} of the {len(report.times)} fire times of {report.name}"
+            f" ({len(report.already)} in the history already{'' if args.rerun else '; --rerun runs them again'})"
+        )
+        return 0

@@ -32,6 +32,8 @@ def _schedule_options(parser: argparse.ArgumentParser, *, update: bool) -> None:
         parser.add_argument(
             option.flag,
             dest=option.name,
+            # Repeated (--exclude A --exclude B): a list of the values.
+            action="append" if option.repeatable else "store",
             # ConfigError (``--args``' JSON) is the command's one-line error, raised while parsing.
             type=usage(parse),
             choices=option.choices,

@@ -11,6 +11,7 @@ from ...admin.api import Admin
 from ...admin.info import ScheduleInfo
 from ...plugin.tracebacks import for_people
 from ...scheduling.localtime import local_time
+from ...scheduling.firetimes import jitter_offset
 from ...structures import ScheduleState
 from ..argtypes import count
 from ..output import Column, Listing, duration, iso_z, one_line, short_time
@@ -37,6 +38,10 @@ def _state(info: ScheduleInfo) -> str:
         return f"running on {info.running_on}"
     if info.fault:
         return f"parked: {info.fault}"
+    if info.pause is not None:
+        return "paused" + ("" if info.pause.until is None else f" until {iso_z(info.pause.until)}")
+    if info.finished:
+        return f"finished ({info.run_count} runs)"
     return info.state.value if info.enabled else "disabled"
 
 
@@ -173,6 +178,7 @@ class JobsShow(AdminCommand):
             ("timeout", f"{info.timeout:g}s"),
             ("retries", f"{info.retries} (backoff {info.retry_backoff:g}s, doubled)"),
             ("misfire", info.misfire.value if info.misfire else "default (scheduler.misfire)"),
+            *_options(info),
             ("declared in", info.module or "- (run-time schedule)"),
             (
                 "last run",
@@ -182,6 +188,8 @@ class JobsShow(AdminCommand):
                 f"took {duration(last.started_at, last.finished_at)}",
             ),
         ]
+        if info.pause is not None:
+            fields.insert(4, ("paused", _paused(info)))
         if info.fault:
             # Parked: the schedule fires no more until someone acts; say what to do.
             fields[5:5] = [("why parked", info.fault), ("to fix", fix_for(info))]
@@ -208,6 +216,40 @@ def _print_traceback(info: ScheduleInfo, *, as_json: bool) -> int:
         print(f"run {last.id} of {info.name}, scheduled {iso_z(last.scheduled_for)}: {last.status.value}")
         print(for_people(last.error))
     return 0
+
+
+def _paused(info: ScheduleInfo) -> str:
+    pause = info.pause
+    assert pause is not None
+    by = f" by {pause.by}" if pause.by else ""
+    until = "until resumed" if pause.until is None else f"until {iso_z(pause.until)}"
+    return f"{one_line(pause.note, 200)!r}{by} at {iso_z(pause.at)}, {until}"
+
+
+def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
+    """The rarer options that ``info`` sets (docs/triggers.md#schedule-options)."""
+    spec = info.spec
+    out: list[tuple[str, Any]] = []
+    if spec.misfire_grace is not None:
+        out.append(("misfire grace", f"{spec.misfire_grace.total_seconds():g}s"))
+    if spec.max_catchup is not None:
+        out.append(("max catch-up", spec.max_catchup))
+    if spec.jitter:
+        offset = jitter_offset(spec.name, spec.jitter).total_seconds()
+        out.append(("jitter", f"{spec.jitter.total_seconds():g}s (this schedule: +{offset:.3f}s)"))
+    if spec.also:
+        out.append(("also at", "; ".join(spec.also)))
+    if spec.exclude:
+        out.append(("except", "; ".join(spec.exclude)))
+    if spec.start_at is not None:
+        out.append(("start at", iso_z(spec.start_at)))
+    if spec.end_at is not None:
+        out.append(("end at", iso_z(spec.end_at)))
+    if spec.max_runs is not None:
+        out.append(("max runs", f"{spec.max_runs}, then {spec.on_finish} (ran {info.run_count})"))
+    if spec.pause_after_failures is not None:
+        out.append(("pause after", f"{spec.pause_after_failures} failed fires in a row (now {info.failures})"))
+    return out
 
 
 class JobsTrigger(AdminCommand):

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from ...config.files import Config
+from ...errors import ConfigError
 from ...plugin.command import Command
 from ...plugin.manager import plugin_manager_for
+from ...scheduling.firetimes import Exclusion, FireTimes, compiled, excluding, jitter_offset
 from ...scheduling.localtime import local_time
-from ...scheduling.triggers import check_fires, detect_kind, get_trigger, next_fire_times
-from ..argtypes import count, parse_time
+from ...scheduling.options import non_negative_seconds
+from ...scheduling.triggers import check_fires, detect_kind, get_trigger
+from ..argtypes import count, parse_time, usage
 from ..output import iso_z
+
+
+def _times(fires: FireTimes, after: datetime) -> Iterator[datetime]:
+    current: datetime | None = after
+    while current is not None:
+        current = fires.next_after(current)
+        if current is not None:
+            yield current
 
 
 class NextCommand(Command):
@@ -33,6 +46,21 @@ class NextCommand(Command):
         )
         parser.add_argument("-n", type=count(0), default=1, metavar="N", help="how many fire times (default 1)")
         parser.add_argument("--normalize", action="store_true", help="print the normalized expression instead")
+        parser.add_argument(
+            "--jitter",
+            type=usage(non_negative_seconds),
+            metavar="SECONDS",
+            help="a schedule's jitter: its times moved by the offset of --name (a schedule's option)",
+        )
+        parser.add_argument("--name", help="the schedule name the --jitter offset comes from")
+        parser.add_argument(
+            "--also", action="append", default=[], metavar="EXPRESSION", help="a further expression (repeatable)"
+        )
+        parser.add_argument(
+            "--exclude", action="append", default=[], metavar="EXPRESSION", help="times not to fire (repeatable)"
+        )
+        parser.add_argument("--start-at", type=parse_time, metavar="TIME", help="no fire before this time")
+        parser.add_argument("--end-at", type=parse_time, metavar="TIME", help="no fire after this time")
 
     def run(self, args: argparse.Namespace, config: Config) -> int:
         # Lookups without an explicit manager then use this one, the process's.
@@ -43,10 +71,32 @@ class NextCommand(Command):
             print(json.dumps({"kind": kind, "normalized": normalized}) if args.json else normalized)
             return 0
         after = args.after or datetime.now(UTC)
+        if args.jitter and not args.name:
+            raise ConfigError("next: --jitter needs --name: the offset is taken from the schedule's name")
         kind = args.kind or detect_kind(args.expression, manager)
+        zone = args.tz or "UTC"
+        trigger = get_trigger(kind, args.expression, zone, manager)
         # Refused as `jobs add` refuses it: "fires 0 times" would not say why.
-        check_fires(get_trigger(kind, args.expression, args.tz or "UTC", manager))
-        times = next_fire_times(args.expression, kind=kind, tz=args.tz, after=after, n=args.n)
+        check_fires(trigger)
+        offset = jitter_offset(args.name, timedelta(seconds=args.jitter)) if args.jitter else timedelta(0)
+        if offset:
+            print(f"tickwork: jitter offset of {args.name!r}: +{offset.total_seconds():.6f}s", file=sys.stderr)
+        times = list(
+            itertools.islice(
+                _times(
+                    FireTimes(
+                        trigger,
+                        offset=offset,
+                        start_at=args.start_at,
+                        end_at=args.end_at,
+                        also=[compiled(e, zone, manager) for e in args.also],
+                        exclusions=[Exclusion(excluding(e, zone, manager), zone) for e in args.exclude],
+                    ),
+                    after,
+                ),
+                args.n,
+            )
+        )
         for value in times:
             if args.json:
                 # The local time as ISO-8601 with the zone's offset, beside the UTC one.

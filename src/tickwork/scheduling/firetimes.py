@@ -1,0 +1,185 @@
+"""A schedule's fire times: its trigger's and those of its further expressions (``also``), less
+those its exclusions match (``exclude``), moved by its ``jitter`` and kept within its
+``start_at`` and ``end_at`` (docs/triggers.md#schedule-options).
+
+Everything that computes a schedule's fire times (the first fire when it is written, the engine
+after each fire, ``tickwork next``, :class:`tickwork.testing.SchedulerHarness`) asks
+:func:`fire_times`; for a schedule that sets none of these options it is the compiled trigger
+itself, so its fire times cost what they did before the options existed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from ..abc import Trigger
+from ..errors import TriggerError
+from ..plugin.manager import PluginManager
+from ..structures import ScheduleSpec
+from .triggers import MIN_PERIOD, PERIOD_SAMPLES, detect_kind, get_trigger
+
+_MICRO = timedelta(microseconds=1)
+_MINUTE = timedelta(minutes=1)
+#: Excluded days or minutes in a row after which a schedule is refused (it would never fire, or
+#: its search would not end): the engine parks it with this error.
+MAX_EXCLUDED_IN_A_ROW = 20_000
+
+
+def jitter_offset(name: str, jitter: timedelta) -> timedelta:
+    """The fixed offset in ``[0, jitter)`` of schedule ``name``, in whole microseconds: the same in
+    every process and version (the first 8 bytes of the name's SHA-256, like systemd's
+    ``FixedRandomDelay=``), so a fire's time, its identity in the history, never changes."""
+    span = jitter // _MICRO
+    if span <= 0:
+        return timedelta(0)
+    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    return timedelta(microseconds=int.from_bytes(digest[:8], "big") % span)
+
+
+class Exclusion:
+    """Times an ``exclude`` expression matches: every time of a local day on which it fires when
+    it names no time of day (no ``:`` and not a cron expression: ``*-12-25``, ``Sat,Sun``), else
+    every time of a minute in which it fires (cron ``* 12 * * *``: 12:00 to 12:59)."""
+
+    __slots__ = ("trigger", "whole_days", "zone")
+
+    def __init__(self, trigger: Trigger, zone: str) -> None:
+        self.trigger = trigger
+        self.zone = ZoneInfo(zone)
+        self.whole_days = trigger.kind != "cron" and ":" not in trigger.expression
+
+    def window_end(self, moment: datetime) -> datetime | None:
+        """The end of the excluded day or minute that holds ``moment`` (``None``: not excluded)."""
+        if self.whole_days:
+            local = moment.astimezone(self.zone)
+            day = local.replace(hour=0, minute=0, second=0, microsecond=0, fold=0)
+            start = day.astimezone(moment.tzinfo)
+            end = (day + timedelta(days=1)).replace(tzinfo=self.zone).astimezone(moment.tzinfo)
+        else:
+            start = moment.replace(second=0, microsecond=0)
+            end = start + _MINUTE
+        hit = self.trigger.next_after(start - _MICRO)
+        return end if hit is not None and hit < end else None
+
+
+class FireTimes:
+    """``next_after`` of a schedule whose options change its trigger's fire times.
+
+    The triggers' fire times merged (a time two give is one fire), less those an exclusion
+    matches; each fire ``t`` left becomes ``t + offset``; only those within ``[start_at, end_at]``
+    fire.
+    """
+
+    __slots__ = ("end_at", "exclusions", "offset", "start_at", "triggers")
+
+    def __init__(
+        self,
+        trigger: Trigger,
+        *,
+        offset: timedelta = timedelta(0),
+        start_at: datetime | None = None,
+        end_at: datetime | None = None,
+        also: Sequence[Trigger] = (),
+        exclusions: Sequence[Exclusion] = (),
+    ) -> None:
+        self.triggers = (trigger, *also)
+        self.offset = offset
+        self.start_at = start_at
+        self.end_at = end_at
+        self.exclusions = tuple(exclusions)
+
+    @classmethod
+    def of(cls, trigger: Trigger, spec: ScheduleSpec, manager: PluginManager | None = None) -> FireTimes:
+        """The fire times of ``spec``, whose trigger is ``trigger``.
+
+        :raises tickwork.errors.TriggerError: for an ``also`` or ``exclude`` expression that is invalid
+        """
+        return cls(
+            trigger,
+            offset=jitter_offset(spec.name, spec.jitter),
+            start_at=spec.start_at,
+            end_at=spec.end_at,
+            also=[compiled(e, spec.timezone, manager) for e in spec.also],
+            exclusions=[Exclusion(excluding(e, spec.timezone, manager), spec.timezone) for e in spec.exclude],
+        )
+
+    def nominal_after(self, after: datetime) -> datetime | None:
+        """The first time after ``after`` that any trigger gives and no exclusion matches."""
+        for _ in range(MAX_EXCLUDED_IN_A_ROW):
+            found = [t for t in (trigger.next_after(after) for trigger in self.triggers) if t is not None]
+            if not found:
+                return None
+            first = min(found)
+            ends = [end for end in (e.window_end(first) for e in self.exclusions) if end is not None]
+            if not ends:
+                return first
+            # Past the whole excluded day or minute at once: its other fires are excluded too.
+            after = max(first, max(ends) - _MICRO)
+        raise TriggerError(f"the exclusions match more than {MAX_EXCLUDED_IN_A_ROW:,} days or minutes in a row")
+
+    def next_after(self, after: datetime) -> datetime | None:
+        """The first fire strictly after ``after`` (``None``: never again)."""
+        if self.start_at is not None and after < self.start_at:
+            after = self.start_at - _MICRO  # the first fire at or after start_at
+        nominal = self.nominal_after(after - self.offset)
+        if nominal is None:
+            return None
+        moment = nominal + self.offset
+        if self.end_at is not None and moment > self.end_at:
+            return None
+        return moment
+
+
+def compiled(expression: str, zone: str, manager: PluginManager | None) -> Trigger:
+    """The trigger of an ``also`` or ``exclude`` expression (its kind recognised) in ``zone``."""
+    return get_trigger(detect_kind(expression, manager), expression, zone, manager)
+
+
+def excluding(expression: str, zone: str, manager: PluginManager | None) -> Trigger:
+    """The trigger of an ``exclude`` expression: a calendar or cron one (days, weekdays, times of
+    day); an interval or a single moment has no days or minutes to exclude.
+
+    :raises tickwork.errors.TriggerError: naming the expression otherwise
+    """
+    trigger = compiled(expression, zone, manager)
+    if trigger.kind not in ("calendar", "cron"):
+        raise TriggerError(
+            f"exclude: {expression!r} is of kind {trigger.kind}; exclusions are calendar or cron "
+            "expressions (e.g. '*-12-25', 'Sat,Sun', '* 12 * * *')"
+        )
+    return trigger
+
+
+def check_merged_period(fires: FireTimes, after: datetime, samples: int = PERIOD_SAMPLES) -> None:
+    """Refuse expressions whose merged fires come less than :data:`MIN_PERIOD` apart (each may be
+    slow enough alone: ``90s`` and ``*/1 * * * * *`` are not together), judged on ``samples``
+    consecutive fires after ``after``.
+
+    :raises tickwork.errors.TriggerError: naming the two fires
+    """
+    previous = fires.next_after(after)
+    for _ in range(samples):
+        if previous is None:
+            return
+        nxt = fires.next_after(previous)
+        if nxt is not None and (nxt - previous).total_seconds() < MIN_PERIOD:
+            raise TriggerError(
+                f"also: the expressions together fire less than {MIN_PERIOD:g} s apart ({previous.isoformat()} "
+                f"and {nxt.isoformat()}); schedules fire at most once a second"
+            )
+        previous = nxt
+
+
+def fire_times(spec: ScheduleSpec, manager: PluginManager | None = None) -> Trigger | FireTimes:
+    """What gives ``spec``'s fire times (``.next_after(after)``): the compiled trigger, or a
+    :class:`FireTimes` around it when ``spec`` sets jitter, bounds, further expressions or
+    exclusions.
+
+    :raises tickwork.errors.PluginNotFoundError: if the kind is not registered
+    :raises tickwork.errors.TriggerError: if an expression is invalid
+    """
+    trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager)
+    return trigger if spec.plain else FireTimes.of(trigger, spec, manager)

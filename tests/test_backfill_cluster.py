@@ -1,0 +1,121 @@
+"""Backfill on real node processes over PostgreSQL: yesterday's 24 hourly fires run once each,
+with distinct fire identities, through the schedule's executor on the node owning it; a second
+identical backfill runs none, and ``--rerun`` runs them again as further attempts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tickwork import schedules as admin
+from tickwork.structures import RunStatus, ScheduleSpec, iso_z
+from tickwork_postgres.store import PostgresStore
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def node_config(tmp_path: Path, url: str, node_id: str) -> Path:
+    path = tmp_path / f"{node_id}.toml"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            [scheduler]
+            node_id = "{node_id}"
+            [store]
+            plugin = "postgres"
+            url = "{url}"
+            [membership]
+            plugin = "hashring"
+            heartbeat_interval = 1.0
+            node_ttl = 4.0
+            """
+        )
+    )
+    return path
+
+
+def tickwork(cfg: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwork.cli", *args, "--config", str(cfg)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def run_nodes(configs: list[Path], env: dict[str, str], seconds: float) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tickwork.cli", "run", "--config", str(c), "--for", f"{seconds:.1f}"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for c in configs
+    ]
+    for p in procs:
+        assert p.wait(timeout=seconds + 60) == 0
+
+
+def test_backfill_runs_yesterdays_fires_once(tmp_path: Path, postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    store.upgrade()
+    store.open()
+    # Hourly: none of its own fires falls within the test; only the backfill runs it.
+    admin.add(
+        store,
+        ScheduleSpec(
+            name="hourly",
+            trigger_kind="cron",
+            expression="0 * * * *",
+            target="tests.cluster_jobs:work",
+            arguments={"n": 7},
+        ),
+    )
+    today = store.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    yesterday = today - timedelta(days=1)
+    configs = [node_config(tmp_path, postgres_url, f"n{i}") for i in (1, 2)]
+    fires = tmp_path / "fires.txt"
+    fires.touch()
+    env = dict(os.environ, CLUSTER_FIRES=str(fires))
+    window = ("--from", iso_z(yesterday), "--to", iso_z(today))
+
+    dry = json.loads(tickwork(configs[0], "--json", "jobs", "backfill", "hourly", *window, "--dry-run").stdout)
+    assert len(dry["times"]) == 24 and dry["queued"] == dry["times"]
+
+    queued = json.loads(tickwork(configs[0], "--json", "jobs", "backfill", "hourly", *window).stdout)
+    assert queued["queued"] == [iso_z(yesterday + timedelta(hours=h)) for h in range(24)]
+    run_nodes(configs, env, 8.0)
+    runs = [r for r in store.history(schedule="hourly", limit=1000)]
+    assert sorted(r.scheduled_for for r in runs) == [yesterday + timedelta(hours=h) for h in range(24)]
+    assert {r.status for r in runs} == {RunStatus.SUCCEEDED} and {r.attempt for r in runs} == {1}
+    assert len(fires.read_text().splitlines()) == 24  # each executed once
+
+    # The same backfill again: every fire is in the history, none is queued or run.
+    again = json.loads(tickwork(configs[0], "--json", "jobs", "backfill", "hourly", *window).stdout)
+    assert again["queued"] == [] and len(again["already"]) == 24
+    run_nodes(configs[:1], env, 3.0)
+    assert len(store.history(schedule="hourly", limit=1000)) == 24
+
+    # --rerun: two fires again, as their second attempts.
+    two = ("--from", iso_z(yesterday), "--to", iso_z(yesterday + timedelta(hours=2)))
+    tickwork(configs[0], "jobs", "backfill", "hourly", *two, "--rerun")
+    run_nodes(configs[:1], env, 4.0)
+    attempts = Counter(r.attempt for r in store.history(schedule="hourly", limit=1000))
+    assert attempts == {1: 24, 2: 2}
+    store.close()
