@@ -31,9 +31,9 @@ from ..plugin.manager import PluginManager, plugin_manager_for
 from ..scheduling.firetimes import fire_times
 from ..scheduling.validation import SpecBuilder
 from ..structures import RunRecord, RunStatus, ScheduleState, utc
+from .backfill import Backfills
 from .health import Health, HealthPolicy, health_of
 from .healthreads import HealthReads
-from .backfill import Backfills
 from .info import NodeInfo, ScheduleInfo
 from .writes import ScheduleWrites
 

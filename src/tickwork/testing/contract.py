@@ -46,8 +46,8 @@ from ..structures import (
     ScheduleState,
     bucket_of,
 )
-from .handoff_contract import HandoffContract
 from .contract_semantics import SemanticsContract
+from .handoff_contract import HandoffContract
 
 OK = Outcome(RunStatus.SUCCEEDED)
 MINUTE = timedelta(minutes=1)

@@ -24,11 +24,11 @@ from ..structures import (
     cap_error,
     utc,
 )
-from .memory_handoffs import MemoryHandoffs
 from .memory_backfill import MemoryBackfills
 from .memory_counts import MemoryCounts
+from .memory_handoffs import MemoryHandoffs
 from .memory_rows import RunRow
-from .memory_tables import aware
+from .memory_tables import MemoryTables, aware
 
 
 class MemoryStore(MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, Store):

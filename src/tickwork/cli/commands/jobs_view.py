@@ -10,8 +10,8 @@ from typing import Any
 from ...admin.api import Admin
 from ...admin.info import ScheduleInfo
 from ...plugin.tracebacks import for_people
-from ...scheduling.localtime import local_time
 from ...scheduling.firetimes import jitter_offset
+from ...scheduling.localtime import local_time
 from ...structures import ScheduleState
 from ..argtypes import count
 from ..output import Column, Listing, duration, iso_z, one_line, short_time
