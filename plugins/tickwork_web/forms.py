@@ -38,6 +38,10 @@ LABELS = {
 }
 
 
+#: Between the values of an option given several times (``also``, ``exclude``) in its one field.
+REPEAT_SEPARATOR = "; "
+
+
 def _shown(option: Option, value: Any) -> str:
     """A stored option value as the form's text."""
     if value is None:
@@ -46,6 +50,9 @@ def _shown(option: Option, value: Any) -> str:
         return f"{value.total_seconds():g}"
     if isinstance(value, Mapping):
         return json.dumps(dict(value)) if value else ""
+    if option.repeatable:
+        # Several expressions in one field: no trigger syntax uses a semicolon.
+        return REPEAT_SEPARATOR.join(value)
     return str(getattr(value, "value", value))
 
 
@@ -104,7 +111,11 @@ class ScheduleForm:
                 out[option.name] = None  # the default
                 continue
             try:
-                out[option.name] = option.text(raw) if option.text else raw
+                if option.repeatable and option.text:
+                    text = option.text
+                    out[option.name] = [text(part.strip()) for part in raw.split(";") if part.strip()]
+                else:
+                    out[option.name] = option.text(raw) if option.text else raw
             except (ValueError, TickworkError) as exc:
                 # The converters name the command-line flag (--args: ...); the form names the field.
                 self.errors[option.name] = str(exc).removeprefix(option.flag + ": ")

@@ -266,7 +266,8 @@ def test_edit_keeps_what_is_not_changed(
     bad = c.post("/edit/nightly-report", data=form(csrf, do="save", **{**fields, "expression": "0 25 * * *"}))
     assert bad.status_code == 400 and "hour" in error_of(bad.text, "expression")
     saved = c.post("/edit/nightly-report", data=form(csrf, do="save", **{**fields, "expression": "15 4 * * *"}))
-    assert saved.status_code == 303 and saved.headers["location"] == "/schedules/nightly-report?done=edit"
+    assert saved.status_code == 303, re.findall(r"class=\"(?:field-)?error[^>]*>([^<]*)", saved.text)
+    assert saved.headers["location"] == "/schedules/nightly-report?done=edit"
     with tickwork.connect(fresh) as admin:
         info = admin.get("nightly-report")
     assert (info.expression, info.timezone, info.target) == ("15 4 * * *", "Europe/Oslo", RECORD)
@@ -475,3 +476,18 @@ def test_strip_selection_and_form_on_server_databases(tmp_path: Path, config_for
     with tickwork.connect(config) as admin:
         assert admin.get("report").timezone == "Asia/Tokyo"
         assert not admin.get("broken").enabled and not admin.get("late").enabled
+
+
+def test_edit_keeps_several_expressions_and_exclusions(browser: tuple[TestClient, str], fresh: Path) -> None:
+    c, csrf = browser
+    with tickwork.connect(fresh) as admin:
+        admin.add("weekdays", "0 9 * * *", RECORD, also=["0 17 * * *"], exclude=["Sat,Sun", "*-12-25"])
+    page = c.get("/edit/weekdays").text
+    fields = dict(re.findall(r'<input id="f-\w+" type="text" name="(\w+)" value="([^"]*)"', page))
+    fields = {k: htmllib.unescape(v) for k, v in fields.items()}
+    assert (fields["also"], fields["exclude"]) == ("0 17 * * *", "Sat,Sun; *-12-25")
+    saved = c.post("/edit/weekdays", data=form(csrf, do="save", **{**fields, "also": "0 17 * * *; 0 12 * * *"}))
+    assert saved.status_code == 303, saved.text
+    with tickwork.connect(fresh) as admin:
+        spec = admin.get("weekdays").spec
+    assert (spec.also, spec.exclude) == (("0 17 * * *", "0 12 * * *"), ("Sat,Sun", "*-12-25"))
