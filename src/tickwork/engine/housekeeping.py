@@ -56,6 +56,9 @@ class Housekeeping:
             Service("reap", settings.reap_interval, self.reap),
             # As often as the reap: both release what nobody runs any more.
             Service("reconcile", settings.reap_interval, self.reconcile),
+            # Fires claimed ahead by any node (a dead, frozen or cut-off one included) that did
+            # not start by their deadline: given back within about start_grace + this interval.
+            Service("takeover", settings.takeover_interval, self.take_over),
         ]
         self.pruner: HistoryPruner | None = None
         if settings.history_retention is not None:
@@ -94,6 +97,11 @@ class Housekeeping:
         reaped = self.store.reap_expired(self.settings.hard_timeout_grace)
         if reaped:
             log.warning("hard timeout released %d schedule(s)", reaped)
+
+    def take_over(self) -> int:
+        """Give back the fires claimed ahead that did not start by their deadline, whoever holds
+        them (the store logs which)."""
+        return self.store.take_over_unstarted(self.settings.start_grace)
 
     def reconcile(self) -> int:
         """Release what this node holds in the store but no longer tracks (a claim whose answer

@@ -12,14 +12,13 @@ the error recorded and parks the schedule; a fault of the loop itself is logged 
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
 
-from ..abc import Executor, Membership, Store
+from ..abc import DEFAULT_NODE_TTL, Executor, Membership, Store
 from ..errors import StoreError
 from ..plugin.manager import PluginManager
 from ..structures import Claim, Finish, Outcome, RunStatus
@@ -36,6 +35,7 @@ from .nextfires import NextFires
 from .retries import RetryQueue
 from .runs import Runs
 from .settings import EngineSettings, clamp_wait
+from .watch import PassWatch
 
 log = logging.getLogger("tickwork.engine")
 
@@ -49,6 +49,8 @@ class Engine:
     :param clock: tests only: the database clock
     :param monotonic: tests only: the node's monotonic clock
     :param manager: the process's plugin manager (triggers are looked up in it)
+    :param stall_after: seconds after which a pass of the loop counts as stalled (logged, and
+        the node is unhealthy meanwhile); default: half the membership's ``node_ttl``
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class Engine:
         listener: EngineListener | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         manager: PluginManager | None = None,
+        stall_after: float | None = None,
     ) -> None:
         self.store = store
         self.listener: EngineListener = SafeListener(listener) if listener is not None else EngineListener()
@@ -109,6 +112,12 @@ class Engine:
         self.in_flight = self.runs.in_flight
         self._errors = OnceLogger(log)
         self._backoff = 0.0
+        if stall_after is None:
+            stall_after = float(getattr(membership, "node_ttl", DEFAULT_NODE_TTL)) / 2
+        #: The pass in progress: what it waits on, and whether it waited too long.
+        self.watch = PassWatch(monotonic, stall_after)
+        self._rejoins = membership.rejoins()
+        membership.watch_loop(self.watch.stalled)
 
     # -- counters (logs, tests, benchmarks) ---------------------------------------------------------
 
@@ -172,9 +181,11 @@ class Engine:
         the pass is logged (with its traceback the first time) and answered with a growing
         back-off, so a node stops only when asked."""
         try:
-            busy = self.tick()
-            # Reading the next due time is a query too: an outage may surface here first.
-            wait = 0.0 if busy else self.sleep_seconds()
+            with self.watch.pass_():
+                busy = self.tick()
+                # Reading the next due time is a query too: an outage may surface here first.
+                with self.watch.step("reading the next due time"):
+                    wait = 0.0 if busy else self.sleep_seconds()
         except StoreError as exc:
             self.listener.store_error(exc)
             self._back_off()
@@ -276,20 +287,21 @@ class Engine:
 
         :return: True when a full batch was claimed (more may be due right away)
         """
+        self.check_rejoined()
         self.runs.expire_overdue()
         self.runs.finish_completed()
-        self.housekeeping.run_due(busy=bool(self.in_flight or self.held_fires or self.retries))
+        with self.watch.step("housekeeping (renew, reap, reconcile, takeover)"):
+            self.housekeeping.run_due(busy=bool(self.in_flight or self.held_fires or self.retries))
         # A node unsure of its membership starts nothing, held fires included: others may soon
         # declare it dead and release its claims (docs/claim-protocol.md, bounds).
         healthy = self.membership.healthy()
         if healthy:
             # Before writing ends: a fire due now must not wait for a round trip.
-            due = self.held_fires.pop_due()
-            # Claims of one batch share their claim time; dispatch them together.
-            for mono_claimed, entries in itertools.groupby(due, key=lambda h: h.mono_claimed):
-                self.runs.dispatch([h.claim for h in entries], mono_claimed)
-            self.retries.start_due(self.runs.start_retry)
-        self.runs.write_ends()
+            self.start_held()
+            with self.watch.step("starting retries"):
+                self.retries.start_due(self.runs.start_retry)
+        with self.watch.step(f"writing {self.ends.backlog} run end(s)"):
+            self.runs.write_ends()
         if not healthy:
             return False
         room = self.settings.max_in_flight - len(self.in_flight) - len(self.held_fires)
@@ -297,18 +309,52 @@ class Engine:
             return False
         limit = min(self.settings.batch_size, room)
         claim_started = self.clock.monotonic()
-        claims = self.store.claim_due(
-            self.settings.node_id,
-            limit=limit,
-            buckets=self.membership.owned_buckets(),
-            ahead=self.settings.lookahead,
-            steal_after=self.settings.steal_after,
-        )
+        with self.watch.step("claiming due fires"):
+            claims = self.store.claim_due(
+                self.settings.node_id,
+                limit=limit,
+                buckets=self.membership.owned_buckets(),
+                ahead=self.settings.lookahead,
+                steal_after=self.settings.steal_after,
+            )
         self.listener.claimed(len(claims), self.clock.monotonic() - claim_started)
         self.gate.claimed(len(claims), limit)
         if claims:
             self.runs.dispatch(claims)
+            # Fires claimed ahead whose time came while the claim's answer travelled.
+            self.start_held()
         return len(claims) >= limit
+
+    def start_held(self) -> None:
+        """Start the held fires that are due, through one fenced start (Store.start_held)."""
+        if self.held_fires.seconds_until_next() != 0.0:
+            return
+        with self.watch.step("starting fires claimed ahead"):
+            granted = self.held_fires.start_due(
+                lambda claims: self.store.start_held(self.settings.node_id, claims, self.settings.start_grace)
+            )
+        if granted:
+            self.runs.start_held(granted)
+
+    def check_rejoined(self) -> None:
+        """If the membership found this node declared dead since the last pass, drop what the
+        others already released and recorded: held fires, pending retries, unwritten ends."""
+        rejoins = self.membership.rejoins()
+        if rejoins == self._rejoins:
+            return
+        self._rejoins = rejoins
+        held = self.held_fires.clear()
+        retries = len(self.retries.take_all())
+        ends = self.ends.drop()
+        log.warning(
+            "this node was declared dead by the others, who released its claims: dropped %d fire(s) claimed "
+            "ahead, %d pending retr(ies) and %d unwritten run end(s) instead of starting or writing them; "
+            "%d run(s) still going will only note their end",
+            held,
+            retries,
+            ends,
+            len(self.in_flight),
+        )
 
     def sleep_seconds(self) -> float:
         """How long the loop may sleep before something needs it (at most ``max_sleep``)."""

@@ -72,7 +72,7 @@ def finish(
     skipped: tuple[tuple[datetime, str], ...] = (),
     started_at: datetime | None = None,
 ) -> bool:
-    return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0]
+    return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0] is True
 
 
 class StoreContract:

@@ -4,7 +4,8 @@ It is the executable specification of docs/claim-protocol.md: every rule a SQL s
 constraints and fenced statements is written here as plain Python under one lock, so a reader
 can check a database store against it line by line, and users can test their jobs without a
 database (``SchedulerHarness`` uses it by default). This module holds the protocol (claims,
-ends, retries, expiry); memory_tables.py the rest (schedules, nodes, history).
+ends, retries, expiry); memory_starts.py the fenced starts and takeovers; memory_tables.py
+the rest (schedules, nodes, history).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from ..abc import Store
 from ..errors import ConfigError
 from ..structures import Claim, Finish, NodeRecord, Outcome, RunStatus, ScheduleState, cap_error, utc
 from .memory_rows import RunRow
-from .memory_tables import MemoryTables, aware
+from .memory_starts import MemoryStarts
+from .memory_tables import aware
 
 
-class MemoryStore(MemoryTables, Store):
+class MemoryStore(MemoryStarts, Store):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:
@@ -91,7 +93,7 @@ class MemoryStore(MemoryTables, Store):
                 claims.append(Claim(row.id, row.spec, row.next_fire, row.claim_seq, now, run_id))
             return claims
 
-    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
         with self._tx() as now:
             return [self._finish_one(node_id, f, now) for f in finishes]
 
@@ -210,6 +212,9 @@ class MemoryStore(MemoryTables, Store):
 
     def release_node(self, node_id: str, reason: str) -> int:
         with self._tx() as now:
+            # Fires claimed ahead and never started are given back, not abandoned: the fenced
+            # start keeps the node from starting them now, so the next claim runs them.
+            self._give_back_unstarted_of(node_id)
             for run in self._runs.values():
                 if run.node == node_id and run.status is RunStatus.RUNNING:
                     run.end(RunStatus.ABANDONED, reason, now)
@@ -240,6 +245,7 @@ class MemoryStore(MemoryTables, Store):
     def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
         keep = {(c.schedule_id, c.claim_seq) for c in tracked}
         with self._tx() as now:
+            self._give_back_unstarted_of(node_id, keep)
             stranded = [
                 r
                 for r in self._schedules.values()
