@@ -46,6 +46,7 @@ from ..structures import (
     ScheduleState,
     bucket_of,
 )
+from .contract_starts import FencedStartContract
 
 OK = Outcome(RunStatus.SUCCEEDED)
 MINUTE = timedelta(minutes=1)
@@ -75,7 +76,7 @@ def finish(
     return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0] is True
 
 
-class StoreContract:
+class StoreContract(FencedStartContract):
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``."""
 
     @pytest.fixture
