@@ -92,7 +92,9 @@ class HeartbeatMembership(Membership):
             released = self.store.release_dead_node(
                 node.id,
                 self.node_ttl,
-                f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned",
+                f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned: "
+                "its end was not recorded (it may have ended on that node before its end was written, or been "
+                "cut off mid-run)",
             )
             if released is None:  # it beat since it was read: alive after all
                 live.append(node.id)
