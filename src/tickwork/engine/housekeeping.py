@@ -58,7 +58,10 @@ class Housekeeping:
             Service("reconcile", settings.reap_interval, self.reconcile),
             # Fires claimed ahead by any node (a dead, frozen or cut-off one included) that did
             # not start by their deadline: given back within about start_grace + this interval.
-            Service("takeover", settings.takeover_interval, self.take_over),
+            # Only while this node holds claims: an idle node would otherwise wake every interval
+            # (a cluster at work has every node busy; in an idle one, the dead-node release at
+            # node_ttl gives such fires back too).
+            Service("takeover", settings.takeover_interval, self.take_over, when_idle=False),
         ]
         self.pruner: HistoryPruner | None = None
         if settings.history_retention is not None:

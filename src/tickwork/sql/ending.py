@@ -208,6 +208,9 @@ class Ending(SQLCore):
                     schedules.c.id.in_([c.schedule_id for c in claims]),
                     schedules.c.claimed_by == node_id,
                     schedules.c.state == "running",
+                    # A fire claimed ahead and not started stays so: renewing it would look like
+                    # its start, and neither its holder could start it nor others take it over.
+                    schedules.c.claimed_at >= schedules.c.next_fire,
                 )
                 .values(claimed_at=self.now_expr())
             )

@@ -17,7 +17,7 @@ from ..abc import Store
 from ..errors import ConfigError
 from ..structures import Claim, Finish, NodeRecord, Outcome, RunStatus, ScheduleState, cap_error, utc
 from .memory_rows import RunRow
-from .memory_starts import MemoryStarts
+from .memory_starts import MemoryStarts, unstarted
 from .memory_tables import aware
 
 
@@ -207,8 +207,10 @@ class MemoryStore(MemoryStarts, Store):
         with self._tx() as now:
             for claim in claims:
                 row = self._schedules.get(claim.schedule_id)
+                # A fire claimed ahead and not started stays so (see start_held).
                 if row is not None and row.claimed_by == node_id and row.state is ScheduleState.RUNNING:
-                    row.claimed_at = now
+                    if not unstarted(row):
+                        row.claimed_at = now
 
     def release_node(self, node_id: str, reason: str) -> int:
         with self._tx() as now:
