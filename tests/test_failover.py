@@ -95,6 +95,20 @@ def ran_share(rows: list[Run], names: set[str], lo: datetime, hi: datetime) -> f
     return len(expected & done) / len(expected)
 
 
+def missing(rows: list[Run], names: set[str], lo: datetime, hi: datetime) -> str:
+    """The fire times of ``names`` in [lo, hi] that did not run, with what the history says of them."""
+    known = {(r.name, r.scheduled_for): r for r in rows}
+    lines = []
+    for n in sorted(names):
+        for s in range(int((hi - lo).total_seconds()) + 1):
+            at = lo + timedelta(seconds=s)
+            r = known.get((n, at))
+            if r is None or r.status != "succeeded":
+                what = "no row" if r is None else f"{r.status} on {r.node}: {(r.error or '')[:90]}"
+                lines.append(f"{n} {at.time()} {what}")
+    return "\n".join(lines)
+
+
 def whole_second(moment: datetime) -> datetime:
     return moment.replace(microsecond=0)
 
@@ -107,15 +121,18 @@ def test_kill_9_at_a_random_phase_loses_no_fire(postgres_url: str, tmp_path: Pat
         time.sleep(max(0.0, started + 12 + random.random() - time.monotonic()))
         killed_at = store.now()
         procs[1].send_signal(signal.SIGKILL)
-        logs = wait_for(procs, tmp_path)
+        wait_for(procs, tmp_path)
         end = store.now()
         rows = history(store)
         check_exactly_once(rows, tmp_path)
         names = {f"c{i:02d}" for i in range(SCHEDULES)}
-        lo = whole_second(killed_at) - timedelta(seconds=6)
+        # From a few seconds before the kill (the nodes' start-up, 3-5 s on a busy machine, skips
+        # the fires due before the first claim by the misfire policy).
+        lo = whole_second(killed_at) - timedelta(seconds=4)
         hi = whole_second(end) - timedelta(seconds=3)
         share = ran_share(rows, names, lo, hi)
-        assert share >= 0.98, f"{share:.1%} of the fires from {lo} to {hi} ran\n{logs[-4000:]}"
+        gone = missing(rows, names, lo, hi)
+        assert share >= 0.98, f"{share:.1%} of the fires from {lo} to {hi} ran (killed at {killed_at}):\n{gone}"
         # The victim's schedules run on after its death (the other owners take over within ~1 s
         # of node_ttl for a run cut off, at once for the rest).
         after = whole_second(killed_at) + timedelta(seconds=7)
