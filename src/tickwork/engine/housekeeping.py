@@ -73,8 +73,10 @@ class Housekeeping:
     def run_due(self, busy: bool) -> None:
         """Run the duties whose turn it is (``busy``: this node holds claims).
 
-        :raises tickwork.errors.StoreError: from the first duty that met one (the others wait
-            for their next turn)
+        A store error of one duty (a lock timeout on a row another session holds, an outage) is
+        logged at WARNING and that duty tries again at its next turn; the pass goes on, so the
+        fires keep starting (an outage surfaces in the pass's other statements and is backed off
+        there).
         """
         now = self.monotonic()
         for service in self.services:
@@ -83,8 +85,8 @@ class Housekeeping:
             service.next_run = now + service.interval
             try:
                 service.run()
-            except StoreError:
-                raise
+            except StoreError as exc:
+                log.warning("housekeeping %s failed (%s); trying again in %.1fs", service.name, exc, service.interval)
             except Exception as exc:
                 self._errors.log(f"housekeeping {service.name} failed", exc)
 

@@ -52,7 +52,7 @@ class NodeState(Starting):
         """Make idle the schedules matching ``which`` whose fire was claimed ahead and never
         started, deleting their run rows (:meth:`forget_unstarted_runs`)."""
         unstarted = conn.execute(
-            select(schedules.c.id, schedules.c.claim_seq).where(which, UNSTARTED).with_for_update()
+            select(schedules.c.id, schedules.c.claim_seq).where(which, UNSTARTED).with_for_update(skip_locked=True)
         ).all()
         if not unstarted:
             return
@@ -74,7 +74,8 @@ class NodeState(Starting):
             held = conn.execute(
                 select(schedules.c.id, schedules.c.claim_seq)
                 .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
-                .with_for_update()
+                # Rows another session holds are left for the next reconcile, not waited for.
+                .with_for_update(skip_locked=True)
             ).all()
             stranded = [(r.id, r.claim_seq) for r in held if (r.id, r.claim_seq) not in keep]
             if not stranded:
@@ -107,17 +108,21 @@ class NodeState(Starting):
         now = self.now_expr()
         deadline = self._plus_seconds(schedules.c.claimed_at, schedules.c.timeout_s + literal(grace_seconds))
         expired = (schedules.c.state == "running", deadline < now)
+        # Rows another session holds locked are reaped next time, not waited for.
+        lockable = select(schedules.c.id).where(*expired).with_for_update(skip_locked=True).scalar_subquery()
         with self._tx() as conn:
             if self.features.update_returning:
                 rows = conn.execute(
                     update(schedules)
-                    .where(*expired)
+                    .where(schedules.c.id.in_(lockable), *expired)
                     .values(**UNHELD)
                     .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
                 ).all()
             else:
                 rows = conn.execute(
-                    select(schedules.c.id, schedules.c.claim_seq, schedules.c.name).where(*expired).with_for_update()
+                    select(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
+                    .where(*expired)
+                    .with_for_update(skip_locked=True)
                 ).all()
                 if rows:
                     conn.execute(update(schedules).where(schedules.c.id.in_([r.id for r in rows])).values(**UNHELD))

@@ -208,9 +208,13 @@ class MemoryStore(MemoryStarts, Store):
             for claim in claims:
                 row = self._schedules.get(claim.schedule_id)
                 # A fire claimed ahead and not started stays so (see start_held).
-                if row is not None and row.claimed_by == node_id and row.state is ScheduleState.RUNNING:
-                    if not unstarted(row):
-                        row.claimed_at = now
+                if (
+                    row is not None
+                    and row.claimed_by == node_id
+                    and row.state is ScheduleState.RUNNING
+                    and not unstarted(row)
+                ):
+                    row.claimed_at = now
 
     def release_node(self, node_id: str, reason: str) -> int:
         with self._tx() as now:
