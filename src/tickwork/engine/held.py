@@ -86,7 +86,8 @@ class HeldFires:
         refused = [fire.claim.spec.name for fire, ok in zip(due, granted, strict=True) if not ok]
         if refused:
             log.warning(
-                "not starting %d fire(s) claimed ahead: taken over by another node or past their start deadline: %s",
+                "not starting %d fire(s) claimed ahead: taken over by another node, past their start deadline, or "
+                "locked by another database session: %s",
                 len(refused),
                 ", ".join(refused[:10]) + (" ..." if len(refused) > 10 else ""),
             )

@@ -93,7 +93,24 @@ class Starting(SQLCore):
                         update(schedules).where(schedules.c.id.in_(started)).values(claimed_at=self.now_expr())
                     )
                 self.statements += 2
+            refused = [c.schedule_id for c in claims if c.schedule_id not in started]
+            if refused:
+                self._say_if_locked(conn, refused, params)
         return [c.schedule_id in started for c in claims]
+
+    def _say_if_locked(self, conn: Connection, refused: list[int], params: dict[str, Any]) -> None:
+        """Of the refused starts, warn about those refused only because another session holds
+        their rows locked (startable by every other condition, read without a lock)."""
+        startable = select(schedules.c.name).where(schedules.c.id.in_(refused), self._startable())
+        names = sorted(conn.scalars(startable, params))
+        self.statements += 1
+        if names:
+            log.warning(
+                "cannot start %d fire(s) claimed ahead: another database session holds their schedules' rows locked "
+                "(%s); they are taken over and run once the lock is released",
+                len(names),
+                ", ".join(names[:10]) + (" ..." if len(names) > 10 else ""),
+            )
 
     def _overdue(self) -> ColumnElement[bool]:
         return and_(UNSTARTED, self._deadline(bindparam("t_grace", type_=Float)) < self.now_expr())
