@@ -121,7 +121,7 @@ class Starting(SQLCore):
             update(schedules)
             .where(schedules.c.id.in_(self._locked_ids(overdue).scalar_subquery()), overdue)
             .values(**UNHELD)
-            .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.claimed_by, schedules.c.name)
+            .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
         )
 
     @transient_retry
@@ -135,7 +135,7 @@ class Starting(SQLCore):
                 read = self._statement(
                     "take_over/read",
                     lambda: (
-                        select(schedules.c.id, schedules.c.claim_seq, schedules.c.claimed_by, schedules.c.name)
+                        select(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
                         .where(self._overdue())
                         .with_for_update(skip_locked=True)
                     ),
@@ -148,11 +148,10 @@ class Starting(SQLCore):
                 return 0
             self.forget_unstarted_runs(conn, [(r.id, r.claim_seq) for r in rows])
             self._notify(conn)
-        holders = sorted({str(r.claimed_by) for r in rows})
         log.warning(
-            "took over %d fire(s) claimed ahead by %s that did not start by their deadline: %s",
+            "took over %d fire(s) claimed ahead that did not start by their deadline (their node died, froze, fell "
+            "behind, or another session held their rows locked); they run now: %s",
             len(rows),
-            ", ".join(holders),
             ", ".join(sorted(str(r.name) for r in rows)[:10]) + (" ..." if len(rows) > 10 else ""),
         )
         return len(rows)
