@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -29,6 +30,9 @@ from .retry import log, transient_retry
 from .rows import UNHELD
 from .schema import UTCDateTime, runs, schedules
 from .storecore import SQLCore
+
+#: Seconds to wait before asking again for ends whose schedule rows were locked elsewhere.
+BUSY_PAUSES = (0.005, 0.02)
 
 
 class Ending(SQLCore):
@@ -122,8 +126,23 @@ class Ending(SQLCore):
             )
         )
 
-    @transient_retry
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
+        ended = self._finish_once(node_id, finishes)
+        # Rows passed over as locked are mostly another node's claim or end transaction, a few
+        # milliseconds long: asked again at once, they land. Only a lock held longer (a stray
+        # FOR UPDATE, a long transaction) leaves them to the caller, to be written later.
+        for pause in BUSY_PAUSES:
+            busy = [i for i, ok in enumerate(ended) if ok is None]
+            if not busy:
+                break
+            time.sleep(pause)
+            again = self._finish_once(node_id, [finishes[i] for i in busy])
+            for i, ok in zip(busy, again, strict=True):
+                ended[i] = ok
+        return ended
+
+    @transient_retry
+    def _finish_once(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
         if not finishes:
             return []
         with self._tx() as conn:
