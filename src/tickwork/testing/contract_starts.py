@@ -37,7 +37,7 @@ class FencedStartContract:
     """Mixed into :class:`~tickwork.testing.StoreContract`; uses its ``store`` fixture."""
 
     def test_a_held_fire_starts_once_and_not_before_its_time(self, store: Store) -> None:
-        claim = claim_ahead(store, "held", 0.3)
+        claim = claim_ahead(store, "held", 1.0)
         assert store.start_held("n1", [claim], 5.0) == [False]  # not due yet: never early
         wait_until(store, claim.scheduled_for)
         assert store.start_held("n2", [claim], 5.0) == [False]  # not the holder
@@ -49,7 +49,7 @@ class FencedStartContract:
         assert run.status is RunStatus.SUCCEEDED and run.scheduled_for == claim.scheduled_for
 
     def test_a_held_fire_past_its_deadline_cannot_start_and_is_taken_over(self, store: Store) -> None:
-        late = claim_ahead(store, "late", 0.2)
+        late = claim_ahead(store, "late", 1.0)
         on_time = claim_ahead(store, "on-time", 30.0)
         wait_until(store, late.scheduled_for + timedelta(seconds=0.1))
         assert store.start_held("n1", [late], 0.05) == [False]
