@@ -90,6 +90,7 @@ def chaos(url: str, seconds: float, restart_db: Callable[[], None]) -> float:
                 if not db_restarted and at > seconds / 2:
                     time.sleep(max(0.0, started + seconds / 2 - time.monotonic()))
                     restart_db()
+                    store.engine.dispose()  # its pooled connections died with the server
                     db_restarted = True
                 time.sleep(max(0.0, started + at + random.random() - time.monotonic()))
                 procs[victim].send_signal(signal.SIGKILL)
