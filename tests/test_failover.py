@@ -1,6 +1,7 @@
 """Failover without losing fires (docs/claim-protocol.md, fenced starts): real hashring node
 processes on real PostgreSQL, 30 schedules firing every second. A node killed at a random phase
-of the second loses no fire for good (its fires claimed ahead are taken over and run late); a
+of the second loses no fire for good (its fires claimed ahead are taken over and run late; a run
+it had started keeps the documented mid-run bound); a
 node frozen past node_ttl starts nothing it no longer holds and rejoins; a lock another session
 holds on a few schedule rows stalls neither node. Judged from the history table, the file every
 execution appends to, and the nodes' logs."""
@@ -93,11 +94,33 @@ def check_exactly_once(rows: list[Run], tmp_path: Path) -> None:
         assert succeeded <= ran[name] <= succeeded + cut_off, (name, succeeded, cut_off, ran[name])
 
 
-def ran_share(rows: list[Run], names: set[str], lo: datetime, hi: datetime) -> float:
-    """Of the fire times of ``names`` in [lo, hi] (every whole second), the share that ran."""
+def ran_share(
+    rows: list[Run], names: set[str], lo: datetime, hi: datetime, excused: frozenset[tuple[str, datetime]] = frozenset()
+) -> float:
+    """Of the fire times of ``names`` in [lo, hi] (every whole second), less ``excused``, the
+    share that ran."""
     expected = {(n, lo + timedelta(seconds=s)) for n in names for s in range(int((hi - lo).total_seconds()) + 1)}
+    expected -= excused
     done = {(r.name, r.scheduled_for) for r in rows if r.status == "succeeded"}
     return len(expected & done) / len(expected)
+
+
+#: A run cut off by a kill holds its schedule until the dead node is released: node_ttl (4 s) +
+#: heartbeat_interval (1 s), plus a fire interval (docs/claim-protocol.md, bounds).
+CUT_OFF_BOUND = 6
+
+
+def cut_off(rows: list[Run], node: str) -> frozenset[tuple[str, datetime]]:
+    """The fire times the documented bound for a run cut off mid-run (or with its end not yet
+    written) lets go: each ``abandoned`` run of ``node`` and its schedule's next fires within
+    :data:`CUT_OFF_BOUND` seconds. Fires the node had only claimed ahead are not among them:
+    those are taken over and run."""
+    return frozenset(
+        (r.name, r.scheduled_for + timedelta(seconds=s))
+        for r in rows
+        if r.node == node and r.status == "abandoned"
+        for s in range(CUT_OFF_BOUND + 1)
+    )
 
 
 def missing(rows: list[Run], names: set[str], lo: datetime, hi: datetime) -> str:
@@ -135,7 +158,11 @@ def test_kill_9_at_a_random_phase_loses_no_fire(postgres_url: str, tmp_path: Pat
         # the fires due before the first claim by the misfire policy).
         lo = whole_second(killed_at) - timedelta(seconds=4)
         hi = whole_second(end) - timedelta(seconds=3)
-        share = ran_share(rows, names, lo, hi)
+        # A kill within ~0.15 s after the second cuts off the victim's runs in flight or with
+        # their ends not yet written: those schedules keep the documented mid-run bound.
+        excused = cut_off(rows, "n2")
+        assert len({name for name, _ in excused}) <= 15  # at most the victim's share of the runs
+        share = ran_share(rows, names, lo, hi, excused)
         gone = missing(rows, names, lo, hi)
         assert share >= 0.98, f"{share:.1%} of the fires from {lo} to {hi} ran (killed at {killed_at}):\n{gone}"
         # The victim's schedules run on after its death (the other owners take over within ~1 s
