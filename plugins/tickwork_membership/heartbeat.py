@@ -109,14 +109,15 @@ class HeartbeatMembership(Membership):
 
     def _declared_dead(self, sent: float) -> None:
         """This node's record was removed: the others declared it dead and released its claims."""
+        silent = sent - self._last_ok
         # Unhealthy until the new record is written: nothing starts meanwhile.
         self._last_ok = -1e9
         self._rejoins += 1
         log.warning(
             "node %s was declared dead by the other nodes (its heartbeat record was removed and its claims "
-            "released, last healthy %.1fs ago): dropping what it held and joining again as a new member",
+            "released; its last heartbeat was %.1fs ago): dropping what it held and joining again as a new member",
             self.node_id,
-            sent - self._healthy_since if self._healthy_since else 0.0,
+            silent,
         )
         self._changed()
 
