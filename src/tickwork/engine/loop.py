@@ -25,6 +25,7 @@ from ..structures import Claim, Finish, Outcome, RunStatus
 from .clock import DatabaseClock
 from .counters import Counters
 from .ends import EndWriter
+from .failover import FencedStarts, Rejoins
 from .faults import OnceLogger
 from .followups import FollowUps, Parked
 from .gate import ClaimGate
@@ -116,8 +117,11 @@ class Engine:
             stall_after = float(getattr(membership, "node_ttl", DEFAULT_NODE_TTL)) / 2
         #: The pass in progress: what it waits on, and whether it waited too long.
         self.watch = PassWatch(monotonic, stall_after)
-        self._rejoins = membership.rejoins()
         membership.watch_loop(self.watch.stalled)
+        self.fenced_starts = FencedStarts(
+            store, settings.node_id, settings.start_grace, self.held_fires, self.runs, self.watch
+        )
+        self.rejoins = Rejoins(membership, self.held_fires, self.retries, self.ends, self.in_flight)
 
     # -- counters (logs, tests, benchmarks) ---------------------------------------------------------
 
@@ -287,7 +291,7 @@ class Engine:
 
         :return: True when a full batch was claimed (more may be due right away)
         """
-        self.check_rejoined()
+        self.rejoins.check()
         self.runs.expire_overdue()
         self.runs.finish_completed()
         with self.watch.step("housekeeping (renew, reap, reconcile, takeover)"):
@@ -297,7 +301,7 @@ class Engine:
         healthy = self.membership.healthy()
         if healthy:
             # Before writing ends: a fire due now must not wait for a round trip.
-            self.start_held()
+            self.fenced_starts.start_due()
             with self.watch.step("starting retries"):
                 self.retries.start_due(self.runs.start_retry)
         with self.watch.step(f"writing {self.ends.backlog} run end(s)"):
@@ -322,39 +326,8 @@ class Engine:
         if claims:
             self.runs.dispatch(claims)
             # Fires claimed ahead whose time came while the claim's answer travelled.
-            self.start_held()
+            self.fenced_starts.start_due()
         return len(claims) >= limit
-
-    def start_held(self) -> None:
-        """Start the held fires that are due, through one fenced start (Store.start_held)."""
-        if self.held_fires.seconds_until_next() != 0.0:
-            return
-        with self.watch.step("starting fires claimed ahead"):
-            granted = self.held_fires.start_due(
-                lambda claims: self.store.start_held(self.settings.node_id, claims, self.settings.start_grace)
-            )
-        if granted:
-            self.runs.start_held(granted)
-
-    def check_rejoined(self) -> None:
-        """If the membership found this node declared dead since the last pass, drop what the
-        others already released and recorded: held fires, pending retries, unwritten ends."""
-        rejoins = self.membership.rejoins()
-        if rejoins == self._rejoins:
-            return
-        self._rejoins = rejoins
-        held = self.held_fires.clear()
-        retries = len(self.retries.take_all())
-        ends = self.ends.drop()
-        log.warning(
-            "this node was declared dead by the others, who released its claims: dropped %d fire(s) claimed "
-            "ahead, %d pending retr(ies) and %d unwritten run end(s) instead of starting or writing them; "
-            "%d run(s) still going will only note their end",
-            held,
-            retries,
-            ends,
-            len(self.in_flight),
-        )
 
     def sleep_seconds(self) -> float:
         """How long the loop may sleep before something needs it (at most ``max_sleep``)."""
