@@ -34,8 +34,10 @@ def _worker(kind: str, where: str, claim: str, node: str, start: Any, out: Any) 
     while time.monotonic() < deadline:
         claims = store.claim_due(node, limit=10, buckets=None)
         seen.extend((c.schedule_id, c.scheduled_for, c.claimed_at, c.run_id) for c in claims)
-        if claims:
-            store.finish(node, [Finish(c, Outcome(RunStatus.SUCCEEDED), c.scheduled_for + STEP) for c in claims])
+        ends = [Finish(c, Outcome(RunStatus.SUCCEEDED), c.scheduled_for + STEP) for c in claims]
+        while ends:
+            # An end whose row another worker's transaction held locked comes back None: again.
+            ends = [f for f, ok in zip(ends, store.finish(node, ends), strict=True) if ok is None]
     store.close()
     out.put(seen)
 

@@ -75,11 +75,11 @@ def start_node(config: Path, fires: Path, seconds: float, log: Path) -> subproce
         )
 
 
-def seed(url: str) -> PostgresStore:
+def seed(url: str, count: int = SCHEDULES) -> PostgresStore:
     store = PostgresStore(url)
     store.upgrade()
     store.open()
-    for i in range(SCHEDULES):
+    for i in range(count):
         admin.add(
             store,
             ScheduleSpec(

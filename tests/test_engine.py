@@ -478,7 +478,9 @@ def test_a_node_unsure_of_its_membership_does_not_start_held_fires(
     clock.advance(2)
     step(engine)
     assert jobs.calls == [] and len(engine.held) == 1
-    assert engine.sleep_seconds() == 0.5  # re-checks, without spinning on the due fire
+    # Re-checks, without spinning on the due fire (the takeover, every takeover_interval, may
+    # come first while fires are held).
+    assert 0.1 <= engine.sleep_seconds() <= 0.5
     membership.ok = True
     step(engine)
     engine.drain(5)

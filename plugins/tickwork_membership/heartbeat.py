@@ -42,6 +42,8 @@ class HeartbeatMembership(Membership):
         self._healthy_since = 0.0
         self.live_nodes: list[str] = []
         self._callbacks: list[Callable[[], None]] = []
+        self._rejoins = 0
+        self._stalled: Callable[[], str | None] = lambda: None
 
     def start(self, store: Store, node_id: str) -> None:
         self.store = store
@@ -52,10 +54,29 @@ class HeartbeatMembership(Membership):
         self._thread.start()
 
     def beat(self) -> None:
-        """Renew this node's heartbeat, then find dead nodes and release their claims at once."""
+        """Renew this node's heartbeat, then find dead nodes and release their claims at once.
+
+        The first beat creates the node's record; later beats only refresh it. A record that is
+        gone was removed by the others, who declared this node dead and released its claims:
+        the node then registers afresh and the engine drops what they recorded (:meth:`rejoins`).
+        """
         assert self.store is not None
+        stalled = self._stalled()
+        if stalled is not None:
+            # A node whose loop is stuck starts nothing: vouching for it would keep the others
+            # from taking over. Its record goes stale, and node_ttl later they release it.
+            log.warning("not renewing the heartbeat of %s: its loop is stalled on %s", self.node_id, stalled)
+            return
         sent = time.monotonic()
-        now = self.store.heartbeat(self.node_id)
+        if self._thread is None:
+            now = self.store.heartbeat(self.node_id)
+        else:
+            refreshed = self.store.refresh_heartbeat(self.node_id)
+            if refreshed is None:
+                self._declared_dead(sent)
+                now = self.store.heartbeat(self.node_id)
+            else:
+                now = refreshed
         if not self.healthy():
             self._healthy_since = sent
         # Measured from before the round trip: the database may have recorded it that early.
@@ -71,7 +92,9 @@ class HeartbeatMembership(Membership):
             released = self.store.release_dead_node(
                 node.id,
                 self.node_ttl,
-                f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned",
+                f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned: "
+                "its end was not recorded (it may have ended on that node before its end was written, or been "
+                "cut off mid-run)",
             )
             if released is None:  # it beat since it was read: alive after all
                 live.append(node.id)
@@ -83,6 +106,26 @@ class HeartbeatMembership(Membership):
                 released,
             )
         self.live_nodes = live
+
+    def _declared_dead(self, sent: float) -> None:
+        """This node's record was removed: the others declared it dead and released its claims."""
+        silent = sent - self._last_ok
+        # Unhealthy until the new record is written: nothing starts meanwhile.
+        self._last_ok = -1e9
+        self._rejoins += 1
+        log.warning(
+            "node %s was declared dead by the other nodes (its heartbeat record was removed and its claims "
+            "released; its last heartbeat was %.1fs ago): dropping what it held and joining again as a new member",
+            self.node_id,
+            silent,
+        )
+        self._changed()
+
+    def rejoins(self) -> int:
+        return self._rejoins
+
+    def watch_loop(self, stalled: Callable[[], str | None]) -> None:
+        self._stalled = stalled
 
     def _loop(self) -> None:
         while not self._stop.wait(self.heartbeat_interval):

@@ -83,9 +83,19 @@ class MySQLStore(ServerStore):
         batch_size: int = 100,
         pool_size: int = 5,
         poll_interval: float = 0.5,
+        lock_timeout: float = 1.0,
+        statement_timeout: float = 60.0,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        super().__init__(url, claim=claim, batch_size=batch_size, pool_size=pool_size, clock=clock)
+        super().__init__(
+            url,
+            claim=claim,
+            batch_size=batch_size,
+            pool_size=pool_size,
+            lock_timeout=lock_timeout,
+            statement_timeout=statement_timeout,
+            clock=clock,
+        )
         self.poll_interval = checked_poll_interval(poll_interval)
 
     def _create_engine(self) -> Engine:
@@ -99,11 +109,24 @@ class MySQLStore(ServerStore):
             self.url, pool_size=self.pool_size, connect_args={"connect_timeout": 5}, isolation_level="READ COMMITTED"
         )
 
+        # InnoDB counts its lock wait in whole seconds (at least 1).
+        lock_wait = max(1, round(self.lock_timeout))
+        statement_s = self.statement_timeout
+
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            import pymysql
+
             with dbapi_conn.cursor() as cur:
                 # UNIX_TIMESTAMP(NOW(6)) is exact only without DST gaps in the session's zone.
                 cur.execute("SET time_zone = '+00:00'")
+                # A row another session holds locked fails a statement after lock_timeout (a
+                # store fault, logged and backed off) instead of stalling the node's loop.
+                cur.execute("SET SESSION innodb_lock_wait_timeout = %s", (lock_wait,))
+                try:  # MariaDB: any statement, in seconds
+                    cur.execute("SET SESSION max_statement_time = %s", (statement_s,))
+                except pymysql.MySQLError:  # MySQL: SELECTs only, in milliseconds
+                    cur.execute("SET SESSION max_execution_time = %s", (round(statement_s * 1000),))
 
         return engine
 

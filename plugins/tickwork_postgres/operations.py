@@ -38,5 +38,7 @@ class PostgresOperations(Operations):
 
     def lock_schedule_writes(self, conn: Connection) -> None:
         # A second node starting at the same moment waits here, then plans from what the first
-        # one wrote: no conflicting inserts, no work done twice.
+        # one wrote: no conflicting inserts, no work done twice. The store's lock_timeout is for
+        # rows; this wait is meant (a sync takes seconds), bounded by statement_timeout only.
+        conn.execute(select(func.set_config("lock_timeout", "0", True)))
         conn.execute(select(func.pg_advisory_xact_lock(literal(LOCK_NAMESPACE + 1, Integer), literal(0, Integer))))

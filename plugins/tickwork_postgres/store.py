@@ -25,6 +25,7 @@ from sqlalchemy import (
     Update,
     bindparam,
     column,
+    event,
     func,
     select,
     type_coerce,
@@ -92,7 +93,22 @@ class PostgresStore(ServerStore):
             import psycopg  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise ConfigError("the postgres store needs psycopg: pip install 'tickwork[postgres]'") from exc
-        return pooled_engine(self.url, pool_size=self.pool_size, connect_args={"connect_timeout": 5})
+        engine = pooled_engine(self.url, pool_size=self.pool_size, connect_args={"connect_timeout": 5})
+        settings = f"SET lock_timeout = {round(self.lock_timeout * 1000)}; SET statement_timeout = " + str(
+            round(self.statement_timeout * 1000)
+        )
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            # Every connection: a row another session holds locked (a stray FOR UPDATE, a long
+            # transaction) fails a statement after lock_timeout, a store fault the node logs and
+            # backs off from, instead of stalling its loop silently (the hot paths skip locked
+            # rows anyway). Whole milliseconds from checked numbers: nothing to bind.
+            with dbapi_conn.cursor() as cur:
+                cur.execute(settings)
+            dbapi_conn.commit()
+
+        return engine
 
     def _insert_runs(self, conn: Connection, params: list[dict[str, Any]]) -> dict[int, int]:
         # INSERT ... SELECT FROM unnest(arrays): one fixed statement (cached by SQLAlchemy and
@@ -178,7 +194,7 @@ class PostgresStore(ServerStore):
             rows = conn.exec_driver_sql(f"EXPLAIN (COSTS OFF) {compiled}", params).scalars().all()
         return "\n".join(rows)
 
-    def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
+    def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> tuple[set[int], set[int]]:
         batch = json.dumps(
             [
                 {
@@ -198,7 +214,9 @@ class PostgresStore(ServerStore):
             self._statement("pg_release_and_end", self._release_and_end_statement), {"f_batch": batch}
         ).all()
         self.statements += 1
-        return {r.id for r in rows}
+        locked = {r.id for r in rows}
+        busy = self.locked_elsewhere(conn, [f.claim.schedule_id for f in finishes if f.claim.schedule_id not in locked])
+        return {r.id for r in rows if r.released}, busy
 
     def _release_and_end_statement(self) -> Select[Any]:
         # WITH f AS (the batch as one JSON document, jsonb_to_recordset), released AS (fenced UPDATE
@@ -222,9 +240,22 @@ class PostgresStore(ServerStore):
             .render_derived(name="r", with_types=True)
         )
         f = select(rows).cte("f")
+        # The batch's rows this transaction could lock: one another session holds (a stray
+        # FOR UPDATE, a long transaction) is passed over and written later, not waited for.
+        locked = (
+            select(schedules.c.id)
+            .where(schedules.c.id.in_(select(f.c.id).scalar_subquery()))
+            .with_for_update(skip_locked=True)
+            .cte("locked")
+        )
         released = (
             update(schedules)
-            .where(schedules.c.id == f.c.id, schedules.c.claim_seq == f.c.seq, schedules.c.state == "running")
+            .where(
+                schedules.c.id == f.c.id,
+                schedules.c.id.in_(select(locked.c.id).scalar_subquery()),
+                schedules.c.claim_seq == f.c.seq,
+                schedules.c.state == "running",
+            )
             .values(**self.release_values(type_coerce(f.c.next, UTCDateTime)))
             .returning(schedules.c.id)
             .cte("released")
@@ -240,7 +271,11 @@ class PostgresStore(ServerStore):
             )
             .cte("ended")
         )
-        return select(released.c.id).add_cte(ended)
+        return (
+            select(locked.c.id, released.c.id.is_not(None).label("released"))
+            .select_from(locked.outerjoin(released, released.c.id == locked.c.id))
+            .add_cte(ended)
+        )
 
     def listen(self, wake: Callable[[], None]) -> None:
         self._watcher.start(self._watch, wake)

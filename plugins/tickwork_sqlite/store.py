@@ -170,11 +170,13 @@ class SQLiteStore(SQLStore):
         self._check_file()
         return self._connection.begin()
 
-    def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
-        # Two fixed statements whatever the batch: the batch travels as one JSON array (encoded by
-        # the json module's C encoder, unpacked by json_each), so no per-row parameter binding in
-        # Python. (One UPDATE ... RETURNING built per row: 0.557 s node CPU per 1,000 fires in a
-        # 10,000-fire burst; a fenced read then two executemany: 0.261; see benchmarks.md for these.)
+    def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> tuple[set[int], set[int]]:
+        # SQLite has no row locks (one writer at a time, behind busy_timeout): nothing is ever
+        # passed over as locked. Two fixed statements whatever the batch: the batch travels as
+        # one JSON array (encoded by the json module's C encoder, unpacked by json_each), so no
+        # per-row parameter binding in Python. (One UPDATE ... RETURNING built per row: 0.557 s
+        # node CPU per 1,000 fires in a 10,000-fire burst; a fenced read then two executemany:
+        # 0.261; see benchmarks.md for these.)
         batch = json.dumps(
             [
                 [
@@ -195,7 +197,7 @@ class SQLiteStore(SQLStore):
         if released:
             self._prepared("sqlite_end_runs", self._end_statement).rows(conn, {"batch": batch, "ids": sorted(released)})
             self.statements += 1
-        return released
+        return released, set()
 
     @staticmethod
     def _batch_rows(*names: str) -> Any:

@@ -167,6 +167,18 @@ class Membership(ABC):
     def on_change(self, callback: Callable[[], None]) -> None:  # noqa: B027 - optional hook
         """Register ``callback`` to be called when the owned buckets change."""
 
+    def rejoins(self) -> int:
+        """How many times this node found that the others had declared it dead (its record
+        removed, its claims released) and joined again. When it changes, the engine drops the
+        fires it held, its pending retries and its unwritten ends: the others recorded them.
+        Default: 0 (a membership without heartbeats is never declared dead)."""
+        return 0
+
+    def watch_loop(self, stalled: Callable[[], str | None]) -> None:  # noqa: B027 - optional hook
+        """Register the engine's stall check: ``stalled()`` returns what the loop has been
+        waiting on for too long, or ``None``. A heartbeat membership does not vouch for a node
+        whose loop is stalled (it stops renewing the heartbeat), so the others take over."""
+
     def buckets_for(self, node_id: str, live: Sequence[str]) -> Sequence[int] | None:
         """Return the buckets ``node_id`` owns while ``live`` are the live nodes, or ``None`` for
         all of them. Called by readers (the admin API, the dashboard), never by the engine; the
@@ -398,7 +410,7 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
         """End claimed runs: write their outcomes and release the schedules with new fire times.
 
         Each end is fenced: it releases the schedule only if it is still claimed with the same
@@ -406,7 +418,9 @@ class Store(ABC):
         that the claim had been taken over. A run's end time is ``Finish.finished_at`` when
         set, else the database clock at the write.
 
-        :return: for each finish, whether it landed
+        :return: for each finish, whether it landed; ``None`` where it was not written because
+            another database session holds its schedule's row locked (the caller writes it
+            again later: waiting for the lock would stall the node)
         """
 
     @abstractmethod
@@ -418,6 +432,37 @@ class Store(ABC):
 
         :return: how many were given back
         """
+
+    def start_held(self, node_id: str, claims: Sequence[Claim], grace: float) -> list[bool]:
+        """Record that fires claimed ahead of their time (:attr:`Claim.early`) start now: the
+        fenced start. A fire may start only while its claim is still ``node_id``'s (same
+        ``claim_seq``), not started yet, due by the database clock and no later than its
+        ``scheduled_for`` plus ``grace`` seconds; all of it judged in the statement that records
+        the start, one statement for the whole batch. A fire whose start is refused must not
+        run: it was taken over (:meth:`take_over_unstarted`, a dead-node release) or its
+        deadline passed and it is about to be.
+
+        Default: every start granted (a store without fenced starts: a fire claimed ahead stays
+        with its holder until the holder is declared dead).
+
+        :return: for each claim, whether it may start
+        :raises tickwork.errors.StoreError: on a database error (nothing is started then)
+        """
+        return [True] * len(claims)
+
+    def take_over_unstarted(self, grace: float) -> int:
+        """Give back every fire claimed ahead of its time that did not start by its
+        ``scheduled_for`` plus ``grace`` seconds (database clock), whoever holds it: the
+        schedule becomes idle, still due at that fire time, and the unstarted run row is deleted,
+        so that any owner claims the fire again and runs it, late, exactly once (the holder's
+        :meth:`start_held` is refused from then on). Called by every node every
+        ``takeover_interval``; rows another session holds locked are left for the next call.
+
+        Default: nothing (see :meth:`start_held`).
+
+        :return: how many fires were given back
+        """
+        return 0
 
     @abstractmethod
     def end_attempt(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
@@ -496,6 +541,17 @@ class Store(ABC):
     @abstractmethod
     def heartbeat(self, node_id: str) -> datetime:
         """Create or refresh the node record; return the database time of the heartbeat."""
+
+    def refresh_heartbeat(self, node_id: str) -> datetime | None:
+        """Refresh the node record only if it still exists; ``None`` when it is gone: the other
+        nodes declared this node dead (and released its claims), so it must drop what it holds
+        and register again. Default: read the records, then :meth:`heartbeat`.
+
+        :raises tickwork.errors.StoreError: on a database error
+        """
+        if all(node.id != node_id for node in self.nodes()):
+            return None
+        return self.heartbeat(node_id)
 
     @abstractmethod
     def register_node(self, node_id: str, instance: str, live_within: float) -> NodeRecord | None:

@@ -133,8 +133,33 @@ class SchedulerConfig(Section, table="scheduler"):
         "within about half the lookahead (less a random 0 to 2 % of it, so that the nodes that may run a fire take "
         "turns instead of the quickest taking all), and one claim gathers what came due meanwhile. A node that "
         "stops gives its held fires back so another node runs them on time; a node that dies holding them has "
-        "them released with its other claims and recorded `abandoned` (not run: a cut-off node might still start "
-        "them, so they are never handed to another node).",
+        "them taken over by another node once their start deadline passes (`start_grace`) and run there, late "
+        "but exactly once: the start of a held fire is a fenced write that a cut-off, frozen or slow node cannot "
+        "make after that ([claim-protocol.md](claim-protocol.md#fenced-starts)).",
+    )
+    start_grace = Number(
+        0.5,
+        low=0.05,
+        high=60,
+        help="Seconds past its due time (database clock) until which a fire claimed ahead (`lookahead`) may "
+        "still start on the node that claimed it; after that any node takes it over and runs it.",
+        details="Each pass of the loop records the starts of the held fires it starts in one statement, which "
+        "lands only for fires still held by this node and within this deadline; a fire whose start is refused "
+        "is not run here. Every node checks every `takeover_interval` for held fires past their deadline and "
+        "gives them back, so that the next claim (their other owner's, or any node's after `steal_after`) runs "
+        "them. A node that dies holding fires claimed ahead therefore delays them by at most about "
+        "`start_grace + takeover_interval`, instead of losing them. Keep it well above a loop pass "
+        "(`start_batch_window` plus a claim's round trip): a healthy node that misses it only hands its fire "
+        "to another node, later. Give all nodes of a cluster the same value.",
+    )
+    takeover_interval = Number(
+        0.2,
+        low=0.01,
+        high=3600,
+        help="Seconds between a node's checks for fires claimed ahead by any node that did not start by their "
+        "deadline (see `start_grace`).",
+        details="One statement per check on the running schedules (a partial index); rows another database "
+        "session holds locked are passed over and checked again next time.",
     )
     history_retention_days = Number(
         30,

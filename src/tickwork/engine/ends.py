@@ -17,6 +17,11 @@ from .runlog import log_run_ends
 
 log = logging.getLogger("tickwork.engine")
 
+#: Seconds before ends passed over because another session held their rows are tried again.
+BUSY_RETRY = 0.5
+#: Seconds between two warnings about such ends (while they last).
+BUSY_WARN_EVERY = 5.0
+
 
 class EndWriter:
     """Gathers ends (:meth:`Store.finish`) and parks (:meth:`Store.park`) and writes them in batches.
@@ -62,11 +67,20 @@ class EndWriter:
         self._unparked: list[tuple[Finish, str]] = []
         #: Monotonic time by which the gathered ends must be written (None: nothing gathered).
         self._write_by: float | None = None
+        #: Monotonic time of the last warning about ends whose rows were locked elsewhere.
+        self._busy_warned = -1e9
 
     @property
     def backlog(self) -> int:
         """Ends and parks gathered or waiting for the database."""
         return len(self._unsaved) + len(self._unparked)
+
+    def drop(self) -> int:
+        """Forget every gathered end and park (the others released these claims and recorded
+        their runs); how many there were."""
+        dropped = self.backlog
+        self._unsaved, self._unparked, self._write_by = [], [], None
+        return dropped
 
     def claims(self) -> list[Claim]:
         """The claims whose end is not written yet (still this node's)."""
@@ -138,11 +152,16 @@ class EndWriter:
         batch, self._unsaved = self._unsaved, []
         if batch:
             try:
-                landed = self.store.finish(self.node_id, batch)
+                ended = self.store.finish(self.node_id, batch)
             except StoreError:
                 self._unsaved = batch + self._unsaved
                 raise
             self.counters.end_batches += 1
+            busy = [f for f, ok in zip(batch, ended, strict=True) if ok is None]
+            if busy:
+                self._keep_busy(busy)
+                batch = [f for f, ok in zip(batch, ended, strict=True) if ok is not None]
+            landed = [ok for ok in ended if ok is not None]
             self.counters.finished += len(batch)
             self.counters.fenced_out += landed.count(False)
             self._report(batch)
@@ -150,7 +169,26 @@ class EndWriter:
             if released:
                 self._released(released)
             self._log(batch, landed)
+            if busy:
+                return
         self._write_by = None
+
+    def _keep_busy(self, busy: list[Finish]) -> None:
+        """Keep ends whose schedule rows another database session holds locked, to be written
+        again after :data:`BUSY_RETRY` seconds (waiting for the lock would stall the loop)."""
+        now_mono = self.clock.monotonic()
+        self._unsaved = busy + self._unsaved
+        self._write_by = now_mono + BUSY_RETRY
+        if now_mono - self._busy_warned >= BUSY_WARN_EVERY:
+            self._busy_warned = now_mono
+            names = sorted({f.claim.spec.name for f in busy})
+            log.warning(
+                "cannot write the end of %d run(s) now: another database session holds their schedules' rows "
+                "locked (%s); writing them again every %.1fs meanwhile",
+                len(busy),
+                ", ".join(names[:10]) + (" ..." if len(names) > 10 else ""),
+                BUSY_RETRY,
+            )
 
     def _report(self, finishes: Sequence[Finish]) -> None:
         """Tell the listener which runs ended and which fire times were recorded as skipped."""

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from datetime import datetime
 
 from ..abc import Membership, Store
 from .clock import DatabaseClock
 from .settings import BUSY_POLL_WINDOW, NEXT_DUE_MAX_AGE
+
+log = logging.getLogger("tickwork.engine")
+
+#: Seconds between claims while the earliest due fire is one every claim passes over (its row
+#: locked by another database session): claiming every pass for it would spin.
+PASSED_OVER_RETRY = 0.25
+#: Seconds a due fire may be passed over by this node's claims before it says so at WARNING.
+PASSED_OVER_WARN = 1.0
 
 
 class ClaimGate:
@@ -51,6 +60,10 @@ class ClaimGate:
         # A node that has just started looks as if something were due: the fires it may claim
         # may all be held by nodes that started before it.
         self._due_seen_at = clock.monotonic()
+        # A due fire the last drained claims did not take (its row locked elsewhere), and since when.
+        self._passed_over: datetime | None = None
+        self._passed_over_since = 0.0
+        self._passed_over_warned = False
 
     @property
     def next_due(self) -> datetime | None:
@@ -90,10 +103,33 @@ class ClaimGate:
         if count:
             self._due_seen_at = self.clock.monotonic()
         if count < limit:
+            self._note_passed_over()
             # The window is drained: claim again only after reading what is due next (what was
             # read before is claimed now), at a new lead.
             self._known = False
             self.claim_lead = self.draw_claim_lead()
+
+    def _note_passed_over(self) -> None:
+        """A drained claim left the fire read as due (by the database clock) untaken: another
+        node took it meanwhile (the next read moves on), or its row is locked by another database
+        session (the next read finds it again: claims around it are spaced, and it is logged)."""
+        due = self._next_due
+        if due is None or due > self.clock.now():
+            self._passed_over = None
+            return
+        now_mono = self.clock.monotonic()
+        if due != self._passed_over:
+            self._passed_over, self._passed_over_since, self._passed_over_warned = due, now_mono, False
+        elif not self._passed_over_warned and now_mono - self._passed_over_since >= PASSED_OVER_WARN:
+            self._passed_over_warned = True
+            log.warning(
+                "a fire due at %s is still not claimable %.1fs later by this node, which may claim it: its schedule "
+                "row is locked by another database session (a stray SELECT ... FOR UPDATE, a long transaction); "
+                "claiming around it every %.2fs until it is released",
+                due.isoformat(),
+                now_mono - self._passed_over_since,
+                PASSED_OVER_RETRY,
+            )
 
     def read(self) -> datetime | None:
         changes = self._changes
@@ -129,7 +165,8 @@ class ClaimGate:
             # The database clock decides; ask it rather than trusting this node's wall clock.
             until_due = (due - self.clock.now()).total_seconds() - self._lead_for(due)
             self._due_seen_at = now_mono
-            return min(sleep, max(until_due, 0.001))
+            floor = PASSED_OVER_RETRY if due == self._passed_over else 0.001
+            return min(sleep, max(until_due, floor))
         if self.lookahead > 0 and now_mono - self._due_seen_at < BUSY_POLL_WINDOW:
             # Everything this node may claim is running, held by whichever node claimed it ahead;
             # ends are not notified, so look again in time to take a turn at the next claim. (A

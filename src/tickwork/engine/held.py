@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..errors import StoreError
 from ..structures import Claim
+
+log = logging.getLogger("tickwork.engine")
 
 
 @dataclass
@@ -60,6 +64,40 @@ class HeldFires:
             while heap and heap[0][0] <= now:
                 due.append(heapq.heappop(heap)[2])
         return due
+
+    def start_due(self, start: Callable[[list[Claim]], list[bool]]) -> list[HeldFire]:
+        """Take the held fires that are due and return those whose fenced start ``start``
+        (:meth:`tickwork.abc.Store.start_held`, one statement for all of them) granted. A refused
+        fire is forgotten: it was taken over, or its deadline passed and it is about to be (any
+        node's takeover gives it back to be run elsewhere). On a store error every fire is held
+        again, still this node's to start or to lose to a takeover.
+
+        :raises tickwork.errors.StoreError: after holding the fires again
+        """
+        due = self.pop_due()
+        if not due:
+            return []
+        try:
+            granted = start([fire.claim for fire in due])
+        except StoreError:
+            for fire in due:
+                self.hold(fire.claim, fire.mono_claimed)
+            raise
+        refused = [fire.claim.spec.name for fire, ok in zip(due, granted, strict=True) if not ok]
+        if refused:
+            log.warning(
+                "not starting %d fire(s) claimed ahead: taken over by another node, past their start deadline, or "
+                "locked by another database session: %s",
+                len(refused),
+                ", ".join(refused[:10]) + (" ..." if len(refused) > 10 else ""),
+            )
+        return [fire for fire, ok in zip(due, granted, strict=True) if ok]
+
+    def clear(self) -> int:
+        """Forget every held fire (the others released them); how many there were."""
+        dropped = len(self._heap)
+        self._heap = []
+        return dropped
 
     def claims(self) -> list[Claim]:
         """The held claims, earliest first."""

@@ -65,6 +65,12 @@ class Housekeeping:
             # As often as the reap: both release what nobody runs any more.
             Service("reconcile", settings.reap_interval, self.reconcile),
             Service("resume", settings.reap_interval, self.resume, after=self._resume_after),
+            # Fires claimed ahead by any node (a dead, frozen or cut-off one included) that did
+            # not start by their deadline: given back within about start_grace + this interval.
+            # Only while this node holds claims: an idle node would otherwise wake every interval
+            # (a cluster at work has every node busy; in an idle one, the dead-node release at
+            # node_ttl gives such fires back too).
+            Service("takeover", settings.takeover_interval, self.take_over, when_idle=False),
         ]
         self._pause_ends: float | None = None
         self._backfills = backfills
@@ -83,8 +89,10 @@ class Housekeeping:
     def run_due(self, busy: bool) -> None:
         """Run the duties whose turn it is (``busy``: this node holds claims).
 
-        :raises tickwork.errors.StoreError: from the first duty that met one (the others wait
-            for their next turn)
+        A store error of one duty (a lock timeout on a row another session holds, an outage) is
+        logged at WARNING and that duty tries again at its next turn; the pass goes on, so the
+        fires keep starting (an outage surfaces in the pass's other statements and is backed off
+        there).
         """
         now = self.monotonic()
         for service in self.services:
@@ -93,8 +101,8 @@ class Housekeeping:
             service.next_run = now + service.interval
             try:
                 service.run()
-            except StoreError:
-                raise
+            except StoreError as exc:
+                log.warning("housekeeping %s failed (%s); trying again in %.1fs", service.name, exc, service.interval)
             except Exception as exc:
                 self._errors.log(f"housekeeping {service.name} failed", exc)
             else:
@@ -131,6 +139,11 @@ class Housekeeping:
 
     def _backfill_after(self) -> float:
         return RESUME_INTERVAL if self._backfilling else float("inf")
+
+    def take_over(self) -> int:
+        """Give back the fires claimed ahead that did not start by their deadline, whoever holds
+        them (the store logs which)."""
+        return self.store.take_over_unstarted(self.settings.start_grace)
 
     def reconcile(self) -> int:
         """Release what this node holds in the store but no longer tracks (a claim whose answer

@@ -12,14 +12,13 @@ the error recorded and parks the schedule; a fault of the loop itself is logged 
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
 
-from ..abc import Executor, Membership, Store
+from ..abc import DEFAULT_NODE_TTL, Executor, Membership, Store
 from ..errors import StoreError
 from ..plugin.manager import PluginManager
 from ..structures import Claim, Finish, Outcome, RunStatus
@@ -27,6 +26,7 @@ from .backfills import BackfillRunner
 from .clock import DatabaseClock
 from .counters import Counters
 from .ends import EndWriter
+from .failover import FencedStarts, Rejoins
 from .faults import OnceLogger
 from .followups import FollowUps, Parked
 from .gate import ClaimGate
@@ -37,6 +37,7 @@ from .nextfires import NextFires
 from .retries import RetryQueue
 from .runs import Runs
 from .settings import EngineSettings, clamp_wait
+from .watch import PassWatch
 
 log = logging.getLogger("tickwork.engine")
 
@@ -50,6 +51,8 @@ class Engine:
     :param clock: tests only: the database clock
     :param monotonic: tests only: the node's monotonic clock
     :param manager: the process's plugin manager (triggers are looked up in it)
+    :param stall_after: seconds after which a pass of the loop counts as stalled (logged, and
+        the node is unhealthy meanwhile); default: half the membership's ``node_ttl``
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class Engine:
         listener: EngineListener | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         manager: PluginManager | None = None,
+        stall_after: float | None = None,
     ) -> None:
         self.store = store
         self.listener: EngineListener = SafeListener(listener) if listener is not None else EngineListener()
@@ -113,6 +117,15 @@ class Engine:
         self.in_flight = self.runs.in_flight
         self._errors = OnceLogger(log)
         self._backoff = 0.0
+        if stall_after is None:
+            stall_after = float(getattr(membership, "node_ttl", DEFAULT_NODE_TTL)) / 2
+        #: The pass in progress: what it waits on, and whether it waited too long.
+        self.watch = PassWatch(monotonic, stall_after)
+        membership.watch_loop(self.watch.stalled)
+        self.fenced_starts = FencedStarts(
+            store, settings.node_id, settings.start_grace, self.held_fires, self.runs, self.watch
+        )
+        self.rejoins = Rejoins(membership, self.held_fires, self.retries, self.ends, self.in_flight)
 
     # -- counters (logs, tests, benchmarks) ---------------------------------------------------------
 
@@ -176,9 +189,11 @@ class Engine:
         the pass is logged (with its traceback the first time) and answered with a growing
         back-off, so a node stops only when asked."""
         try:
-            busy = self.tick()
-            # Reading the next due time is a query too: an outage may surface here first.
-            wait = 0.0 if busy else self.sleep_seconds()
+            with self.watch.pass_():
+                busy = self.tick()
+                # Reading the next due time is a query too: an outage may surface here first.
+                with self.watch.step("reading the next due time"):
+                    wait = 0.0 if busy else self.sleep_seconds()
         except StoreError as exc:
             self.listener.store_error(exc)
             self._back_off()
@@ -284,20 +299,21 @@ class Engine:
 
         :return: True when a full batch was claimed (more may be due right away)
         """
+        self.rejoins.check()
         self.runs.expire_overdue()
         self.runs.finish_completed()
-        self.housekeeping.run_due(busy=bool(self.in_flight or self.held_fires or self.retries))
+        with self.watch.step("housekeeping (renew, reap, reconcile, takeover)"):
+            self.housekeeping.run_due(busy=bool(self.in_flight or self.held_fires or self.retries))
         # A node unsure of its membership starts nothing, held fires included: others may soon
         # declare it dead and release its claims (docs/claim-protocol.md, bounds).
         healthy = self.membership.healthy()
         if healthy:
             # Before writing ends: a fire due now must not wait for a round trip.
-            due = self.held_fires.pop_due()
-            # Claims of one batch share their claim time; dispatch them together.
-            for mono_claimed, entries in itertools.groupby(due, key=lambda h: h.mono_claimed):
-                self.runs.dispatch([h.claim for h in entries], mono_claimed)
-            self.retries.start_due(self.runs.start_retry)
-        self.runs.write_ends()
+            self.fenced_starts.start_due()
+            with self.watch.step("starting retries"):
+                self.retries.start_due(self.runs.start_retry)
+        with self.watch.step(f"writing {self.ends.backlog} run end(s)"):
+            self.runs.write_ends()
         if not healthy:
             return False
         room = self.settings.max_in_flight - len(self.in_flight) - len(self.held_fires)
@@ -305,17 +321,20 @@ class Engine:
             return False
         limit = min(self.settings.batch_size, room)
         claim_started = self.clock.monotonic()
-        claims = self.store.claim_due(
-            self.settings.node_id,
-            limit=limit,
-            buckets=self.membership.owned_buckets(),
-            ahead=self.settings.lookahead,
-            steal_after=self.settings.steal_after,
-        )
+        with self.watch.step("claiming due fires"):
+            claims = self.store.claim_due(
+                self.settings.node_id,
+                limit=limit,
+                buckets=self.membership.owned_buckets(),
+                ahead=self.settings.lookahead,
+                steal_after=self.settings.steal_after,
+            )
         self.listener.claimed(len(claims), self.clock.monotonic() - claim_started)
         self.gate.claimed(len(claims), limit)
         if claims:
             self.runs.dispatch(claims)
+            # Fires claimed ahead whose time came while the claim's answer travelled.
+            self.fenced_starts.start_due()
         return len(claims) >= limit
 
     def sleep_seconds(self) -> float:

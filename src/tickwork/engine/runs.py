@@ -8,6 +8,7 @@ and parks its schedule (:meth:`tickwork.abc.Store.park`); the other claims of th
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import queue
@@ -23,7 +24,7 @@ from .clock import DatabaseClock
 from .counters import Counters
 from .ends import EndWriter
 from .followups import FollowUps, Parked
-from .held import HeldFires
+from .held import HeldFire, HeldFires
 from .listener import EngineListener
 from .planning import grace_of, misfire_reason
 from .retries import PendingRetry
@@ -84,7 +85,9 @@ class Runs:
 
     # -- dispatch ---------------------------------------------------------------------------------
 
-    def dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None) -> None:
+    def dispatch(self, claims: Iterable[Claim], mono_claimed: float | None = None, *, granted: bool = False) -> None:
+        """Start ``claims`` (``granted``: fires claimed ahead whose fenced start was granted;
+        any other fire claimed ahead is held until its time)."""
         now_mono = self.clock.monotonic()
         mono_claimed = now_mono if mono_claimed is None else mono_claimed
         immediate: list[Finish] = []
@@ -97,7 +100,7 @@ class Runs:
                 now = nows.get(claim.claimed_at)
                 if now is None:
                     now = nows[claim.claimed_at] = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
-                begun = self._dispatch_one(claim, now, mono_claimed, now_mono)
+                begun = self._dispatch_one(claim, now, mono_claimed, now_mono, granted)
             except Exception as exc:  # this claim's fault, contained to this claim
                 parks.append(self.follow_ups.parked(claim, None, None, exc))
                 continue
@@ -112,11 +115,13 @@ class Runs:
         self.ends.add(immediate, parks)
 
     def _dispatch_one(
-        self, claim: Claim, now: datetime, mono_claimed: float, now_mono: float
+        self, claim: Claim, now: datetime, mono_claimed: float, now_mono: float, granted: bool
     ) -> JobCall | Finish | None:
         """Start one claim (database clock ``now``): its call handed to the executor, the end of a
         fire that must not run (already recorded, missed), or ``None``: held until its time."""
-        if claim.early and now < claim.scheduled_for:
+        if claim.early and not granted:
+            # Even if due already: a fire claimed ahead starts only through the fenced start
+            # (HeldFires.start_due), in this pass if it is due.
             self.held.hold(claim, mono_claimed)
             return None
         self.counters.fired += 1
@@ -185,13 +190,20 @@ class Runs:
         """No loop runs (stopping, draining, tests driving passes by hand): every outcome wakes."""
         self._looks_by = math.inf
 
+    def start_held(self, due: list[HeldFire]) -> None:
+        """Dispatch held fires whose start was granted (:meth:`HeldFires.start_due`)."""
+        # Claims of one batch share their claim time; dispatch them together.
+        for mono_claimed, entries in itertools.groupby(due, key=lambda h: h.mono_claimed):
+            self.dispatch([h.claim for h in entries], mono_claimed, granted=True)
+
     def start_retry(self, retry: PendingRetry, run_id: int | None) -> None:
         if run_id is None:
             log.warning(
                 "%s: claim taken over before retry %d; not retrying", retry.claim.spec.name, retry.claim.attempt
             )
             return
-        self.dispatch([replace(retry.claim, run_id=run_id)], retry.mono_claimed)
+        # Started under its fence by Store.start_attempt: never held again.
+        self.dispatch([replace(retry.claim, run_id=run_id)], retry.mono_claimed, granted=True)
 
     # -- ending runs ------------------------------------------------------------------------------
 

@@ -408,7 +408,8 @@ class Node:
         return len(self.engine.held_fires)
 
     def health(self) -> tuple[bool, str]:
-        """(healthy, reason): the store answers and this node's heartbeat is fresh."""
+        """(healthy, reason): the store answers, the loop is not stalled (a pass waiting longer than
+        ``node_ttl / 2``) and this node's heartbeat is fresh."""
         if not self._opened:
             return False, "node is not running"
         if self.engine.stopping:
@@ -417,6 +418,9 @@ class Node:
             self.store.now()
         except Exception as exc:
             return False, f"store unreachable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        stalled = self.engine.watch.stalled()
+        if stalled is not None:
+            return False, f"loop stalled: waiting on {stalled}"
         if not self.membership.healthy():
             return False, "heartbeat is stale: this node could not renew its heartbeat in the store"
         return True, "ok"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -30,36 +31,41 @@ from .retry import log, transient_retry
 from .rows import UNHELD
 from .schema import UTCDateTime, runs, schedules
 
+#: Seconds to wait before asking again for ends whose schedule rows were locked elsewhere.
+BUSY_PAUSES = (0.005, 0.02)
+
 
 class Ending(Pausing):
     """Ending runs: the fenced release of a batch of ends, retries' attempt ends, renewals and parking."""
 
-    def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> set[int]:
+    def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> tuple[set[int], set[int]]:
         """Fenced release of each finish's schedule (``release_values``, only while it still
         carries the claim's ``claim_seq`` and is running) and, where it landed, the end of its run
-        (status, capped error, ``finished_at`` by the database clock).
+        (status, capped error, ``finished_at`` by the database clock). A schedule row another
+        session holds locked is passed over (SKIP LOCKED), not waited for.
 
         The default reads the fences first, locked (:meth:`_release_and_end_by_fences`); a
         database with a faster batched form overrides it (the hot path of every end).
 
-        :return: the schedule ids whose release landed
+        :return: the schedule ids whose release landed, and those passed over as locked
         """
         return self._release_and_end_by_fences(conn, finishes, lock=True)
 
     def _release_and_end_by_fences(
         self, conn: Connection, finishes: Sequence[Finish], *, lock: bool = False
-    ) -> set[int]:
+    ) -> tuple[set[int], set[int]]:
         """:meth:`_release_and_end` for a database without UPDATE ... RETURNING or whose
         transaction already holds the write lock: read the fences in one SELECT (``lock``: FOR
-        UPDATE, so they cannot change before the UPDATEs), then release the rows that still carry
-        ours and end their runs with one executemany of one cached statement each."""
+        UPDATE SKIP LOCKED, so they cannot change before the UPDATEs), then release the rows that
+        still carry ours and end their runs with one executemany of one cached statement each."""
         ids = [f.claim.schedule_id for f in finishes]
         key = f"fences/{lock}"
-        current = {
-            row.id: row.claim_seq
+        read = {
+            row.id: (row.claim_seq, row.state)
             for row in conn.execute(self._statement(key, lambda: self._fences(lock)), {"ids": ids})
-            if row.state == "running"
         }
+        current = {sid: seq for sid, (seq, state) in read.items() if state == "running"}
+        busy = self.locked_elsewhere(conn, [i for i in ids if i not in read]) if lock else set()
         mine = [f for f in finishes if current.get(f.claim.schedule_id) == f.claim.claim_seq]
         self.statements += 1
         if mine:
@@ -80,14 +86,22 @@ class Ending(Pausing):
         if ends:
             conn.execute(self._statement("end_runs_many", self._end_many), ends)
             self.statements += 1
-        return {f.claim.schedule_id for f in mine}
+        return {f.claim.schedule_id for f in mine}, busy
+
+    def locked_elsewhere(self, conn: Connection, missing: Sequence[int]) -> set[int]:
+        """Of the schedule ids a locking read (SKIP LOCKED) did not return, those that exist:
+        passed over because another session holds them (the others were removed)."""
+        if not missing:
+            return set()
+        self.statements += 1
+        return set(conn.scalars(select(schedules.c.id).where(schedules.c.id.in_(list(missing)))))
 
     @staticmethod
     def _fences(lock: bool) -> Select[Any]:
         query = select(schedules.c.id, schedules.c.claim_seq, schedules.c.state).where(
             schedules.c.id.in_(bindparam("ids", expanding=True))
         )
-        return query.with_for_update() if lock else query
+        return query.with_for_update(skip_locked=True) if lock else query
 
     def _release_many(self) -> Update:
         return (
@@ -112,12 +126,27 @@ class Ending(Pausing):
             )
         )
 
+    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
+        ended = self._finish_once(node_id, finishes)
+        # Rows passed over as locked are mostly another node's claim or end transaction, a few
+        # milliseconds long: asked again at once, they land. Only a lock held longer (a stray
+        # FOR UPDATE, a long transaction) leaves them to the caller, to be written later.
+        for pause in BUSY_PAUSES:
+            busy = [i for i, ok in enumerate(ended) if ok is None]
+            if not busy:
+                break
+            time.sleep(pause)
+            again = self._finish_once(node_id, [finishes[i] for i in busy])
+            for i, ok in zip(busy, again, strict=True):
+                ended[i] = ok
+        return ended
+
     @transient_retry
-    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+    def _finish_once(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
         if not finishes:
             return []
         with self._tx() as conn:
-            landed = self._release_and_end(conn, finishes)
+            landed, busy = self._release_and_end(conn, finishes)
             late_runs = [
                 {
                     "b_id": f.claim.run_id,
@@ -128,7 +157,7 @@ class Ending(Pausing):
                     ),
                 }
                 for f in finishes
-                if f.claim.run_id is not None and f.claim.schedule_id not in landed
+                if f.claim.run_id is not None and f.claim.schedule_id not in landed | busy
             ]
             if late_runs:
                 # A fenced-out finisher keeps the status the reaper gave its run, if any.
@@ -149,7 +178,7 @@ class Ending(Pausing):
                     late_runs,
                 )
                 for f in finishes:
-                    if f.claim.run_id is not None and f.claim.schedule_id not in landed:
+                    if f.claim.run_id is not None and f.claim.schedule_id not in landed | busy:
                         log.warning(
                             "run %s of %s finished after its claim was taken over; its end changes nothing",
                             f.claim.run_id,
@@ -176,7 +205,7 @@ class Ending(Pausing):
             # Only schedules with pause_after_failures or max_runs: the others' ends write nothing
             # more. Last: a finished schedule removed (on_finish) takes its history with it.
             self._count_ends(conn, finishes, landed)
-        return [f.claim.schedule_id in landed for f in finishes]
+        return [None if f.claim.schedule_id in busy else f.claim.schedule_id in landed for f in finishes]
 
     @transient_retry
     def end_attempt(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
@@ -201,6 +230,9 @@ class Ending(Pausing):
                     schedules.c.id.in_([c.schedule_id for c in claims]),
                     schedules.c.claimed_by == node_id,
                     schedules.c.state == "running",
+                    # A fire claimed ahead and not started stays so: renewing it would look like
+                    # its start, and neither its holder could start it nor others take it over.
+                    schedules.c.claimed_at >= schedules.c.next_fire,
                 )
                 .values(claimed_at=self.now_expr())
             )

@@ -24,14 +24,18 @@ from ..structures import (
 from .retry import log, transient_retry
 from .rows import UNHELD
 from .schema import nodes, runs, schedules
-from .storecore import SQLCore
+from .starting import UNSTARTED, Starting
 
 
-class NodeState(SQLCore):
+class NodeState(Starting):
     """Nodes and what they hold: heartbeats, registration, releasing a dead or stopped node's claims, reaping."""
 
     def _abandon_claims_of(self, conn: Connection, node_id: str, reason: str, now: Any) -> int:
-        """Record the node's running runs ``abandoned`` and release its schedules; the count released."""
+        """Record the node's running runs ``abandoned`` and release its schedules; the count
+        released. Fires it claimed ahead and never started are given back instead (their run
+        rows deleted): the fenced start keeps the node from starting them now, so the next
+        claim runs them."""
+        self._give_back_unstarted(conn, schedules.c.claimed_by == node_id)
         conn.execute(
             update(runs)
             .where(runs.c.node == node_id, runs.c.status == "running")
@@ -43,6 +47,17 @@ class NodeState(SQLCore):
         if released:
             self._notify(conn)
         return int(released or 0)
+
+    def _give_back_unstarted(self, conn: Connection, which: Any) -> None:
+        """Make idle the schedules matching ``which`` whose fire was claimed ahead and never
+        started, deleting their run rows (:meth:`forget_unstarted_runs`)."""
+        unstarted = conn.execute(
+            select(schedules.c.id, schedules.c.claim_seq).where(which, UNSTARTED).with_for_update(skip_locked=True)
+        ).all()
+        if not unstarted:
+            return
+        conn.execute(update(schedules).where(schedules.c.id.in_([r.id for r in unstarted])).values(**UNHELD))
+        self.forget_unstarted_runs(conn, [(r.id, r.claim_seq) for r in unstarted])
 
     @transient_retry
     def release_node(self, node_id: str, reason: str) -> int:
@@ -59,11 +74,14 @@ class NodeState(SQLCore):
             held = conn.execute(
                 select(schedules.c.id, schedules.c.claim_seq)
                 .where(schedules.c.claimed_by == node_id, schedules.c.state == "running")
-                .with_for_update()
+                # Rows another session holds are left for the next reconcile, not waited for.
+                .with_for_update(skip_locked=True)
             ).all()
             stranded = [(r.id, r.claim_seq) for r in held if (r.id, r.claim_seq) not in keep]
             if not stranded:
                 return 0
+            # Claimed ahead and never started: given back (run rows deleted), not abandoned.
+            self._give_back_unstarted(conn, tuple_(schedules.c.id, schedules.c.claim_seq).in_(stranded))
             conn.execute(
                 update(schedules)
                 .where(
@@ -90,17 +108,21 @@ class NodeState(SQLCore):
         now = self.now_expr()
         deadline = self._plus_seconds(schedules.c.claimed_at, schedules.c.timeout_s + literal(grace_seconds))
         expired = (schedules.c.state == "running", deadline < now)
+        # Rows another session holds locked are reaped next time, not waited for.
+        lockable = select(schedules.c.id).where(*expired).with_for_update(skip_locked=True).scalar_subquery()
         with self._tx() as conn:
             if self.features.update_returning:
                 rows = conn.execute(
                     update(schedules)
-                    .where(*expired)
+                    .where(schedules.c.id.in_(lockable), *expired)
                     .values(**UNHELD)
                     .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
                 ).all()
             else:
                 rows = conn.execute(
-                    select(schedules.c.id, schedules.c.claim_seq, schedules.c.name).where(*expired).with_for_update()
+                    select(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
+                    .where(*expired)
+                    .with_for_update(skip_locked=True)
                 ).all()
                 if rows:
                     conn.execute(update(schedules).where(schedules.c.id.in_([r.id for r in rows])).values(**UNHELD))
@@ -143,6 +165,20 @@ class NodeState(SQLCore):
                     update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now).returning(nodes.c.heartbeat_at)
                 ).scalar_one()
         assert isinstance(value, datetime)
+        return value
+
+    @transient_retry
+    def refresh_heartbeat(self, node_id: str) -> datetime | None:
+        now = self.now_expr()
+        refreshed = update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now)
+        with self._tx() as conn:
+            if self.features.update_returning:
+                value = conn.execute(refreshed.returning(nodes.c.heartbeat_at)).scalar()
+            elif conn.execute(refreshed).rowcount:
+                value = conn.scalar(select(nodes.c.heartbeat_at).where(nodes.c.id == node_id))
+            else:
+                value = None
+        assert value is None or isinstance(value, datetime)
         return value
 
     def _heartbeat_then_read(self, node_id: str) -> datetime:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
-from ..config.numbers import integer
+from ..config.numbers import integer, number
 from ..errors import ConfigError
 from . import dburl
 from .store import SQLStore
@@ -16,7 +16,13 @@ from .storecore import COMMON_OPTIONS
 from .watch import ChangeWatcher
 
 #: The options of every store on a database server.
-SERVER_OPTIONS: dict[str, type | tuple[type, ...]] = {**COMMON_OPTIONS, "url": str, "pool_size": int}
+SERVER_OPTIONS: dict[str, type | tuple[type, ...]] = {
+    **COMMON_OPTIONS,
+    "url": str,
+    "pool_size": int,
+    "lock_timeout": (int, float),
+    "statement_timeout": (int, float),
+}
 
 
 class ServerStore(SQLStore):
@@ -24,6 +30,9 @@ class ServerStore(SQLStore):
 
     :param url: the database's URL (``${ENV}`` is expanded by the config)
     :param pool_size: connections kept open per node
+    :param lock_timeout: seconds a statement waits for a row lock another session holds before
+        it fails (a store fault: logged, backed off, retried); the hot paths skip locked rows
+    :param statement_timeout: seconds any statement may run before the database cancels it
     """
 
     options = SERVER_OPTIONS
@@ -43,9 +52,13 @@ class ServerStore(SQLStore):
         claim: str | None = None,
         batch_size: int = 100,
         pool_size: int = 5,
+        lock_timeout: float = 1.0,
+        statement_timeout: float = 60.0,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         super().__init__(claim=claim, batch_size=batch_size, clock=clock)
+        self.lock_timeout = number("lock_timeout", lock_timeout, low=0.001, high=3600.0, unit="seconds")
+        self.statement_timeout = number("statement_timeout", statement_timeout, low=1.0, high=86400.0, unit="seconds")
         if not url:
             raise ConfigError(f'url: the {self.plugin_name} store needs url = "{self.url_example}"')
         self.url = self.sqlalchemy_url(url)

@@ -13,8 +13,9 @@ one job each:
   (transient errors);
 - :mod:`.schedulewrites`: adding, updating, syncing, enabling and removing schedules;
 - :mod:`.claiming`: claiming due fires and recording their runs;
+- :mod:`.starting`: fenced starts of fires claimed ahead, and the takeover of late ones;
 - :mod:`.ending`: ending runs (the fenced batch release), renewing and parking;
-- :mod:`.nodestate`: heartbeats and releasing what a node holds;
+- :mod:`.nodestate`: heartbeats and releasing what a node holds (on :mod:`.starting`);
 - :mod:`.historyqueries`: history and admin reads, pruning;
 - :mod:`.pausing` (pauses, failures counted) and :mod:`.backfilling` (the backfill queue).
 """

@@ -47,6 +47,7 @@ from ..structures import (
     bucket_of,
 )
 from .contract_semantics import SemanticsContract
+from .contract_starts import FencedStartContract
 from .handoff_contract import HandoffContract
 
 OK = Outcome(RunStatus.SUCCEEDED)
@@ -74,12 +75,13 @@ def finish(
     skipped: tuple[tuple[datetime, str], ...] = (),
     started_at: datetime | None = None,
 ) -> bool:
-    return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0]
+    return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0] is True
 
 
-class StoreContract(HandoffContract, SemanticsContract):
+class StoreContract(HandoffContract, SemanticsContract, FencedStartContract):
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``
-    (the schedule-semantics part: :mod:`.contract_semantics`; hand-offs: :mod:`.handoff_contract`)."""
+    (the schedule-semantics part: :mod:`.contract_semantics`; hand-offs: :mod:`.handoff_contract`;
+    fenced starts: :mod:`.contract_starts`)."""
 
     @pytest.fixture
     def make_store(self) -> Callable[[], Store]:

@@ -4,7 +4,8 @@ It is the executable specification of docs/claim-protocol.md: every rule a SQL s
 constraints and fenced statements is written here as plain Python under one lock, so a reader
 can check a database store against it line by line, and users can test their jobs without a
 database (``SchedulerHarness`` uses it by default). This module holds the protocol (claims,
-ends, retries, expiry); memory_tables.py the rest (schedules, nodes, history).
+ends, retries, expiry); memory_starts.py the fenced starts and takeovers; memory_tables.py
+the rest (schedules, nodes, history).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from .memory_backfill import MemoryBackfills
 from .memory_counts import MemoryCounts
 from .memory_handoffs import MemoryHandoffs
 from .memory_rows import RunRow
+from .memory_starts import MemoryStarts, unstarted
 from .memory_tables import MemoryTables, aware
 
 
-class MemoryStore(MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, Store):
+class MemoryStore(MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, Store):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:
@@ -104,7 +106,7 @@ class MemoryStore(MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, S
                 claims.append(Claim(row.id, row.spec, row.next_fire, row.claim_seq, now, run_id))
             return claims
 
-    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+    def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
         with self._tx() as now:
             return [self._finish_one(node_id, f, now) for f in finishes]
 
@@ -221,11 +223,20 @@ class MemoryStore(MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, S
         with self._tx() as now:
             for claim in claims:
                 row = self._schedules.get(claim.schedule_id)
-                if row is not None and row.claimed_by == node_id and row.state is ScheduleState.RUNNING:
+                # A fire claimed ahead and not started stays so (see start_held).
+                if (
+                    row is not None
+                    and row.claimed_by == node_id
+                    and row.state is ScheduleState.RUNNING
+                    and not unstarted(row)
+                ):
                     row.claimed_at = now
 
     def release_node(self, node_id: str, reason: str) -> int:
         with self._tx() as now:
+            # Fires claimed ahead and never started are given back, not abandoned: the fenced
+            # start keeps the node from starting them now, so the next claim runs them.
+            self._give_back_unstarted_of(node_id)
             for run in self._runs.values():
                 if run.node == node_id and run.status is RunStatus.RUNNING:
                     run.end(RunStatus.ABANDONED, reason, now)
@@ -256,6 +267,7 @@ class MemoryStore(MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, S
     def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
         keep = {(c.schedule_id, c.claim_seq) for c in tracked}
         with self._tx() as now:
+            self._give_back_unstarted_of(node_id, keep)
             stranded = [
                 r
                 for r in self._schedules.values()

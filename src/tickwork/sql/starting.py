@@ -1,0 +1,171 @@
+"""Fenced starts of fires claimed ahead of their time, and the takeover of those that did not
+start by their deadline (docs/claim-protocol.md, invariant 4).
+
+A fire claimed ahead (``lookahead``) is a schedule row ``running`` whose ``claimed_at`` is before
+its ``next_fire``: the claim was made, the fire has not started. Starting it sets ``claimed_at``
+to the database clock (at or after the fire time), in one statement for every fire a pass of the
+loop starts, and only while the fire's deadline (``next_fire`` plus the start grace) has not
+passed. The takeover gives back every such row whose deadline passed. Both statements change the
+same row and each re-checks the other's condition on the row version it writes, so exactly one of
+them wins: a frozen, cut-off or slow holder can never start a fire that was taken over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Float,
+    Select,
+    String,
+    Update,
+    and_,
+    bindparam,
+    delete,
+    select,
+    tuple_,
+    update,
+)
+
+from ..structures import Claim
+from .retry import log, transient_retry
+from .rows import UNHELD
+from .schema import runs, schedules
+from .storecore import SQLCore
+
+#: Claimed and not started: the claim was made before the fire time, and nothing has renewed it
+#: since (a start or a renewal sets ``claimed_at`` to the clock, at or after the fire time).
+UNSTARTED = and_(schedules.c.state == "running", schedules.c.claimed_at < schedules.c.next_fire)
+
+
+class Starting(SQLCore):
+    """Fenced starts and the takeover of fires not started in time."""
+
+    def _deadline(self, grace: ColumnElement[Any]) -> ColumnElement[Any]:
+        return self._plus_seconds(schedules.c.next_fire, grace)
+
+    def _startable(self) -> ColumnElement[bool]:
+        """The fenced start's condition (its parameters: ``s_fences``, ``s_node``, ``s_grace``)."""
+        now = self.now_expr()
+        return and_(
+            tuple_(schedules.c.id, schedules.c.claim_seq).in_(bindparam("s_fences", expanding=True)),
+            schedules.c.claimed_by == bindparam("s_node", type_=String),
+            UNSTARTED,
+            # Never early (invariant 2) and never past the deadline after which others take it.
+            schedules.c.next_fire <= now,
+            now <= self._deadline(bindparam("s_grace", type_=Float)),
+        )
+
+    def _locked_ids(self, where: ColumnElement[bool]) -> Select[Any]:
+        # SKIP LOCKED: a row another session holds (a stray FOR UPDATE, a long transaction) is
+        # left for later instead of stalling the node's loop behind it. SQLite has no row locks.
+        return select(schedules.c.id).where(where).with_for_update(skip_locked=True)
+
+    def _start_statement(self) -> Update:
+        startable = self._startable()
+        return (
+            update(schedules)
+            .where(schedules.c.id.in_(self._locked_ids(startable).scalar_subquery()), startable)
+            .values(claimed_at=self.now_expr())
+            .returning(schedules.c.id)
+        )
+
+    @transient_retry
+    def start_held(self, node_id: str, claims: Sequence[Claim], grace: float) -> list[bool]:
+        if not claims:
+            return []
+        params = {"s_fences": [(c.schedule_id, c.claim_seq) for c in claims], "s_node": node_id, "s_grace": grace}
+        with self._tx() as conn:
+            if self.features.update_returning:
+                started = set(conn.scalars(self._statement("start_held", self._start_statement), params))
+                self.statements += 1
+            else:
+                started = set(
+                    conn.scalars(
+                        self._statement("start_held/read", lambda: self._locked_ids(self._startable())), params
+                    )
+                )
+                if started:
+                    conn.execute(
+                        update(schedules).where(schedules.c.id.in_(started)).values(claimed_at=self.now_expr())
+                    )
+                self.statements += 2
+            refused = [c.schedule_id for c in claims if c.schedule_id not in started]
+            if refused:
+                self._say_if_locked(conn, refused, params)
+        return [c.schedule_id in started for c in claims]
+
+    def _say_if_locked(self, conn: Connection, refused: list[int], params: dict[str, Any]) -> None:
+        """Of the refused starts, warn about those refused only because another session holds
+        their rows locked (startable by every other condition, read without a lock)."""
+        startable = select(schedules.c.name).where(schedules.c.id.in_(refused), self._startable())
+        names = sorted(conn.scalars(startable, params))
+        self.statements += 1
+        if names:
+            log.warning(
+                "cannot start %d fire(s) claimed ahead: another database session holds their schedules' rows locked "
+                "(%s); they are taken over and run once the lock is released",
+                len(names),
+                ", ".join(names[:10]) + (" ..." if len(names) > 10 else ""),
+            )
+
+    def _overdue(self) -> ColumnElement[bool]:
+        return and_(UNSTARTED, self._deadline(bindparam("t_grace", type_=Float)) < self.now_expr())
+
+    def _take_over_statement(self) -> Update:
+        overdue = self._overdue()
+        return (
+            update(schedules)
+            .where(schedules.c.id.in_(self._locked_ids(overdue).scalar_subquery()), overdue)
+            .values(**UNHELD)
+            .returning(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
+        )
+
+    @transient_retry
+    def take_over_unstarted(self, grace: float) -> int:
+        params = {"t_grace": grace}
+        with self._tx() as conn:
+            if self.features.update_returning:
+                rows = conn.execute(self._statement("take_over", self._take_over_statement), params).all()
+                self.statements += 1
+            else:
+                read = self._statement(
+                    "take_over/read",
+                    lambda: (
+                        select(schedules.c.id, schedules.c.claim_seq, schedules.c.name)
+                        .where(self._overdue())
+                        .with_for_update(skip_locked=True)
+                    ),
+                )
+                rows = conn.execute(read, params).all()
+                self.statements += 1
+                if rows:
+                    conn.execute(update(schedules).where(schedules.c.id.in_([r.id for r in rows])).values(**UNHELD))
+            if not rows:
+                return 0
+            self.forget_unstarted_runs(conn, [(r.id, r.claim_seq) for r in rows])
+            self._notify(conn)
+        log.warning(
+            "took over %d fire(s) claimed ahead that did not start by their deadline (their node died, froze, fell "
+            "behind, or another session held their rows locked); they run now: %s",
+            len(rows),
+            ", ".join(sorted(str(r.name) for r in rows)[:10]) + (" ..." if len(rows) > 10 else ""),
+        )
+        return len(rows)
+
+    def forget_unstarted_runs(self, conn: Connection, fences: Sequence[tuple[int, int]]) -> None:
+        """Delete the run rows of claims given back before they started (``(schedule id,
+        claim_seq)``): as if the claim had never happened, so the fire's next claim records
+        and runs it."""
+        if fences:
+            conn.execute(
+                delete(runs).where(
+                    tuple_(runs.c.schedule_id, runs.c.claim_seq).in_(list(fences)),
+                    runs.c.status == "running",
+                    runs.c.attempt == 1,
+                    runs.c.started_at.is_(None),
+                )
+            )
