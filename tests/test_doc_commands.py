@@ -88,7 +88,8 @@ def test_the_readme_starts_with_the_two_set_up_commands() -> None:
         "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/tickwork run --config examples/tickwork.toml"
     )
     assert blocks[1] == (
-        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest -q"
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' "
+        "&& .venv/bin/python -m pytest -q -n auto --dist worksteal"
     )
 
 
