@@ -17,38 +17,23 @@ median of ``--repeat`` calls (the full-scan case: of ``--repeat-full``). The pla
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import insert, select, text
 
 import tickwork
+from scratchstores import CHUNK, T0, add_store_arguments, fill_schedules, median_ms, scratch_store
 from tickwork.admin.health import RECENT_RUNS
 from tickwork.sql.schema import runs, schedules
-from tickwork.sql.store import SQLStore, spec_values
-from tickwork.structures import ScheduleSpec
-from tickwork_postgres.store import PostgresStore
-from tickwork_sqlite.store import SQLiteStore
-
-T0 = datetime(2030, 1, 1, tzinfo=UTC)
-CHUNK = 5000
+from tickwork.sql.store import SQLStore
 
 
 def fill(store: SQLStore, count: int, history: int) -> None:
-    now = store.now()
-    rows = [
-        spec_values(ScheduleSpec(f"job-{i:07d}", "cron", "0 3 * * *", "tests.jobs_for_tests:record"))
-        | {"next_fire": T0 + timedelta(seconds=i % 86400), "created_at": now, "updated_at": now}
-        for i in range(count)
-    ]
+    fill_schedules(store, count)
     with store.engine.begin() as conn:
-        for start in range(0, count, CHUNK):
-            conn.execute(insert(schedules), rows[start : start + CHUNK])
         ids = [r.id for r in conn.execute(select(schedules.c.id))]
         batch: list[dict[str, Any]] = []
         for n, schedule_id in enumerate(ids):
@@ -75,16 +60,6 @@ def fill(store: SQLStore, count: int, history: int) -> None:
             conn.execute(insert(runs), batch)
 
 
-def median_ms(call: Callable[[], Any], repeat: int) -> float:
-    call()  # warm-up: the first call opens the store and checks the schema
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - began) * 1000)
-    return statistics.median(times)
-
-
 def plan(store: SQLStore, backend: str) -> list[str]:
     """The database's plan of one per-schedule read of ``recent_runs``."""
     query = "SELECT * FROM tickwork_runs WHERE schedule_id = 1 ORDER BY scheduled_for DESC, attempt DESC LIMIT 20"
@@ -96,36 +71,18 @@ def plan(store: SQLStore, backend: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--schedules", type=int, default=100_000)
+    add_store_arguments(parser)
     parser.add_argument("--history", type=int, default=10, help="runs per schedule")
-    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--pg-url", help="an empty PostgreSQL database (required for --store postgres)")
-    parser.add_argument("--page", type=int, default=50)
-    parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--repeat-full", type=int, default=1)
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as scratch:
-        config: dict[str, Any]
-        if args.store == "sqlite":
-            path = str(Path(scratch) / "bench.db")
-            store: SQLStore = SQLiteStore(path)
-            config = {"store": {"path": path}}
-        else:
-            if not args.pg_url:
-                parser.error("--store postgres needs --pg-url")
-            store = PostgresStore(args.pg_url)
-            config = {"store": {"plugin": "postgres", "url": args.pg_url}}
-        store.upgrade()
-        store.open()
-        try:
+        with scratch_store(parser, args, scratch) as (store, config):
             fill(store, args.schedules, args.history)
             if args.store == "postgres":
                 with store.engine.begin() as conn:
                     conn.execute(text("ANALYZE"))
             query_plan = plan(store, args.store)
-        finally:
-            store.close()
         with tickwork.connect(config) as admin:
             raw = admin.store()
             name = f"job-{args.schedules // 2:07d}"
