@@ -89,3 +89,12 @@ def wait_gone(pid: int, timeout: float = 5.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def allowed_modules_config(tmp_path: Path, package: str) -> Path:
+    """A SQLite configuration whose local executor runs only targets inside ``package``."""
+    config = tmp_path / "tickwork.toml"
+    config.write_text(
+        f'[store]\npath = "{tmp_path / "tickwork.db"}"\n[executor.local]\nallowed_modules = ["{package}."]\n'
+    )
+    return config

@@ -8,7 +8,6 @@ whether any of its code ran, not only what tickwork reported.
 from __future__ import annotations
 
 import sys
-import textwrap
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from tests.executors.jobqueue_helpers import Outcomes, call, rows, run_worker
-from tests.executors.local_helpers import Recorder, job_call
+from tests.executors.local_helpers import Recorder, allowed_modules_config, job_call
 
 from tickwork.cli import main
 from tickwork.config import load
@@ -140,25 +139,10 @@ def test_local_refuses_an_outside_target_again_at_run_time(modules: Modules, mod
     assert modules.untouched()
 
 
-def _config(tmp_path: Path, modules: Modules) -> Path:
-    config = tmp_path / "tickwork.toml"
-    config.write_text(
-        textwrap.dedent(
-            f"""\
-            [store]
-            path = "{tmp_path / "tickwork.db"}"
-            [executor.local]
-            allowed_modules = ["{modules.trusted}."]
-            """
-        )
-    )
-    return config
-
-
 def test_jobs_add_refuses_an_outside_target_with_a_clear_error(
     modules: Modules, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = str(_config(tmp_path, modules))
+    config = str(allowed_modules_config(tmp_path, modules.trusted))
 
     refused = main(["jobs", "add", "--config", config, "evil", "@hourly", modules.outside_target])
     _, err = capsys.readouterr()
@@ -174,7 +158,7 @@ def test_jobs_add_refuses_an_outside_target_with_a_clear_error(
 
 
 def test_a_schedule_written_straight_into_the_table_is_refused_at_run_time(modules: Modules, tmp_path: Path) -> None:
-    node = Node(load(str(_config(tmp_path, modules))))
+    node = Node(load(str(allowed_modules_config(tmp_path, modules.trusted))))
     node.open()
     try:
         # What anyone with write access to the database can do, bypassing every tickwork check.
@@ -183,7 +167,7 @@ def test_a_schedule_written_straight_into_the_table_is_refused_at_run_time(modul
         node.engine.tick()
     finally:
         node.shutdown()
-    store = Node(load(str(_config(tmp_path, modules)))).store
+    store = Node(load(str(allowed_modules_config(tmp_path, modules.trusted)))).store
     store.open()
     try:
         [run] = store.history()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 from tests.executors.jobqueue_helpers import Outcomes, call, rows, run_worker
-from tests.executors.local_helpers import Recorder
+from tests.executors.local_helpers import Recorder, allowed_modules_config
 
 import tickwork
 from tickwork.config import load
@@ -185,23 +184,8 @@ def test_jobqueue_validate_target_refuses_them_too(planted: Planted, path: str) 
     assert _is_refused(str(caught.value), planted, path, "[executor.jobqueue] allowed_modules"), caught.value
 
 
-def _config(tmp_path: Path, planted: Planted) -> Path:
-    config = tmp_path / "tickwork.toml"
-    config.write_text(
-        textwrap.dedent(
-            f"""\
-            [store]
-            path = "{tmp_path / "tickwork.db"}"
-            [executor.local]
-            allowed_modules = ["{planted.package}."]
-            """
-        )
-    )
-    return config
-
-
 def test_admin_add_refuses_them(planted: Planted, tmp_path: Path) -> None:
-    with tickwork.connect(str(_config(tmp_path, planted))) as admin:
+    with tickwork.connect(str(allowed_modules_config(tmp_path, planted.package))) as admin:
         for path in EVIL:
             arguments, _ = _evil(planted)[path]
             with pytest.raises(ExecutorError) as caught:
@@ -214,7 +198,7 @@ def test_admin_add_refuses_them(planted: Planted, tmp_path: Path) -> None:
 
 
 def test_the_jobs_add_command_refuses_them(planted: Planted, tmp_path: Path) -> None:
-    config = str(_config(tmp_path, planted))
+    config = str(allowed_modules_config(tmp_path, planted.package))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(planted.code), os.environ.get("PYTHONPATH", "")])}
     env.pop("TICKWORK_CONFIG", None)
 
@@ -279,7 +263,7 @@ def test_local_runs_the_allowed_module_s_own_callables(planted: Planted, mode: s
 
 
 def test_a_planted_schedule_row_is_refused_and_recorded_failed(planted: Planted, tmp_path: Path) -> None:
-    config = str(_config(tmp_path, planted))
+    config = str(allowed_modules_config(tmp_path, planted.package))
     node = Node(load(config))
     node.open()
     try:
