@@ -6,15 +6,18 @@ the SchedulerHarness keeps the same rule. The cluster test is tests/test_rerun_c
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from tests import jobs_for_tests as jobs
 from tests.conftest import T0, FakeClock
 from tests.test_engine import add, make_engine, runs, step
+from tickwork.cli import main
 from tickwork.engine import Engine
 from tickwork.sql.store import SQLStore
 from tickwork.structures import RunStatus, ScheduleSpec, rerun_attempts, rerun_refusal
@@ -81,13 +84,14 @@ def test_past_its_misfire_grace_it_stays_abandoned_and_says_why(
     assert jobs.calls == []
     [row] = [r for r in runs(sqlite_store) if r.schedule == "record_attempt"]
     assert row.status is RunStatus.ABANDONED
-    assert row.error == "node dead is dead (no heartbeat); not rerun: 9.0s past its fire time, beyond its misfire grace of 8s"
+    assert (
+        row.error
+        == "node dead is dead (no heartbeat); not rerun: 9.0s past its fire time, beyond its misfire grace of 8s"
+    )
     assert sqlite_store.get("record_attempt").next_fire == FIRE + timedelta(minutes=1)
 
 
-def test_the_node_default_grace_applies_without_the_schedules_own(
-    sqlite_store: SQLStore, clock: FakeClock
-) -> None:
+def test_the_node_default_grace_applies_without_the_schedules_own(sqlite_store: SQLStore, clock: FakeClock) -> None:
     engine, executor = make_engine(sqlite_store, clock, lookahead=0.0, misfire_grace=60.0)
     try:
         add(sqlite_store, "record_attempt", on_abandon="rerun")
@@ -140,3 +144,27 @@ def test_the_harness_reruns_an_abandoned_fire() -> None:
     assert [(r.schedule, r.scheduled_for, r.attempt, r.status) for r in ran] == [
         ("report", claim.scheduled_for, 2, RunStatus.SUCCEEDED)
     ]
+
+
+def test_jobs_show_and_list_json_say_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
+    assert main(["db", "upgrade"]) == 0
+    assert main(["jobs", "add", "report", "0 3 * * *", "tests.jobs_for_tests:record", "--on-abandon", "rerun"]) == 0
+    assert main(["jobs", "add", "charge", "0 4 * * *", "tests.jobs_for_tests:record"]) == 0
+    capsys.readouterr()
+    assert main(["jobs", "show", "report"]) == 0
+    assert "on abandon:  rerun (a fire abandoned with its node runs again)" in capsys.readouterr().out
+    assert main(["jobs", "show", "charge"]) == 0
+    assert "on abandon" not in capsys.readouterr().out  # the default is not spelled out
+    assert main(["--json", "jobs", "list"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]  # one object a line
+    listed = {row["name"]: row["on_abandon"] for row in rows}
+    assert listed == {"report": "rerun", "charge": "skip"}
+    assert main(["jobs", "update", "report", "--on-abandon", "skip"]) == 0
+    with pytest.raises(SystemExit) as refused:  # not one of the choices: a usage error
+        main(["jobs", "update", "report", "--on-abandon", "twice"])
+    assert refused.value.code == 2
+    assert "argument --on-abandon: invalid choice: 'twice'" in capsys.readouterr().err

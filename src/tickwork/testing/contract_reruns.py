@@ -92,4 +92,3 @@ class RerunContract:
         assert again.run_id is None
         assert store.start_rerun("n2", again, grace=HOUR, max_attempt=2) is None
         assert [r.status for r in store.history(schedule="done")] == [RunStatus.SUCCEEDED]
-
