@@ -19,9 +19,11 @@ from tests.conftest import T0, FakeClock
 from tests.test_engine import add, make_engine, runs, step
 from tickwork.cli import main
 from tickwork.engine import Engine
+from tickwork.errors import StoreError
 from tickwork.sql.store import SQLStore
-from tickwork.structures import RunStatus, ScheduleSpec, rerun_attempts, rerun_refusal
+from tickwork.structures import Claim, RunStatus, ScheduleSpec, rerun_attempts, rerun_refusal
 from tickwork.testing import SchedulerHarness
+from tickwork_sqlite.store import SQLiteStore
 
 FIRE = T0 + timedelta(minutes=1)
 
@@ -168,3 +170,41 @@ def test_jobs_show_and_list_json_say_it(
         main(["jobs", "update", "report", "--on-abandon", "twice"])
     assert refused.value.code == 2
     assert "argument --on-abandon: invalid choice: 'twice'" in capsys.readouterr().err
+
+
+class OnceUnreachable(SQLiteStore):
+    """The real SQLite store whose first ``start_rerun`` fails as a database outage does."""
+
+    failures = 1
+
+    def start_rerun(self, node_id: str, claim: Claim, *, grace: float, max_attempt: int) -> Claim | None:
+        if self.failures:
+            self.failures -= 1
+            raise StoreError("the database is unreachable")
+        return super().start_rerun(node_id, claim, grace=grace, max_attempt=max_attempt)
+
+
+def test_a_store_error_opening_the_rerun_leaves_it_to_the_reconcile(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = OnceUnreachable(str(tmp_path / "tickwork.db"), clock=clock)
+    store.upgrade()
+    store.open()
+    engine, executor = make_engine(store, clock, lookahead=0.0)
+    try:
+        add(store, "record_attempt", on_abandon="rerun")
+        die_mid_run(store, clock, "record_attempt")
+        with caplog.at_level(logging.WARNING):
+            step(engine)
+        assert "cannot open the rerun of an abandoned fire now (the database is unreachable)" in caplog.text
+        # Neither run nor parked nor moved on: still held, untracked, until the reconcile gives it back.
+        assert jobs.calls == [] and store.get("record_attempt").fault is None
+        assert store.get("record_attempt").next_fire == FIRE
+        assert engine.reconcile() == 1
+        step(engine)
+        assert jobs.calls == [f"{FIRE.isoformat()} attempt 2"]
+        assert history(store, "record_attempt") == [(1, RunStatus.ABANDONED, "dead"), (2, RunStatus.SUCCEEDED, "n1")]
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()
+        store.close()

@@ -130,7 +130,8 @@ class Runs:
             return None
         self.counters.fired += 1
         next_after = self.follow_ups.next_fires.of(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it
-        if self.reruns is not None and self.reruns.wanted(claim):
+        if claim.run_id is None and self.reruns is not None and self.reruns.wanted(claim):
+            # Only a fire the history has already costs this check (a plain claim: one compare).
             try:
                 claim = self.reruns.start(claim) or claim
             except StoreError as exc:

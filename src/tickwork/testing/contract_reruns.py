@@ -30,6 +30,7 @@ def _abandoned_by(store: Store, node: str, name: str) -> Claim:
     assert store.release_node(node, f"node {node} is dead") == 1
     again = _claim(store, "n9", name)
     assert again.run_id is None and again.scheduled_for == first.scheduled_for
+    assert again.spec.on_abandon == "rerun"  # stored and claimed as given
     return again
 
 
