@@ -36,3 +36,15 @@ def fails(n: int) -> None:
     """Always fails (after leaving its line): pause_after_failures' schedule."""
     work(n)
     raise RuntimeError(f"job {n} always fails")
+
+
+def long_first_attempt(n: int) -> None:
+    """Leaves a line with its fire time and attempt, then takes 30 s on a first attempt (long
+    enough to be killed mid-run) and 1 s on any later one (a rerun)."""
+    import tickwork
+
+    run = tickwork.current_run()
+    fd = os.open(os.environ["CLUSTER_FIRES"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{n} {os.getpid()} {run.scheduled_for.isoformat()} {run.attempt}\n".encode())
+    os.close(fd)
+    time.sleep(30.0 if run.attempt == 1 else 1.0)

@@ -47,3 +47,11 @@ def fails_twice() -> None:
     attempts.append(len(attempts) + 1)
     if len(attempts) <= 2:
         raise RuntimeError(f"attempt {len(attempts)} fails")
+
+
+def record_attempt() -> None:
+    """Records which fire and attempt it runs (tickwork.current_run())."""
+    import tickwork
+
+    run = tickwork.current_run()
+    calls.append(f"{run.scheduled_for.isoformat()} attempt {run.attempt}")

@@ -358,6 +358,7 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
         "max_catchup": None,
         "max_runs": None,
         "on_finish": "keep",
+        "on_abandon": "skip",
         "also": [],
         "exclude": [],
     }

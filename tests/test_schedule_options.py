@@ -55,6 +55,7 @@ SAMPLES: dict[str, Sample] = {
     "max_catchup": Sample(4, ["--max-catchup", "4"], 4),
     "max_runs": Sample(5, ["--max-runs", "5"], 5),
     "on_finish": Sample("remove", ["--on-finish", "remove"], "remove"),
+    "on_abandon": Sample("rerun", ["--on-abandon", "rerun"], "rerun"),
     "also": Sample(["30 18 * * *"], ["--also", "30 18 * * *"], ("30 18 * * *",)),
     "exclude": Sample(["*-12-25", "Sat,Sun"], ["--exclude", "*-12-25", "--exclude", "Sat,Sun"], ("*-12-25", "Sat,Sun")),
 }

@@ -479,6 +479,24 @@ class Store(ABC):
         :return: the run id, or ``None`` if the claim was taken over (do not run it)
         """
 
+    def start_rerun(self, node_id: str, claim: Claim, *, grace: float, max_attempt: int) -> Claim | None:
+        """Run again a fire abandoned with its node (``on_abandon = "rerun"``): ``claim`` holds
+        the fire (its run id ``None``: the history has it already). Under the claim's fence
+        (this node holds it, same ``claim_seq``), if the fire's latest attempt is ``abandoned``,
+        open a ``running`` row for the next attempt, started by the database clock, unless
+        :func:`~tickwork.structures.rerun_refusal` refuses it (that attempt is ``max_attempt``
+        or more; the fire is more than ``grace`` seconds old by the database clock): then append
+        the refusal to the abandoned row's error. The history's uniqueness on (schedule, fire
+        time, attempt) is the last fence. Idempotent: asked again under the same claim after an
+        answer was lost, it returns the same attempt.
+
+        Default: ``None`` (a store without reruns skips abandoned fires, as ``on_abandon = "skip"``).
+
+        :return: ``claim`` as that attempt, with its run id; ``None``: not rerun (nothing
+            abandoned, refused, or the claim was taken over)
+        """
+        return None
+
     @abstractmethod
     def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
         """Return the earliest next fire time of an enabled, idle schedule in ``buckets``.

@@ -35,6 +35,9 @@ MAX_CATCHUP = 10_000
 MAX_RUNS = 1_000_000_000
 #: What becomes of a schedule once it ran ``max_runs`` times: kept with no next fire, or removed.
 ON_FINISH = ("keep", "remove")
+#: What becomes of a fire abandoned because its node died mid-run: left so (``skip``) or run again
+#: as a further attempt (``rerun``, docs/triggers.md#on-abandon).
+ON_ABANDON = ("skip", "rerun")
 #: The most further expressions (``also``) and exclusions (``exclude``) of one schedule.
 MAX_EXPRESSIONS = 20
 
@@ -208,6 +211,8 @@ class ScheduleSpec:
     :param max_runs: after this many fires that ran (succeeded, failed or timed out; each after
         its retries), the schedule has no next fire; ``None``: no end
     :param on_finish: ``keep`` (shown finished) or ``remove`` the schedule once it ran ``max_runs`` times
+    :param on_abandon: ``skip`` (a fire abandoned with its node is not run again) or ``rerun`` (it
+        runs again as a further attempt inside its misfire grace; :func:`rerun_refusal`)
     :param also: further trigger expressions (each kind recognised, in ``timezone``): the schedule
         fires at the times of any of them, a time two give once
     :param exclude: expressions whose times do not fire (``*-12-25``, ``Sat,Sun``, cron): see
@@ -237,6 +242,7 @@ class ScheduleSpec:
     exclude: tuple[str, ...] = ()
     max_runs: int | None = None
     on_finish: str = "keep"
+    on_abandon: str = "skip"
 
     def __post_init__(self) -> None:
         for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
@@ -269,6 +275,8 @@ class ScheduleSpec:
         _check_count("max_runs", self.max_runs, 1, MAX_RUNS)
         if self.on_finish not in ON_FINISH:
             raise ValueError(f"on_finish: one of {', '.join(ON_FINISH)}, got {self.on_finish!r}")
+        if self.on_abandon not in ON_ABANDON:
+            raise ValueError(f"on_abandon: one of {', '.join(ON_ABANDON)}, got {self.on_abandon!r}")
         if not isinstance(self.jitter, timedelta) or not timedelta(0) <= self.jitter <= MAX_JITTER:
             raise ValueError(f"jitter: must be from 0 s to {MAX_JITTER.days} day, got {_seconds(self.jitter)}")
         grace = self.misfire_grace
@@ -352,6 +360,7 @@ OPTION_FIELDS = frozenset(
         "exclude",
         "max_runs",
         "on_finish",
+        "on_abandon",
     }
 )
 _BASE_FIELDS = _SPEC_FIELDS - OPTION_FIELDS
@@ -372,6 +381,24 @@ PAUSED_BY_TICKWORK = "tickwork"
 def failures_note(count: int) -> str:
     """The note of a schedule paused by ``pause_after_failures = count``."""
     return f"paused after {count} consecutive failed fire{'s' if count != 1 else ''} (pause_after_failures = {count})"
+
+
+def rerun_attempts(retries: int) -> int:
+    """The most attempts a fire of a schedule with ``on_abandon = "rerun"`` and ``retries`` may
+    have, failed or abandoned: a rerun counts against the retry budget, and there is always room
+    for one (a job that kills every node that runs it is run at most this many times)."""
+    return 1 + max(min(retries, MAX_RETRIES), 1)
+
+
+def rerun_refusal(*, attempt: int, late: float, grace: float, max_attempt: int) -> str | None:
+    """Why abandoned ``attempt`` of a fire ``late`` seconds past its fire time (database clock)
+    is not run again, or ``None``: it is (attempt ``attempt + 1``). Appended to the abandoned
+    run's error."""
+    if attempt >= max_attempt:
+        return f"not rerun: attempt {attempt} was the last the retry budget allows ({max_attempt} attempts)"
+    if late > grace:
+        return f"not rerun: {late:.1f}s past its fire time, beyond its misfire grace of {grace:g}s"
+    return None
 
 
 @dataclass(frozen=True)

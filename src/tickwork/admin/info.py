@@ -178,6 +178,7 @@ def options_json(spec: ScheduleSpec) -> dict[str, Any]:
         "max_catchup": spec.max_catchup,
         "max_runs": spec.max_runs,
         "on_finish": spec.on_finish,
+        "on_abandon": spec.on_abandon,
         "also": list(spec.also),
         "exclude": list(spec.exclude),
     }

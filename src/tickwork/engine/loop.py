@@ -34,6 +34,7 @@ from .held import HeldFires
 from .housekeeping import Housekeeping
 from .listener import EngineListener, SafeListener
 from .nextfires import NextFires
+from .rerun import Reruns
 from .retries import RetryQueue
 from .runs import Runs
 from .settings import EngineSettings, clamp_wait
@@ -112,6 +113,7 @@ class Engine:
             ends=self.ends,
             listener=lambda: self.listener,
             wake=self._wake,
+            reruns=Reruns(store, settings.node_id, settings.misfire_grace),
         )
         #: Runs handed to executors and not ended yet, by run id.
         self.in_flight = self.runs.in_flight

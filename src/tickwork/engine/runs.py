@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ..abc import Executor
-from ..errors import TickworkError
+from ..errors import StoreError, TickworkError
 from ..structures import Claim, Finish, JobCall, Outcome, RunStatus
 from .clock import DatabaseClock
 from .counters import Counters
@@ -27,6 +27,7 @@ from .followups import FollowUps, Parked
 from .held import HeldFire, HeldFires
 from .listener import EngineListener
 from .planning import grace_of, misfire_reason
+from .rerun import Reruns
 from .retries import PendingRetry
 from .settings import MAX_WAIT, EngineSettings
 
@@ -60,8 +61,11 @@ class Runs:
         ends: EndWriter,
         listener: Callable[[], EngineListener],
         wake: threading.Event,
+        reruns: Reruns | None = None,
     ) -> None:
         self.settings = settings
+        #: Abandoned fires of schedules with on_abandon = "rerun" (rerun.py); None: none rerun.
+        self.reruns = reruns
         self.executors = executors
         self.clock = clock
         self.counters = counters
@@ -126,6 +130,15 @@ class Runs:
             return None
         self.counters.fired += 1
         next_after = self.follow_ups.next_fires.of(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it
+        if claim.run_id is None and self.reruns is not None and self.reruns.wanted(claim):
+            # Only a fire the history has already costs this check (a plain claim: one compare).
+            try:
+                claim = self.reruns.start(claim) or claim
+            except StoreError as exc:
+                # Not parked (the schedule is not at fault) and not advanced (that would lose
+                # the rerun): left untracked, the reconcile gives the claim back to be judged again.
+                log.warning("%s: cannot open the rerun of an abandoned fire now (%s)", claim.spec.name, exc)
+                return None
         if claim.run_id is None:
             log.warning(
                 "%s: the fire at %s already has a run in the history; not running it twice",

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from ..errors import ConfigError
-from ..structures import ON_FINISH, MisfirePolicy, ScheduleSpec, parse_iso
+from ..structures import ON_ABANDON, ON_FINISH, MisfirePolicy, ScheduleSpec, parse_iso
 from .durations import duration, seconds_in
 
 #: The :class:`ScheduleSpec` defaults: the options' defaults are written there, once.
@@ -300,6 +300,17 @@ OPTIONS: tuple[Option, ...] = (
         f"default {_SPEC_DEFAULTS['on_finish']}",
         choices=ON_FINISH,
     ),
+    # on_abandon (issue #33, item 7): a fire abandoned with its node, run again or not.
+    Option(
+        "on_abandon",
+        "on_abandon",
+        _SPEC_DEFAULTS["on_abandon"],
+        _as_is,
+        str,
+        "a fire abandoned because its node died mid-run: skip it or rerun it (a further attempt, inside the grace)",
+        f"default {_SPEC_DEFAULTS['on_abandon']}",
+        choices=ON_ABANDON,
+    ),
     Option(
         "also",
         "also",
@@ -353,6 +364,7 @@ class ScheduleOptions(TypedDict, total=False):
     max_catchup: int | None
     max_runs: int | None
     on_finish: str
+    on_abandon: str
     also: Sequence[str] | str
     exclude: Sequence[str] | str
 
@@ -376,6 +388,7 @@ class CodeOptions(TypedDict, total=False):
     max_catchup: int | None
     max_runs: int | None
     on_finish: str
+    on_abandon: str
     also: Sequence[str] | str
     exclude: Sequence[str] | str
 

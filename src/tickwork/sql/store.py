@@ -17,7 +17,8 @@ one job each:
 - :mod:`.ending`: ending runs (the fenced batch release), renewing and parking;
 - :mod:`.nodestate`: heartbeats and releasing what a node holds (on :mod:`.starting`);
 - :mod:`.historyqueries`: history and admin reads, pruning;
-- :mod:`.pausing` (pauses, failures counted) and :mod:`.backfilling` (the backfill queue).
+- :mod:`.pausing` (pauses, failures counted) and :mod:`.backfilling` (the backfill queue);
+- :mod:`.rerunning`: reruns of fires abandoned with their node (``on_abandon = "rerun"``).
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ from .ending import Ending
 from .handoffs import Handoffs
 from .historyqueries import HistoryQueries
 from .nodestate import NodeState
+from .rerunning import Rerunning
 from .retry import transient_retry
 from .rows import UNHELD, retriggered, schedule_from_row, spec_from_row, spec_values, utcnow
 from .schedulewrites import ScheduleWriting
 from .storecore import SQLCore
 
 
-class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries, Handoffs, Backfilling):
+class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries, Handoffs, Backfilling, Rerunning):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""
 

@@ -21,6 +21,8 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from ..abc import Executor, Store
+from ..config.tables import SchedulerConfig
+from ..engine.rerun import Reruns
 from ..errors import ConfigError
 from ..plugin.manager import default_manager, load_object
 from ..plugin.runcontext import current_run
@@ -109,6 +111,8 @@ class SchedulerHarness:
     ) -> None:
         self.clock = clock or FakeClock(start)
         self.node_id = node_id
+        #: A node's default ``scheduler.misfire_grace`` (an abandoned fire's rerun window).
+        self.misfire_grace = SchedulerConfig().misfire_grace
         if store is None:
             store = MemoryStore(clock=self.clock)
             store.open()
@@ -216,6 +220,9 @@ class SchedulerHarness:
         return ran
 
     def _fire(self, claim: Claim) -> list[HarnessRun]:
+        if Reruns.wanted(claim):
+            # A fire abandoned with its node (released through the store) runs again, as on a node.
+            claim = Reruns(self.store, self.node_id, self.misfire_grace).start(claim) or claim
         if claim.run_id is None:
             # Already recorded (invariant 1): advance the schedule without running it again.
             self._end(claim, Outcome(RunStatus.SKIPPED, error="already recorded"))

@@ -4,8 +4,8 @@ It is the executable specification of docs/claim-protocol.md: every rule a SQL s
 constraints and fenced statements is written here as plain Python under one lock, so a reader
 can check a database store against it line by line, and users can test their jobs without a
 database (``SchedulerHarness`` uses it by default). This module holds the protocol (claims,
-ends, retries, expiry); memory_starts.py the fenced starts and takeovers; memory_tables.py
-the rest (schedules, nodes, history).
+ends, retries, expiry); memory_starts.py the fenced starts and takeovers; memory_reruns.py the
+reruns of abandoned fires; memory_tables.py the rest (schedules, nodes, history).
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ from ..structures import (
 from .memory_backfill import MemoryBackfills
 from .memory_counts import MemoryCounts
 from .memory_handoffs import MemoryHandoffs
+from .memory_reruns import MemoryReruns
 from .memory_rows import RunRow
 from .memory_starts import MemoryStarts, unstarted
 from .memory_tables import MemoryTables, aware
 
 
-class MemoryStore(MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, Store):
+class MemoryStore(MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryReruns, MemoryTables, Store):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:

@@ -247,6 +247,8 @@ def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
         out.append(("end at", iso_z(spec.end_at)))
     if spec.max_runs is not None:
         out.append(("max runs", f"{spec.max_runs}, then {spec.on_finish} (ran {info.run_count})"))
+    if spec.on_abandon != "skip":
+        out.append(("on abandon", f"{spec.on_abandon} (a fire abandoned with its node runs again)"))
     if spec.pause_after_failures is not None:
         out.append(("pause after", f"{spec.pause_after_failures} failed fires in a row (now {info.failures})"))
     return out
