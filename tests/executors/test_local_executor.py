@@ -3,6 +3,7 @@ exactly once when a soft timeout and the run's end race."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,22 @@ def test_validate_target_refuses_arguments_the_callable_does_not_take() -> None:
     # Dropped silently at every run before; a typo'd key is refused when the schedule is added.
     with pytest.raises(ExecutorError, match=r"it does not accept unused \(it accepts: city, days\)"):
         LocalExecutor().validate_target(f"{JOBS}:needs", {"city": "Oslo", "unused": True})
+
+
+def test_a_builtin_without_a_readable_signature_runs_without_arguments() -> None:
+    # inspect.signature raises for some C built-ins (time.time); adding one crashed `jobs add`.
+    executor = LocalExecutor()
+    executor.validate_target("time:time", {})
+    with pytest.raises(ExecutorError, match=r"it does not accept a \(it accepts: no arguments\)"):
+        executor.validate_target("time:time", {"a": 1})
+    executor.start()
+    try:
+        recorder = Recorder()
+        executor.submit(dataclasses.replace(job_call("now"), target="time:time"), recorder)
+        outcome = recorder.wait()
+    finally:
+        executor.shutdown()
+    assert outcome.status is RunStatus.SUCCEEDED, outcome.error
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ def context_parameter(func: Callable[..., Any]) -> str | None:
         hints = typing.get_type_hints(func)
     except Exception:  # an unresolvable annotation elsewhere in the signature
         hints = {}
-    for name, param in inspect.signature(func).parameters.items():
+    for name, param in _parameters(func).items():
         annotation = hints.get(name, param.annotation)
         if annotation is RunContext or (
             isinstance(annotation, str) and annotation.rpartition(".")[2] == RunContext.__name__
@@ -38,10 +38,19 @@ def context_parameter(func: Callable[..., Any]) -> str | None:
     return None
 
 
+def _parameters(func: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+    """``func``'s parameters; none for a callable whose signature Python cannot read (some
+    built-ins written in C, ``time:time`` say): it is called without arguments."""
+    try:
+        return inspect.signature(func).parameters
+    except (ValueError, TypeError):
+        return {}
+
+
 @functools.lru_cache(maxsize=4096)
 def _signature(func: Callable[..., Any]) -> tuple[frozenset[str], bool, tuple[str, ...], str | None]:
     """(parameter names, takes ``**kwargs``, required names, run-context parameter) of ``func``."""
-    params = inspect.signature(func).parameters
+    params = _parameters(func)
     context = context_parameter(func)
     required = tuple(
         name
