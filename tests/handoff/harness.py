@@ -186,13 +186,13 @@ def settled(store: Store, timeout: float = 45.0) -> list[Run]:
 
 
 def rq_worker(
-    url: str, queue: str, env: dict[str, str], out: Path, name: str, worker_class: str = "Worker"
+    url: str, queue: str, env: dict[str, str], out: Path, name: str, worker_class: str = "Worker", *options: str
 ) -> subprocess.Popen[bytes]:
-    """``rq worker`` with tickwork's worker and job classes, as a user starts it; returns once it
-    listens."""
+    """``rq worker`` with tickwork's worker and job classes (and ``options``, more of ``rq worker``'s
+    own), as a user starts it; returns once it listens."""
     process = start(
         [str(BIN / "rq"), "worker", "-u", url, "-w", f"tickwork_rq.worker.{worker_class}",
-         "-j", "tickwork_rq.worker.Job", "-n", f"{name}-{queue}", queue],
+         "-j", "tickwork_rq.worker.Job", "-n", f"{name}-{queue}", *options, queue],
         env,
         out,
     )  # fmt: skip
