@@ -125,6 +125,4 @@ def test_a_work_horse_killed_mid_job_is_recorded_lost(redis_url: str, tmp_path: 
 
 def test_a_broker_outage_fails_attempts_and_never_stops_the_node(tmp_path: Path, config_for: ConfigFor) -> None:
     # The no-fork worker: twenty short jobs a second would be mostly forks on two busy cores.
-    scenarios.broker_outage(
-        tmp_path, config_for, lambda url: _queue(url, harness.queue_name(), "SimpleWorker")
-    )
+    scenarios.broker_outage(tmp_path, config_for, lambda url: _queue(url, harness.queue_name(), "SimpleWorker"))
