@@ -120,7 +120,7 @@ class Worker(rq.Worker):
         return bool(super().work(*args, **kwargs))
 
     def handle_work_horse_killed(self, job: rq.job.Job, retpid: int, ret_val: int, rusage: Any) -> None:
-        super().handle_work_horse_killed(job, retpid, ret_val, rusage)
+        super().handle_work_horse_killed(job, retpid, ret_val, rusage)  # type: ignore[no-untyped-call]
         signal_text = f", signal {os.WTERMSIG(ret_val)}" if ret_val and os.WIFSIGNALED(ret_val) else ""
         _report_lost(job, f"RQ's work horse (pid {retpid}{signal_text}) ended before the job reported")
 
