@@ -28,7 +28,7 @@ from tickwork.structures import RunStatus
 
 
 def single_node(
-    tmp_path: Path, store: dict[str, str], queue: Queue, **options: object
+    tmp_path: Path, store: dict[str, str], queue: Queue, /, **options: object
 ) -> tuple[Path, Path, dict[str, str]]:
     """Node ``n1``'s configuration (the queue's executor table plus ``options``), the executions
     log and the environment of its processes."""
