@@ -6,19 +6,16 @@ Every test judges from two independent records: the line each task execution app
 
 from __future__ import annotations
 
-import itertools
 import os
 import signal
 import subprocess
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.handoff import cluster, harness
+from tests.handoff import cluster, harness, scenarios
 from tests.servers.configs import ConfigFor
-from tests.servers.redis import ThrowawayRedis
 from tickwork.errors import TickworkError
 from tickwork.structures import RunStatus
 from tickwork_handoff.reporter import LOST
@@ -46,13 +43,23 @@ def test_two_nodes_hand_every_fire_once_to_a_worker_while_one_node_is_killed(
     )  # fmt: skip
 
 
+def _queue(broker_url: str) -> cluster.Queue:
+    """A fresh queue of the test app on ``broker_url``, one worker (threads pool)."""
+    queue = harness.queue_name()
+
+    def workers(env: dict[str, str], logs: Path) -> list[subprocess.Popen[bytes]]:
+        return [harness.celery_worker(queue, env, logs / "worker.log")]
+
+    return cluster.Queue("celery", {"app": APP, "queue": queue}, "handoff.work", "handoff.boom", workers,
+                         {"HANDOFF_BROKER": broker_url}, "handoff.slow")  # fmt: skip
+
+
 def _single_node(
     tmp_path: Path, store: dict[str, str], broker_url: str, **options: object
 ) -> tuple[Path, str, Path, dict[str, str]]:
-    queue, log = harness.queue_name(), tmp_path / "executions.jsonl"
-    table = {"app": APP, "queue": queue, **options}
-    config = harness.write_config(tmp_path / "n1.toml", store, "n1", "celery", table)
-    return config, queue, log, harness.env_for(config, log, HANDOFF_BROKER=broker_url)
+    queue = _queue(broker_url)
+    config, log, env = scenarios.single_node(tmp_path, store, queue, **options)
+    return config, queue.table["queue"], log, env
 
 
 def test_a_message_redelivered_after_its_worker_was_killed_does_not_run_the_fire_again(
@@ -96,81 +103,11 @@ def test_a_message_redelivered_after_its_worker_was_killed_does_not_run_the_fire
 
 
 def test_fires_are_skipped_while_a_slow_task_runs(redis_url: str, tmp_path: Path, config_for: ConfigFor) -> None:
-    store_config = config_for("postgres", migrated=True)
-    config, queue, log, env = _single_node(tmp_path, store_config.store, redis_url)
-    with harness.admin(config) as admin:
-        admin.add("slow", "* * * * * *", "handoff.slow", executor="celery", args={"seconds": 3.5})
-    store = store_config.build_store()
-    store.open()
-    worker = harness.celery_worker(queue, env, tmp_path / "worker.log")
-    node = harness.start_node(config, 10, env, tmp_path / "n1.log")
-    try:
-        assert node.wait(timeout=60) == 0
-        rows = harness.settled(store)
-    finally:
-        harness.kill(node)
-        harness.stop(worker)
-        store.close()
-    logs = harness.tails([tmp_path / "worker.log", tmp_path / "n1.log"])
-    done = harness.executions(log)
-    spans = sorted(
-        (start["at"], end["at"])
-        for start in done
-        if start["phase"] == "start"
-        for end in done
-        if end["phase"] == "end" and end["message_id"] == start["message_id"]
-    )
-    assert len(spans) >= 2, logs
-    # Never two executions of the schedule at once, across the queue.
-    assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans)), spans
-    skipped = [r for r in rows if r.status is RunStatus.SKIPPED and "previous hand-off" in (r.error or "")]
-    assert len(skipped) >= 2, rows
-    assert {r.status for r in rows} <= {RunStatus.SUCCEEDED, RunStatus.SKIPPED}, rows
+    scenarios.slow_task_is_skipped(tmp_path, config_for, _queue(redis_url))
 
 
 def test_a_broker_outage_fails_attempts_and_never_stops_the_node(tmp_path: Path, config_for: ConfigFor) -> None:
-    broker = ThrowawayRedis().start()  # of this test's own: it is stopped for 10 s
-    store_config = config_for("postgres", migrated=True)
-    config, queue, log, env = _single_node(
-        tmp_path, store_config.store, broker.url, report_timeout=5, publish_timeout=2
-    )
-    with harness.admin(config) as admin:
-        for i in range(3):
-            admin.add(f"w{i}", "* * * * * *", "handoff.work", executor="celery", args={"n": i})
-    store = store_config.build_store()
-    store.open()
-    worker = harness.celery_worker(queue, env, tmp_path / "worker.log")
-    # Long enough after the outage for the worker to reconnect (its back-off grows while Redis is away).
-    node = harness.start_node(config, 34, env, tmp_path / "n1.log")
-    try:
-        time.sleep(6.0)
-        broker.stop()
-        down = store.now()
-        time.sleep(10.0)
-        assert node.poll() is None, "the node stopped during the broker outage"
-        broker.start()
-        up = store.now()
-        assert node.wait(timeout=60) == 0
-        rows = harness.settled(store)
-    finally:
-        harness.kill(node)
-        harness.stop(worker)
-        broker.close()
-        store.close()
-    logs = harness.tails([tmp_path / "worker.log", tmp_path / "n1.log"])
-    failed = [r for r in rows if r.status is RunStatus.FAILED]
-    assert failed, logs
-    # Each failed attempt is a publish the outage refused, with the broker's error in the history.
-    for r in failed:
-        assert (r.error or "").startswith("not handed off: "), r
-        assert down - timedelta(seconds=2) <= r.scheduled_for <= up + timedelta(seconds=2), (r, down, up)
-    # After the outage every schedule is handed off, and run, again.
-    after = {
-        r.schedule for r in rows if r.status is RunStatus.SUCCEEDED and r.scheduled_for > up + timedelta(seconds=3)
-    }
-    assert after == {"w0", "w1", "w2"}, logs
-    ran = {(e["schedule"], e["scheduled_for"]) for e in harness.executions(log)}
-    assert {(r.schedule, r.scheduled_for.isoformat()) for r in rows if r.status is RunStatus.SUCCEEDED} == ran
+    scenarios.broker_outage(tmp_path, config_for, _queue)
 
 
 def test_a_task_retried_by_celery_runs_again_and_ends_as_its_retry_did(
@@ -260,4 +197,6 @@ def test_a_whole_call_in_arguments_reaches_the_task_as_import_celery_beat_writes
     logs = harness.tails([tmp_path / "worker.log", tmp_path / "n1.log"])
     (done,) = harness.executions(log)
     assert (done["schedule"], done["n"]) == ("imported", 7), logs
+    # The header django-celery-beat's scheduler sets names the schedule.
+    assert done["periodic_task_name"] == "imported", logs
     assert [r.status for r in rows] == [RunStatus.SUCCEEDED], logs

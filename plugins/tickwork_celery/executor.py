@@ -40,6 +40,19 @@ def task_name(target: str) -> str:
     return name if isinstance(name, str) and name else f"{module_name}.{attribute}"
 
 
+#: kombu's Redis transports (their socket timeouts bound a publish).
+_REDIS_SCHEMES = frozenset({"redis", "rediss", "sentinel", "redis+socket"})
+
+
+def _scheme(url: object) -> str:
+    # The first broker of a list (kombu's failover) is the one connected to first.
+    first = url.split(";")[0] if isinstance(url, str) else ""
+    return first.partition("://")[0].lower()
+
+
+#: The header naming the periodic task a message was sent for, as django-celery-beat sets it.
+PERIODIC_TASK_NAME = "periodic_task_name"
+
 #: The keys of a schedule's arguments that hold a whole call rather than keyword arguments.
 CALL_KEYS = frozenset({"args", "kwargs", "options"})
 #: The ``apply_async`` options a call may carry. The message id, the headers naming the fire and
@@ -149,8 +162,16 @@ class CeleryExecutor(HandoffExecutor):
         # (Redis acknowledges every write anyway). Set here, so a user's app needs nothing.
         options = dict(app.conf.broker_transport_options or {})
         options.setdefault("confirm_publish", True)
+        # A broker that does not answer fails the attempt instead of holding the thread: the
+        # connection timeout bounds connecting to RabbitMQ; with Redis, kombu's socket timeouts
+        # (none by default) bound every command, the publish included, so a Redis that stops
+        # answering without closing the connection (frozen, failed over, behind a dropped NAT
+        # entry) fails the attempt within publish_timeout instead of blocking it forever.
+        if _scheme(app.conf.broker_write_url or app.conf.broker_url) in _REDIS_SCHEMES:
+            for key in ("socket_timeout", "socket_connect_timeout"):
+                given = options.get(key)
+                options[key] = self.publish_timeout if given is None else min(float(given), self.publish_timeout)
         app.conf.broker_transport_options = options
-        # A broker that does not answer fails the attempt instead of holding the thread.
         app.conf.broker_connection_timeout = min(float(app.conf.broker_connection_timeout or 4.0), self.publish_timeout)
 
     def publish(self, call: JobCall, message_id: str, headers: dict[str, str]) -> str:
@@ -164,8 +185,10 @@ class CeleryExecutor(HandoffExecutor):
             args=args,
             kwargs=kwargs,
             task_id=message_id,
-            # The fire's own headers last: an entry's headers cannot rename the fire.
-            headers={**own.get("headers", {}), **headers},
+            # The fire's own headers last: an entry's headers cannot rename the fire. The schedule
+            # is also the message's periodic_task_name, the header django-celery-beat's scheduler
+            # sets (django-celery-results stores it with the task's result).
+            headers={**own.get("headers", {}), PERIODIC_TASK_NAME: call.schedule, **headers},
             # No silent retry loop inside kombu: a failed publish is this attempt's failure.
             retry=False,
             confirm_timeout=self.publish_timeout,

@@ -78,7 +78,22 @@ class DramatiqExecutor(HandoffExecutor):
         if hasattr(broker, "confirm_delivery"):
             # RabbitMQ publisher confirms: an enqueue returns once the broker took the message.
             broker.confirm_delivery = True
+        self._bound_redis_commands(broker)
         self._broker = broker
+
+    def _bound_redis_commands(self, broker: dramatiq.Broker) -> None:
+        """Dramatiq's Redis broker waits for Redis without a timeout unless told: a Redis that stops
+        answering without closing the connection would hold the publish forever. Its connections
+        made from now on (the node's enqueues) time out after ``publish_timeout``."""
+        pool = getattr(getattr(broker, "client", None), "connection_pool", None)
+        kwargs = getattr(pool, "connection_kwargs", None)
+        if not isinstance(kwargs, dict):
+            return
+        for key in ("socket_timeout", "socket_connect_timeout"):
+            given = kwargs.get(key)
+            kwargs[key] = self.publish_timeout if given is None else min(float(given), self.publish_timeout)
+        if pool is not None and hasattr(pool, "disconnect"):
+            pool.disconnect()  # connections made before keep no timeout: make them again
 
     def publish(self, call: JobCall, message_id: str, headers: dict[str, str]) -> str:
         assert self._broker is not None

@@ -4,7 +4,8 @@ Call it where the broker is defined, after ``dramatiq.set_broker(broker)``. For 
 tickwork node sent (its options name the run), the middleware:
 
 * lets the actor run only if the run moves to ``started`` (a message of a run that started or
-  ended is skipped: Dramatiq's ``SkipMessage``, acknowledged and not run);
+  ended is skipped: Dramatiq's ``SkipMessage``, acknowledged and not run); a redelivered message
+  of a run still ``started`` (its worker died) records the run ``failed`` as lost;
 * runs it with ``tickwork.current_run()`` returning the run's context;
 * records ``succeeded`` or ``failed`` (with the traceback).
 
@@ -44,7 +45,7 @@ class TickworkMiddleware(Middleware):
         self._local.current = None
         if context is None:
             return
-        if not self.reporter.get().begin(context):
+        if not self.reporter.get().begin(context, redelivered=_redelivered(message)):
             raise SkipMessage(f"run {context.run_id} of {context.schedule} already started or ended")
         scope = running(context)
         scope.__enter__()
@@ -64,6 +65,17 @@ class TickworkMiddleware(Middleware):
             reporter.succeeded(context)
         else:
             reporter.failed(context, format_exception(exception))
+
+
+def _redelivered(message: Any) -> bool:
+    """Whether this delivery of a tickwork message is the broker's redelivery. RabbitMQ says so
+    (``redelivered``: the consumer that held it unacknowledged went away). Dramatiq's Redis broker
+    has no such flag; there the only second delivery of a tickwork message is the broker's
+    requeue of a dead worker's unacknowledged messages (after ``heartbeat_timeout``), since
+    tickwork sends its messages with ``max_retries = 0``, so every delivery is taken as possibly
+    a redelivery: it only matters when the run was already ``started`` by an earlier one."""
+    flag = getattr(message, "redelivered", None)
+    return True if flag is None else bool(flag)
 
 
 def install(broker: dramatiq.Broker, config: ConfigSource = None, *, wait_for_node: float = 30.0) -> None:

@@ -88,6 +88,11 @@ class Reporter:
     def failed(self, context: RunContext, error: str) -> None:
         self._end(context, RunStatus.FAILED, error)
 
+    def lost(self, context: RunContext, reason: str) -> None:
+        """The queue says the worker running the run died (RQ's ``AbandonedJobError``, a work horse
+        killed): ``failed`` from ``started``, with the queue's own words."""
+        self._end(context, RunStatus.FAILED, f"the worker running it was lost: {reason}")
+
     def retrying(self, context: RunContext, reason: str) -> None:
         """The queue will deliver the run again: back to ``submitted``, the reason noted."""
         self._end(context, RunStatus.SUBMITTED, f"retried by the worker: {reason}")

@@ -8,6 +8,15 @@ For a job a tickwork node enqueued (its ``meta`` names the run), :class:`Job`:
 * runs it with ``tickwork.current_run()`` returning the run's context;
 * records ``succeeded`` or ``failed`` (with the traceback).
 
+The worker classes also record what RQ itself finds out about a job whose worker died, so the run
+does not wait for ``report_timeout``:
+
+* a work horse killed mid-job (``Worker``): its parent records the run ``failed`` with RQ's words;
+* a job RQ's registry cleanup finds abandoned (its whole worker died: ``AbandonedJobError``): the
+  worker running the cleanup records the run ``failed``;
+* a job delivered again after RQ recorded a result for it (``rq requeue`` of a failed or abandoned
+  job): refused; a run still ``started`` is recorded ``failed`` as lost.
+
 Other jobs run untouched. The worker reads tickwork's database from ``$TICKWORK_CONFIG``, else
 ``./tickwork.toml``; a worker class of your own may set :data:`reporter` to a
 :class:`~tickwork_handoff.reporter.ProcessReporter` of another configuration.
@@ -16,9 +25,12 @@ Other jobs run untouched. The worker reads tickwork's database from ``$TICKWORK_
 from __future__ import annotations
 
 import logging
+import os
+from types import TracebackType
 from typing import Any
 
 import rq
+from rq.exceptions import AbandonedJobError
 
 from tickwork.plugin.runcontext import running
 from tickwork.plugin.tracebacks import format_exception
@@ -30,6 +42,12 @@ log = logging.getLogger("tickwork.rq")
 #: The reports of this process (and of the work horses it forks, each with its own connections).
 reporter = ProcessReporter()
 
+#: What the history says of a job RQ's cleanup found abandoned.
+ABANDONED = (
+    "AbandonedJobError: RQ's registry cleanup found the job in its started registry after its "
+    "worker stopped sending heartbeats (the worker died mid-job)"
+)
+
 
 class Job(rq.job.Job):
     """An RQ job that reports to tickwork when tickwork enqueued it."""
@@ -39,7 +57,7 @@ class Job(rq.job.Job):
         if context is None:
             return super().perform()
         rep = reporter.get()
-        if not rep.begin(context):
+        if not rep.begin(context, redelivered=self._ran_before()):
             return None
         try:
             with running(context):
@@ -49,6 +67,34 @@ class Job(rq.job.Job):
             raise
         rep.succeeded(context)
         return result
+
+    def _ran_before(self) -> bool:
+        # RQ keeps a result for every execution that ended, abandoned ones included: a job with
+        # one is being delivered again (RQ's own retry or `rq requeue`), never for the first time.
+        try:
+            return self.latest_result() is not None
+        except Exception:  # an unreadable result stream says nothing either way
+            log.exception("tickwork: cannot read the results of job %s", self.id)
+            return False
+
+
+def _report_lost(job: rq.job.Job, reason: str) -> None:
+    # Called by RQ from its own bookkeeping: a report that fails is logged, never raised into it.
+    context = identity.context_of(job.meta)
+    if context is None:
+        return
+    try:
+        reporter.get().lost(context, reason)
+    except Exception:
+        log.exception("tickwork: cannot record the loss of run %d of %s", context.run_id, context.schedule)
+
+
+def _abandoned(
+    job: rq.job.Job, exc_type: type[BaseException], exc_value: BaseException, tb: TracebackType | None
+) -> None:
+    """RQ exception handler: the started registry's cleanup calls it for each abandoned job."""
+    if isinstance(exc_type, type) and issubclass(exc_type, AbandonedJobError):
+        _report_lost(job, ABANDONED)
 
 
 def _warm_up() -> None:
@@ -64,9 +110,19 @@ class Worker(rq.Worker):
 
     job_class = Job
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # First: a handler of the user's that returns False stops the ones after it.
+        self._exc_handlers.insert(0, _abandoned)
+
     def work(self, *args: Any, **kwargs: Any) -> bool:
         _warm_up()
         return bool(super().work(*args, **kwargs))
+
+    def handle_work_horse_killed(self, job: rq.job.Job, retpid: int, ret_val: int, rusage: Any) -> None:
+        super().handle_work_horse_killed(job, retpid, ret_val, rusage)  # type: ignore[no-untyped-call]
+        signal_text = f", signal {os.WTERMSIG(ret_val)}" if ret_val and os.WIFSIGNALED(ret_val) else ""
+        _report_lost(job, f"RQ's work horse (pid {retpid}{signal_text}) ended before the job reported")
 
 
 class SimpleWorker(rq.SimpleWorker):
@@ -74,6 +130,11 @@ class SimpleWorker(rq.SimpleWorker):
     many short jobs a second, at the price of RQ's isolation of each job."""
 
     job_class = Job
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # First: a handler of the user's that returns False stops the ones after it.
+        self._exc_handlers.insert(0, _abandoned)
 
     def work(self, *args: Any, **kwargs: Any) -> bool:
         _warm_up()

@@ -25,7 +25,7 @@ install(app)
 
 @app.task(name="handoff.work", bind=True)
 def work(self: Any, n: int = 0) -> None:
-    jobs.record(self.request.id, n=n)
+    jobs.record(self.request.id, n=n, periodic_task_name=getattr(self.request, "periodic_task_name", None))
 
 
 @app.task(name="handoff.boom", bind=True)

@@ -45,6 +45,8 @@ class Queue:
     #: (env, log directory) -> the started worker processes, ready to consume
     start_workers: Callable[[dict[str, str], Path], list[subprocess.Popen[bytes]]]
     env: dict[str, str]
+    #: the task of tests/handoff/jobs.py ``slow`` (tests/handoff/scenarios.py)
+    slow: str = ""
 
 
 def run(tmp_path: Path, config_for: ConfigFor, queue: Queue) -> None:

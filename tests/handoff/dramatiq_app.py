@@ -19,7 +19,14 @@ from tickwork_dramatiq.worker import install
 _URL = os.environ.get("HANDOFF_BROKER", "redis://127.0.0.1:6379/0")
 if _URL.startswith("amqp") and _URL.endswith("//"):
     _URL = _URL[:-1] + "%2F"  # kombu's "//" (the vhost "/") is pika's "/%2F"
-broker: dramatiq.Broker = RabbitmqBroker(url=_URL) if _URL.startswith("amqp") else RedisBroker(url=_URL)
+#: ``$HANDOFF_REDIS_HEARTBEAT_MS``: how long a Redis worker may go without a heartbeat before its
+#: unacknowledged messages are requeued (Dramatiq's default, 60 s, unless a test shortens it);
+#: with it set, every broker command also runs the queue maintenance that requeues them.
+_HEARTBEAT_MS = os.environ.get("HANDOFF_REDIS_HEARTBEAT_MS")
+_REDIS_OPTIONS = {"heartbeat_timeout": int(_HEARTBEAT_MS), "maintenance_chance": 1_000_000} if _HEARTBEAT_MS else {}
+broker: dramatiq.Broker = (
+    RabbitmqBroker(url=_URL) if _URL.startswith("amqp") else RedisBroker(url=_URL, **_REDIS_OPTIONS)
+)
 broker.add_middleware(CurrentMessage())
 dramatiq.set_broker(broker)
 install(broker)

@@ -186,16 +186,24 @@ def settled(store: Store, timeout: float = 45.0) -> list[Run]:
 
 
 def rq_worker(
-    url: str, queue: str, env: dict[str, str], out: Path, name: str, worker_class: str = "Worker"
+    url: str,
+    queue: str,
+    env: dict[str, str],
+    out: Path,
+    name: str,
+    worker_class: str = "Worker",
+    *options: str,
+    restart: bool = False,
 ) -> subprocess.Popen[bytes]:
-    """``rq worker`` with tickwork's worker and job classes, as a user starts it; returns once it
-    listens."""
-    process = start(
-        [str(BIN / "rq"), "worker", "-u", url, "-w", f"tickwork_rq.worker.{worker_class}",
-         "-j", "tickwork_rq.worker.Job", "-n", f"{name}-{queue}", queue],
-        env,
-        out,
-    )  # fmt: skip
+    """``rq worker`` with tickwork's worker and job classes (and ``options``, more of ``rq worker``'s
+    own), as a user starts it; returns once it listens. With ``restart``, started again whenever
+    it exits, as supervisord or systemd (``Restart=always``) run RQ's workers: RQ's worker quits
+    when its own connection to Redis fails outside a dequeue (its heartbeat after a job)."""
+    argv = [str(BIN / "rq"), "worker", "-u", url, "-w", f"tickwork_rq.worker.{worker_class}",
+            "-j", "tickwork_rq.worker.Job", "-n", f"{name}-{queue}", *options, queue]  # fmt: skip
+    if restart:
+        argv = ["/bin/sh", "-c", 'while :; do "$@"; sleep 1; done', "sh", *argv]
+    process = start(argv, env, out)
     wait_until(
         lambda: process.poll() is not None or "Listening on" in out.read_text(errors="replace"),
         60,

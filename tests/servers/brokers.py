@@ -99,6 +99,16 @@ class ThrowawayBroker(ABC):
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
 
+    def pause(self) -> None:
+        """Freeze the broker (SIGSTOP): its connections stay open and it answers nothing, as a
+        broker behind a dropped network path. :meth:`resume` thaws it."""
+        assert self.process is not None, "the broker is not running"
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None, "the broker is not running"
+        os.kill(self.process.pid, signal.SIGCONT)
+
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.base_dir, ignore_errors=True)
