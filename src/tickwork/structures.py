@@ -37,6 +37,11 @@ MAX_RUNS = 1_000_000_000
 ON_FINISH = ("keep", "remove")
 #: The most further expressions (``also``) and exclusions (``exclude``) of one schedule.
 MAX_EXPRESSIONS = 20
+#: What a fire due while an earlier run of its schedule is still active does (docs/triggers.md#overlap).
+OVERLAP = ("skip", "allow")
+#: The most runs ``max_concurrent`` and ``concurrency_limit`` allow at once, and the longest key.
+MAX_CONCURRENT = 10_000
+MAX_CONCURRENCY_KEY = 200
 
 
 class Choice(enum.StrEnum):
@@ -212,6 +217,13 @@ class ScheduleSpec:
         fires at the times of any of them, a time two give once
     :param exclude: expressions whose times do not fire (``*-12-25``, ``Sat,Sun``, cron): see
         docs/triggers.md#several-expressions-and-exclusions
+    :param overlap: ``skip`` (a fire due while a run is active is skipped) or ``allow`` (it
+        starts while earlier runs go on, up to ``max_concurrent`` at once across the cluster)
+    :param max_concurrent: with ``overlap = "allow"``, the most runs of this schedule at once;
+        ``None``: no bound
+    :param concurrency_key: a name several schedules share: at most ``concurrency_limit`` runs
+        of the schedules carrying it at once across the cluster
+    :param concurrency_limit: with ``concurrency_key``, that bound (default 1)
     """
 
     name: str
@@ -237,6 +249,10 @@ class ScheduleSpec:
     exclude: tuple[str, ...] = ()
     max_runs: int | None = None
     on_finish: str = "keep"
+    overlap: str = "skip"
+    max_concurrent: int | None = None
+    concurrency_key: str | None = None
+    concurrency_limit: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
@@ -290,6 +306,32 @@ class ScheduleSpec:
             object.__setattr__(self, name, tuple(value))
         if self.start_at is not None and self.end_at is not None and self.end_at < self.start_at:
             raise ValueError(f"end_at: must not be before start_at ({iso_z(self.end_at)} < {iso_z(self.start_at)})")
+        self._check_concurrency()
+
+    def _check_concurrency(self) -> None:
+        """``overlap``, ``max_concurrent`` and the concurrency key (docs/triggers.md#overlap)."""
+        if self.overlap not in OVERLAP:
+            raise ValueError(f"overlap: one of {', '.join(OVERLAP)}, got {self.overlap!r}")
+        _check_count("max_concurrent", self.max_concurrent, 1, MAX_CONCURRENT)
+        _check_count("concurrency_limit", self.concurrency_limit, 1, MAX_CONCURRENT)
+        if self.max_concurrent is not None and self.overlap != "allow":
+            raise ValueError("max_concurrent: only with overlap allow (a skip schedule runs one fire at a time)")
+        if self.overlap == "allow" and self.retries:
+            # A retry holds its schedule's claim; an allow schedule gives it back when a run starts.
+            raise ValueError("retries: not with overlap allow (each fire of an allow schedule is one attempt)")
+        key = self.concurrency_key
+        if key is not None and (not isinstance(key, str) or not key.strip() or len(key) > MAX_CONCURRENCY_KEY):
+            raise ValueError(
+                f"concurrency_key: a non-empty name of at most {MAX_CONCURRENCY_KEY} characters, got {key!r}"
+            )
+        if self.concurrency_limit is not None and key is None:
+            raise ValueError("concurrency_limit: only with a concurrency_key")
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether its fires are admitted by a concurrency count (``overlap = "allow"`` or a
+        concurrency key): see :meth:`tickwork.abc.Store.admit`."""
+        return self.overlap != "skip" or self.concurrency_key is not None
 
     @property
     def plain(self) -> bool:
@@ -352,6 +394,10 @@ OPTION_FIELDS = frozenset(
         "exclude",
         "max_runs",
         "on_finish",
+        "overlap",
+        "max_concurrent",
+        "concurrency_key",
+        "concurrency_limit",
     }
 )
 _BASE_FIELDS = _SPEC_FIELDS - OPTION_FIELDS
@@ -563,6 +609,38 @@ class Finish:
     skipped: tuple[tuple[datetime, str], ...] = ()
     finished_at: datetime | None = None
     started_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A claimed fire of a schedule with a concurrency bound asking to start
+    (:meth:`tickwork.abc.Store.admit`; docs/claim-protocol.md#concurrent-runs).
+
+    :param claim: the claim, still held (its run row ``running``)
+    :param release: release the schedule as the run starts (``overlap = "allow"``): its row
+        becomes idle with ``next_fire`` and ``skipped`` recorded, and the run goes on by itself
+    :param next_fire: the schedule's next fire, with ``release``
+    :param skipped: fire times passed over on the way, with their reasons, with ``release``
+    """
+
+    claim: Claim
+    release: bool
+    next_fire: datetime | None = None
+    skipped: tuple[tuple[datetime, str], ...] = ()
+
+    def refusal(self, running: int, keyed: int) -> str | None:
+        """Why the fire may not start with ``running`` other runs of its schedule and ``keyed``
+        other runs carrying its concurrency key (admitted ones, by the database), or ``None``."""
+        spec = self.claim.spec
+        if spec.max_concurrent is not None and running >= spec.max_concurrent:
+            return f"max_concurrent {spec.max_concurrent} reached"
+        if spec.concurrency_key is not None and keyed >= (spec.concurrency_limit or 1):
+            return f"concurrency key {spec.concurrency_key} at its limit {spec.concurrency_limit or 1}"
+        return None
+
+
+#: What :meth:`tickwork.abc.Store.admit` returns when the claim was no longer held.
+ADMISSION_FENCED = "its claim was taken over before it started"
 
 
 #: Where a recorded error's traceback starts (``format_exception``'s text, whole or cut).

@@ -57,6 +57,10 @@ _NO_OPTIONS: dict[str, Any] = {
     "exclude": (),
     "max_runs": None,
     "on_finish": "keep",
+    "overlap": "skip",
+    "max_concurrent": None,
+    "concurrency_key": None,
+    "concurrency_limit": None,
 }
 
 

@@ -17,7 +17,8 @@ one job each:
 - :mod:`.ending`: ending runs (the fenced batch release), renewing and parking;
 - :mod:`.nodestate`: heartbeats and releasing what a node holds (on :mod:`.starting`);
 - :mod:`.historyqueries`: history and admin reads, pruning;
-- :mod:`.pausing` (pauses, failures counted) and :mod:`.backfilling` (the backfill queue).
+- :mod:`.pausing` (pauses, failures counted) and :mod:`.backfilling` (the backfill queue);
+- :mod:`.concurrency`: admitting fires under ``max_concurrent`` and concurrency keys.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..structures import MAX_ERROR_CHARS
 from ..structures import cap_error as cap
 from .backfilling import Backfilling
 from .claiming import Claiming
+from .concurrency import Concurrency
 from .ending import Ending
 from .handoffs import Handoffs
 from .historyqueries import HistoryQueries
@@ -36,7 +38,7 @@ from .schedulewrites import ScheduleWriting
 from .storecore import SQLCore
 
 
-class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries, Handoffs, Backfilling):
+class SQLStore(ScheduleWriting, Claiming, Concurrency, Ending, NodeState, HistoryQueries, Handoffs, Backfilling):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""
 

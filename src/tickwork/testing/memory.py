@@ -4,7 +4,8 @@ It is the executable specification of docs/claim-protocol.md: every rule a SQL s
 constraints and fenced statements is written here as plain Python under one lock, so a reader
 can check a database store against it line by line, and users can test their jobs without a
 database (``SchedulerHarness`` uses it by default). This module holds the protocol (claims,
-ends, retries, expiry); memory_starts.py the fenced starts and takeovers; memory_tables.py
+ends, retries, expiry); memory_starts.py the fenced starts and takeovers; memory_concurrency.py admissions under
+concurrency limits; memory_tables.py
 the rest (schedules, nodes, history).
 """
 
@@ -26,6 +27,7 @@ from ..structures import (
     utc,
 )
 from .memory_backfill import MemoryBackfills
+from .memory_concurrency import MemoryConcurrency
 from .memory_counts import MemoryCounts
 from .memory_handoffs import MemoryHandoffs
 from .memory_rows import RunRow
@@ -33,7 +35,7 @@ from .memory_starts import MemoryStarts, unstarted
 from .memory_tables import MemoryTables, aware
 
 
-class MemoryStore(MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, Store):
+class MemoryStore(MemoryConcurrency, MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryTables, Store):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:
@@ -55,6 +57,7 @@ class MemoryStore(MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, M
         self.batch_size = batch_size
         self._init_tables(clock)
         self._init_backfills()
+        self._init_concurrency()
 
     # -- claiming ---------------------------------------------------------------------------------
 
