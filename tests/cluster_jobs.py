@@ -36,3 +36,14 @@ def fails(n: int) -> None:
     """Always fails (after leaving its line): pause_after_failures' schedule."""
     work(n)
     raise RuntimeError(f"job {n} always fails")
+
+
+def lasting(n: int, seconds: float) -> None:
+    """Runs ``seconds`` (concurrency tests): leaves a line with its fire time and run id first."""
+    import tickwork
+
+    run = tickwork.current_run()
+    fd = os.open(os.environ["CLUSTER_FIRES"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{n} {run.schedule} {run.scheduled_for.isoformat()} {run.run_id}\n".encode())
+    os.close(fd)
+    time.sleep(seconds)

@@ -60,24 +60,19 @@ class Concurrency:
             ``None``: the claim was taken over, nothing is left to do
         """
         spec = claim.spec
-        release = spec.overlap == "allow"
-        plan = None
-        if release:
-            plan = plan_next_fire(
-                next_after,
-                scheduled_for=claim.scheduled_for,
-                claimed_at=claim.claimed_at,
-                now=now,
-                policy=spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
-                grace=grace_of(spec, self.settings.misfire_grace),
-                max_catchup=spec.max_catchup,
-            )
-        admission = Admission(
-            claim,
-            release=release,
-            next_fire=None if plan is None else plan.next_fire,
-            skipped=() if plan is None else plan.skipped,
+        # The next fire as the end of a run now would plan it: the release of an allow schedule
+        # as its run starts, or the end of a fire refused.
+        plan = plan_next_fire(
+            next_after,
+            scheduled_for=claim.scheduled_for,
+            claimed_at=claim.claimed_at,
+            now=now,
+            policy=spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
+            grace=grace_of(spec, self.settings.misfire_grace),
+            max_catchup=spec.max_catchup,
         )
+        release = spec.overlap == "allow"
+        admission = Admission(claim, release=release, next_fire=plan.next_fire, skipped=plan.skipped)
         try:
             refused = self.store.admit(self.settings.node_id, admission)
         except StoreError as exc:
@@ -90,7 +85,8 @@ class Concurrency:
             log.warning("%s: the fire at %s was taken over before it started", spec.name, claim.scheduled_for)
             return None
         self.counters.skipped += 1
-        return Finish(claim, Outcome(RunStatus.SKIPPED, error=refused), None, finished_at=now)
+        outcome = Outcome(RunStatus.SKIPPED, error=refused)
+        return Finish(claim, outcome, plan.next_fire, skipped=plan.skipped, finished_at=now)
 
     def add(self, finish: Finish) -> None:
         """The end of a detached run, written by the next :meth:`write`."""

@@ -151,14 +151,16 @@ class Runs:
             # The wording is what `tickwork jobs show` recognises to spell out the fix (jobs_view.fix_for).
             raise TickworkError(f"executor {claim.spec.executor!r} is not configured on node {self.settings.node_id}")
         detached = False
+        started_at: datetime | None = now
         if claim.spec.concurrent:
             admitted = self.concurrency.admit(claim, next_after, now)
             if admitted is not True:
                 return admitted  # skipped (a bound reached), or taken over
             detached = claim.spec.overlap == "allow"
+            started_at = None  # the store recorded the admission's time as its start
         timeout = min(claim.spec.timeout.total_seconds(), MAX_WAIT)
         deadline = now_mono + timeout + self.settings.hard_timeout_grace
-        flight = InFlight(claim, mono_claimed, deadline, started_at=now, detached=detached)
+        flight = InFlight(claim, mono_claimed, deadline, started_at=started_at, detached=detached)
         self.in_flight[claim.run_id] = flight
         call = JobCall.for_claim(claim, timeout=timeout, node_id=self.settings.node_id)
         try:

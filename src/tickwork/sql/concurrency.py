@@ -70,7 +70,9 @@ class Concurrency(Ending):
             conn.execute(
                 update(runs)
                 .where(runs.c.id == claim.run_id, runs.c.status == "running")
-                .values(concurrency_key=key, started_at=func.coalesce(runs.c.started_at, self.now_expr()))
+                # It starts now, once admitted (not when it was claimed): the history's start
+                # and end times then never show more runs at once than the bounds allow.
+                .values(concurrency_key=key, started_at=self.now_expr())
             )
             self.statements += 1
             if admission.release:

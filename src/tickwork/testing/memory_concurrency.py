@@ -38,8 +38,7 @@ class MemoryConcurrency(MemoryCounts, MemoryTables):
             if run is not None:
                 if key is not None:
                     self._admitted[run.id] = key
-                if run.started_at is None:
-                    run.started_at = now
+                run.started_at = now  # once admitted, as the SQL stores record it
             if admission.release:
                 if row.fire_requested_at is not None:
                     row.next_fire = now
