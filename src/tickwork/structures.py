@@ -220,7 +220,8 @@ class ScheduleSpec:
     :param overlap: ``skip`` (a fire due while a run is active is skipped) or ``allow`` (it
         starts while earlier runs go on, up to ``max_concurrent`` at once across the cluster)
     :param max_concurrent: with ``overlap = "allow"``, the most runs of this schedule at once;
-        ``None``: no bound
+        ``None``: no bound. An ``allow`` schedule's fires are not retried (``retries`` applies
+        to ``skip`` schedules)
     :param concurrency_key: a name several schedules share: at most ``concurrency_limit`` runs
         of the schedules carrying it at once across the cluster
     :param concurrency_limit: with ``concurrency_key``, that bound (default 1)
@@ -314,18 +315,13 @@ class ScheduleSpec:
             raise ValueError(f"overlap: one of {', '.join(OVERLAP)}, got {self.overlap!r}")
         _check_count("max_concurrent", self.max_concurrent, 1, MAX_CONCURRENT)
         _check_count("concurrency_limit", self.concurrency_limit, 1, MAX_CONCURRENT)
-        if self.max_concurrent is not None and self.overlap != "allow":
-            raise ValueError("max_concurrent: only with overlap allow (a skip schedule runs one fire at a time)")
-        if self.overlap == "allow" and self.retries:
-            # A retry holds its schedule's claim; an allow schedule gives it back when a run starts.
-            raise ValueError("retries: not with overlap allow (each fire of an allow schedule is one attempt)")
+        # Like max_catchup without misfire policy all, max_concurrent without overlap allow and
+        # concurrency_limit without a key are kept and have no effect (docs/triggers.md#overlap).
         key = self.concurrency_key
         if key is not None and (not isinstance(key, str) or not key.strip() or len(key) > MAX_CONCURRENCY_KEY):
             raise ValueError(
                 f"concurrency_key: a non-empty name of at most {MAX_CONCURRENCY_KEY} characters, got {key!r}"
             )
-        if self.concurrency_limit is not None and key is None:
-            raise ValueError("concurrency_limit: only with a concurrency_key")
 
     @property
     def concurrent(self) -> bool:
@@ -628,11 +624,18 @@ class Admission:
     next_fire: datetime | None = None
     skipped: tuple[tuple[datetime, str], ...] = ()
 
+    @property
+    def max_running(self) -> int | None:
+        """The schedule's own bound: ``max_concurrent`` of an ``allow`` schedule (a ``skip``
+        schedule holds its claim while it runs: one at a time anyway)."""
+        spec = self.claim.spec
+        return spec.max_concurrent if spec.overlap == "allow" else None
+
     def refusal(self, running: int, keyed: int) -> str | None:
         """Why the fire may not start with ``running`` other runs of its schedule and ``keyed``
         other runs carrying its concurrency key (admitted ones, by the database), or ``None``."""
         spec = self.claim.spec
-        if spec.max_concurrent is not None and running >= spec.max_concurrent:
+        if self.max_running is not None and running >= self.max_running:
             return f"max_concurrent {spec.max_concurrent} reached"
         if spec.concurrency_key is not None and keyed >= (spec.concurrency_limit or 1):
             return f"concurrency key {spec.concurrency_key} at its limit {spec.concurrency_limit or 1}"

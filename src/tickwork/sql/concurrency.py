@@ -50,7 +50,7 @@ class Concurrency(Ending):
                 return ADMISSION_FENCED
             keyed = self._lock_and_count_key(conn, key, claim.run_id) if key is not None else 0
             running = 0
-            if spec.max_concurrent is not None:
+            if admission.max_running is not None:
                 running = int(
                     conn.scalar(
                         select(func.count())

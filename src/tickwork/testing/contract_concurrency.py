@@ -8,7 +8,17 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ..abc import Store
-from ..structures import ADMISSION_FENCED, Admission, Claim, Finish, Outcome, RunStatus, ScheduleSpec, ScheduleState
+from ..structures import (
+    ADMISSION_FENCED,
+    Admission,
+    Claim,
+    Finish,
+    Outcome,
+    RunRecord,
+    RunStatus,
+    ScheduleSpec,
+    ScheduleState,
+)
 
 MINUTE = timedelta(minutes=1)
 OK = Outcome(RunStatus.SUCCEEDED)
@@ -71,11 +81,11 @@ class ConcurrencyContract:
         assert store.end_detached("n1", [Finish(first, OK, None)]) == [True]
         fourth = _claim(store, "a")
         assert store.admit("n1", _released(fourth, store)) is None
-        runs = {r.id: r for r in store.history(schedule="a", limit=100)}
+        runs: dict[int | None, RunRecord] = {r.id: r for r in store.history(schedule="a", limit=100)}
         assert runs[first.run_id].status is RunStatus.SUCCEEDED and runs[first.run_id].finished_at is not None
         assert runs[third.run_id].status is RunStatus.SKIPPED
         assert runs[third.run_id].error == "max_concurrent 2 reached"
-        assert [runs[c.run_id].status for c in (second, fourth) if c.run_id] == [RunStatus.RUNNING] * 2
+        assert [runs[c.run_id].status for c in (second, fourth)] == [RunStatus.RUNNING] * 2
 
     def test_a_concurrency_key_bounds_the_runs_of_every_schedule_carrying_it(self, store: Store) -> None:
         store.add(_spec("k1", concurrency_key="billing"), None)

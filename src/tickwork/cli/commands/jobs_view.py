@@ -251,7 +251,7 @@ def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
         out.append(("pause after", f"{spec.pause_after_failures} failed fires in a row (now {info.failures})"))
     if spec.overlap != "skip":
         bound = "no bound" if spec.max_concurrent is None else f"at most {spec.max_concurrent} at once"
-        out.append(("overlap", f"{spec.overlap} ({bound})"))
+        out.append(("overlap", f"{spec.overlap} ({bound}; not retried)"))
     if spec.concurrency_key is not None:
         out.append(("concurrency", f"key {spec.concurrency_key}, at most {spec.concurrency_limit or 1} at once"))
     return out
