@@ -91,8 +91,10 @@ def test_max_concurrent_and_a_concurrency_key_across_two_nodes(tmp_path: Path, p
     env = dict(os.environ, CLUSTER_FIRES=str(fires))
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tickwork.cli", "run", "--for", f"{RUN_FOR:.1f}"]
-            + ["--config", str(node_config(tmp_path, postgres_url, node))],
+            [
+                *(sys.executable, "-m", "tickwork.cli", "run", "--for", f"{RUN_FOR:.1f}"),
+                *("--config", str(node_config(tmp_path, postgres_url, node))),
+            ],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,
