@@ -5,8 +5,13 @@ held by another node; the options' checks."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +24,7 @@ from tickwork.structures import Admission, Finish, Outcome, RunStatus, ScheduleS
 from tickwork.testing import MemoryStore, SchedulerHarness
 
 SECOND = timedelta(seconds=1)
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -139,3 +145,31 @@ def test_the_harness_runs_every_fire_of_an_allow_schedule_once() -> None:
 def test_the_concurrency_options_are_checked(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ScheduleSpec("a", "cron", "* * * * *", "m:f", **fields)  # type: ignore[arg-type]
+
+
+def test_jobs_add_show_and_list_through_the_command(tmp_path: Path) -> None:
+    def tickwork(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "tickwork.cli", *args],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO), "TICKWORK_CONFIG": ""},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+    tickwork("db", "upgrade")
+    tickwork("jobs", "add", "wide", "* * * * *", "tests.jobs_for_tests:record", "--overlap", "allow")
+    tickwork("jobs", "update", "wide", "--max-concurrent", "3", "--concurrency-key", "billing")
+    shown = tickwork("jobs", "show", "wide").stdout
+    assert "allow (at most 3 at once; not retried)" in shown
+    assert "key billing, at most 1 at once" in shown
+    [listed] = [json.loads(line) for line in tickwork("jobs", "list", "--json").stdout.splitlines()]
+    assert {k: listed[k] for k in ("overlap", "max_concurrent", "concurrency_key", "concurrency_limit")} == {
+        "overlap": "allow",
+        "max_concurrent": 3,
+        "concurrency_key": "billing",
+        "concurrency_limit": None,
+    }

@@ -20,6 +20,10 @@ class MemoryConcurrency(MemoryCounts, MemoryTables):
         #: run id -> the concurrency key it was admitted under (``tickwork_runs.concurrency_key``).
         self._admitted: dict[int, str] = {}
 
+    def _delete_run(self, run_id: int) -> None:
+        self._admitted.pop(run_id, None)
+        super()._delete_run(run_id)
+
     def admit(self, node_id: str, admission: Admission) -> str | None:
         claim = admission.claim
         spec = claim.spec
