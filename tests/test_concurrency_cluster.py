@@ -7,9 +7,11 @@ concurrency key with limit 1 never overlap."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -141,3 +143,55 @@ def test_max_concurrent_and_a_concurrency_key_across_two_nodes(tmp_path: Path, p
     keyed = Counter(r.error for r in by_name["bill-a"] + by_name["bill-b"] if r.status is RunStatus.SKIPPED)
     assert keyed["concurrency key billing at its limit 1"] >= 3, keyed
     store.close()
+
+
+def test_a_killed_nodes_run_stops_counting_once_it_is_declared_dead(tmp_path: Path, postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    store.upgrade()
+    store.open()
+    admin.add(store, every_second("one", 4, 6.0, overlap="allow", max_concurrent=1))
+    fires = tmp_path / "fires.txt"
+    fires.touch()
+    env = dict(os.environ, CLUSTER_FIRES=str(fires))
+    procs = {
+        node: subprocess.Popen(
+            [
+                *(sys.executable, "-m", "tickwork.cli", "run", "--for", f"{RUN_FOR:.1f}"),
+                *("--config", str(node_config(tmp_path, postgres_url, node))),
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for node in ("n1", "n2")
+    }
+    # The node running the schedule's first run (either owner may win it) is killed mid-run.
+    deadline = time.monotonic() + 30
+    running: list[RunRecord] = []
+    while not running and time.monotonic() < deadline:
+        running = [r for r in store.history(schedule="one", limit=100) if r.status is RunStatus.RUNNING]
+        time.sleep(0.1)
+    assert running, "no run started"
+    [first] = running
+    assert first.node is not None
+    procs[first.node].send_signal(signal.SIGKILL)
+    survivor = procs[survivor_id(first.node)]
+    assert survivor.wait(timeout=RUN_FOR + 60) == 0
+    procs[first.node].wait(timeout=10)
+    end = store.now()
+    runs = store.history(schedule="one", limit=1000)
+    [lost] = [r for r in runs if r.id == first.id]
+    # The dead node's run: abandoned by the survivor's dead-node release, and no longer counted.
+    assert lost.status is RunStatus.ABANDONED and lost.finished_at is not None
+    later = [r for r in ran(runs) if r.id != first.id]
+    assert later and {r.node for r in later} == {survivor_id(first.node)}
+    assert all(r.started_at is not None and r.started_at >= lost.finished_at for r in later)
+    assert most_at_once(ran(runs), end) == 1
+    reasons = Counter(r.error for r in runs if r.status is RunStatus.SKIPPED)
+    assert reasons["max_concurrent 1 reached"] >= 3, reasons
+    store.close()
+
+
+def survivor_id(killed: str) -> str:
+    return "n2" if killed == "n1" else "n1"
