@@ -2,7 +2,8 @@
 ``overlap = "allow"`` with ``max_concurrent = 3`` and 5 s jobs every second never has more than 3
 runs at once across both nodes, measured from the history's start and end times, and every fire
 time is in the history once (run, or skipped with the reason); two schedules sharing a
-concurrency key with limit 1 never overlap."""
+concurrency key with limit 1 never overlap; the run of a node killed mid-run (``kill -9``) stops
+counting once the survivor declares the node dead and records the run abandoned."""
 
 from __future__ import annotations
 
