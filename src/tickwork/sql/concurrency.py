@@ -47,7 +47,7 @@ class Concurrency(Ending):
             )
             self.statements += 1
             if held is None:
-                return ADMISSION_FENCED
+                return None if self._admitted_before(conn, node_id, claim.run_id) else ADMISSION_FENCED
             keyed = self._lock_and_count_key(conn, key, claim.run_id) if key is not None else 0
             running = 0
             if admission.max_running is not None:
@@ -72,12 +72,27 @@ class Concurrency(Ending):
                 .where(runs.c.id == claim.run_id, runs.c.status == "running")
                 # It starts now, once admitted (not when it was claimed): the history's start
                 # and end times then never show more runs at once than the bounds allow.
-                .values(concurrency_key=key, started_at=self.now_expr())
+                # The empty key marks a run admitted without one (what _admitted_before reads).
+                .values(concurrency_key=key or "", started_at=self.now_expr())
             )
             self.statements += 1
             if admission.release:
                 self._release_started(conn, node_id, admission)
         return None
+
+    def _admitted_before(self, conn: Connection, node_id: str, run_id: int | None) -> bool:
+        """Whether this very admission committed before (its answer was lost, and the transient
+        retry runs it again after its release): the run is ours, running and admitted."""
+        found = conn.scalar(
+            select(runs.c.id).where(
+                runs.c.id == run_id,
+                runs.c.node == node_id,
+                runs.c.status == "running",
+                runs.c.concurrency_key.is_not(None),
+            )
+        )
+        self.statements += 1
+        return found is not None
 
     def _lock_and_count_key(self, conn: Connection, key: str, run_id: int | None) -> int:
         """Lock the key's row (created on first use) and count the other running runs admitted

@@ -204,7 +204,8 @@ runs = Table(
     Column("status", String(16), nullable=False),
     Column("error", Text, nullable=True),
     # The concurrency key a run was admitted under (sql/concurrency.py): its running rows are
-    # what the key's limit counts. NULL for every run of a schedule without a key.
+    # what the key's limit counts. '' for a run admitted without a key, NULL for runs never
+    # admitted (every run of a schedule without overlap allow or a key).
     Column("concurrency_key", String(200), nullable=True),
     # Invariant 1 of docs/claim-protocol.md, enforced by the database itself.
     UniqueConstraint("schedule_id", "scheduled_for", "attempt", name="uq_tickwork_runs_fire"),

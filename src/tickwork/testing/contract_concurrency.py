@@ -64,6 +64,8 @@ class ConcurrencyContract:
         store.add(_spec("a", overlap="allow", max_concurrent=2), None)
         first = _claim(store, "a")
         assert store.admit("n1", _released(first, store)) is None
+        # Asked again (an answer lost after the commit): admitted already, nothing changes.
+        assert store.admit("n1", _released(first, store)) is None
         schedule = store.get("a")
         # Idle with its next fire while the first run goes on: the next fire can be claimed.
         assert schedule.state is ScheduleState.IDLE and schedule.next_fire is not None

@@ -30,7 +30,10 @@ class MemoryConcurrency(MemoryCounts, MemoryTables):
         with self._tx() as now:
             row = self._held(claim)
             if row is None or row.claimed_by != node_id:
-                return ADMISSION_FENCED
+                # Asked again after it was admitted (a SQL store's retry after a lost answer).
+                run = self._runs.get(claim.run_id) if claim.run_id is not None else None
+                again = run is not None and run.node == node_id and run.status is RunStatus.RUNNING
+                return None if again and claim.run_id in self._admitted else ADMISSION_FENCED
             others = [r for r in self._runs.values() if r.status is RunStatus.RUNNING and r.id != claim.run_id]
             running = sum(1 for r in others if r.schedule_id == claim.schedule_id)
             key = spec.concurrency_key
@@ -40,8 +43,7 @@ class MemoryConcurrency(MemoryCounts, MemoryTables):
                 return refused
             run = self._runs.get(claim.run_id) if claim.run_id is not None else None
             if run is not None:
-                if key is not None:
-                    self._admitted[run.id] = key
+                self._admitted[run.id] = key or ""
                 run.started_at = now  # once admitted, as the SQL stores record it
             if admission.release:
                 if row.fire_requested_at is not None:
