@@ -97,8 +97,12 @@ class Concurrency(Ending):
     def _lock_and_count_key(self, conn: Connection, key: str, run_id: int | None) -> int:
         """Lock the key's row (created on first use) and count the other running runs admitted
         under it."""
-        conn.execute(self.insert_ignore(concurrency_keys).values(key=key))
-        conn.execute(select(concurrency_keys.c.key).where(concurrency_keys.c.key == key).with_for_update())
+        lock = select(concurrency_keys.c.key).where(concurrency_keys.c.key == key).with_for_update()
+        # Locked first, inserted only on the key's first use: an INSERT IGNORE of an existing
+        # row takes a shared lock on MySQL, and two of them upgrading to FOR UPDATE deadlock.
+        if conn.scalar(lock) is None:
+            conn.execute(self.insert_ignore(concurrency_keys).values(key=key))
+            conn.execute(lock)
         count = conn.scalar(
             select(func.count())
             .select_from(runs)
