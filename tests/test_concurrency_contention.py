@@ -19,6 +19,23 @@ LIMIT = 2
 ROUNDS = 5
 
 
+def race(stores: list[Store], claims: list[Claim]) -> list[str | None]:
+    """Every store asks to admit its claim at the same moment, each from its own thread."""
+    answers: list[str | None] = [""] * len(stores)
+    start = threading.Barrier(len(stores))
+
+    def admit(i: int) -> None:
+        start.wait()
+        answers[i] = stores[i].admit(f"n{i}", Admission(claims[i], release=False))
+
+    threads = [threading.Thread(target=admit, args=(i,)) for i in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return answers
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgres", "mysql"])
 def test_racing_admissions_never_exceed_the_key_limit(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
@@ -40,18 +57,7 @@ def test_racing_admissions_never_exceed_the_key_limit(
                 store.fire_now(f"k{i}")
                 [claim] = [c for c in store.claim_due(f"n{i}", limit=NODES, buckets=None) if c.spec.name == f"k{i}"]
                 claims.append(claim)
-            answers: list[str | None] = [""] * NODES
-            start = threading.Barrier(NODES)
-
-            def admit(i: int) -> None:
-                start.wait()
-                answers[i] = stores[i].admit(f"n{i}", Admission(claims[i], release=False))
-
-            threads = [threading.Thread(target=admit, args=(i,)) for i in range(NODES)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout=60)
+            answers = race(stores, claims)
             assert answers.count(None) == LIMIT, answers
             assert answers.count(f"concurrency key billing at its limit {LIMIT}") == NODES - LIMIT, answers
             # Every fire ends (the admitted ones as run, the others skipped): the key is free again.
