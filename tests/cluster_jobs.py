@@ -48,3 +48,14 @@ def long_first_attempt(n: int) -> None:
     os.write(fd, f"{n} {os.getpid()} {run.scheduled_for.isoformat()} {run.attempt}\n".encode())
     os.close(fd)
     time.sleep(30.0 if run.attempt == 1 else 1.0)
+
+
+def lasting(n: int, seconds: float) -> None:
+    """Runs ``seconds`` (concurrency tests): leaves a line with its fire time and run id first."""
+    import tickwork
+
+    run = tickwork.current_run()
+    fd = os.open(os.environ["CLUSTER_FIRES"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{n} {run.schedule} {run.scheduled_for.isoformat()} {run.run_id}\n".encode())
+    os.close(fd)
+    time.sleep(seconds)

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol
 from .errors import ScheduleNotFoundError, TickworkError
 from .structures import (
     FAILING,
+    Admission,
     Claim,
     Finish,
     JobCall,
@@ -372,6 +373,33 @@ class Store(ABC):
         ran meanwhile is dropped. The claims carry their run ids; their ends are written with
         :meth:`end_attempt`. Default: nothing (a store without backfill)."""
         return []
+
+    def admit(self, node_id: str, admission: Admission) -> str | None:
+        """Let a claimed fire of a schedule with a concurrency bound (``overlap = "allow"``, a
+        ``concurrency_key``) start, or say why not, in one transaction by the database's state
+        (docs/claim-protocol.md#concurrent-runs). While the claim is still held: count the
+        schedule's other ``running`` runs and, under a lock on the key's row, the other running
+        runs admitted under its key; if :meth:`Admission.refusal` finds none of the bounds
+        reached, mark the run admitted under the key, and with ``admission.release`` release
+        the schedule (idle, ``next_fire``, the skipped fires recorded) while the run goes on.
+
+        :return: ``None``: admitted (and released, with ``release``); otherwise the reason it
+            may not start (the claim still held: end it as ``skipped`` with that reason), or
+            :data:`~tickwork.structures.ADMISSION_FENCED` when the claim is no longer held
+        :raises NotImplementedError: a store without concurrent runs (the default)
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no concurrency limits (overlap allow, concurrency keys)")
+
+    def end_detached(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
+        """Write the ends of runs whose schedule was released when they started
+        (:meth:`admit` with ``release``): each run row only, fenced by its id, ``node_id`` and
+        status ``running`` (a run a dead-node release abandoned meanwhile keeps that status and
+        gains a note). Schedules with ``pause_after_failures`` or ``max_runs`` count the end as
+        :meth:`finish` does. Returns, per finish, whether its end landed.
+
+        :raises NotImplementedError: a store without concurrent runs (the default)
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no concurrency limits (overlap allow, concurrency keys)")
 
     @abstractmethod
     def fire_now(self, name: str) -> Schedule:

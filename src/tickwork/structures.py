@@ -40,6 +40,11 @@ ON_FINISH = ("keep", "remove")
 ON_ABANDON = ("skip", "rerun")
 #: The most further expressions (``also``) and exclusions (``exclude``) of one schedule.
 MAX_EXPRESSIONS = 20
+#: What a fire due while an earlier run of its schedule is still active does (docs/triggers.md#overlap).
+OVERLAP = ("skip", "allow")
+#: The most runs ``max_concurrent`` and ``concurrency_limit`` allow at once, and the longest key.
+MAX_CONCURRENT = 10_000
+MAX_CONCURRENCY_KEY = 200
 
 
 class Choice(enum.StrEnum):
@@ -217,6 +222,14 @@ class ScheduleSpec:
         fires at the times of any of them, a time two give once
     :param exclude: expressions whose times do not fire (``*-12-25``, ``Sat,Sun``, cron): see
         docs/triggers.md#several-expressions-and-exclusions
+    :param overlap: ``skip`` (a fire due while a run is active is skipped) or ``allow`` (it
+        starts while earlier runs go on, up to ``max_concurrent`` at once across the cluster)
+    :param max_concurrent: with ``overlap = "allow"``, the most runs of this schedule at once;
+        ``None``: no bound. An ``allow`` schedule's fires are not retried (``retries`` applies
+        to ``skip`` schedules)
+    :param concurrency_key: a name several schedules share: at most ``concurrency_limit`` runs
+        of the schedules carrying it at once across the cluster
+    :param concurrency_limit: with ``concurrency_key``, that bound (default 1)
     """
 
     name: str
@@ -243,6 +256,10 @@ class ScheduleSpec:
     max_runs: int | None = None
     on_finish: str = "keep"
     on_abandon: str = "skip"
+    overlap: str = "skip"
+    max_concurrent: int | None = None
+    concurrency_key: str | None = None
+    concurrency_limit: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
@@ -298,6 +315,27 @@ class ScheduleSpec:
             object.__setattr__(self, name, tuple(value))
         if self.start_at is not None and self.end_at is not None and self.end_at < self.start_at:
             raise ValueError(f"end_at: must not be before start_at ({iso_z(self.end_at)} < {iso_z(self.start_at)})")
+        self._check_concurrency()
+
+    def _check_concurrency(self) -> None:
+        """``overlap``, ``max_concurrent`` and the concurrency key (docs/triggers.md#overlap)."""
+        if self.overlap not in OVERLAP:
+            raise ValueError(f"overlap: one of {', '.join(OVERLAP)}, got {self.overlap!r}")
+        _check_count("max_concurrent", self.max_concurrent, 1, MAX_CONCURRENT)
+        _check_count("concurrency_limit", self.concurrency_limit, 1, MAX_CONCURRENT)
+        # Like max_catchup without misfire policy all, max_concurrent without overlap allow and
+        # concurrency_limit without a key are kept and have no effect (docs/triggers.md#overlap).
+        key = self.concurrency_key
+        if key is not None and (not isinstance(key, str) or not key.strip() or len(key) > MAX_CONCURRENCY_KEY):
+            raise ValueError(
+                f"concurrency_key: a non-empty name of at most {MAX_CONCURRENCY_KEY} characters, got {key!r}"
+            )
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether its fires are admitted by a concurrency count (``overlap = "allow"`` or a
+        concurrency key): see :meth:`tickwork.abc.Store.admit`."""
+        return self.overlap != "skip" or self.concurrency_key is not None
 
     @property
     def plain(self) -> bool:
@@ -361,6 +399,10 @@ OPTION_FIELDS = frozenset(
         "max_runs",
         "on_finish",
         "on_abandon",
+        "overlap",
+        "max_concurrent",
+        "concurrency_key",
+        "concurrency_limit",
     }
 )
 _BASE_FIELDS = _SPEC_FIELDS - OPTION_FIELDS
@@ -590,6 +632,45 @@ class Finish:
     skipped: tuple[tuple[datetime, str], ...] = ()
     finished_at: datetime | None = None
     started_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A claimed fire of a schedule with a concurrency bound asking to start
+    (:meth:`tickwork.abc.Store.admit`; docs/claim-protocol.md#concurrent-runs).
+
+    :param claim: the claim, still held (its run row ``running``)
+    :param release: release the schedule as the run starts (``overlap = "allow"``): its row
+        becomes idle with ``next_fire`` and ``skipped`` recorded, and the run goes on by itself
+    :param next_fire: the schedule's next fire, with ``release``
+    :param skipped: fire times passed over on the way, with their reasons, with ``release``
+    """
+
+    claim: Claim
+    release: bool
+    next_fire: datetime | None = None
+    skipped: tuple[tuple[datetime, str], ...] = ()
+
+    @property
+    def max_running(self) -> int | None:
+        """The schedule's own bound: ``max_concurrent`` of an ``allow`` schedule (a ``skip``
+        schedule holds its claim while it runs: one at a time anyway)."""
+        spec = self.claim.spec
+        return spec.max_concurrent if spec.overlap == "allow" else None
+
+    def refusal(self, running: int, keyed: int) -> str | None:
+        """Why the fire may not start with ``running`` other runs of its schedule and ``keyed``
+        other runs carrying its concurrency key (admitted ones, by the database), or ``None``."""
+        spec = self.claim.spec
+        if self.max_running is not None and running >= self.max_running:
+            return f"max_concurrent {spec.max_concurrent} reached"
+        if spec.concurrency_key is not None and keyed >= (spec.concurrency_limit or 1):
+            return f"concurrency key {spec.concurrency_key} at its limit {spec.concurrency_limit or 1}"
+        return None
+
+
+#: What :meth:`tickwork.abc.Store.admit` returns when the claim was no longer held.
+ADMISSION_FENCED = "its claim was taken over before it started"
 
 
 #: Where a recorded error's traceback starts (``format_exception``'s text, whole or cut).

@@ -181,6 +181,10 @@ def options_json(spec: ScheduleSpec) -> dict[str, Any]:
         "on_abandon": spec.on_abandon,
         "also": list(spec.also),
         "exclude": list(spec.exclude),
+        "overlap": spec.overlap,
+        "max_concurrent": spec.max_concurrent,
+        "concurrency_key": spec.concurrency_key,
+        "concurrency_limit": spec.concurrency_limit,
     }
 
 

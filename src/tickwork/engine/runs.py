@@ -21,6 +21,7 @@ from ..abc import Executor
 from ..errors import StoreError, TickworkError
 from ..structures import Claim, Finish, JobCall, Outcome, RunStatus
 from .clock import DatabaseClock
+from .concurrency import Concurrency
 from .counters import Counters
 from .ends import EndWriter
 from .followups import FollowUps, Parked
@@ -43,6 +44,8 @@ class InFlight:
     deadline: float
     started_at: datetime | None = None
     done: bool = False
+    #: Its schedule was released as it started (``overlap = "allow"``): its end is the run's own.
+    detached: bool = False
 
 
 class Runs:
@@ -74,6 +77,8 @@ class Runs:
         self.follow_ups = follow_ups
         self.ends = ends
         self.listener = listener
+        #: Admissions under concurrency bounds, and the ends of runs that outlived their claim.
+        self.concurrency = Concurrency(follow_ups.store, settings, counters, listener)
         self._wake = wake
         self.in_flight: dict[int, InFlight] = {}
         #: (run, outcome, monotonic time it arrived), filled from executor threads.
@@ -158,9 +163,17 @@ class Runs:
         if executor is None:
             # The wording is what `tickwork jobs show` recognises to spell out the fix (jobs_view.fix_for).
             raise TickworkError(f"executor {claim.spec.executor!r} is not configured on node {self.settings.node_id}")
+        detached = False
+        started_at: datetime | None = now
+        if claim.spec.concurrent:
+            admitted = self.concurrency.admit(claim, next_after, now)
+            if admitted is not True:
+                return admitted  # skipped (a bound reached), or taken over
+            detached = claim.spec.overlap == "allow"
+            started_at = None  # the store recorded the admission's time as its start
         timeout = min(claim.spec.timeout.total_seconds(), MAX_WAIT)
         deadline = now_mono + timeout + self.settings.hard_timeout_grace
-        flight = InFlight(claim, mono_claimed, deadline, started_at=now)
+        flight = InFlight(claim, mono_claimed, deadline, started_at=started_at, detached=detached)
         self.in_flight[claim.run_id] = flight
         call = JobCall.for_claim(claim, timeout=timeout, node_id=self.settings.node_id)
         try:
@@ -249,6 +262,10 @@ class Runs:
             if anchor is None:
                 anchor = anchors[key] = self.clock.since_claim(claim.claimed_at, flight.mono_claimed, now_mono)
             now = self.clock.before(anchor, now_mono - ended)
+            if flight.detached:
+                # No claim to release, no retry: the run row ends on its own.
+                self.concurrency.add(Finish(claim, outcome, None, finished_at=now, started_at=flight.started_at))
+                continue
             end = self.follow_ups.end_one(claim, outcome, flight.mono_claimed, ended, flight.started_at, now=now)
             if isinstance(end, Finish):
                 finishes.append(end)
@@ -265,6 +282,7 @@ class Runs:
             self.ends.write()
         else:
             self.ends.write_due()
+        self.concurrency.write()
 
     def expire_overdue(self) -> None:
         """Backstop for an executor that never reports: end the run as timed out ourselves."""

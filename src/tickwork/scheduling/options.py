@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from ..errors import ConfigError
-from ..structures import ON_ABANDON, ON_FINISH, MisfirePolicy, ScheduleSpec, parse_iso
+from ..structures import ON_ABANDON, ON_FINISH, OVERLAP, MisfirePolicy, ScheduleSpec, parse_iso
 from .durations import duration, seconds_in
 
 #: The :class:`ScheduleSpec` defaults: the options' defaults are written there, once.
@@ -331,6 +331,47 @@ OPTIONS: tuple[Option, ...] = (
         metavar="EXPRESSION",
         repeatable=True,
     ),
+    # Concurrency (docs/triggers.md#overlap): how many runs may go on at once, across the cluster.
+    Option(
+        "overlap",
+        "overlap",
+        _SPEC_DEFAULTS["overlap"],
+        _as_is,
+        str,
+        "a fire due while a run is active: skip it, or allow it to run alongside (see --max-concurrent)",
+        f"default {_SPEC_DEFAULTS['overlap']}",
+        choices=OVERLAP,
+    ),
+    Option(
+        "max_concurrent",
+        "max_concurrent",
+        None,
+        _as_is,
+        _count,
+        "with overlap allow: the most runs of this schedule at once across the cluster",
+        "default: no bound",
+        metavar="N",
+    ),
+    Option(
+        "concurrency_key",
+        "concurrency_key",
+        None,
+        _as_is,
+        str,
+        "a name shared by several schedules: at most --concurrency-limit runs of them at once",
+        "default: none",
+        metavar="KEY",
+    ),
+    Option(
+        "concurrency_limit",
+        "concurrency_limit",
+        None,
+        _as_is,
+        _count,
+        "with a concurrency key: the most runs carrying it at once across the cluster",
+        "default 1",
+        metavar="N",
+    ),
 )
 
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -367,6 +408,10 @@ class ScheduleOptions(TypedDict, total=False):
     on_abandon: str
     also: Sequence[str] | str
     exclude: Sequence[str] | str
+    overlap: str
+    max_concurrent: int | None
+    concurrency_key: str | None
+    concurrency_limit: int | None
 
 
 class CodeOptions(TypedDict, total=False):
@@ -391,6 +436,10 @@ class CodeOptions(TypedDict, total=False):
     on_abandon: str
     also: Sequence[str] | str
     exclude: Sequence[str] | str
+    overlap: str
+    max_concurrent: int | None
+    concurrency_key: str | None
+    concurrency_limit: int | None
 
 
 def given(options: Mapping[str, Any], *, allowed: Iterable[str] = NAMES, what: str = "option") -> dict[str, Any]:

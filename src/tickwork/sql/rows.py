@@ -58,6 +58,10 @@ _NO_OPTIONS: dict[str, Any] = {
     "max_runs": None,
     "on_finish": "keep",
     "on_abandon": "skip",
+    "overlap": "skip",
+    "max_concurrent": None,
+    "concurrency_key": None,
+    "concurrency_limit": None,
 }
 
 

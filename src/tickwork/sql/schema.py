@@ -203,6 +203,10 @@ runs = Table(
     Column("finished_at", UTCDateTime, nullable=True),
     Column("status", String(16), nullable=False),
     Column("error", Text, nullable=True),
+    # The concurrency key a run was admitted under (sql/concurrency.py): its running rows are
+    # what the key's limit counts. '' for a run admitted without a key, NULL for runs never
+    # admitted (every run of a schedule without overlap allow or a key).
+    Column("concurrency_key", String(200), nullable=True),
     # Invariant 1 of docs/claim-protocol.md, enforced by the database itself.
     UniqueConstraint("schedule_id", "scheduled_for", "attempt", name="uq_tickwork_runs_fire"),
     CheckConstraint(
@@ -215,6 +219,29 @@ Index(
     runs.c.node,
     sqlite_where=text("status = 'running'"),
     postgresql_where=text("status = 'running'"),
+)
+
+# What the admission of a concurrent fire counts (docs/claim-protocol.md#concurrent-runs): the
+# running runs of one schedule, and those of one concurrency key.
+Index(
+    "ix_tickwork_runs_active_schedule",
+    runs.c.schedule_id,
+    sqlite_where=text("status = 'running'"),
+    postgresql_where=text("status = 'running'"),
+)
+Index(
+    "ix_tickwork_runs_active_key",
+    runs.c.concurrency_key,
+    sqlite_where=text("status = 'running'"),
+    postgresql_where=text("status = 'running'"),
+)
+
+# One row per concurrency key in use: the admission of a fire carrying the key locks it, so two
+# nodes count the key's running runs one after the other, never both below the limit at once.
+concurrency_keys = Table(
+    "tickwork_concurrency_keys",
+    metadata,
+    Column("key", String(200), primary_key=True),
 )
 
 # Fire times queued by `tickwork jobs backfill`, each taken (and deleted) by a node owning the

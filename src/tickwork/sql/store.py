@@ -19,6 +19,7 @@ one job each:
 - :mod:`.historyqueries`: history and admin reads, pruning;
 - :mod:`.pausing` (pauses, failures counted) and :mod:`.backfilling` (the backfill queue);
 - :mod:`.rerunning`: reruns of fires abandoned with their node (``on_abandon = "rerun"``).
+- :mod:`.concurrency`: admitting fires under ``max_concurrent`` and concurrency keys.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..structures import MAX_ERROR_CHARS
 from ..structures import cap_error as cap
 from .backfilling import Backfilling
 from .claiming import Claiming
+from .concurrency import Concurrency
 from .ending import Ending
 from .handoffs import Handoffs
 from .historyqueries import HistoryQueries
@@ -38,7 +40,9 @@ from .schedulewrites import ScheduleWriting
 from .storecore import SQLCore
 
 
-class SQLStore(ScheduleWriting, Claiming, Ending, NodeState, HistoryQueries, Handoffs, Backfilling, Rerunning):
+class SQLStore(
+    ScheduleWriting, Claiming, Concurrency, Ending, NodeState, HistoryQueries, Handoffs, Backfilling, Rerunning
+):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""
 

@@ -29,7 +29,7 @@ from ..plugin.runcontext import current_run
 from ..scheduling.declare import DeclaredJob, declared_in
 from ..scheduling.firetimes import fire_times
 from ..scheduling.sync import first_fire, resume_expired
-from ..structures import Claim, Finish, JobCall, Outcome, RunStatus, ScheduleSpec
+from ..structures import ADMISSION_FENCED, Admission, Claim, Finish, JobCall, Outcome, RunStatus, ScheduleSpec
 from .clock import DEFAULT_START, FakeClock
 from .memory import MemoryStore
 
@@ -227,6 +227,22 @@ class SchedulerHarness:
             # Already recorded (invariant 1): advance the schedule without running it again.
             self._end(claim, Outcome(RunStatus.SKIPPED, error="already recorded"))
             return []
+        if claim.spec.concurrent:
+            # Admitted under its bounds as a node admits it (docs/triggers.md#overlap).
+            nxt, skipped = _next_fire(claim, self.clock())
+            allow = claim.spec.overlap == "allow"
+            refused = self.store.admit(self.node_id, Admission(claim, allow, nxt, tuple(skipped)))
+            if refused == ADMISSION_FENCED:
+                return []
+            if refused is not None:
+                self._end(claim, Outcome(RunStatus.SKIPPED, error=refused))
+                passed = HarnessRun(claim.spec.name, claim.scheduled_for, RunStatus.SKIPPED, 1, self.clock(), None)
+                return [replace(passed, run_id=claim.run_id, error=refused)]
+            if allow:  # released as it started: the run ends by itself, never retried
+                attempt = self._call(claim)
+                end = Finish(claim, Outcome(attempt.status, error=attempt.error), None, finished_at=self.clock())
+                self.store.end_detached(self.node_id, [end])
+                return [attempt]
         attempts: list[HarnessRun] = []
         next_fire = fire_times(claim.spec).next_after(claim.scheduled_for)
         while True:
@@ -277,13 +293,18 @@ class SchedulerHarness:
 
     def _end(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
         now = self.clock()
-        trigger = fire_times(claim.spec)
-        skipped: list[tuple[datetime, str]] = []
-        nxt = trigger.next_after(claim.scheduled_for)
-        # Fire times that passed while this run (and its retries) went on are skipped, as the
-        # engine's default misfire policy does.
-        while nxt is not None and nxt <= now and len(skipped) < MAX_SKIPPED:
-            skipped.append((nxt, "due while the previous run was still active"))
-            nxt = trigger.next_after(nxt)
+        nxt, skipped = _next_fire(claim, now)
         finish = Finish(claim, outcome, nxt, skipped=tuple(skipped), finished_at=now, started_at=started_at)
         self.store.finish(self.node_id, [finish])
+
+
+def _next_fire(claim: Claim, now: datetime) -> tuple[datetime | None, list[tuple[datetime, str]]]:
+    """The next fire after ``claim``'s at ``now``, and the fire times passed on the way: skipped,
+    as the engine's default misfire policy does."""
+    trigger = fire_times(claim.spec)
+    skipped: list[tuple[datetime, str]] = []
+    nxt = trigger.next_after(claim.scheduled_for)
+    while nxt is not None and nxt <= now and len(skipped) < MAX_SKIPPED:
+        skipped.append((nxt, "due while the previous run was still active"))
+        nxt = trigger.next_after(nxt)
+    return nxt, skipped

@@ -5,7 +5,8 @@ constraints and fenced statements is written here as plain Python under one lock
 can check a database store against it line by line, and users can test their jobs without a
 database (``SchedulerHarness`` uses it by default). This module holds the protocol (claims,
 ends, retries, expiry); memory_starts.py the fenced starts and takeovers; memory_reruns.py the
-reruns of abandoned fires; memory_tables.py the rest (schedules, nodes, history).
+reruns of abandoned fires; memory_concurrency.py admissions under concurrency limits;
+memory_tables.py the rest (schedules, nodes, history).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..structures import (
     utc,
 )
 from .memory_backfill import MemoryBackfills
+from .memory_concurrency import MemoryConcurrency
 from .memory_counts import MemoryCounts
 from .memory_handoffs import MemoryHandoffs
 from .memory_reruns import MemoryReruns
@@ -34,7 +36,9 @@ from .memory_starts import MemoryStarts, unstarted
 from .memory_tables import MemoryTables, aware
 
 
-class MemoryStore(MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryReruns, MemoryTables, Store):
+class MemoryStore(
+    MemoryConcurrency, MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryReruns, MemoryTables, Store
+):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:
@@ -56,6 +60,7 @@ class MemoryStore(MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, M
         self.batch_size = batch_size
         self._init_tables(clock)
         self._init_backfills()
+        self._init_concurrency()
 
     # -- claiming ---------------------------------------------------------------------------------
 
