@@ -46,8 +46,8 @@ from ..structures import (
     ScheduleState,
     bucket_of,
 )
-from .contract_reruns import RerunContract
 from .contract_concurrency import ConcurrencyContract
+from .contract_reruns import RerunContract
 from .contract_semantics import SemanticsContract
 from .contract_starts import FencedStartContract
 from .handoff_contract import HandoffContract
