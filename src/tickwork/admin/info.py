@@ -180,6 +180,7 @@ def options_json(spec: ScheduleSpec) -> dict[str, Any]:
         "on_finish": spec.on_finish,
         "also": list(spec.also),
         "exclude": list(spec.exclude),
+        "overlap": spec.overlap,
     }
 
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from ..errors import ConfigError
-from ..structures import ON_FINISH, MisfirePolicy, ScheduleSpec, parse_iso
+from ..structures import ON_FINISH, OVERLAP, MisfirePolicy, ScheduleSpec, parse_iso
 from .durations import duration, seconds_in
 
 #: The :class:`ScheduleSpec` defaults: the options' defaults are written there, once.
@@ -320,6 +320,17 @@ OPTIONS: tuple[Option, ...] = (
         metavar="EXPRESSION",
         repeatable=True,
     ),
+    Option(
+        "overlap",
+        "overlap",
+        _SPEC_DEFAULTS["overlap"],
+        _as_is,
+        str,
+        "a fire due while the previous run is active: skip it, buffer_one / buffer_all wait for "
+        "the run's end, cancel_other stops the run (docs/triggers.md#overlap)",
+        f"default {_SPEC_DEFAULTS['overlap']}",
+        choices=OVERLAP,
+    ),
 )
 
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -355,6 +366,7 @@ class ScheduleOptions(TypedDict, total=False):
     on_finish: str
     also: Sequence[str] | str
     exclude: Sequence[str] | str
+    overlap: str
 
 
 class CodeOptions(TypedDict, total=False):
@@ -378,6 +390,7 @@ class CodeOptions(TypedDict, total=False):
     on_finish: str
     also: Sequence[str] | str
     exclude: Sequence[str] | str
+    overlap: str
 
 
 def given(options: Mapping[str, Any], *, allowed: Iterable[str] = NAMES, what: str = "option") -> dict[str, Any]:

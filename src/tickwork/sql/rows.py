@@ -57,6 +57,7 @@ _NO_OPTIONS: dict[str, Any] = {
     "exclude": (),
     "max_runs": None,
     "on_finish": "keep",
+    "overlap": "skip",
 }
 
 

@@ -230,6 +230,8 @@ def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
     """The rarer options that ``info`` sets (docs/triggers.md#schedule-options)."""
     spec = info.spec
     out: list[tuple[str, Any]] = []
+    if spec.overlap != "skip":
+        out.append(("overlap", spec.overlap))
     if spec.misfire_grace is not None:
         out.append(("misfire grace", f"{spec.misfire_grace.total_seconds():g}s"))
     if spec.max_catchup is not None:
