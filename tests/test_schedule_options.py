@@ -57,6 +57,7 @@ SAMPLES: dict[str, Sample] = {
     "on_finish": Sample("remove", ["--on-finish", "remove"], "remove"),
     "also": Sample(["30 18 * * *"], ["--also", "30 18 * * *"], ("30 18 * * *",)),
     "exclude": Sample(["*-12-25", "Sat,Sun"], ["--exclude", "*-12-25", "--exclude", "Sat,Sun"], ("*-12-25", "Sat,Sun")),
+    "overlap": Sample("buffer_one", ["--overlap", "buffer_one"], "buffer_one"),
 }
 
 
