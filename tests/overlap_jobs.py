@@ -22,9 +22,9 @@ def _line(text: str) -> None:
 def busy(seconds: float) -> None:
     """Works ``seconds``: a line when it starts and one when it ends (none if it is killed)."""
     run = tickwork.current_run()
-    _line(f"start {run.scheduled_for.isoformat()} {os.getpid()}")
+    _line(f"start {run.schedule} {run.scheduled_for.isoformat()} {os.getpid()}")
     time.sleep(seconds)
-    _line(f"end {run.scheduled_for.isoformat()} {os.getpid()}")
+    _line(f"end {run.schedule} {run.scheduled_for.isoformat()} {os.getpid()}")
 
 
 async def busy_async(seconds: float) -> None:

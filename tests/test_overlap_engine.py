@@ -163,4 +163,3 @@ def test_cancel_other_in_thread_mode_lets_the_new_fire_wait_for_the_run(
     assert "overlap cancel_other: only the latest due fire, 2026-01-01T00:00:04Z, replaces it" in (
         runs(sqlite_store)[1].error or ""
     )
-

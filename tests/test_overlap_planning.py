@@ -35,9 +35,7 @@ def secs(plan: FirePlan) -> tuple[float | None, list[float]]:
 
 def test_buffer_one_keeps_the_latest_passed_fire_and_skips_the_older_ones() -> None:
     # Fire of 1 s, claimed on time, ran until 5.5 s: 2, 3, 4, 5 passed meanwhile.
-    plan = plan_overlap(
-        every(1), overlap="buffer_one", scheduled_for=at(1), claimed_at=at(1), now=at(5.5), grace=30
-    )
+    plan = plan_overlap(every(1), overlap="buffer_one", scheduled_for=at(1), claimed_at=at(1), now=at(5.5), grace=30)
     assert secs(plan) == (5.0, [2.0, 3.0, 4.0])
     for _, reason in plan.skipped:
         assert reason == (
@@ -47,9 +45,7 @@ def test_buffer_one_keeps_the_latest_passed_fire_and_skips_the_older_ones() -> N
 
 
 def test_buffer_one_with_nothing_passed_is_the_triggers_next_fire() -> None:
-    plan = plan_overlap(
-        every(10), overlap="buffer_one", scheduled_for=at(10), claimed_at=at(10), now=at(12), grace=30
-    )
+    plan = plan_overlap(every(10), overlap="buffer_one", scheduled_for=at(10), claimed_at=at(10), now=at(12), grace=30)
     assert secs(plan) == (20.0, [])
 
 
@@ -63,9 +59,7 @@ def test_buffer_one_keeps_a_fire_older_than_the_grace() -> None:
 
 def test_buffer_one_names_fires_that_passed_before_the_claim() -> None:
     # Claimed 2.5 s late (fires of 1 and 2 passed before the claim), ended at 4.2.
-    plan = plan_overlap(
-        every(1), overlap="buffer_one", scheduled_for=at(0), claimed_at=at(2.5), now=at(4.2), grace=30
-    )
+    plan = plan_overlap(every(1), overlap="buffer_one", scheduled_for=at(0), claimed_at=at(2.5), now=at(4.2), grace=30)
     assert secs(plan) == (4.0, [1.0, 2.0, 3.0])
     reasons = [r for _, r in plan.skipped]
     assert reasons[0].startswith("passed before the previous fire was claimed (2.5s late; overlap buffer_one")
@@ -74,31 +68,23 @@ def test_buffer_one_names_fires_that_passed_before_the_claim() -> None:
 
 
 def test_cancel_other_plans_the_latest_fire_to_replace_the_run() -> None:
-    plan = plan_overlap(
-        every(1), overlap="cancel_other", scheduled_for=at(1), claimed_at=at(1), now=at(3.1), grace=30
-    )
+    plan = plan_overlap(every(1), overlap="cancel_other", scheduled_for=at(1), claimed_at=at(1), now=at(3.1), grace=30)
     assert secs(plan) == (3.0, [2.0])
     assert "overlap cancel_other: only the latest due fire, 2026-03-01T12:00:03Z, replaces it" in plan.skipped[0][1]
 
 
 def test_buffer_all_keeps_every_passed_fire_in_order() -> None:
-    plan = plan_overlap(
-        every(1), overlap="buffer_all", scheduled_for=at(1), claimed_at=at(1), now=at(4.5), grace=30
-    )
+    plan = plan_overlap(every(1), overlap="buffer_all", scheduled_for=at(1), claimed_at=at(1), now=at(4.5), grace=30)
     # 2, 3 and 4 wait: the next fire is the oldest of them; none is skipped (each is planned
     # again at the end of the run before it).
     assert secs(plan) == (2.0, [])
     # The waiting fire of 2 ran from 4.5 to 6: 3, 4, 5 and 6 wait, the oldest first.
-    plan = plan_overlap(
-        every(1), overlap="buffer_all", scheduled_for=at(2), claimed_at=at(4.5), now=at(6), grace=30
-    )
+    plan = plan_overlap(every(1), overlap="buffer_all", scheduled_for=at(2), claimed_at=at(4.5), now=at(6), grace=30)
     assert secs(plan) == (3.0, [])
 
 
 def test_buffer_all_drops_fires_older_than_the_grace() -> None:
-    plan = plan_overlap(
-        every(1), overlap="buffer_all", scheduled_for=at(0), claimed_at=at(0), now=at(10), grace=3
-    )
+    plan = plan_overlap(every(1), overlap="buffer_all", scheduled_for=at(0), claimed_at=at(0), now=at(10), grace=3)
     # Fires of 1..6 are older than 10 - 3 = 7: skipped; 7..10 wait.
     nxt, skipped = secs(plan)
     assert (nxt, skipped) == (7.0, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
@@ -136,14 +122,10 @@ def test_buffer_all_never_keeps_more_than_its_limit() -> None:
 
 def test_records_are_capped_and_a_long_gap_is_jumped() -> None:
     # 500 passed fires: buffer_one records 100 of the older ones and still keeps the latest.
-    plan = plan_overlap(
-        every(1), overlap="buffer_one", scheduled_for=at(0), claimed_at=at(0), now=at(500.5), grace=30
-    )
+    plan = plan_overlap(every(1), overlap="buffer_one", scheduled_for=at(0), claimed_at=at(0), now=at(500.5), grace=30)
     assert plan.next_fire == at(500) and len(plan.skipped) == 100
     # buffer_all with a short grace: 100 stale ones recorded, the rest jumped, the last 3 wait.
-    plan = plan_overlap(
-        every(1), overlap="buffer_all", scheduled_for=at(0), claimed_at=at(0), now=at(500), grace=2
-    )
+    plan = plan_overlap(every(1), overlap="buffer_all", scheduled_for=at(0), claimed_at=at(0), now=at(500), grace=2)
     assert plan.next_fire == at(498) and len(plan.skipped) == 100
 
 
