@@ -45,7 +45,7 @@ OVERLAP = ("skip", "buffer_one", "buffer_all", "cancel_other", "allow")
 #: The overlap choices declared but not run by this build, with why: the one place to take a
 #: choice out of when its engine part lands (``allow`` comes with ``max_concurrent``).
 OVERLAP_UNAVAILABLE: dict[str, str] = {
-    "allow": "overlap 'allow' is not available in this version (it comes with max_concurrent)",
+    "allow": "'allow' is not available in this version (it comes with max_concurrent)",
 }
 
 
