@@ -160,6 +160,13 @@ def test_cancel_other_in_thread_mode_lets_the_new_fire_wait_for_the_run(
     engine.drain(5)
     step(engine)
     assert history(sqlite_store) == [(1, "succeeded"), (2, "skipped"), (3, "skipped"), (4, "succeeded")]
-    assert "overlap cancel_other: only the latest due fire, 2026-01-01T00:00:04Z, replaces it" in (
-        runs(sqlite_store)[1].error or ""
+    first, passed = runs(sqlite_store)[:2]
+    # What happened is recorded: on the run that could not be stopped, and on the passed fires.
+    assert first.error == (
+        "not stopped when the next fire (2026-01-01T00:00:02Z) came due: the executor cannot stop this run "
+        "(a thread); that fire waited for its end (overlap cancel_other)"
+    )
+    assert passed.error == (
+        "due while the previous run was still active (overlap cancel_other: only the latest due fire, "
+        "2026-01-01T00:00:04Z, runs after it: the run could not be stopped)"
     )

@@ -3,13 +3,17 @@ times: which fire that passed during a run waits, which are skipped and why."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from tickwork.engine.overlap import MAX_WAITING, WaitingFires, plan_overlap
+from tickwork.abc import Executor
+from tickwork.engine.overlap import MAX_WAITING, CancelWatch, WaitingFires, not_stopped, plan_overlap
 from tickwork.engine.planning import FirePlan
-from tickwork.structures import Claim, ScheduleSpec
+from tickwork.structures import Claim, Finish, JobCall, Outcome, RunStatus, ScheduleSpec
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -152,3 +156,61 @@ def test_a_waiting_fire_is_late_from_the_end_it_waited_for() -> None:
     # A plan whose next fire is in the future leaves nothing waiting.
     waiting.note(_claim(at(0)), FirePlan(at(500)), ended)
     assert len(waiting) == 0
+
+
+class _Unstoppable(Executor):
+    """An executor that can stop nothing (as a thread pool), counting the requests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[tuple[int, str]] = []
+
+    def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
+        pass
+
+    def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
+        pass
+
+    def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
+        pass
+
+    def cancel(self, run_id: int, reason: str) -> bool:
+        self.asked.append((run_id, reason))
+        return False
+
+
+def test_the_cancel_watch_asks_at_the_next_fire_and_notes_a_run_it_could_not_stop() -> None:
+    watch, executor = CancelWatch(), _Unstoppable()
+    claim = _claim(at(10))
+    watch.watch(claim, executor, at(20), now=at(10), now_mono=100.0)
+    assert watch.earliest() == 110.0 and len(watch) == 1
+    assert watch.cancel_due(109.9) == 0 and executor.asked == []
+    assert watch.cancel_due(110.0) == 0  # asked, and refused
+    assert executor.asked == [
+        (1, "cancelled: the next fire (2026-03-01T12:00:20Z) came due while it ran (overlap cancel_other)")
+    ]
+    assert watch.earliest() is None
+    assert watch.ended(1, arrived=113.0) == at(20)  # ended after: noted as not stopped
+    # A run whose end arrived before the fire came (the loop had not seen it yet) is not noted.
+    watch.watch(replace(claim, run_id=2), executor, at(20), now=at(10), now_mono=100.0)
+    watch.cancel_due(110.0)
+    assert watch.ended(2, arrived=109.5) is None
+    # A run that ended before its time is not asked at all.
+    watch.watch(replace(claim, run_id=3), executor, at(20), now=at(10), now_mono=100.0)
+    assert watch.ended(3, arrived=105.0) is None
+    assert watch.earliest() is None and watch.cancel_due(200.0) == 0 and len(watch) == 0
+    assert [run for run, _ in executor.asked] == [1, 2]
+
+
+def test_a_run_not_stopped_says_so_on_its_end() -> None:
+    finish = Finish(
+        _claim(at(1)),
+        Outcome(RunStatus.FAILED, error="boom"),
+        at(4),
+        skipped=((at(2), "due while ... (overlap cancel_other: only the latest due fire, X, replaces it)"),),
+    )
+    noted = not_stopped(finish, at(2))
+    assert noted.outcome.status is RunStatus.FAILED
+    assert noted.outcome.error is not None and noted.outcome.error.startswith("boom\nnot stopped when the next fire")
+    assert noted.skipped[0][1].endswith("runs after it: the run could not be stopped)")
+    assert noted.next_fire == at(4)

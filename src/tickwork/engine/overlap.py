@@ -18,11 +18,11 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from ..abc import Executor
-from ..structures import Claim, iso_z
+from ..structures import Claim, Finish, Outcome, iso_z
 from .planning import FirePlan, NextAfter
 from .settings import MAX_SKIPPED_RECORDS
 
@@ -188,6 +188,22 @@ def cancel_reason(due: datetime) -> str:
     return f"cancelled: the next fire ({iso_z(due)}) came due while it ran (overlap cancel_other)"
 
 
+def not_stopped(finish: Finish, due: datetime) -> Finish:
+    """The end of a ``cancel_other`` run its executor could not stop (a thread), saying so: a
+    note on the run (after its own error, if any) and on the fires passed over meanwhile."""
+    note = (
+        f"not stopped when the next fire ({iso_z(due)}) came due: the executor cannot stop this run "
+        "(a thread); that fire waited for its end (overlap cancel_other)"
+    )
+    outcome = finish.outcome
+    noted = Outcome(outcome.status, error=f"{outcome.error}\n{note}" if outcome.error else note)
+    skipped = tuple(
+        (t, reason.replace("replaces it)", "runs after it: the run could not be stopped)"))
+        for t, reason in finish.skipped
+    )
+    return replace(finish, outcome=noted, skipped=skipped)
+
+
 class CancelWatch:
     """The ``cancel_other`` runs of this node, each with the monotonic time its schedule's next
     fire comes due (placed by the database clock when the run started); :meth:`cancel_due` asks
@@ -195,7 +211,11 @@ class CancelWatch:
 
     def __init__(self) -> None:
         self._heap: list[_Watched] = []
+        #: Runs in the heap, and those of them that ended (taken out lazily, when they surface).
+        self._live: set[int] = set()
         self._ended: set[int] = set()
+        #: Runs the executor could not stop, with the fire that came due and its monotonic time.
+        self._refused: dict[int, tuple[datetime, float]] = {}
         #: Schedules whose executor could not stop a run (warned once each).
         self._warned: set[str] = set()
 
@@ -206,11 +226,19 @@ class CancelWatch:
             return
         at = now_mono + (due - now).total_seconds()
         heapq.heappush(self._heap, _Watched(at, claim.run_id, claim, due, executor))
+        self._live.add(claim.run_id)
 
-    def ended(self, run_id: int) -> None:
-        """The run reported its end: no need to stop it."""
-        if self._heap:
+    def ended(self, run_id: int, arrived: float) -> datetime | None:
+        """The run reported its end (at monotonic ``arrived``): no need to stop it. Returns the
+        fire that came due while it ran if the executor could not stop it (:func:`not_stopped`),
+        else ``None`` (also when it had ended before that fire, its end not yet seen)."""
+        if run_id in self._live:
+            self._live.discard(run_id)
             self._ended.add(run_id)
+        refused = self._refused.pop(run_id, None) if self._refused else None
+        if refused is None or arrived < refused[1]:
+            return None
+        return refused[0]
 
     def earliest(self) -> float | None:
         self._sweep()
@@ -222,13 +250,10 @@ class CancelWatch:
         self._sweep()
         while self._heap and self._heap[0].at <= now_mono:
             entry = heapq.heappop(self._heap)
-            if entry.run_id in self._ended:
-                self._ended.discard(entry.run_id)
-                continue
+            self._live.discard(entry.run_id)
             if self._cancel(entry):
                 stopped += 1
-        if not self._heap:
-            self._ended.clear()
+            self._sweep()
         return stopped
 
     def _cancel(self, entry: _Watched) -> bool:
@@ -240,7 +265,9 @@ class CancelWatch:
             done = False
         if done:
             log.info("%s: run %s stopped: its next fire %s came due", name, entry.run_id, iso_z(entry.due))
-        elif name not in self._warned:
+            return True
+        self._refused[entry.run_id] = (entry.due, entry.at)
+        if name not in self._warned:
             self._warned.add(name)
             log.warning(
                 "%s: overlap cancel_other, but the executor cannot stop run %s (thread mode, or it is not "
@@ -251,5 +278,10 @@ class CancelWatch:
         return done
 
     def _sweep(self) -> None:
+        """Drop the ended runs at the top of the heap."""
         while self._heap and self._heap[0].run_id in self._ended:
             self._ended.discard(heapq.heappop(self._heap).run_id)
+
+    def __len__(self) -> int:
+        """Runs watched (not ended, not yet asked to stop)."""
+        return len(self._live)

@@ -26,7 +26,7 @@ from .ends import EndWriter
 from .followups import FollowUps, Parked
 from .held import HeldFire, HeldFires
 from .listener import EngineListener
-from .overlap import CancelWatch
+from .overlap import CancelWatch, not_stopped
 from .planning import grace_of, misfire_reason
 from .retries import PendingRetry
 from .settings import MAX_WAIT, EngineSettings
@@ -239,7 +239,7 @@ class Runs:
             run_id = flight.claim.run_id
             assert run_id is not None
             self.in_flight.pop(run_id, None)
-            self.cancels.ended(run_id)
+            not_stopped_by = self.cancels.ended(run_id, arrived)
             # Planned and recorded as of the moment it ended, not when this pass got to it.
             ended = min(arrived, now_mono)
             claim = flight.claim
@@ -249,6 +249,8 @@ class Runs:
                 anchor = anchors[key] = self.clock.since_claim(claim.claimed_at, flight.mono_claimed, now_mono)
             now = self.clock.before(anchor, now_mono - ended)
             end = self.follow_ups.end_one(claim, outcome, flight.mono_claimed, ended, flight.started_at, now=now)
+            if not_stopped_by is not None and isinstance(end, Finish):
+                end = not_stopped(end, not_stopped_by)  # overlap cancel_other: say it could not be
             if isinstance(end, Finish):
                 finishes.append(end)
             elif end is not None:
