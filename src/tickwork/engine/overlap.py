@@ -35,8 +35,8 @@ MAX_WAITING = 1000
 #: are not all recorded, as :func:`~tickwork.engine.planning.plan_next_fire` jumps).
 MAX_WALK = 100_000
 
-#: The overlap choices planned here.
-PLANNED = ("buffer_one", "buffer_all", "cancel_other")
+#: The overlap choices planned here (``skip`` is planning.py's; ``allow`` is not run by this version).
+PLANNED = frozenset({"buffer_one", "buffer_all", "cancel_other"})
 
 
 def plan_overlap(
