@@ -182,7 +182,7 @@ class _Unstoppable(Executor):
 def test_the_cancel_watch_asks_at_the_next_fire_and_notes_a_run_it_could_not_stop() -> None:
     watch, executor = CancelWatch(), _Unstoppable()
     claim = _claim(at(10))
-    watch.watch(claim, executor, at(20), now=at(10), now_mono=100.0)
+    watch.watch(claim, executor, every(10), now=at(10), now_mono=100.0)
     assert watch.earliest() == 110.0 and len(watch) == 1
     assert watch.cancel_due(109.9) == 0 and executor.asked == []
     assert watch.cancel_due(110.0) == 0  # asked, and refused
@@ -192,11 +192,11 @@ def test_the_cancel_watch_asks_at_the_next_fire_and_notes_a_run_it_could_not_sto
     assert watch.earliest() is None
     assert watch.ended(1, arrived=113.0) == at(20)  # ended after: noted as not stopped
     # A run whose end arrived before the fire came (the loop had not seen it yet) is not noted.
-    watch.watch(replace(claim, run_id=2), executor, at(20), now=at(10), now_mono=100.0)
+    watch.watch(replace(claim, run_id=2), executor, every(10), now=at(10), now_mono=100.0)
     watch.cancel_due(110.0)
     assert watch.ended(2, arrived=109.5) is None
     # A run that ended before its time is not asked at all.
-    watch.watch(replace(claim, run_id=3), executor, at(20), now=at(10), now_mono=100.0)
+    watch.watch(replace(claim, run_id=3), executor, every(10), now=at(10), now_mono=100.0)
     assert watch.ended(3, arrived=105.0) is None
     assert watch.earliest() is None and watch.cancel_due(200.0) == 0 and len(watch) == 0
     assert [run for run, _ in executor.asked] == [1, 2]
@@ -214,3 +214,17 @@ def test_a_run_not_stopped_says_so_on_its_end() -> None:
     assert noted.outcome.error is not None and noted.outcome.error.startswith("boom\nnot stopped when the next fire")
     assert noted.skipped[0][1].endswith("runs after it: the run could not be stopped)")
     assert noted.next_fire == at(4)
+
+
+def test_a_late_start_is_stopped_by_the_first_fire_after_it_and_a_failing_trigger_watches_nothing() -> None:
+    watch, executor = CancelWatch(), _Unstoppable()
+    # The fire of 10 s started at 23 s: 20 s passed before it started; it is stopped at 30 s.
+    watch.watch(_claim(at(10)), executor, every(10), now=at(23), now_mono=500.0)
+    assert watch.earliest() == 507.0
+
+    def broken(after: datetime) -> datetime:
+        raise OverflowError("date value out of range")
+
+    other = CancelWatch()
+    other.watch(_claim(at(10)), executor, broken, now=at(10), now_mono=500.0)
+    assert other.earliest() is None and len(other) == 0

@@ -219,10 +219,19 @@ class CancelWatch:
         #: Schedules whose executor could not stop a run (warned once each).
         self._warned: set[str] = set()
 
-    def watch(self, claim: Claim, executor: Executor, due: datetime | None, now: datetime, now_mono: float) -> None:
-        """Stop ``claim``'s run when ``due`` (its schedule's next fire) comes; ``now`` is the
-        database clock at ``now_mono``."""
-        if due is None or claim.run_id is None:
+    def watch(self, claim: Claim, executor: Executor, next_after: NextAfter, now: datetime, now_mono: float) -> None:
+        """Stop ``claim``'s run, started at ``now`` (database clock, at monotonic ``now_mono``),
+        when the first fire after its start comes: a late start is not stopped at once by a fire
+        that passed before it. A trigger that fails to answer leaves the run unwatched (it is
+        past handing to its executor; its end plans, and parks, as any)."""
+        if claim.run_id is None:
+            return
+        try:
+            due = next_after(max(claim.scheduled_for, now))
+        except Exception:
+            log.exception("%s: cannot compute the fire that would stop run %s", claim.spec.name, claim.run_id)
+            return
+        if due is None:
             return
         at = now_mono + (due - now).total_seconds()
         heapq.heappush(self._heap, _Watched(at, claim.run_id, claim, due, executor))

@@ -163,9 +163,7 @@ class Runs:
             log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
             self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
         if claim.spec.overlap == "cancel_other":
-            # Stopped by the first fire that comes due while it runs (a late start is not
-            # stopped at once by a fire that passed before it).
-            self.cancels.watch(claim, executor, next_after(max(claim.scheduled_for, now)), now, now_mono)
+            self.cancels.watch(claim, executor, next_after, now, now_mono)
         return call
 
     def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:
