@@ -58,7 +58,7 @@ SAMPLES: dict[str, Sample] = {
     "on_abandon": Sample("rerun", ["--on-abandon", "rerun"], "rerun"),
     "also": Sample(["30 18 * * *"], ["--also", "30 18 * * *"], ("30 18 * * *",)),
     "exclude": Sample(["*-12-25", "Sat,Sun"], ["--exclude", "*-12-25", "--exclude", "Sat,Sun"], ("*-12-25", "Sat,Sun")),
-    "overlap": Sample("allow", ["--overlap", "allow"], "allow"),
+    "overlap": Sample("buffer_one", ["--overlap", "buffer_one"], "buffer_one"),
     "max_concurrent": Sample(3, ["--max-concurrent", "3"], 3),
     "concurrency_key": Sample("billing", ["--concurrency-key", "billing"], "billing"),
     "concurrency_limit": Sample(2, ["--concurrency-limit", "2"], 2),

@@ -6,7 +6,9 @@
   the function in a child process that a soft timeout really kills.
 
 A thread cannot be killed: in thread mode a run past its timeout is recorded ``timed_out`` at the
-deadline, but the function keeps running until it returns (its late result is ignored).
+deadline, but the function keeps running until it returns (its late result is ignored). For the
+same reason :meth:`LocalExecutor.cancel` (``overlap = "cancel_other"``) stops process and asyncio
+runs only.
 """
 
 from __future__ import annotations
@@ -84,6 +86,10 @@ class LocalExecutor(Executor):
         self._deadlines = Deadlines()
         self._processes = ProcessRunner()
         self._cache: dict[str, tuple[Callable[..., Any], bool]] = {}
+        #: The runs cancel() can stop (process and asyncio mode), by run id: the once-only report
+        #: and how to stop it. Threads are not listed: they cannot be stopped.
+        self._stoppable: dict[int, tuple[ReportOnce, Callable[[], object], bool]] = {}
+        self._stoppable_lock = threading.Lock()
 
     def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
         if self.allowed is not None:
@@ -140,11 +146,15 @@ class LocalExecutor(Executor):
         if mode != "process" and not is_coroutine:
             ThreadRun(call, on_done, context, func, kwargs, self._pool, self._deadlines).start()
             return
-        once = ReportOnce(on_done, call.run_id)
+        once = ReportOnce(self._unlisting(call.run_id, on_done), call.run_id)
         if mode == "process":
+            with self._stoppable_lock:
+                self._stoppable[call.run_id] = (once, lambda: self._processes.stop(call.run_id), True)
             # The runner reports the child's outcome (and kills it at the deadline) itself.
             self._pool.submit(
-                lambda: self._processes.run(call.target, kwargs, context, call.timeout, once, self.allowed),
+                lambda: self._processes.run(
+                    call.target, kwargs, context, call.timeout, once, self.allowed, run_id=call.run_id
+                ),
                 lambda exc: exc is not None and once(outcome_of(exc)),
             )
             return
@@ -155,13 +165,50 @@ class LocalExecutor(Executor):
             if watch:
                 self._deadlines.cancel(watch[0])
 
+        # Listed before it starts: a task that ends at once takes itself off the list.
+        started: list[concurrent.futures.Future[Any]] = []
+        with self._stoppable_lock:
+            self._stoppable[call.run_id] = (once, lambda: started and started[0].cancel(), False)
         future = asyncio.run_coroutine_threadsafe(_await_in(context, func, kwargs), self._event_loop())
+        started.append(future)
         future.add_done_callback(
             lambda f: report(concurrent.futures.CancelledError() if f.cancelled() else f.exception())
         )
         watch.append(self._deadlines.add(call.timeout, lambda: soft_timeout(call, once, future.cancel, True)))
         if once.done:  # ended before its watchdog was in place: report() could not cancel it
             self._deadlines.cancel(watch[0])
+
+    def _unlisting(self, run_id: int, on_done: Callable[[Outcome], None]) -> Callable[[Outcome], None]:
+        """``on_done``, also taking the run off the stoppable list once it reports."""
+
+        def report(outcome: Outcome) -> None:
+            with self._stoppable_lock:
+                self._stoppable.pop(run_id, None)
+            on_done(outcome)
+
+        return report
+
+    def cancel(self, run_id: int, reason: str) -> bool:
+        """Stop a process-mode run (its child's process group is killed) or an asyncio run (its
+        task is cancelled) and report it ``cancelled``; a thread-mode run cannot be stopped."""
+        with self._stoppable_lock:
+            found = self._stoppable.get(run_id)
+        if found is None:
+            return False
+        once, stop, kill_first = found
+        if once.done:
+            return False
+        cancelled = Outcome(RunStatus.CANCELLED, error=reason)
+        if kill_first:
+            # A child is killed before the report, so the next fire never overlaps it (its
+            # runner then reports nothing).
+            stop()
+            return once(cancelled)
+        # A task is reported first, so that its own end (CancelledError) is not what is recorded.
+        if not once(cancelled):
+            return False
+        stop()
+        return True
 
     def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
         if self._pool is not None:

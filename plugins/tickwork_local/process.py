@@ -60,11 +60,25 @@ def _kill_group(proc: multiprocessing.process.BaseProcess) -> None:
 
 
 class ProcessRunner:
-    """Runs targets in child processes; :meth:`run` blocks its (pool) thread until the child ends."""
+    """Runs targets in child processes; :meth:`run` blocks its (pool) thread until the child ends.
+    :meth:`stop` kills one run's child (``overlap = "cancel_other"``): that run then reports
+    nothing, its stopper reports it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._children: set[multiprocessing.process.BaseProcess] = set()
+        #: The children of runs that may be stopped, by run id, and the runs asked to stop.
+        self._by_run: dict[int, multiprocessing.process.BaseProcess] = {}
+        self._stopped: set[int] = set()
+
+    def stop(self, run_id: int) -> None:
+        """Kill the child of run ``run_id`` (or keep it from starting) and keep the run from
+        reporting its end: the caller reports it."""
+        with self._lock:
+            self._stopped.add(run_id)
+            proc = self._by_run.get(run_id)
+        if proc is not None and proc.is_alive():
+            _kill_group(proc)
 
     def run(
         self,
@@ -74,6 +88,30 @@ class ProcessRunner:
         timeout: float,
         done: Callable[[Outcome], Any],
         allowed: AllowedModules | None = None,
+        run_id: int | None = None,
+    ) -> None:
+        if run_id is not None:
+            with self._lock:
+                if run_id in self._stopped:  # stopped before it started
+                    self._stopped.discard(run_id)
+                    return
+        try:
+            self._run(target, kwargs, context, timeout, done, allowed, run_id)
+        finally:
+            if run_id is not None:
+                with self._lock:
+                    self._by_run.pop(run_id, None)
+                    self._stopped.discard(run_id)
+
+    def _run(
+        self,
+        target: str,
+        kwargs: dict[str, Any],
+        context: RunContext,
+        timeout: float,
+        done: Callable[[Outcome], Any],
+        allowed: AllowedModules | None,
+        run_id: int | None,
     ) -> None:
         parent, child = _CONTEXT.Pipe(duplex=False)
         proc = _CONTEXT.Process(
@@ -87,8 +125,15 @@ class ProcessRunner:
         child.close()
         with self._lock:
             self._children.add(proc)
+            if run_id is not None:
+                self._by_run[run_id] = proc
+                if run_id in self._stopped:  # stopped while it started
+                    _kill_group(proc)
         try:
             if parent.poll(timeout):
+                if self._was_stopped(run_id):
+                    proc.join(5)
+                    return
                 try:
                     error = parent.recv()
                 except EOFError:
@@ -101,6 +146,8 @@ class ProcessRunner:
                 return
             _kill_group(proc)
             proc.join(5)
+            if self._was_stopped(run_id):
+                return
             done(Outcome(RunStatus.TIMED_OUT, error=f"soft timeout after {timeout:g}s; child process killed"))
         finally:
             parent.close()
@@ -108,6 +155,12 @@ class ProcessRunner:
                 self._children.discard(proc)
             if proc.exitcode is None:
                 _kill_group(proc)
+
+    def _was_stopped(self, run_id: int | None) -> bool:
+        if run_id is None:
+            return False
+        with self._lock:
+            return run_id in self._stopped
 
     def kill_all(self) -> None:
         with self._lock:

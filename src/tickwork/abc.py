@@ -130,6 +130,17 @@ class Executor(ABC):
         """How many more calls this executor can take without queueing; ``None`` if unbounded."""
         return None
 
+    def cancel(self, run_id: int, reason: str) -> bool:
+        """Stop the run ``run_id`` (a :class:`~tickwork.structures.JobCall` submitted earlier)
+        and report it :attr:`~tickwork.structures.RunStatus.CANCELLED` with ``reason`` as its
+        error, through its ``on_done`` (still exactly once). Called from the engine's thread for
+        schedules with ``overlap = "cancel_other"`` when their next fire comes due.
+
+        :return: True if the run was stopped and reported so; False if it cannot be stopped (it
+            then ends as it would have) or has ended already. Default: False (nothing stoppable)
+        """
+        return False
+
 
 #: Seconds a node counts as live after its last heartbeat when its membership plugin has no
 #: ``node_ttl`` (the heartbeat plugins' default).

@@ -40,8 +40,11 @@ ON_FINISH = ("keep", "remove")
 ON_ABANDON = ("skip", "rerun")
 #: The most further expressions (``also``) and exclusions (``exclude``) of one schedule.
 MAX_EXPRESSIONS = 20
-#: What a fire due while an earlier run of its schedule is still active does (docs/triggers.md#overlap).
-OVERLAP = ("skip", "allow")
+#: What a schedule does with a fire that comes due while its own previous run is active
+#: (docs/triggers.md#overlap): ``skip`` it (the default), let one (``buffer_one``) or every one
+#: (``buffer_all``) wait for the run's end, stop the run and start the new fire
+#: (``cancel_other``), or run them side by side (``allow``, bounded by ``max_concurrent``).
+OVERLAP = ("skip", "buffer_one", "buffer_all", "cancel_other", "allow")
 #: The most runs ``max_concurrent`` and ``concurrency_limit`` allow at once, and the longest key.
 MAX_CONCURRENT = 10_000
 MAX_CONCURRENCY_KEY = 200
@@ -68,6 +71,8 @@ class RunStatus(Choice):
     SUBMITTED = "submitted"
     #: A worker of that system took a handed-off run and is running it.
     STARTED = "started"
+    #: Stopped by tickwork because the schedule's next fire came due (``overlap = "cancel_other"``).
+    CANCELLED = "cancelled"
 
     @property
     def final(self) -> bool:
@@ -222,8 +227,9 @@ class ScheduleSpec:
         fires at the times of any of them, a time two give once
     :param exclude: expressions whose times do not fire (``*-12-25``, ``Sat,Sun``, cron): see
         docs/triggers.md#several-expressions-and-exclusions
-    :param overlap: ``skip`` (a fire due while a run is active is skipped) or ``allow`` (it
-        starts while earlier runs go on, up to ``max_concurrent`` at once across the cluster)
+    :param overlap: what a fire due while the schedule's previous run is still active does
+        (:data:`OVERLAP`; docs/triggers.md#overlap); ``allow`` starts it while earlier runs go on,
+        up to ``max_concurrent`` at once across the cluster
     :param max_concurrent: with ``overlap = "allow"``, the most runs of this schedule at once;
         ``None``: no bound. An ``allow`` schedule's fires are not retried (``retries`` applies
         to ``skip`` schedules)
@@ -335,7 +341,7 @@ class ScheduleSpec:
     def concurrent(self) -> bool:
         """Whether its fires are admitted by a concurrency count (``overlap = "allow"`` or a
         concurrency key): see :meth:`tickwork.abc.Store.admit`."""
-        return self.overlap != "skip" or self.concurrency_key is not None
+        return self.overlap == "allow" or self.concurrency_key is not None
 
     @property
     def plain(self) -> bool:

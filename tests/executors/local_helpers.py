@@ -76,7 +76,7 @@ def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
             state = fh.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone meanwhile (a read of its stat can say ESRCH)
         return False
     return state != "Z"
 

@@ -12,6 +12,7 @@ from ..structures import Claim, Finish, MisfirePolicy, Outcome, RunStatus, assem
 from .clock import DatabaseClock
 from .faults import OnceLogger, describe
 from .nextfires import NextFires
+from .overlap import PLANNED, WaitingFires, plan_overlap
 from .planning import NextAfter, grace_of, plan_next_fire, plan_retry
 from .retries import RetryQueue
 from .settings import EngineSettings
@@ -40,6 +41,8 @@ class FollowUps:
         self.clock = clock
         self.retries = retries
         self.next_fires = next_fires
+        #: Fires left waiting for a run's end (overlap buffer_*, cancel_other): see overlap.py.
+        self.waiting = WaitingFires()
         self._errors = OnceLogger(log)
 
     def end_one(
@@ -102,16 +105,30 @@ class FollowUps:
     def finish_for(
         self, claim: Claim, next_after: NextAfter, outcome: Outcome, now: datetime, started_at: datetime | None = None
     ) -> Finish:
-        """The end of ``claim`` with the next fire time and the skipped ones (planning.py)."""
-        plan = plan_next_fire(
-            next_after,
-            scheduled_for=claim.scheduled_for,
-            claimed_at=claim.claimed_at,
-            now=now,
-            policy=claim.spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
-            grace=grace_of(claim.spec, self.settings.misfire_grace),
-            max_catchup=claim.spec.max_catchup,
-        )
+        """The end of ``claim`` with the next fire time and the skipped ones (planning.py; a
+        schedule whose overlap is not ``skip``: overlap.py)."""
+        # Overlap is about the time a run took: a fire that did not run plans as any other.
+        if claim.spec.overlap in PLANNED and outcome.status is not RunStatus.SKIPPED:
+            plan = plan_overlap(
+                next_after,
+                overlap=claim.spec.overlap,
+                scheduled_for=claim.scheduled_for,
+                claimed_at=claim.claimed_at,
+                now=now,
+                grace=grace_of(claim.spec, self.settings.misfire_grace),
+                max_catchup=claim.spec.max_catchup,
+            )
+            self.waiting.note(claim, plan, now)
+        else:
+            plan = plan_next_fire(
+                next_after,
+                scheduled_for=claim.scheduled_for,
+                claimed_at=claim.claimed_at,
+                now=now,
+                policy=claim.spec.misfire or self.settings.misfire or MisfirePolicy.SKIP,
+                grace=grace_of(claim.spec, self.settings.misfire_grace),
+                max_catchup=claim.spec.max_catchup,
+            )
         # Built without the frozen dataclass's __init__: one per fire (structures.assembled).
         return assembled(
             Finish,

@@ -27,6 +27,7 @@ from .ends import EndWriter
 from .followups import FollowUps, Parked
 from .held import HeldFire, HeldFires
 from .listener import EngineListener
+from .overlap import CancelWatch, not_stopped
 from .planning import grace_of, misfire_reason
 from .rerun import Reruns
 from .retries import PendingRetry
@@ -81,6 +82,8 @@ class Runs:
         self.concurrency = Concurrency(follow_ups.store, settings, counters, listener)
         self._wake = wake
         self.in_flight: dict[int, InFlight] = {}
+        #: The cancel_other runs, stopped when their schedule's next fire comes (overlap.py).
+        self.cancels = CancelWatch()
         #: (run, outcome, monotonic time it arrived), filled from executor threads.
         self._done: queue.SimpleQueue[tuple[InFlight, Outcome, float]] = queue.SimpleQueue()
         # Monotonic time by which the loop looks at the queue anyway (written by the loop thread
@@ -90,7 +93,9 @@ class Runs:
         self._looks_by = math.inf
 
     def earliest_deadline(self) -> float | None:
-        return min((f.deadline for f in self.in_flight.values()), default=None)
+        deadline = min((f.deadline for f in self.in_flight.values()), default=None)
+        cancel = self.cancels.earliest()
+        return deadline if cancel is None else cancel if deadline is None else min(deadline, cancel)
 
     # -- dispatch ---------------------------------------------------------------------------------
 
@@ -153,8 +158,10 @@ class Runs:
             return self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, "already recorded"), now)
         policy = claim.spec.misfire or self.settings.misfire
         grace = grace_of(claim.spec, self.settings.misfire_grace)
+        # A fire that waited for the previous run's end is late from that end (overlap.py).
+        late_since = self.follow_ups.waiting.late_since(claim)
         missed = misfire_reason(
-            scheduled_for=claim.scheduled_for, starting_at=now, attempt=claim.attempt, policy=policy, grace=grace
+            scheduled_for=late_since, starting_at=now, attempt=claim.attempt, policy=policy, grace=grace
         )
         if missed is not None:
             self.counters.skipped += 1
@@ -181,6 +188,8 @@ class Runs:
         except Exception as exc:  # an executor bug must not lose the claim
             log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
             self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
+        if claim.spec.overlap == "cancel_other":
+            self.cancels.watch(claim, executor, next_after, now, now_mono)
         return call
 
     def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:
@@ -254,6 +263,7 @@ class Runs:
             run_id = flight.claim.run_id
             assert run_id is not None
             self.in_flight.pop(run_id, None)
+            not_stopped_by = self.cancels.ended(run_id, arrived)
             # Planned and recorded as of the moment it ended, not when this pass got to it.
             ended = min(arrived, now_mono)
             claim = flight.claim
@@ -267,6 +277,8 @@ class Runs:
                 self.concurrency.add(Finish(claim, outcome, None, finished_at=now, started_at=flight.started_at))
                 continue
             end = self.follow_ups.end_one(claim, outcome, flight.mono_claimed, ended, flight.started_at, now=now)
+            if not_stopped_by is not None and isinstance(end, Finish):
+                end = not_stopped(end, not_stopped_by)  # overlap cancel_other: say it could not be
             if isinstance(end, Finish):
                 finishes.append(end)
             elif end is not None:
@@ -285,8 +297,10 @@ class Runs:
         self.concurrency.write()
 
     def expire_overdue(self) -> None:
-        """Backstop for an executor that never reports: end the run as timed out ourselves."""
+        """Backstop for an executor that never reports: end the run as timed out ourselves. Also
+        stops the cancel_other runs whose schedule's next fire came (overlap.py)."""
         now_mono = self.clock.monotonic()
+        self.cancels.cancel_due(now_mono)
         for flight in [f for f in self.in_flight.values() if not f.done and f.deadline <= now_mono]:
             log.error(
                 "run %s of %s never reported an end; recording it as timed out",

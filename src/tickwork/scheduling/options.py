@@ -338,7 +338,8 @@ OPTIONS: tuple[Option, ...] = (
         _SPEC_DEFAULTS["overlap"],
         _as_is,
         str,
-        "a fire due while a run is active: skip it, or allow it to run alongside (see --max-concurrent)",
+        "a fire due while the previous run is active: skip it, buffer_one / buffer_all wait for "
+        "the run's end, cancel_other stops the run, allow runs it alongside (see --max-concurrent)",
         f"default {_SPEC_DEFAULTS['overlap']}",
         choices=OVERLAP,
     ),

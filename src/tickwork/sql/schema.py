@@ -210,7 +210,8 @@ runs = Table(
     # Invariant 1 of docs/claim-protocol.md, enforced by the database itself.
     UniqueConstraint("schedule_id", "scheduled_for", "attempt", name="uq_tickwork_runs_fire"),
     CheckConstraint(
-        "status IN ('running', 'succeeded', 'failed', 'timed_out', 'skipped', 'abandoned', 'submitted', 'started')",
+        "status IN ('running', 'succeeded', 'failed', 'timed_out', 'skipped', 'abandoned', 'submitted', 'started', "
+        "'cancelled')",
         name="status",
     ),
 )

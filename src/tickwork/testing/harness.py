@@ -22,6 +22,8 @@ from typing import Any, Protocol
 
 from ..abc import Executor, Store
 from ..config.tables import SchedulerConfig
+from ..engine.overlap import PLANNED, plan_overlap
+from ..engine.planning import grace_of
 from ..engine.rerun import Reruns
 from ..errors import ConfigError
 from ..plugin.manager import default_manager, load_object
@@ -293,6 +295,23 @@ class SchedulerHarness:
 
     def _end(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
         now = self.clock()
+        trigger = fire_times(claim.spec)
+        if claim.spec.overlap in PLANNED and outcome.status is not RunStatus.SKIPPED:
+            # As a node plans it (docs/triggers.md#overlap): a fire that came due while the run
+            # went on (the job moved the fake clock) waits, and runs on this advance().
+            plan = plan_overlap(
+                trigger.next_after,
+                overlap=claim.spec.overlap,
+                scheduled_for=claim.scheduled_for,
+                claimed_at=claim.claimed_at,
+                now=now,
+                grace=grace_of(claim.spec, SchedulerConfig.misfire_grace.default),
+                max_catchup=claim.spec.max_catchup,
+                max_skipped=MAX_SKIPPED,
+            )
+            finish = Finish(claim, outcome, plan.next_fire, plan.skipped, finished_at=now, started_at=started_at)
+            self.store.finish(self.node_id, [finish])
+            return
         nxt, skipped = _next_fire(claim, now)
         finish = Finish(claim, outcome, nxt, skipped=tuple(skipped), finished_at=now, started_at=started_at)
         self.store.finish(self.node_id, [finish])

@@ -230,6 +230,11 @@ def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
     """The rarer options that ``info`` sets (docs/triggers.md#schedule-options)."""
     spec = info.spec
     out: list[tuple[str, Any]] = []
+    if spec.overlap == "allow":
+        bound = "no bound" if spec.max_concurrent is None else f"at most {spec.max_concurrent} at once"
+        out.append(("overlap", f"{spec.overlap} ({bound}; not retried)"))
+    elif spec.overlap != "skip":
+        out.append(("overlap", spec.overlap))
     if spec.misfire_grace is not None:
         out.append(("misfire grace", f"{spec.misfire_grace.total_seconds():g}s"))
     if spec.max_catchup is not None:
@@ -251,9 +256,6 @@ def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
         out.append(("on abandon", f"{spec.on_abandon} (a fire abandoned with its node runs again)"))
     if spec.pause_after_failures is not None:
         out.append(("pause after", f"{spec.pause_after_failures} failed fires in a row (now {info.failures})"))
-    if spec.overlap != "skip":
-        bound = "no bound" if spec.max_concurrent is None else f"at most {spec.max_concurrent} at once"
-        out.append(("overlap", f"{spec.overlap} ({bound}; not retried)"))
     if spec.concurrency_key is not None:
         out.append(("concurrency", f"key {spec.concurrency_key}, at most {spec.concurrency_limit or 1} at once"))
     return out
