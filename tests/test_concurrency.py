@@ -136,7 +136,7 @@ def test_the_harness_runs_every_fire_of_an_allow_schedule_once() -> None:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"overlap": "replace"}, "overlap: one of skip, allow"),
+        ({"overlap": "replace"}, "overlap: one of skip, buffer_one, buffer_all, cancel_other, allow"),
         ({"overlap": "allow", "max_concurrent": 0}, "max_concurrent: must be an integer from 1"),
         ({"concurrency_key": "  "}, "concurrency_key: a non-empty name"),
         ({"concurrency_key": "k", "concurrency_limit": 0}, "concurrency_limit: must be an integer from 1"),

@@ -5,8 +5,8 @@
 - a schedule file and the decorators (tests/test_schedule_options.py reads every option through
   every reader; here the declared default);
 - ``SchedulerHarness`` plans it as a node does;
-- migration 0006 on SQLite, PostgreSQL and MySQL: a ``cancelled`` run is stored; a downgrade to
-  0005 keeps the row as ``abandoned`` saying what it was.
+- migration 0007 on SQLite, PostgreSQL and MySQL: a ``cancelled`` run is stored; a downgrade to
+  0006 keeps the row as ``abandoned`` saying what it was.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def test_the_harness_plans_overlap_as_a_node(
             assert f"overlap {overlap}" in (r.error or "")
 
 
-# -- migration 0006 -----------------------------------------------------------------------------
+# -- migration 0007 -----------------------------------------------------------------------------
 
 
 @pytest.fixture(params=["sqlite", "postgres", "mysql"])
@@ -141,13 +141,13 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
-def test_migration_0006_stores_cancelled_and_a_downgrade_keeps_the_row(url: str) -> None:
+def test_migration_0007_stores_cancelled_and_a_downgrade_keeps_the_row(url: str) -> None:
     engine = create_engine(url)
     now = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
     try:
         with engine.begin() as conn:
             migrations.upgrade(conn)
-            assert migrations.current_revision(conn) == "0006" == migrations.head_revision()
+            assert migrations.current_revision(conn) == "0007" == migrations.head_revision()
             schedule_id = conn.execute(
                 insert(schedules).values(
                     name="s",
@@ -182,13 +182,13 @@ def test_migration_0006_stores_cancelled_and_a_downgrade_keeps_the_row(url: str)
             with pytest.raises(Exception, match=r"(?i)check|constraint"), conn.begin_nested():
                 conn.execute(text("UPDATE tickwork_runs SET status = 'paused'"))
         with engine.begin() as conn:
-            migrations.downgrade(conn, "0005")
+            migrations.downgrade(conn, "0006")
             assert conn.execute(select(runs.c.status, runs.c.error)).one() == (
                 "abandoned",
                 "cancelled (status removed by a downgrade)",
             )
         with engine.begin() as conn:
             migrations.upgrade(conn)
-            assert migrations.current_revision(conn) == "0006"
+            assert migrations.current_revision(conn) == "0007"
     finally:
         engine.dispose()

@@ -1,8 +1,8 @@
 """Run status ``cancelled``: a run stopped because its schedule's next fire came due
 (``overlap = "cancel_other"``, docs/triggers.md#overlap).
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-26
 """
 
@@ -13,8 +13,8 @@ from alembic import op
 
 from tickwork.sql.schema import UTCDateTime
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
@@ -28,7 +28,8 @@ _Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def _runs(check: str) -> sa.Table:
-    """The runs table as 0001 created it, with ``check`` as its status constraint. SQLite cannot
+    """The runs table as 0001 created it and 0006 extended it (the concurrency key and its two
+    indexes), with ``check`` as its status constraint. SQLite cannot
     alter a constraint: batch mode copies the table, and copying from this definition (not from
     reflection) keeps ``tickwork db upgrade --sql`` working offline."""
     return sa.Table(
@@ -44,6 +45,7 @@ def _runs(check: str) -> sa.Table:
         sa.Column("finished_at", UTCDateTime, nullable=True),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("error", sa.Text, nullable=True),
+        sa.Column("concurrency_key", sa.String(200), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_tickwork_runs"),
         sa.ForeignKeyConstraint(
             ["schedule_id"],
@@ -58,6 +60,8 @@ def _runs(check: str) -> sa.Table:
             "node",
             sqlite_where=sa.text("status = 'running'"),
         ),
+        sa.Index("ix_tickwork_runs_active_schedule", "schedule_id", sqlite_where=sa.text("status = 'running'")),
+        sa.Index("ix_tickwork_runs_active_key", "concurrency_key", sqlite_where=sa.text("status = 'running'")),
     )
 
 
