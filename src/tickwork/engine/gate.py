@@ -149,6 +149,17 @@ class ClaimGate:
             and self.clock.monotonic() - self._read_at < NEXT_DUE_MAX_AGE
         )
 
+    def nothing_due_within(self, seconds: float) -> bool:
+        """Whether, by the next due time last read (fresh, see :meth:`fresh`) and the database
+        clock as last read, no fire this node may claim is due within ``seconds``. Never asks the
+        store: without a fresh reading the answer is ``False`` (something may be due)."""
+        if not self.fresh():
+            return False
+        if self._next_due is None:
+            return True
+        now = self.clock.estimate()
+        return now is not None and (self._next_due - now).total_seconds() > seconds
+
     def fold_released(self, next_fires: list[datetime]) -> None:
         """Schedules this node released are due at their next fire (or at a "run now" that arrived
         meanwhile, which the next read, at most NEXT_DUE_MAX_AGE later, finds)."""
