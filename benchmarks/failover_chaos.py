@@ -4,11 +4,13 @@ Run: ``.venv/bin/python benchmarks/failover_chaos.py kill [--trials 3] [--phase 
 ``.venv/bin/python benchmarks/failover_chaos.py chaos [--seconds 70] [--misfire all]``.
 
 ``kill``: per trial, three hashring nodes on PostgreSQL (the test server, a fresh database) run 30
-schedules firing every second for 32 s; one node is killed (SIGKILL) 12 s in, at a random phase of
+schedules firing every second for 32 s from the first run (times count from the first run, not
+from the launch: nodes take up to 15 s to start on a busy machine, and stop with SIGTERM at the
+end); one node is killed (SIGKILL) 12 s in, at a random phase of
 the second (``--phase``: that many seconds after a whole second of the database clock), and not
 restarted. ``chaos``: the same cluster on a throwaway PostgreSQL server for ``--seconds``; a node is
 killed every 12 s (each in turn) and restarted 2 s later, and PostgreSQL is restarted once (3 s
-down) half-way. Each prints the fires expected from 6 s after the first run to 3 s before the end
+down) half-way. Each prints the fires expected from 6 s after the first run started to 3 s before the end
 (every schedule, every second), the share that ran (``succeeded``, whenever it started: a fire run
 late counts), fire times recorded twice, executions beyond the recorded runs, runs started before
 their time, and the runs recorded ``abandoned`` whose job had in fact completed (the job leaves a
@@ -40,17 +42,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 from tests.servers.postgres import POSTGRES
 from tests.test_cluster import node_config, seed, start_node
 from tests.test_failover import SCHEDULES, Run, executions, history, missing, ran_share, whole_second
 
-from tickwork.sql.schema import schedules
+from tickwork.sql.schema import runs, schedules
 from tickwork_postgres.store import PostgresStore
 
 #: Seconds after the first run before fires count: nodes start one after another (3-5 s on a busy
 #: machine), and the fires due before the first claim are skipped by the misfire policy.
 START_UP = 6
+#: Longest start-up of the cluster allowed for (seconds from launch to the first run).
+STARTING = 30.0
 KILL_SECONDS = 32.0
 
 
@@ -77,11 +81,31 @@ def cluster(
     (work / "fires.txt").touch()
     # Each run that returns leaves "n scheduled_for" here (tests/cluster_jobs.py).
     os.environ["CLUSTER_DONE"] = str(work / "done.txt")
-    started = time.monotonic()
+    # Started for longer than asked, stopped (SIGTERM) ``seconds`` after the first run: on a busy
+    # machine a node takes up to 10-15 s to start, and the kills are timed from the first run.
     procs = [
-        start_node(node_config(work, url, f"n{i}"), work / "fires.txt", seconds, work / f"n{i}.log") for i in (1, 2, 3)
+        start_node(node_config(work, url, f"n{i}"), work / "fires.txt", seconds + STARTING, work / f"n{i}.log")
+        for i in (1, 2, 3)
     ]
-    return store, procs, started
+    deadline = time.monotonic() + STARTING
+    while not first_start(store) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return store, procs, time.monotonic()
+
+
+def first_start(store: PostgresStore) -> datetime | None:
+    with store.engine.connect() as conn:
+        return conn.execute(select(func.min(runs.c.started_at))).scalar()
+
+
+def stop(procs: list[subprocess.Popen[bytes]], at: float) -> None:
+    """Stop the nodes (SIGTERM: a graceful stop) at the monotonic time ``at``."""
+    time.sleep(max(0.0, at - time.monotonic()))
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        p.wait(timeout=120)
 
 
 def completed(work: Path) -> set[tuple[str, datetime]]:
@@ -145,7 +169,10 @@ def report(
 
 
 def window(store: PostgresStore, rows: list[Run]) -> tuple[datetime, datetime]:
-    first = min(r.scheduled_for for r in rows if r.status == "succeeded")
+    """From START_UP after the first run started (fires due before any node was up are not
+    expected: the first run stands for them, the others are skipped by the misfire policy) to
+    3 s before the end."""
+    first = min(r.started_at for r in rows if r.status == "succeeded" and r.started_at is not None)
     return whole_second(first) + timedelta(seconds=START_UP), whole_second(store.now()) - timedelta(seconds=3)
 
 
@@ -162,8 +189,7 @@ def kill_trial(url: str, trial: int, phase: float | None, misfire: str | None, k
                 time.sleep(1 - now.microsecond / 1e6 + phase)
             killed_at = store.now()
             procs[1].send_signal(signal.SIGKILL)
-            for p in procs:
-                p.wait(timeout=120)
+            stop(procs, started + KILL_SECONDS)
             rows = history(store)
             lo, hi = window(store, rows)
             return report(f"kill trial {trial} (killed at {killed_at.time()})", rows, work, lo, hi)
@@ -194,8 +220,7 @@ def chaos(url: str, seconds: float, restart_db: Callable[[], None], misfire: str
                     node_config(work, url, node), work / "fires.txt", remaining, work / f"{node}.log"
                 )
                 victim, at = (victim + 1) % 3, at + 12.0
-            for p in procs:
-                p.wait(timeout=seconds + 120)
+            stop(procs, started + seconds)
             rows = history(store)
             lo, hi = window(store, rows)
             return report(f"chaos {seconds:.0f} s", rows, work, lo, hi, outage)
