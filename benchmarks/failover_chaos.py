@@ -1,7 +1,8 @@
 """Failover under kills and a database restart: the share of fires that ran, duplicates, early starts.
 
 Run: ``.venv/bin/python benchmarks/failover_chaos.py kill [--trials 3] [--phase 0.1]`` or
-``.venv/bin/python benchmarks/failover_chaos.py chaos [--seconds 70] [--misfire all]``.
+``.venv/bin/python benchmarks/failover_chaos.py chaos [--seconds 70] [--misfire all]`` or
+``.venv/bin/python benchmarks/failover_chaos.py ends DIR...``.
 
 ``kill``: per trial, three hashring nodes on PostgreSQL (the test server, a fresh database) run 30
 schedules firing every second for 32 s from the first run (times count from the first run, not
@@ -19,7 +20,8 @@ prints the fire times that passed while the database could not be reached (from 
 before the restart to the first after it) and how many of them ran. ``--misfire`` sets the
 schedules' misfire policy (default: the node's, ``skip``: of the fire times a schedule could not
 claim during the outage, one runs late and the others are recorded ``skipped``; ``all`` runs each
-within ``misfire_grace``). ``--keep DIR`` keeps the nodes' logs. The harness is the test suite's
+within ``misfire_grace``). ``--keep DIR`` keeps the nodes' logs; ``ends DIR...`` reads kept logs
+and prints how long after their fire time the runs' ends were written. The harness is the test suite's
 (tests/test_cluster.py, tests/test_failover.py).
 """
 
@@ -29,6 +31,7 @@ import argparse
 import collections
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -37,7 +40,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -168,6 +171,34 @@ def report(
     return share
 
 
+#: "2026-11-26 14:05:15,085 INFO    tickwork.runs: c07 (due 2026-11-26T14:05:15+00:00): succeeded"
+RUN_LINE = re.compile(r"^(\S+ \S+) INFO +tickwork\.runs: c\d+ \(due (\S+)\): succeeded$")
+
+
+def end_lags(dirs: list[Path]) -> None:
+    """How long after its fire time each succeeded run's end was written (the node logs the end
+    when its batch is written), from the nodes' logs kept by ``--keep``: the window in which a
+    kill leaves a finished run without its end is this less the job's own time (50 ms here)."""
+    lags: list[float] = []
+    for log in sorted(p for d in dirs for p in d.rglob("n*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            m = RUN_LINE.match(line)
+            if m:
+                written = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC)
+                lags.append((written - datetime.fromisoformat(m.group(2))).total_seconds() * 1000)
+    # Runs more than a second late (start-up, take-overs, the outage) are not the steady state.
+    steady = sorted(lag for lag in lags if 0 <= lag < 1000)
+    if not steady:
+        print("no succeeded runs in the logs", flush=True)
+        return
+    pick = [steady[min(len(steady) - 1, int(q * len(steady)))] for q in (0.5, 0.9, 0.99)]
+    print(
+        f"{len(steady)} ends written within a second of their fire time: p50/p90/p99 "
+        f"{pick[0]:.0f}/{pick[1]:.0f}/{pick[2]:.0f} ms after it (max {steady[-1]:.0f} ms)",
+        flush=True,
+    )
+
+
 def window(store: PostgresStore, rows: list[Run]) -> tuple[datetime, datetime]:
     """From START_UP after the first run started (fires due before any node was up are not
     expected: the first run stands for them, the others are skipped by the misfire policy) to
@@ -230,13 +261,17 @@ def chaos(url: str, seconds: float, restart_db: Callable[[], None], misfire: str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("kill", "chaos"))
+    parser.add_argument("mode", choices=("kill", "chaos", "ends"))
+    parser.add_argument("dirs", nargs="*", type=Path, help="ends: directories kept by --keep")
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=70.0)
     parser.add_argument("--phase", type=float, default=None, help="kill: seconds after a whole second (0-1)")
     parser.add_argument("--misfire", choices=("skip", "once", "all"), default=None)
     parser.add_argument("--keep", type=Path, default=None, help="copy each run's logs and files here")
     args = parser.parse_args()
+    if args.mode == "ends":
+        end_lags(args.dirs)
+        return
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     if args.mode == "kill":
