@@ -12,6 +12,14 @@ def work(n: int) -> None:
     os.write(fd, f"{n} {os.getpid()}\n".encode())
     os.close(fd)
     time.sleep(0.05)  # long enough for runs to be in flight when a node is killed
+    done = os.environ.get("CLUSTER_DONE")
+    if done:
+        # benchmarks/failover_chaos.py: which runs completed (their ends may still be lost to a kill).
+        import tickwork
+
+        fd = os.open(done, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        os.write(fd, f"{n} {tickwork.current_run().scheduled_for.isoformat()}\n".encode())
+        os.close(fd)
 
 
 def odd_fails(n: int) -> None:

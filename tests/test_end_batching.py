@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import jobs_for_tests as jobs
 from tests.conftest import FakeClock, Ticker
 from tests.test_engine import make_engine
 from tickwork import schedules as admin
@@ -118,6 +119,43 @@ def test_without_a_window_each_pass_writes_its_ends(
         engine.tick()
         time.sleep(0.005)
     assert store.finish_calls == [1] and statuses(store) == [RunStatus.SUCCEEDED]
+
+
+def test_ends_wait_for_company_only_while_a_run_is_in_flight_and_an_idle_node_writes_at_once(
+    make: Callable[..., Engine], store: CountingStore, clock: FakeClock
+) -> None:
+    add(store, "quick")
+    admin.add(
+        store,
+        ScheduleSpec(name="slow", trigger_kind="cron", expression="* * * * *", target="tests.jobs_for_tests:blocked"),
+    )
+    clock.advance(60)
+    engine = make(end_batch_window=0.5)
+    jobs.gate.clear()
+    try:
+        deadline = time.monotonic() + 10
+        # The node's clock stands still: the window never closes.
+        while engine.ends.backlog < 1:
+            assert time.monotonic() < deadline, "the quick run did not end"
+            engine.run_once()
+            time.sleep(0.005)
+        for _ in range(5):
+            engine.run_once()
+        # "slow" is still in flight: its end may come within the window, so "quick" waits for it.
+        assert store.finish_calls == [] and engine.ends.backlog == 1
+        jobs.gate.set()
+        while not store.finish_calls:
+            assert time.monotonic() < deadline, "the ends were not written"
+            # Changes notified all the time (the other nodes of a cluster at work) do not make
+            # an idle node look busy.
+            engine.wake()
+            engine.run_once()
+            time.sleep(0.005)
+        # Nothing else in flight or due: written together at once, not when the window closes
+        # (an end held back on an idle node is only a wider window for a kill to lose it).
+        assert store.finish_calls == [2] and statuses(store) == [RunStatus.SUCCEEDED] * 2
+    finally:
+        jobs.gate.set()
 
 
 def test_an_end_never_waits_past_the_time_its_next_fire_may_be_claimed(

@@ -6,7 +6,9 @@ On the in-memory reference store and the real SQLite store, with clocks stepped 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from tests.conftest import FakeClock, Ticker
 from tests.test_engine import add, make_engine, runs
 from tickwork.engine.watch import PassWatch
+from tickwork.errors import StoreError
 from tickwork.structures import Finish, RunStatus
 from tickwork.testing import MemoryStore
 from tickwork_membership.single import SingleMembership
@@ -139,3 +142,46 @@ def test_a_stalled_pass_names_its_step_and_stops_the_heartbeat(
         assert memory.nodes()[0].heartbeat_at > first
     finally:
         membership.stop()
+
+
+class OutageStore(MemoryStore):
+    """Heartbeats fail while ``down`` is set (a database outage); each attempt is counted."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock=clock)
+        self.down = threading.Event()
+        self.attempts = 0
+        self.renewed = threading.Event()
+
+    def refresh_heartbeat(self, node_id: str) -> datetime | None:
+        self.attempts += 1
+        if self.down.is_set():
+            if self.attempts >= 3:
+                self.down.clear()  # the database answers again from the next attempt
+            raise StoreError("connection refused (test)")
+        refreshed = super().refresh_heartbeat(node_id)
+        self.renewed.set()
+        return refreshed
+
+
+def test_a_failed_heartbeat_is_tried_again_soon_not_a_heartbeat_interval_later(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = OutageStore(clock)
+    store.open()
+    # Long enough that, tried again only every interval, the fourth attempt would come after 16 s.
+    membership = SingleMembership(heartbeat_interval=4.0, node_ttl=10_000.0)
+    membership.start(store, "n1")
+    store.down.set()
+    try:
+        with caplog.at_level(logging.WARNING, logger="tickwork.membership"):
+            # The first beat of the thread comes an interval after the start and fails; the next
+            # ones come every RETRY_AFTER_FAILURE (0.2 s): the fourth attempt succeeds.
+            assert store.renewed.wait(12.0), f"{store.attempts} heartbeat attempt(s) in 12 s"
+        assert membership.healthy()
+        lines = [r.getMessage() for r in caplog.records]
+        assert len([m for m in lines if m.startswith("cannot renew the heartbeat of n1")]) == 1, lines
+        assert any(m.startswith("heartbeat of n1 renewed after") for m in lines), lines
+    finally:
+        membership.stop()
+        store.close()

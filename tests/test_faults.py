@@ -20,6 +20,7 @@ from tickwork import schedules as admin
 from tickwork.abc import Trigger
 from tickwork.config import Config, PluginChoice, SchedulerConfig
 from tickwork.engine import Engine
+from tickwork.errors import StoreError
 from tickwork.node import Node
 from tickwork.plugin import Registry, hookimpl
 from tickwork.plugin.manager import PluginManager
@@ -177,6 +178,38 @@ def test_the_loop_survives_any_error_logs_its_traceback_once_and_backs_off(
     assert [bool(r.exc_info) for r in passes] == [True, False, False]  # the traceback once
     engine.run_once()
     engine.drain(5)
+    assert jobs.calls == ["record"]
+
+
+class Unreachable(SingleMembership):
+    """The store cannot be reached for a while: the first store call of each pass fails (the claim
+    reads the owned buckets first; the backfill duty's read of the first pass fails too)."""
+
+    failures = 6
+
+    def owned_buckets(self) -> Sequence[int] | None:
+        if self.failures:
+            self.failures -= 1
+            raise StoreError("connection refused (test)")
+        return None
+
+
+def test_a_store_outage_is_probed_often_warned_once_and_its_end_logged(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine], caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = new_engine(sqlite_store, membership=Unreachable(), lookahead=0)
+    add(sqlite_store, "record")
+    clock.advance(60)
+    with caplog.at_level(logging.WARNING, logger="tickwork.engine"):
+        waits = [engine.run_once() for _ in range(5)]
+        # Short and capped: the node resumes at most half a second after the database answers
+        # (a back-off doubling to 10 s cost the chaos benchmark up to 4 s of fires).
+        assert waits == [0.1, 0.2, 0.4, 0.5, 0.5]
+        engine.run_once()
+        engine.drain(5)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len([m for m in lines if m.startswith("cannot reach the store")]) == 1, lines
+    assert any(m.startswith("database reachable again after") for m in lines), lines
     assert jobs.calls == ["record"]
 
 

@@ -15,6 +15,12 @@ from tickwork.errors import ConfigError, TickworkError
 log = logging.getLogger("tickwork.membership")
 
 
+#: Seconds between heartbeats while they fail (a database outage), if less than the interval.
+RETRY_AFTER_FAILURE = 0.2
+#: Seconds between two warnings while heartbeats keep failing.
+FAILURE_WARN_EVERY = 10.0
+
+
 class HeartbeatMembership(Membership):
     """Announces the node in the store every ``heartbeat_interval`` seconds.
 
@@ -128,13 +134,35 @@ class HeartbeatMembership(Membership):
         self._stalled = stalled
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.heartbeat_interval):
+        wait = self.heartbeat_interval
+        failing_since: float | None = None
+        warned_at = 0.0
+        while not self._stop.wait(wait):
             try:
                 self.beat()
             except TickworkError as exc:
-                # Expected during a database outage; the node starts nothing until a beat succeeds.
-                log.warning("cannot renew the heartbeat of %s (%s); retrying", self.node_id, exc)
+                # Expected during a database outage; the node starts nothing until a beat succeeds,
+                # so it tries again soon: the node resumes at most RETRY_AFTER_FAILURE after the
+                # database answers again, rather than a heartbeat interval.
+                wait = min(self.heartbeat_interval, RETRY_AFTER_FAILURE)
+                now = time.monotonic()
+                if failing_since is None:
+                    failing_since = warned_at = now
+                    log.warning("cannot renew the heartbeat of %s (%s); retrying every %.1fs", self.node_id, exc, wait)
+                elif now - warned_at >= FAILURE_WARN_EVERY:
+                    warned_at = now
+                    log.warning(
+                        "still cannot renew the heartbeat of %s after %.1fs (%s)",
+                        self.node_id,
+                        now - failing_since,
+                        exc,
+                    )
                 continue
+            if failing_since is not None:
+                log.warning(
+                    "heartbeat of %s renewed after %.1fs of failures", self.node_id, time.monotonic() - failing_since
+                )
+            wait, failing_since = self.heartbeat_interval, None
             self.after_beat()
 
     def after_beat(self) -> None:

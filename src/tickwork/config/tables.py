@@ -184,8 +184,10 @@ class SchedulerConfig(Section, table="scheduler"):
         "and one commit.",
         details="A spread load otherwise costs a statement per fire. The history records when the run really "
         "ended, not when its end was written. An end is never held past the moment its schedule's next fire could "
-        "be claimed, a full batch (`batch_size` of the store) or a parked schedule is written at once, and a "
-        "stopping node writes what it holds. `0` writes each pass's ends at once. While an end waits, its "
+        "be claimed; a full batch (`batch_size` of the store), a parked schedule, and the ends of a node with no "
+        "other run in flight and nothing due to start within the window (no other end can join them) are written "
+        "at once, and a stopping node writes what it holds. `0` writes each pass's ends at once. "
+        "While an end waits, its "
         "schedule shows `running` and its run has no end in the history yet; see "
         "[benchmarks](benchmarks.md#spread-load-second-round-fewer-passes-exact-end-times) and, for the default "
         "of 0.1, [the third round](benchmarks.md#spread-load-third-round-a-longer-end-window).",

@@ -41,6 +41,13 @@ class DatabaseClock:
             return synced
         return self.read()
 
+    def estimate(self) -> datetime | None:
+        """The last reading plus the monotonic time since, without reading (``None`` before the
+        first reading): for decisions that must not fail on a database error."""
+        if self.fake is not None:
+            return self.fake()
+        return self._synced(self.monotonic())
+
     def read(self) -> datetime:
         """Read the database clock and keep the tightest recent reading."""
         before = self.monotonic()

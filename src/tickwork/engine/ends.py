@@ -29,9 +29,10 @@ class EndWriter:
     An end waits at most ``window`` seconds for others to share its statement and commit: runs that
     end one at a time (a spread load) would otherwise cost a statement and a commit each. It never
     waits past the moment its schedule's next fire could be claimed (its next fire less ``lead``),
-    so batching adds no lag to any fire; a full batch (``max_batch``) and a park are written at
-    once. On a store error the batch is kept and written first next time: no end is lost to a
-    database outage, and the claims stay held meanwhile, so nobody else fires those schedules.
+    so batching adds no lag to any fire; a full batch (``max_batch``), a park and an end no other
+    end can join (the node is idle) are written at once. On a store error the batch is kept and
+    written first next time: no end is lost to a database outage, and the claims stay held
+    meanwhile, so nobody else fires those schedules.
 
     :param clock: the database clock (to place a next fire time on the monotonic clock)
     :param window: seconds an end may wait for company (0: written on the pass it arrived)
@@ -39,6 +40,10 @@ class EndWriter:
     :param max_batch: a batch this large is written at once
     :param listener: returns the engine's current listener (tests replace it on a live engine)
     :param released: called with the next fire times of the schedules a batch released
+    :param idle: whether no other end can arrive within ``window`` (no run in flight, none due to
+        start): ends gathered then are written at once. Batching is for a load that keeps ends
+        coming; an end held back on an idle node is only a wider window in which a node that
+        dies leaves a finished run without its end (recorded ``abandoned`` by the others).
     """
 
     def __init__(
@@ -53,6 +58,7 @@ class EndWriter:
         window: float = 0.0,
         lead: float = 0.0,
         max_batch: int = 100,
+        idle: Callable[[], bool] = lambda: False,
     ) -> None:
         self.store = store
         self.node_id = node_id
@@ -63,6 +69,7 @@ class EndWriter:
         self.max_batch = max_batch
         self._listener = listener
         self._released = released
+        self._idle = idle
         self._unsaved: list[Finish] = []
         self._unparked: list[tuple[Finish, str]] = []
         #: Monotonic time by which the gathered ends must be written (None: nothing gathered).
@@ -96,6 +103,7 @@ class EndWriter:
         if not finishes and not parks:
             return
         now_mono = self.clock.monotonic()
+        # Kept before anything below can fail: an end is never lost.
         self._unsaved += finishes
         self._unparked += parks
         write_by = (now_mono if since is None else min(since, now_mono)) + self.window
@@ -104,9 +112,13 @@ class EndWriter:
         next_fires = [f.next_fire for f in finishes if f.next_fire is not None]
         if next_fires and self.window > 0:
             # By the database clock: its next fire, less the claim lead, is the latest useful moment.
-            until = (min(next_fires) - self.clock.now()).total_seconds() - self.lead
+            # Estimated without a read (a failed read here would have to lose or re-add the ends).
+            now = self.clock.estimate()
+            until = 0.0 if now is None else (min(next_fires) - now).total_seconds() - self.lead
             write_by = min(write_by, now_mono + until)
-        if parks or len(self._unsaved) >= self.max_batch:
+        if parks or len(self._unsaved) >= self.max_batch or (self.window > 0 and self._idle()):
+            # Idle: no other end can come within the window, so waiting for company only leaves
+            # the end unwritten longer (a node killed meanwhile has these runs recorded abandoned).
             write_by = now_mono
         self._write_by = write_by
 

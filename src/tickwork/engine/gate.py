@@ -149,6 +149,20 @@ class ClaimGate:
             and self.clock.monotonic() - self._read_at < NEXT_DUE_MAX_AGE
         )
 
+    def nothing_due_within(self, seconds: float) -> bool:
+        """Whether, by the next due time last read and the database clock as last read, no fire
+        this node may claim is due within ``seconds``. Never asks the store: before a reading
+        (or after a claim, until the next one) the answer is ``False`` (something may be due).
+        A change notified since the reading does not count: in a cluster at work the others'
+        claims and ends notify all the time, and a wrong answer here costs one statement (an
+        end written without company), never a fire."""
+        if not self._known:
+            return False
+        if self._next_due is None:
+            return True
+        now = self.clock.estimate()
+        return now is not None and (self._next_due - now).total_seconds() > seconds
+
     def fold_released(self, next_fires: list[datetime]) -> None:
         """Schedules this node released are due at their next fire (or at a "run now" that arrived
         meanwhile, which the next read, at most NEXT_DUE_MAX_AGE later, finds)."""

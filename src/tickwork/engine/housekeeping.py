@@ -37,6 +37,8 @@ class Service:
     #: Seconds until its next turn, asked after each run (``None``: ``interval``): a duty that
     #: knows when it has work next (a pause's end) wakes the node then, not every second.
     after: Callable[[], float] | None = None
+    #: Whether its last run failed on the store (an outage): the next failures are not warned again.
+    failing: bool = False
 
 
 class Housekeeping:
@@ -90,7 +92,8 @@ class Housekeeping:
         """Run the duties whose turn it is (``busy``: this node holds claims).
 
         A store error of one duty (a lock timeout on a row another session holds, an outage) is
-        logged at WARNING and that duty tries again at its next turn; the pass goes on, so the
+        logged at WARNING (once until that duty succeeds again) and that duty tries again at its
+        next turn; the pass goes on, so the
         fires keep starting (an outage surfaces in the pass's other statements and is backed off
         there).
         """
@@ -102,10 +105,16 @@ class Housekeeping:
             try:
                 service.run()
             except StoreError as exc:
-                log.warning("housekeeping %s failed (%s); trying again in %.1fs", service.name, exc, service.interval)
+                # Once per outage: the pass's own back-off warns about the store being away.
+                level = logging.DEBUG if service.failing else logging.WARNING
+                service.failing = True
+                log.log(
+                    level, "housekeeping %s failed (%s); trying again in %.1fs", service.name, exc, service.interval
+                )
             except Exception as exc:
                 self._errors.log(f"housekeeping {service.name} failed", exc)
             else:
+                service.failing = False
                 if service.after is not None:
                     service.next_run = now + min(service.interval, max(service.after(), RESUME_INTERVAL))
 

@@ -27,7 +27,7 @@ from .clock import DatabaseClock
 from .counters import Counters
 from .ends import EndWriter
 from .failover import FencedStarts, Rejoins
-from .faults import OnceLogger
+from .faults import OnceLogger, PassBackoff
 from .followups import FollowUps, Parked
 from .gate import ClaimGate
 from .held import HeldFires
@@ -37,7 +37,7 @@ from .nextfires import NextFires
 from .rerun import Reruns
 from .retries import RetryQueue
 from .runs import Runs
-from .settings import EngineSettings, clamp_wait
+from .settings import UNHEALTHY_POLL, EngineSettings, clamp_wait
 from .watch import PassWatch
 
 log = logging.getLogger("tickwork.engine")
@@ -93,6 +93,7 @@ class Engine:
             # The longest claim lead of any node (see ClaimGate.draw_claim_lead).
             lead=settings.lookahead / 2,
             max_batch=settings.batch_size,
+            idle=lambda: not self.in_flight and self.nothing_due_within(settings.end_batch_window),
         )
         self.backfills = BackfillRunner(store, executors, membership, settings)
         self.housekeeping = Housekeeping(
@@ -118,7 +119,7 @@ class Engine:
         #: Runs handed to executors and not ended yet, by run id.
         self.in_flight = self.runs.in_flight
         self._errors = OnceLogger(log)
-        self._backoff = 0.0
+        self._backoff = PassBackoff(log, monotonic)
         if stall_after is None:
             stall_after = float(getattr(membership, "node_ttl", DEFAULT_NODE_TTL)) / 2
         #: The pass in progress: what it waits on, and whether it waited too long.
@@ -179,7 +180,7 @@ class Engine:
                     continue
                 if until is not None:
                     wait = min(wait, max(0.0, until - mono()))
-                wait = self.runs.loop_asleep(wait)
+                wait = self.runs.loop_asleep(wait, quiet=self.nothing_due_within(self.settings.end_batch_window))
                 if wait > 0.0:
                     self._wake.wait(wait)
         finally:
@@ -188,8 +189,10 @@ class Engine:
     def run_once(self) -> float:
         """One pass of the loop: :meth:`tick`, then how long to wait before the next pass (0: at
         once). Never raises an :class:`Exception`: a store error (an outage) or any other error of
-        the pass is logged (with its traceback the first time) and answered with a growing
-        back-off, so a node stops only when asked."""
+        the pass is logged (with its traceback the first time) and answered with a back-off
+        (:class:`~.faults.PassBackoff`: short while the store is away, so that the node resumes
+        within half a second of its answering again; growing for anything else), so a node stops
+        only when asked."""
         try:
             with self.watch.pass_():
                 busy = self.tick()
@@ -198,16 +201,12 @@ class Engine:
                     wait = 0.0 if busy else self.sleep_seconds()
         except StoreError as exc:
             self.listener.store_error(exc)
-            self._back_off()
-            log.warning("cannot reach the store (%s); retrying in %.1fs", exc, self._backoff)
-            return self._backoff
+            return self._backoff.store_fault(exc)
         except Exception as exc:
-            self._back_off()
+            wait = self._backoff.other_fault()
             self._errors.log("engine pass failed; backing off", exc)
-            return self._backoff
-        if self._backoff:
-            log.warning("database reachable again; resuming")
-        self._backoff = 0.0
+            return wait
+        self._backoff.succeeded()
         return wait
 
     def shutdown(self, timeout: float) -> None:
@@ -236,9 +235,6 @@ class Engine:
                 self._errors.log(f"shutdown: could not {what}", exc)
         if failed:
             raise failed[0]
-
-    def _back_off(self) -> None:
-        self._backoff = min(max(self._backoff * 2, 0.5), 10.0)
 
     @property
     def held(self) -> list[Claim]:
@@ -339,6 +335,14 @@ class Engine:
             self.fenced_starts.start_due()
         return len(claims) >= limit
 
+    def nothing_due_within(self, seconds: float) -> bool:
+        """Whether no held fire, retry or claimable fire is due within ``seconds``, by what the
+        engine knows without asking the store: then no run but those in flight can end by then."""
+        for until in (self.held_fires.seconds_until_next(), self.retries.seconds_until_next()):
+            if until is not None and until <= seconds:
+                return False
+        return self.gate.nothing_due_within(seconds)
+
     def sleep_seconds(self) -> float:
         """How long the loop may sleep before something needs it (at most ``max_sleep``)."""
         mono = self.clock.monotonic
@@ -352,7 +356,9 @@ class Engine:
         if ends is not None:
             sleep = min(sleep, ends)
         if not self.membership.healthy():
-            return clamp_wait(min(sleep, 0.5))  # nothing starts meanwhile; check again soon
+            # Nothing starts meanwhile; look again soon: the heartbeat that makes it healthy again
+            # (after a database outage) does not wake the loop.
+            return clamp_wait(min(sleep, UNHEALTHY_POLL))
         retry = self.retries.seconds_until_next()
         if retry is not None:
             sleep = min(sleep, retry)

@@ -91,6 +91,9 @@ class Runs:
         # batch window allows: a pass per run end was most of a spread load's CPU. 0 while a pass
         # runs (the loop checks the queue after it), infinite while no loop runs.
         self._looks_by = math.inf
+        # Set by loop_asleep: nothing is due to start within the end batch window, so the outcome
+        # of the last run in flight wakes the loop at once (its end has no company to wait for).
+        self._quiet = False
 
     def earliest_deadline(self) -> float | None:
         deadline = min((f.deadline for f in self.in_flight.values()), default=None)
@@ -198,7 +201,10 @@ class Runs:
         def on_done(outcome: Outcome) -> None:
             arrived = monotonic()
             self._done.put((flight, outcome, arrived))
-            if self._looks_by > arrived + self.ends.window:
+            # Reads of the loop's state from an executor thread: while the loop sleeps it changes
+            # none of it; while it runs a pass (_looks_by 0) it collects the outcome anyway.
+            last = self._quiet and self._done.qsize() >= len(self.in_flight)
+            if last or self._looks_by > arrived + self.ends.window:
                 self._wake.set()
 
         return on_done
@@ -208,15 +214,23 @@ class Runs:
     def loop_awake(self) -> None:
         """The loop starts a pass: an outcome arriving now is seen by :meth:`loop_asleep`."""
         self._looks_by = 0.0
+        self._quiet = False
 
-    def loop_asleep(self, wait: float) -> float:
+    def loop_asleep(self, wait: float, *, quiet: bool = False) -> float:
         """The loop is about to wait ``wait`` seconds; returns how long it may wait so that no
-        outcome waits longer than the end batch window to be collected."""
+        outcome waits longer than the end batch window to be collected.
+
+        :param quiet: nothing is due to start within the end batch window: the outcome of the
+            last run in flight wakes the loop at once (its end is written at once, see EndWriter)
+        """
         now = self.clock.monotonic()
+        self._quiet = quiet
         self._looks_by = now + wait
         # After publishing the time: an outcome put before this check is seen here, one put
         # after it sees the time and wakes the loop if that is too late.
-        if not self._done.empty() and wait > self.ends.window:
+        if quiet and not self._done.empty() and self._done.qsize() >= len(self.in_flight):
+            wait = 0.0
+        elif not self._done.empty() and wait > self.ends.window:
             wait = self.ends.window
             self._looks_by = now + wait
         return wait

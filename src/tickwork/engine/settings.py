@@ -25,6 +25,9 @@ CLOCK_READ_INTERVAL = 1.0
 #: Seconds between two looks for pauses that ended (``jobs pause --until``): one indexed read of
 #: the pauses whose end passed, so a pause lasts at most this much longer than asked.
 RESUME_INTERVAL = 1.0
+#: Seconds between passes of the loop while the membership is unhealthy (nothing starts then):
+#: a node resumes at most this long after its heartbeat is renewed again.
+UNHEALTHY_POLL = 0.1
 #: Seconds between two prunes of the history.
 PRUNE_INTERVAL = 3600.0
 #: The longest wait the engine hands to ``threading`` (longer ones raise OverflowError there).
