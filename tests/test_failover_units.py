@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -178,6 +179,13 @@ def test_a_failed_heartbeat_is_tried_again_soon_not_a_heartbeat_interval_later(
             # The first beat of the thread comes an interval after the start and fails; the next
             # ones come every RETRY_AFTER_FAILURE (0.2 s): the fourth attempt succeeds.
             assert store.renewed.wait(12.0), f"{store.attempts} heartbeat attempt(s) in 12 s"
+            # The recovery line is logged once the renewing call has returned, just after the
+            # event above is set: wait for it (a guard against a hang, not a timing).
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline and not any(
+                r.getMessage().startswith("heartbeat of n1 renewed after") for r in caplog.records
+            ):
+                time.sleep(0.01)
         assert membership.healthy()
         lines = [r.getMessage() for r in caplog.records]
         assert len([m for m in lines if m.startswith("cannot renew the heartbeat of n1")]) == 1, lines
