@@ -565,6 +565,20 @@ class Store(ABC):
         :raises tickwork.errors.StoreError: on a database error
         """
 
+    def announce_executors(self, node_id: str, executors: Sequence[str]) -> None:  # noqa: B027
+        """Publish the executor names ``node_id`` has configured in its record, where
+        :meth:`nodes` returns them (``NodeRecord.executors``): the admin API checks a new
+        schedule's executor against the live nodes with them. A node calls it right after
+        :meth:`register_node`. The store keeps the names for the rest of the process, so the
+        record :meth:`heartbeat` creates again after the others declared the node dead carries
+        them too.
+
+        Default: nothing is kept, and the node's record reads ``executors=None``, as one of an
+        older tickwork does (the admin API then checks against its local configuration only).
+
+        :raises tickwork.errors.StoreError: on a database error
+        """
+
     @abstractmethod
     def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
         """Like :meth:`release_node`, only if ``node_id`` has not heartbeaten for ``stale_after``

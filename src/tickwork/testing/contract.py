@@ -46,6 +46,7 @@ from ..structures import (
     ScheduleState,
     bucket_of,
 )
+from .contract_nodes import NodeRecordContract
 from .contract_semantics import SemanticsContract
 from .contract_starts import FencedStartContract
 from .handoff_contract import HandoffContract
@@ -78,7 +79,7 @@ def finish(
     return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0] is True
 
 
-class StoreContract(HandoffContract, SemanticsContract, FencedStartContract):
+class StoreContract(HandoffContract, SemanticsContract, FencedStartContract, NodeRecordContract):
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``
     (the schedule-semantics part: :mod:`.contract_semantics`; hand-offs: :mod:`.handoff_contract`;
     fenced starts: :mod:`.contract_starts`)."""
