@@ -646,6 +646,7 @@ class Store(ABC):
         limit: int | None = None,
         offset: int = 0,
         failing: bool | None = None,
+        parked: bool | None = None,
     ) -> list[Schedule]:
         """Return schedules ordered by next fire time (those without one last), then name.
 
@@ -653,8 +654,13 @@ class Store(ABC):
         :param limit: at most this many (``None``: all); ``offset`` skips the first ones
         :param failing: keep those whose last recorded run failed or timed out (``True``), or
             the others (``False``)
+        :param parked: keep those a node parked (``fault`` set: ``True``), or the others
+            (``False``). The admin API passes it only when it is given, so a store written
+            before it keeps working without it.
         """
         found = [s for s in self.list_schedules() if _schedule_matches(s, state, enabled, search)]
+        if parked is not None:
+            found = [s for s in found if (s.fault is not None) is parked]
         if failing is not None:
             last = self.last_runs([s.id for s in found])
             found = [s for s in found if (s.id in last and last[s.id].status in FAILING) is failing]
@@ -668,9 +674,10 @@ class Store(ABC):
         enabled: bool | None = None,
         search: str | None = None,
         failing: bool | None = None,
+        parked: bool | None = None,
     ) -> int:
         """How many schedules :meth:`find_schedules` would return without a limit."""
-        return len(self.find_schedules(state=state, enabled=enabled, search=search, failing=failing))
+        return len(self.find_schedules(state=state, enabled=enabled, search=search, failing=failing, parked=parked))
 
     def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
         """The most recently recorded run of each of these schedules that has one, by schedule id."""
