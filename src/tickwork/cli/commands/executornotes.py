@@ -37,11 +37,12 @@ def executor_notes(admin: Admin, executors: Iterable[str], *, checked: bool) -> 
 def _note(check: ExecutorCheck, *, checked: bool, default: str, here: bool) -> str | None:
     name = check.executor
     if check.refused:  # only when the check was skipped: it refuses otherwise
+        one = len(check.lacking) == 1
         nodes = ", ".join(n.id for n in check.lacking)
         return (
-            f"not checked against the live nodes (--no-node-check): live node{'' if len(check.lacking) == 1 else 's'} {nodes} "
-            f"{'does' if len(check.lacking) == 1 else 'do'} not run executor {name!r} and will park its schedules "
-            f"until [executor.{name}] is configured there and they are restarted"
+            f"not checked against the live nodes (--no-node-check): live node{'' if one else 's'} {nodes} "
+            f"{'does' if one else 'do'} not run executor {name!r} and will park its schedules until "
+            f"[executor.{name}] is configured there and {'it is' if one else 'they are'} restarted"
         )
     if check.run_by_live_nodes:
         if here:
