@@ -253,6 +253,41 @@ def test_create_validates_through_the_admin_api(browser: tuple[TestClient, str],
         assert "report" not in [i.name for i in admin.list()]
 
 
+def test_the_form_refuses_an_executor_the_live_node_does_not_run(tmp_path: Path) -> None:
+    # The dashboard's configuration has [executor.http]; the live node (a real one, embedded)
+    # does not: the form says so, naming the node and what it runs, and saves nothing.
+    config = write_config(tmp_path, extra="[executor.http]\n")
+    node_config = tmp_path / "node.toml"
+    node_config.write_text(config.read_text().replace("[executor.http]\n", ""), encoding="utf-8")
+    node = Node(load(node_config))
+    node.start()
+    try:
+        with client(config) as c:
+            assert c.post("/login", data={"token": TOKEN, "name": "alice"}).status_code == 303
+            found = re.search(r'name="csrf" value="([0-9a-f]+)"', c.get("/").text)
+            assert found
+            fields = {
+                "name": "hook",
+                "expression": "0 3 * * *",
+                "target": "https://example.invalid/h",
+                "executor": "http",
+            }
+            page = c.post("/new", data=form(found.group(1), do="save", **fields))
+            assert page.status_code == 400
+            shown = re.search(r'id="form-error">([^<]*)<', page.text)
+            assert shown, page.text
+            assert htmllib.unescape(shown.group(1)).startswith(
+                "executor 'http' is not configured on live node web-node (runs: local)"
+            )
+            nodes_page = c.get("/nodes").text
+            assert re.search(r'<td data-label="Executors" class="executors">local</td>', nodes_page)
+            assert c.get("/api/nodes").json()["nodes"][0]["executors"] == ["local"]
+        with tickwork.connect(config) as admin:
+            assert admin.names() == []
+    finally:
+        node.stop()
+
+
 def test_create_previews_in_the_zone_then_saves_and_logs(
     browser: tuple[TestClient, str], fresh: Path, logged: pytest.LogCaptureFixture
 ) -> None:
