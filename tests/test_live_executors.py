@@ -15,12 +15,15 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 import tickwork
 from tests.servers.configs import ConfigFor, StoreConfig
+from tickwork.admin.info import NodeInfo
+from tickwork.admin.liveexecutors import LiveExecutors
 from tickwork.errors import ConfigError
 
 HOOK = "https://example.invalid/hook"
@@ -249,3 +252,30 @@ def test_the_admin_api_refuses_and_takes_check_nodes_false(
         (node,) = [n for n in admin.nodes() if n.live]
         assert node.executors == ("local",)
         assert admin.live_executors().check("local").run_by_live_nodes
+
+
+def test_the_judgement_of_mixed_live_dead_and_older_nodes() -> None:
+    at = datetime.now(UTC)
+
+    def node(name: str, executors: tuple[str, ...] | None, *, live: bool = True) -> NodeInfo:
+        return NodeInfo(name, at, at, 0.5 if live else 60.0, live, executors)
+
+    many = [node(f"n{i}", ("local",)) for i in range(7)]
+    others = [node("h", ("http", "local")), node("old", None), node("gone", ("local",), live=False)]
+    check = LiveExecutors([*many, *others], "admin.toml").check("http")
+    assert check.refused and [n.id for n in check.lacking] == [f"n{i}" for i in range(7)]  # not the dead one
+    assert check.error().startswith(
+        "executor 'http' is not configured on live nodes n0 (runs: local), n1 (runs: local), n2 (runs: local), "
+        "n3 (runs: local), n4 (runs: local) and 2 more; h runs it, but any live node may claim the schedule"
+    )
+    # Only h and an older node live: not refused, but not vouched for either (the file decides).
+    check = LiveExecutors(others, "admin.toml").check("http")
+    assert (check.refused, check.run_by_live_nodes) == (False, False)
+    assert check.note() == (
+        "live node old does not publish which executors it runs (an older tickwork); executor 'http' was "
+        "checked against admin.toml only"
+    )
+    with pytest.raises(ConfigError, match="not configured on live node solo"):
+        LiveExecutors([node("solo", ("local",))], "admin.toml").judge("http")
+    assert LiveExecutors([node("gone", ("local",), live=False)], "admin.toml").judge("http") is False
+    assert LiveExecutors([node("h", ("http",))], "admin.toml").judge("http") is True

@@ -21,6 +21,8 @@ from .info import NodeInfo
 #: How :meth:`tickwork.Admin.add` and the others are told to skip the check, as each surface
 #: spells it (the error names them all: the one seen depends on where it was raised).
 ESCAPE = "--no-node-check, or check_nodes=False in Python"
+#: Nodes named in a message, at most; the rest are counted.
+LISTED = 5
 
 
 def _names(nodes: Sequence[NodeInfo]) -> str:
@@ -66,9 +68,16 @@ class ExecutorCheck:
     def error(self) -> str:
         """The one-line refusal: who lacks it, what they run, and the fix."""
         lacking = self.lacking
-        which = ", ".join(f"{n.id} (runs: {_runs(n)})" for n in lacking)
+        which = ", ".join(f"{n.id} (runs: {_runs(n)})" for n in lacking[:LISTED])
+        if len(lacking) > LISTED:  # one line, however large the cluster
+            which += f" and {len(lacking) - LISTED} more"
         others = [n for n in self.live if n not in lacking and n.executors is not None]
-        but = f"; {_names(others)} {'runs' if len(others) == 1 else 'run'} it, but" if others else ", and"
+        if others:
+            runs = "runs" if len(others) == 1 else "run"
+            shown = _names(others[:LISTED]) + (f" and {len(others) - LISTED} more" if len(others) > LISTED else "")
+            but = f"; {shown} {runs} it, but"
+        else:
+            but = ", and"
         return (
             f"executor {self.executor!r} is not configured on live node{'' if len(lacking) == 1 else 's'} "
             f"{which}{but} any live node may claim the schedule and park it: configure "
