@@ -169,6 +169,17 @@ def test_a_schedule_a_live_node_would_park_is_refused_naming_the_node(
         assert time.monotonic() < deadline and node.poll() is None, "the node did not claim the schedule"
         time.sleep(0.2)
     assert "executor 'http' is not configured on node only-local" in shown["fault"]
+    # Enabling it (the fix's last step) before the node runs http says it will park it again.
+    enabled = setup.cli("jobs", "enable", "hook")
+    assert enabled.returncode == 0 and enabled.stdout.startswith("enabled hook;")
+    assert enabled.stderr == (
+        "tickwork: note: live node only-local does not run executor 'http' and will park hook again: configure "
+        "[executor.http] on the nodes and restart them\n"
+    )
+    assert setup.cli("jobs", "enable", "hook", "daily").stderr == (
+        "tickwork: note: live node only-local does not run executor 'http' and will park hook again: configure "
+        "[executor.http] on the nodes and restart them\n"
+    )
 
 
 def test_with_no_live_node_the_local_configuration_decides_and_says_so(

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterable
 
 from ...admin.api import Admin
+from ...admin.info import ScheduleInfo
 from ...admin.liveexecutors import ExecutorCheck
 
 
@@ -58,3 +59,25 @@ def _note(check: ExecutorCheck, *, checked: bool, default: str, here: bool) -> s
         f"{unchecked}: the nodes need an [executor.{name}] table in their own configuration, or they park "
         "schedules on it"
     )
+
+
+def enabled_notes(admin: Admin, infos: Iterable[ScheduleInfo]) -> None:
+    """A note when schedules were enabled (``jobs enable``, the fix of a parked one) while a live
+    node still lacks their executor: it would park them again. Enabling is not refused: the
+    fault is cleared either way, and the note says what is still missing."""
+    by_executor: dict[str, list[str]] = {}
+    for info in infos:
+        by_executor.setdefault(info.executor, []).append(info.name)
+    live = admin.live_executors()
+    for name, schedules in sorted(by_executor.items()):
+        check = live.check(name)
+        if not check.refused:
+            continue
+        one = len(check.lacking) == 1
+        which = schedules[0] if len(schedules) == 1 else f"{len(schedules)} of them"
+        print(
+            f"tickwork: note: live node{'' if one else 's'} {', '.join(n.id for n in check.lacking)} "
+            f"{'does' if one else 'do'} not run executor {name!r} and will park {which} again: configure "
+            f"[executor.{name}] on the nodes and restart them",
+            file=sys.stderr,
+        )
