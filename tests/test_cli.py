@@ -614,8 +614,8 @@ def test_nodes_lists_running_nodes(tw: Tickwork) -> None:
         node.shutdown()
     assert result.code == 0
     [line] = result.lines
-    node_id, status, age, started, heartbeat = line.split("\t")
-    assert (node_id, status) == (NODE_ID, "live")
+    node_id, status, age, started, heartbeat, executors = line.split("\t")
+    assert (node_id, status, executors) == (NODE_ID, "live", "local")
     assert age.endswith("s")
     assert parse_z(started) <= parse_z(heartbeat)
     # A node that stopped cleanly leaves the list; the empty result is said on stderr.

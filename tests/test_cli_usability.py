@@ -244,8 +244,8 @@ def test_nodes_json_and_next_json(capsys: pytest.CaptureFixture[str], workdir: P
     finally:
         node.shutdown()
     [row] = [json.loads(line) for line in result.lines]
-    assert set(row) == {"id", "started_at", "heartbeat_at", "heartbeat_age", "live"}
-    assert (row["id"], row["live"]) == ("usability-node", True)
+    assert set(row) == {"id", "started_at", "heartbeat_at", "heartbeat_age", "live", "executors"}
+    assert (row["id"], row["live"], row["executors"]) == ("usability-node", True, ["local"])
     nxt = tw(capsys, "next", "*/15 * * * *", "--after", "2024-01-01T00:07:00Z", "-n", "2", "--json")
     assert [json.loads(line) for line in nxt.lines] == [
         {"fire_time": "2024-01-01T00:15:00Z"},
