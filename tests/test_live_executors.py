@@ -206,7 +206,10 @@ def test_with_no_live_node_the_local_configuration_decides_and_says_so(
 def test_when_every_live_node_runs_it_the_local_file_need_not(
     setup: Setup, node_process: list[subprocess.Popen[str]]
 ) -> None:
-    setup.write("http-node.toml", '\n[scheduler]\nnode_id = "with-http"\nmax_sleep = 0.2\n\n[executor.http]\n')
+    # On a hash ring, where a schedule is owned by two nodes: the rule is the same (docs/cluster.md).
+    ring = '\n[membership]\nplugin = "hashring"\n'
+    setup.write("http-node.toml", f'{ring}\n[scheduler]\nnode_id = "with-http"\nmax_sleep = 0.2\n\n[executor.http]\n')
+    setup.write("ring-node.toml", f'{ring}\n[scheduler]\nnode_id = "only-local"\nmax_sleep = 0.2\n')
     start_node(setup, node_process, "http-node.toml", "with-http")
     (listed,) = live_nodes(setup)
     assert listed["executors"] == ["http", "local"]
@@ -219,7 +222,7 @@ def test_when_every_live_node_runs_it_the_local_file_need_not(
         "live nodes run it)\n"
     )
     # A second node without it joins: the schedule could now be parked, so a new one is refused.
-    start_node(setup, node_process, "node.toml", "only-local")
+    start_node(setup, node_process, "ring-node.toml", "only-local")
     refused = setup.cli("jobs", "add", "hook2", "* * * * *", HOOK, "--executor", "http")
     assert refused.returncode == 2
     assert "on live node only-local (runs: local); with-http runs it, but any live node may claim" in refused.stderr
