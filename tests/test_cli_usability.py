@@ -244,8 +244,8 @@ def test_nodes_json_and_next_json(capsys: pytest.CaptureFixture[str], workdir: P
     finally:
         node.shutdown()
     [row] = [json.loads(line) for line in result.lines]
-    assert set(row) == {"id", "started_at", "heartbeat_at", "heartbeat_age", "live"}
-    assert (row["id"], row["live"]) == ("usability-node", True)
+    assert set(row) == {"id", "started_at", "heartbeat_at", "heartbeat_age", "live", "executors"}
+    assert (row["id"], row["live"], row["executors"]) == ("usability-node", True, ["local"])
     nxt = tw(capsys, "next", "*/15 * * * *", "--after", "2024-01-01T00:07:00Z", "-n", "2", "--json")
     assert [json.loads(line) for line in nxt.lines] == [
         {"fire_time": "2024-01-01T00:15:00Z"},
@@ -348,7 +348,7 @@ def test_history_filters_by_status_time_and_node(
 
 def test_db_current_and_upgrade_sql(capsys: pytest.CaptureFixture[str], config_for: ConfigFor, workdir: Path) -> None:
     write(workdir / "pg.toml", config_for("postgres").toml())
-    head = "0007"
+    head = "0008"
     current = tw(capsys, "db", "current", "-c", "pg.toml")
     assert current.code == 1
     assert current.out.endswith(f"has no tickwork schema yet; `tickwork db upgrade` creates revision {head}\n")
@@ -379,13 +379,13 @@ def test_db_upgrade_says_it_migrated(capsys: pytest.CaptureFixture[str], workdir
     current = tw(capsys, "db", "current")
     assert current == Result(
         1,
-        "SQLite database 'tickwork.db' is at revision 0001; this tickwork needs 0007: run `tickwork db upgrade` "
+        "SQLite database 'tickwork.db' is at revision 0001; this tickwork needs 0008: run `tickwork db upgrade` "
         "(or `tickwork db upgrade --sql` for the SQL)\n",
         "",
     )
     assert "ALTER TABLE tickwork_schedules ADD COLUMN" in tw(capsys, "db", "upgrade", "--sql").out
     upgraded = tw(capsys, "db", "upgrade")
-    assert upgraded.out == "migrated SQLite database 'tickwork.db' from revision 0001 to 0007\n"
+    assert upgraded.out == "migrated SQLite database 'tickwork.db' from revision 0001 to 0008\n"
 
 
 # -- declaration and configuration errors --------------------------------------------------------

@@ -110,8 +110,9 @@ def test_a_schedule_parked_for_an_executor_the_nodes_do_not_run_says_how_to_fix_
     )
     assert added.returncode == 0, added.stderr
     assert added.stderr == (
-        "tickwork: note: hook runs on the 'http' executor: the nodes need an [executor.http] table in their "
-        "own configuration, or they park it\n"
+        "tickwork: note: no live node could be checked for executor 'http' (none is heartbeating); it was checked "
+        "against admin.toml only: the nodes need an [executor.http] table in their own configuration, or they "
+        "park schedules on it\n"
     )
     assert tickwork(workdir, "run", "--for", "2").returncode == 0  # tickwork.toml: no [executor.http]
     shown = tickwork(workdir, "jobs", "show", "hook").stdout.splitlines()

@@ -3,15 +3,16 @@ upgrade from empty, downgrade to nothing, upgrade again (Procrastinate's migrati
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import Column, MetaData, String, Table, create_engine, insert, inspect, select, update
 
 from tickwork.sql import migrations
-from tickwork.sql.schema import metadata
+from tickwork.sql.schema import UTCDateTime, metadata, nodes
 from tickwork_mysql.store import sqlalchemy_url
 
 
@@ -55,5 +56,36 @@ def test_upgrade_downgrade_upgrade_matches_metadata(url: str) -> None:
                 if not (isinstance(d, tuple) and d[0] == "remove_table" and d[1].name == migrations.VERSION_TABLE)
             ]
         assert diff == [], f"migrations and tickwork.sql.schema disagree: {diff}"
+    finally:
+        engine.dispose()
+
+
+def test_0008_adds_node_executors_and_keeps_the_records(url: str) -> None:
+    # A node record written under 0007 (a running node of the tickwork before) reads NULL
+    # executors after the upgrade, "not published"; the downgrade drops only the column.
+    engine = create_engine(url)
+    before = Table(
+        "tickwork_nodes",
+        MetaData(),
+        Column("id", String(200)),
+        Column("started_at", UTCDateTime),
+        Column("heartbeat_at", UTCDateTime),
+        Column("instance", String(64)),
+    )
+    at = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    try:
+        with engine.begin() as conn:
+            migrations.upgrade(conn, "0007")
+            conn.execute(insert(before).values(id="old", started_at=at, heartbeat_at=at, instance="i"))
+        with engine.begin() as conn:
+            migrations.upgrade(conn)
+            assert migrations.current_revision(conn) == "0008"
+            row = conn.execute(select(nodes).where(nodes.c.id == "old")).one()
+            assert (row.instance, row.executors, row.heartbeat_at) == ("i", None, at)
+            conn.execute(update(nodes).where(nodes.c.id == "old").values(executors='["local"]'))
+        with engine.begin() as conn:
+            migrations.downgrade(conn, "0007")
+            assert "executors" not in {c["name"] for c in inspect(conn).get_columns("tickwork_nodes")}
+            assert conn.execute(select(before.c.id, before.c.instance)).all() == [("old", "i")]
     finally:
         engine.dispose()

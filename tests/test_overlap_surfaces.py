@@ -147,7 +147,8 @@ def test_migration_0007_stores_cancelled_and_a_downgrade_keeps_the_row(url: str)
     try:
         with engine.begin() as conn:
             migrations.upgrade(conn)
-            assert migrations.current_revision(conn) == "0007" == migrations.head_revision()
+            migrations.downgrade(conn, "0007")  # this test is about 0007; later ones are theirs
+            assert migrations.current_revision(conn) == "0007"
             schedule_id = conn.execute(
                 insert(schedules).values(
                     name="s",

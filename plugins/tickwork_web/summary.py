@@ -4,16 +4,13 @@ hour, live nodes; and the attempts of one fire grouped into one row.
 A schedule's health is read here from the :class:`~tickwork.admin.info.ScheduleInfo` fields that
 exist today (:func:`health_of`, :func:`is_overdue`) and, for *late*, from the admin API's
 health of the running ones. The strip counts without reading every
-schedule, so it stays cheap on a large store: *failing* and *paused* are SQL counts of the admin
-API, *overdue* walks the head of the list sorted by next fire (the late ones come first) and
-*parked* the tail of the failing ones (a parked schedule has no next fire, so it comes last, and
-parking records a failed run), each walk stopping at the first schedule that is not one, or at
-:data:`MOST` (shown as ``1000+``). Walking the tail of all schedules instead costs a deep OFFSET
-(half a second at 100,000 on SQLite, at every refresh); the price is that a schedule parked after
-a run that succeeded (its next fire could not be computed) is not counted as parked. The admin
-API's own health, when it comes, replaces these walks. Each schedule
-counts once, in the state :func:`health_of` gives it (a parked schedule whose last run failed is
-parked, an overdue one whose last run failed is overdue, as in the admin API's health).
+schedule, so it stays cheap on a large store: *parked*, *failing* and *paused* are SQL counts of
+the admin API (*parked* on the stored fault, as the admin API's health decides it: every parked
+schedule, whether its last run failed or succeeded), *overdue* walks the head of the list sorted
+by next fire (the late ones come first), stopping at the first schedule that is not overdue, or
+at :data:`MOST` (shown as ``1000+``). Each schedule counts once, in the state :func:`health_of`
+gives it (a parked schedule whose last run failed is parked, an overdue one whose last run failed
+is overdue, as in the admin API's health).
 """
 
 from __future__ import annotations
@@ -35,7 +32,7 @@ HEALTH = ("failing", "overdue", "late", "paused", "parked")
 OVERDUE_AFTER = timedelta(seconds=60)
 #: The window of "runs in the last hour".
 RECENT = timedelta(hours=1)
-#: Rows read per query while walking the list, and the most late or parked ones counted.
+#: Rows read per query while walking the list, and the most overdue or late ones counted.
 PAGE = 200
 MOST = 1000
 
@@ -80,31 +77,14 @@ def _late(admin: Admin, now: datetime) -> int:
     return sum(1 for info in page if info.health is not None and info.health.state.value == "late")
 
 
-def _parked(admin: Admin, failing: int) -> int:
-    """Enabled schedules with a fault whose last run failed: the tail of the ``failing`` ones."""
-    parked = scanned = 0
-    end = failing
-    while end > 0 and scanned < MOST:
-        start = max(0, end - PAGE)
-        page = admin.list(enabled=True, failing=True, limit=end - start, offset=start)
-        parked += sum(1 for info in page if info.fault is not None)
-        scanned += len(page)
-        if any(info.next_fire is not None for info in page):
-            break
-        end = start
-    return min(parked, MOST)
-
-
 def health_counts(admin: Admin, now: datetime) -> dict[str, int]:
     """How many schedules are in each of :data:`HEALTH` (see the module's docstring)."""
-    failing = admin.count(enabled=True, failing=True)
-    parked = _parked(admin, failing)
     return {
-        "failing": failing - parked,
+        "failing": admin.count(enabled=True, failing=True, parked=False),
         "overdue": _overdue(admin, now),
         "late": _late(admin, now),
-        "paused": admin.count(enabled=False),
-        "parked": parked,
+        "paused": admin.count(enabled=False, parked=False),
+        "parked": admin.count(parked=True),
     }
 
 

@@ -622,6 +622,20 @@ class Store(ABC):
         :raises tickwork.errors.StoreError: on a database error
         """
 
+    def announce_executors(self, node_id: str, executors: Sequence[str]) -> None:  # noqa: B027
+        """Publish the executor names ``node_id`` has configured in its record, where
+        :meth:`nodes` returns them (``NodeRecord.executors``): the admin API checks a new
+        schedule's executor against the live nodes with them. A node calls it right after
+        :meth:`register_node`. The store keeps the names for the rest of the process, so the
+        record :meth:`heartbeat` creates again after the others declared the node dead carries
+        them too.
+
+        Default: nothing is kept, and the node's record reads ``executors=None``, as one of an
+        older tickwork does (the admin API then checks against its local configuration only).
+
+        :raises tickwork.errors.StoreError: on a database error
+        """
+
     @abstractmethod
     def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
         """Like :meth:`release_node`, only if ``node_id`` has not heartbeaten for ``stale_after``
@@ -689,6 +703,7 @@ class Store(ABC):
         limit: int | None = None,
         offset: int = 0,
         failing: bool | None = None,
+        parked: bool | None = None,
     ) -> list[Schedule]:
         """Return schedules ordered by next fire time (those without one last), then name.
 
@@ -696,8 +711,13 @@ class Store(ABC):
         :param limit: at most this many (``None``: all); ``offset`` skips the first ones
         :param failing: keep those whose last recorded run failed or timed out (``True``), or
             the others (``False``)
+        :param parked: keep those a node parked (``fault`` set: ``True``), or the others
+            (``False``). The admin API passes it only when it is given, so a store written
+            before it keeps working without it.
         """
         found = [s for s in self.list_schedules() if _schedule_matches(s, state, enabled, search)]
+        if parked is not None:
+            found = [s for s in found if (s.fault is not None) is parked]
         if failing is not None:
             last = self.last_runs([s.id for s in found])
             found = [s for s in found if (s.id in last and last[s.id].status in FAILING) is failing]
@@ -711,9 +731,10 @@ class Store(ABC):
         enabled: bool | None = None,
         search: str | None = None,
         failing: bool | None = None,
+        parked: bool | None = None,
     ) -> int:
         """How many schedules :meth:`find_schedules` would return without a limit."""
-        return len(self.find_schedules(state=state, enabled=enabled, search=search, failing=failing))
+        return len(self.find_schedules(state=state, enabled=enabled, search=search, failing=failing, parked=parked))
 
     def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
         """The most recently recorded run of each of these schedules that has one, by schedule id."""

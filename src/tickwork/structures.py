@@ -733,6 +733,10 @@ class NodeRecord:
     id: str
     started_at: datetime
     heartbeat_at: datetime
+    #: The executor names the node has configured (:meth:`tickwork.abc.Store.announce_executors`),
+    #: sorted; ``None`` when it did not publish them (a node of an older tickwork, or a store that
+    #: cannot keep them).
+    executors: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import tickwork
 import tickwork_web
 from tickwork.config import load, parse
 from tickwork.node import Node
-from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus
+from tickwork.structures import BUCKETS, FAILING, Finish, Outcome, RunRecord, RunStatus
 from tickwork_web.charts import Chart, chart
 from tickwork_web.memo import Memo
 from tickwork_web.summary import OVERDUE_AFTER, fires, health_counts, health_of
@@ -125,6 +125,35 @@ def test_overdue_and_parked_schedules_are_counted(tmp_path: Path) -> None:
         )
 
 
+def test_a_schedule_parked_after_a_successful_run_is_counted_parked(tmp_path: Path) -> None:
+    # The engine parks a schedule after a run that succeeded when its next fire cannot be
+    # computed (FollowUps.parked keeps the run's own outcome); the store's park, as it calls it.
+    config = write_config(tmp_path)
+    with tickwork.connect(config) as admin:
+        admin.add("ok-then-parked", "0 3 * * *", RECORD)
+        admin.add("failed-then-parked", "0 4 * * *", RECORD)
+        admin.add("plain", "0 5 * * *", RECORD)
+        admin.trigger("ok-then-parked")
+        admin.trigger("failed-then-parked")
+        store = admin.store()
+        claims = {c.spec.name: c for c in store.claim_due("web-node", limit=10, buckets=None)}
+        assert set(claims) == {"ok-then-parked", "failed-then-parked"}
+        ended = [
+            (claims["ok-then-parked"], Outcome(RunStatus.SUCCEEDED, error="schedule parked after the run: no next")),
+            (claims["failed-then-parked"], Outcome(RunStatus.FAILED, error="not run: no trigger (schedule parked)")),
+        ]
+        assert store.park("web-node", [(Finish(c, o, None), "cannot plan") for c, o in ended]) == [True, True]
+        assert admin.get("ok-then-parked").last_status is RunStatus.SUCCEEDED
+        health = {i.name: i.health.state.value for i in admin.list() if i.health is not None}
+        assert health == {"ok-then-parked": "parked", "failed-then-parked": "parked", "plain": "healthy"}
+        assert admin.count(parked=True) == 2 and admin.count(health="parked") == 2
+        now = admin.store().now()
+        assert health_counts(admin, now) == {"failing": 0, "overdue": 0, "late": 0, "paused": 0, "parked": 2}
+    with client(config, None) as c:
+        page = c.get("/").text
+        assert tile(page, "parked") == 2 and tile(page, "failing") == 0
+
+
 # -- actions on a selection -----------------------------------------------------------------------
 
 
@@ -222,6 +251,41 @@ def test_create_validates_through_the_admin_api(browser: tuple[TestClient, str],
     assert unimportable.status_code == 400 and "no_such_module_x" in htmllib.unescape(unimportable.text)
     with tickwork.connect(fresh) as admin:
         assert "report" not in [i.name for i in admin.list()]
+
+
+def test_the_form_refuses_an_executor_the_live_node_does_not_run(tmp_path: Path) -> None:
+    # The dashboard's configuration has [executor.http]; the live node (a real one, embedded)
+    # does not: the form says so, naming the node and what it runs, and saves nothing.
+    config = write_config(tmp_path, extra="[executor.http]\n")
+    node_config = tmp_path / "node.toml"
+    node_config.write_text(config.read_text().replace("[executor.http]\n", ""), encoding="utf-8")
+    node = Node(load(node_config))
+    node.start()
+    try:
+        with client(config) as c:
+            assert c.post("/login", data={"token": TOKEN, "name": "alice"}).status_code == 303
+            found = re.search(r'name="csrf" value="([0-9a-f]+)"', c.get("/").text)
+            assert found
+            fields = {
+                "name": "hook",
+                "expression": "0 3 * * *",
+                "target": "https://example.invalid/h",
+                "executor": "http",
+            }
+            page = c.post("/new", data=form(found.group(1), do="save", **fields))
+            assert page.status_code == 400
+            shown = re.search(r'id="form-error">([^<]*)<', page.text)
+            assert shown, page.text
+            assert htmllib.unescape(shown.group(1)).startswith(
+                "executor 'http' is not configured on live node web-node (runs: local)"
+            )
+            nodes_page = c.get("/nodes").text
+            assert re.search(r'<td data-label="Executors" class="executors">local</td>', nodes_page)
+            assert c.get("/api/nodes").json()["nodes"][0]["executors"] == ["local"]
+        with tickwork.connect(config) as admin:
+            assert admin.names() == []
+    finally:
+        node.stop()
 
 
 def test_create_previews_in_the_zone_then_saves_and_logs(

@@ -35,6 +35,7 @@ from .backfill import Backfills
 from .health import Health, HealthPolicy, health_of
 from .healthreads import HealthReads
 from .info import NodeInfo, ScheduleInfo
+from .liveexecutors import LiveExecutors
 from .writes import ScheduleWrites
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | Config | None
@@ -134,6 +135,7 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
         offset: int = 0,
         failing: bool | None = None,
         health: str | Health | None = None,
+        parked: bool | None = None,
     ) -> builtins.list[ScheduleInfo]:
         """Schedules ordered by next fire time (disabled and finished ones last), then name.
 
@@ -142,13 +144,15 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
         :param search: only those whose name or target contains this text, in any case
         :param limit: at most this many; ``offset`` skips the first ones (pagination)
         :param failing: only those whose last run failed or timed out (``True``), or the others
+        :param parked: only those a node parked (``fault`` set: ``True``), or the others; a stored
+            column, so counting them reads no history (the health state ``parked`` is the same set)
         :param health: only those in this health state (``failing``, ``overdue``, ...). Health is
             not stored: this computes the health of every schedule the other filters keep, then
             pages; without it only the page returned is assessed
         """
         if health is not None:
             chosen = self._by_health(
-                Health(health), None if state is None else ScheduleState(state), enabled, search, failing
+                Health(health), None if state is None else ScheduleState(state), enabled, search, failing, parked
             )
             return chosen[offset : None if limit is None else offset + limit]
         if limit is not None and limit < 0:
@@ -162,8 +166,7 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
             search=search,
             limit=limit,
             offset=offset,
-            # Passed only when used: a third-party store written before `failing` existed keeps working.
-            **({} if failing is None else {"failing": failing}),
+            **_given_filters(failing, parked),
         )
         last = store.last_runs([s.id for s in found])
         # Only for the schedules returned: a few indexed reads each (see tickwork.admin.health).
@@ -178,18 +181,19 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
         search: str | None = None,
         failing: bool | None = None,
         health: str | Health | None = None,
+        parked: bool | None = None,
     ) -> int:
         """How many schedules :meth:`list` matches without a limit (for a pager)."""
         if health is not None:
             chosen = self._by_health(
-                Health(health), None if state is None else ScheduleState(state), enabled, search, failing
+                Health(health), None if state is None else ScheduleState(state), enabled, search, failing, parked
             )
             return len(chosen)
         return self.store().count_schedules(
             state=None if state is None else ScheduleState(state),
             enabled=enabled,
             search=search,
-            **({} if failing is None else {"failing": failing}),
+            **_given_filters(failing, parked),
         )
 
     def next_fires(self, name: str, n: int = 10) -> builtins.list[datetime]:
@@ -277,13 +281,29 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
         out = []
         for node in store.nodes():
             age = max(0.0, (now - node.heartbeat_at).total_seconds())
-            out.append(NodeInfo(node.id, node.started_at, node.heartbeat_at, age, age <= ttl))
+            out.append(NodeInfo(node.id, node.started_at, node.heartbeat_at, age, age <= ttl, node.executors))
         return out
+
+    def live_executors(self) -> LiveExecutors:
+        """The live nodes as they are now, to judge a schedule's executor by: whether they run
+        it (:meth:`add` and the other writes refuse one a live node would park). None are live
+        on a database that does not exist yet (nothing is created to find that out)."""
+        where = str(self.config.source) if self.config.source else "the defaults (no config file was found)"
+        if not self._opened and not self._store.database_exists():
+            return LiveExecutors([], where)
+        return LiveExecutors(self.nodes(), where)
 
     def node_ttl(self) -> float:
         """Seconds after its last heartbeat that a node counts as dead (``[membership] node_ttl``)."""
         ttl = getattr(build_membership(self.config, self.manager), "node_ttl", None)
         return float(ttl) if isinstance(ttl, int | float) else DEFAULT_NODE_TTL
+
+
+def _given_filters(failing: bool | None, parked: bool | None) -> dict[str, bool]:
+    """The store filters that were given: passed only when used, so a third-party store written
+    before ``failing`` or ``parked`` existed keeps working."""
+    given = {"failing": failing, "parked": parked}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def missing_message(config: Config, store: Store) -> str:

@@ -50,20 +50,22 @@ class HealthReads:
         enabled: bool | None,
         search: str | None,
         failing: bool | None,
+        parked: bool | None = None,
     ) -> builtins.list[ScheduleInfo]:
         """Every schedule the filters keep that is in the ``wanted`` state. Where a state implies
         a stored column, the store narrows the candidates first (paused: disabled; late: running;
-        overdue: idle)."""
+        overdue: idle; parked: a fault)."""
         if wanted is Health.PAUSED and enabled is None:
             enabled = False
         elif wanted is Health.LATE and state is None:
             state = ScheduleState.RUNNING
         elif wanted is Health.OVERDUE and state is None:
             state = ScheduleState.IDLE
+        elif wanted is Health.PARKED and parked is None:
+            parked = True
         store = self.store()
-        chosen = store.find_schedules(
-            state=state, enabled=enabled, search=search, **({} if failing is None else {"failing": failing})
-        )
+        given = {key: value for key, value in {"failing": failing, "parked": parked}.items() if value is not None}
+        chosen = store.find_schedules(state=state, enabled=enabled, search=search, **given)
         return self._infos(store, chosen, self.health_policy, lambda h: h is wanted)
 
     @staticmethod

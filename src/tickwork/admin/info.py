@@ -195,6 +195,7 @@ class NodeInfo:
     :param heartbeat_age: seconds since the node's last heartbeat
     :param live: whether that age is within the membership's ``node_ttl`` (a node that exited
         without leaving keeps its record until a live node finds it dead and removes it)
+    :param executors: what the node runs (``None``: not published)
     """
 
     id: str
@@ -202,6 +203,9 @@ class NodeInfo:
     heartbeat_at: datetime
     heartbeat_age: float
     live: bool
+    #: The executor names the node has configured, sorted; ``None`` when it does not publish
+    #: them (a node of an older tickwork).
+    executors: tuple[str, ...] | None = None
 
     @property
     def age(self) -> timedelta:
@@ -214,4 +218,5 @@ class NodeInfo:
             "heartbeat_at": iso_z(self.heartbeat_at),
             "heartbeat_age": round(self.heartbeat_age, 3),
             "live": self.live,
+            "executors": None if self.executors is None else list(self.executors),
         }

@@ -19,6 +19,7 @@ from ..scheduling.validation import SpecBuilder
 from ..structures import Pause, Schedule, ScheduleSpec, iso_z, utc
 from .health import HealthPolicy, health_of
 from .info import ScheduleInfo
+from .liveexecutors import LiveExecutors
 
 #: The keyword names of :meth:`Admin.add` that :meth:`Admin.update` accepts too.
 UPDATABLE = ("expression", "target", *NAMES)
@@ -36,36 +37,67 @@ class ScheduleWrites:
 
         def store(self, *, write: bool = False) -> Store: ...
 
+        def live_executors(self) -> LiveExecutors: ...
+
     def add(
-        self, name: str, expression: str, target: str, *, replace: bool = False, **options: Unpack[ScheduleOptions]
+        self,
+        name: str,
+        expression: str,
+        target: str,
+        *,
+        replace: bool = False,
+        check_nodes: bool = True,
+        **options: Unpack[ScheduleOptions],
     ) -> ScheduleInfo:
         """Validate and create a run-time schedule, first due at its next fire after now.
 
         The options are a schedule's (:data:`~tickwork.scheduling.options.OPTIONS`, the same as
         ``tickwork jobs add`` and schedule files take): ``kind`` (recognised from ``expression``
-        when omitted), ``tz``, ``executor`` (default ``[scheduler] default_executor``; it must be
-        configured, since a node runs only its configured executors), ``args`` (keyword arguments
-        for the target, checked against its parameters), ``timeout`` and ``retry_backoff``
-        (seconds, a timedelta or text such as ``"5m"``), ``retries``, ``misfire``, ``enabled``.
+        when omitted), ``tz``, ``executor`` (default ``[scheduler] default_executor``; see
+        ``check_nodes``), ``args`` (keyword arguments for the target, checked against its
+        parameters), ``timeout`` and ``retry_backoff`` (seconds, a timedelta or text such as
+        ``"5m"``), ``retries``, ``misfire``, ``enabled``.
 
         :param replace: replace an existing schedule of that name instead of failing
+        :param check_nodes: check the executor against the live nodes, since a node parks a
+            schedule whose executor it does not run: refused when a live node that publishes its
+            executors lacks it (:mod:`tickwork.admin.liveexecutors`); when every live node runs
+            it, this configuration need not configure it. With no live node (or only nodes of
+            an older tickwork) this configuration must configure it. ``False``: this
+            configuration alone decides, to add a schedule before the nodes run its executor.
         :raises tickwork.ScheduleExistsError: if the name is taken (and not ``replace``)
         :raises tickwork.ConfigError, tickwork.TriggerError, tickwork.ExecutorError: invalid input
         :raises TypeError: for a keyword that is no option
         """
-        return self._write(self.spec(name, expression, target, **options), replace)
+        return self._write(self.spec(name, expression, target, check_nodes=check_nodes, **options), replace)
 
     def add_many(
-        self, specs: Iterable[ScheduleSpec | Mapping[str, Any]], *, replace: bool = False
+        self,
+        specs: Iterable[ScheduleSpec | Mapping[str, Any]],
+        *,
+        replace: bool = False,
+        check_nodes: bool = True,
+        live: LiveExecutors | None = None,
     ) -> builtins.list[ScheduleInfo]:
         """Add several schedules: each a :class:`ScheduleSpec` or a dict of :meth:`add`'s
         arguments. All are validated first, then written in one transaction with batched
         statements: either every schedule is added or none is.
 
+        :param check_nodes: as :meth:`add` takes it
+        :param live: the live nodes to check against, as read once by :meth:`live_executors`
+            (default: read now)
         :raises tickwork.ScheduleExistsError: if a name is taken (and not ``replace``); nothing
             is written
         """
-        checked = [self.specs.check(s) if isinstance(s, ScheduleSpec) else self.spec(**s) for s in specs]
+        if check_nodes and live is None:
+            live = self.live_executors()  # read once for them all
+        judge = live.judge if check_nodes and live is not None else None
+        checked = [
+            self.specs.check(s, run_by_nodes=judge)
+            if isinstance(s, ScheduleSpec)
+            else self.spec(**s, check_nodes=check_nodes, live=live)
+            for s in specs
+        ]
         counts = collections.Counter(s.name for s in checked)
         duplicates = sorted(n for n, c in counts.items() if c > 1)
         if duplicates:
@@ -90,12 +122,13 @@ class ScheduleWrites:
                 return self._info(schedules.update(store, spec, self.manager, recompute=True))
         return self._info(schedules.add(store, spec, self.manager))
 
-    def update(self, name: str, **fields: Any) -> ScheduleInfo:
+    def update(self, name: str, *, check_nodes: bool = True, **fields: Any) -> ScheduleInfo:
         """Change some fields of a schedule (the names :meth:`add` takes) and keep the rest.
 
         The next fire time is recomputed from now when the trigger (expression, kind, zone)
         changes or the schedule is enabled; otherwise it is kept, so a pending "run now" stays.
-        A run in progress ends normally.
+        A run in progress ends normally. The result is checked as :meth:`add` checks a schedule,
+        its executor against the live nodes too (``check_nodes``).
 
         :raises tickwork.ScheduleNotFoundError: if there is no such schedule
         """
@@ -109,7 +142,7 @@ class ScheduleWrites:
         if "expression" in fields and "kind" not in fields:
             merged["kind"] = None  # recognise the new expression's kind
         merged.update(fields)
-        spec = self.spec(name, module=current.module, **merged)
+        spec = self.spec(name, module=current.module, check_nodes=check_nodes, **merged)
         trigger_changed = spec.times_key != current.times_key  # the trigger, or jitter, bounds, also, exclude
         recompute = trigger_changed or (spec.enabled and not current.enabled)
         return self._info(schedules.update(store, spec, self.manager, recompute=recompute))
@@ -205,10 +238,22 @@ class ScheduleWrites:
     # -- validation -----------------------------------------------------------------------------
 
     def spec(
-        self, name: str, expression: str, target: str, *, module: str | None = None, **options: Unpack[ScheduleOptions]
+        self,
+        name: str,
+        expression: str,
+        target: str,
+        *,
+        module: str | None = None,
+        check_nodes: bool = True,
+        live: LiveExecutors | None = None,
+        **options: Unpack[ScheduleOptions],
     ) -> ScheduleSpec:
-        """Build and check the :class:`ScheduleSpec` that :meth:`add` would store (same arguments)."""
-        return self.specs.build(name, expression, target, module=module, **options)
+        """Build and check the :class:`ScheduleSpec` that :meth:`add` would store (same
+        arguments; ``live`` as :meth:`add_many` takes it)."""
+        judge = None
+        if check_nodes:
+            judge = (live or self.live_executors()).judge
+        return self.specs.build(name, expression, target, module=module, run_by_nodes=judge, **options)
 
     def _info(self, schedule: Schedule) -> ScheduleInfo:
         # One schedule written: with its health, like get(). The bulk writes (add_many,

@@ -158,6 +158,8 @@ class Node:
         started: list[Executor] = []
         try:
             self._unless_abandoned()
+            # What `jobs add` checks a schedule's executor against: the names this node runs.
+            self.store.announce_executors(self.node_id, sorted(self.executors))
             released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
             if released:
                 log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)

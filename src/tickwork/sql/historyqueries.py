@@ -53,9 +53,16 @@ class HistoryQueries(SQLCore):
             return [run_record(r) for r in conn.execute(query)]
 
     def _schedule_filters(
-        self, state: ScheduleState | None, enabled: bool | None, search: str | None, failing: bool | None = None
+        self,
+        state: ScheduleState | None,
+        enabled: bool | None,
+        search: str | None,
+        failing: bool | None = None,
+        parked: bool | None = None,
     ) -> list[ColumnElement[bool]]:
         conditions: list[ColumnElement[bool]] = []
+        if parked is not None:
+            conditions.append(schedules.c.fault.is_not(None) if parked else schedules.c.fault.is_(None))
         if failing is not None:
             # "Last run" as last_runs() defines it: the schedule's highest run id.
             latest = select(func.max(runs.c.id)).group_by(runs.c.schedule_id)
@@ -87,11 +94,12 @@ class HistoryQueries(SQLCore):
         limit: int | None = None,
         offset: int = 0,
         failing: bool | None = None,
+        parked: bool | None = None,
     ) -> list[Schedule]:
         # NULLS LAST spelled as a CASE: MySQL/MariaDB have no NULLS LAST.
         query = (
             select(schedules)
-            .where(*self._schedule_filters(state, enabled, search, failing))
+            .where(*self._schedule_filters(state, enabled, search, failing, parked))
             .order_by(case((schedules.c.next_fire.is_(None), 1), else_=0), schedules.c.next_fire, schedules.c.name)
             .offset(offset)
         )
@@ -108,9 +116,12 @@ class HistoryQueries(SQLCore):
         enabled: bool | None = None,
         search: str | None = None,
         failing: bool | None = None,
+        parked: bool | None = None,
     ) -> int:
         query = (
-            select(func.count()).select_from(schedules).where(*self._schedule_filters(state, enabled, search, failing))
+            select(func.count())
+            .select_from(schedules)
+            .where(*self._schedule_filters(state, enabled, search, failing, parked))
         )
         with self._tx() as conn:
             return int(conn.execute(query).scalar_one())

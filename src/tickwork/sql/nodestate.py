@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Row,
     delete,
     insert,
     literal,
@@ -157,7 +159,7 @@ class NodeState(Starting):
             if value is None:
                 value = conn.execute(
                     self.insert_ignore(nodes)
-                    .values(id=node_id, started_at=now, heartbeat_at=now)
+                    .values(id=node_id, started_at=now, heartbeat_at=now, executors=self.announced.get(node_id))
                     .returning(nodes.c.heartbeat_at)
                 ).scalar()
             if value is None:  # inserted concurrently by a namesake; refresh instead
@@ -188,7 +190,11 @@ class NodeState(Starting):
         with self._tx() as conn:
             refreshed = update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now)
             if not conn.execute(refreshed).rowcount:
-                conn.execute(self.insert_ignore(nodes).values(id=node_id, started_at=now, heartbeat_at=now))
+                conn.execute(
+                    self.insert_ignore(nodes).values(
+                        id=node_id, started_at=now, heartbeat_at=now, executors=self.announced.get(node_id)
+                    )
+                )
             value = conn.scalar(select(nodes.c.heartbeat_at).where(nodes.c.id == node_id))
         assert isinstance(value, datetime)
         return value
@@ -202,10 +208,25 @@ class NodeState(Starting):
                 select(nodes).where(nodes.c.id == node_id, fresh, nodes.c.instance.is_distinct_from(instance))
             ).first()
             if live is not None:
-                return NodeRecord(id=live.id, started_at=live.started_at, heartbeat_at=live.heartbeat_at)
+                return node_record(live)
             conn.execute(delete(nodes).where(nodes.c.id == node_id))
-            conn.execute(insert(nodes).values(id=node_id, started_at=now, heartbeat_at=now, instance=instance))
+            conn.execute(
+                insert(nodes).values(
+                    id=node_id,
+                    started_at=now,
+                    heartbeat_at=now,
+                    instance=instance,
+                    executors=self.announced.get(node_id),
+                )
+            )
         return None
+
+    @transient_retry
+    def announce_executors(self, node_id: str, executors: Sequence[str]) -> None:
+        names = json.dumps(sorted(set(executors)))
+        self.announced[node_id] = names
+        with self._tx() as conn:
+            conn.execute(update(nodes).where(nodes.c.id == node_id).values(executors=names))
 
     @transient_retry
     def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
@@ -226,12 +247,23 @@ class NodeState(Starting):
     @transient_retry
     def nodes(self) -> list[NodeRecord]:
         with self._tx() as conn:
-            return [
-                NodeRecord(id=r.id, started_at=r.started_at, heartbeat_at=r.heartbeat_at)
-                for r in conn.execute(select(nodes).order_by(nodes.c.id))
-            ]
+            return [node_record(r) for r in conn.execute(select(nodes).order_by(nodes.c.id))]
 
     @transient_retry
     def remove_node(self, node_id: str) -> None:
         with self._tx() as conn:
             conn.execute(delete(nodes).where(nodes.c.id == node_id))
+
+
+def node_record(row: Row[Any]) -> NodeRecord:
+    """A ``tickwork_nodes`` row as a :class:`NodeRecord`; ``executors`` ``None`` when the node
+    did not publish them (NULL), or when the text is not a JSON list of names (not ours)."""
+    names: tuple[str, ...] | None = None
+    if row.executors is not None:
+        try:
+            decoded = json.loads(row.executors)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, list) and all(isinstance(n, str) for n in decoded):
+            names = tuple(decoded)
+    return NodeRecord(id=row.id, started_at=row.started_at, heartbeat_at=row.heartbeat_at, executors=names)

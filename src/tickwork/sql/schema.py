@@ -272,4 +272,8 @@ nodes = Table(
     Column("heartbeat_at", UTCDateTime, nullable=False),
     # Random per process: a second live process with the same node id is refused at start.
     Column("instance", String(64), nullable=True),
+    # The executor names the node has configured, as a JSON list, written when it registers and
+    # when it joins again: what `jobs add` checks a schedule's executor against. NULL for a node
+    # of a tickwork that did not publish them.
+    Column("executors", Text, nullable=True),
 )

@@ -89,6 +89,9 @@ class SQLCore(Store):
         self._specs: dict[tuple[int, datetime], ScheduleSpec] = {}
         self.cache = StatementCache(lambda stmt: self.operations.prepare(stmt, self.engine.dialect))
         self.buckets = BucketFilters(self.now_expr, self.operations.plus_seconds)
+        #: The executor names each node of this process announced, as stored (a JSON list): a
+        #: record the heartbeat creates again after a rejoin carries them (NodeState).
+        self.announced: dict[str, str] = {}
 
     @abstractmethod
     def _create_engine(self) -> Engine:

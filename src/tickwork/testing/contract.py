@@ -47,6 +47,7 @@ from ..structures import (
     bucket_of,
 )
 from .contract_concurrency import ConcurrencyContract
+from .contract_nodes import NodeRecordContract
 from .contract_reruns import RerunContract
 from .contract_semantics import SemanticsContract
 from .contract_starts import FencedStartContract
@@ -80,7 +81,9 @@ def finish(
     return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0] is True
 
 
-class StoreContract(HandoffContract, SemanticsContract, FencedStartContract, RerunContract, ConcurrencyContract):
+class StoreContract(
+    HandoffContract, SemanticsContract, FencedStartContract, RerunContract, ConcurrencyContract, NodeRecordContract
+):
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``
     (the schedule-semantics part: :mod:`.contract_semantics`; hand-offs: :mod:`.handoff_contract`;
     fenced starts: :mod:`.contract_starts`; reruns of abandoned fires: :mod:`.contract_reruns`;

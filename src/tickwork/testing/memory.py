@@ -299,7 +299,7 @@ class MemoryStore(
             owner = self._instances.get(node_id)
             if known is not None and owner != instance and known.heartbeat_at > now - timedelta(seconds=live_within):
                 return known
-            self._nodes[node_id] = NodeRecord(node_id, now, now)
+            self._nodes[node_id] = NodeRecord(node_id, now, now, self._announced.get(node_id))
             self._instances[node_id] = instance
             return None
 

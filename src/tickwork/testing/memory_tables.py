@@ -50,6 +50,8 @@ class MemoryTables:
         self._fires: dict[tuple[int, datetime, int], int] = {}
         self._nodes: dict[str, NodeRecord] = {}
         self._instances: dict[str, str] = {}
+        #: What each node announced (Store.announce_executors), kept for a record made again.
+        self._announced: dict[str, tuple[str, ...]] = {}
         self._wakes: list[Callable[[], None]] = []
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -197,8 +199,16 @@ class MemoryTables:
     def heartbeat(self, node_id: str) -> datetime:
         with self._tx() as now:
             known = self._nodes.get(node_id)
-            self._nodes[node_id] = NodeRecord(node_id, known.started_at if known else now, now)
+            started = known.started_at if known else now
+            self._nodes[node_id] = NodeRecord(node_id, started, now, self._announced.get(node_id))
             return now
+
+    def announce_executors(self, node_id: str, executors: Sequence[str]) -> None:
+        with self._tx():
+            self._announced[node_id] = names = tuple(sorted(set(executors)))
+            known = self._nodes.get(node_id)
+            if known is not None:
+                self._nodes[node_id] = replace(known, executors=names)
 
     def nodes(self) -> list[NodeRecord]:
         with self._tx():

@@ -18,6 +18,7 @@ from ...scheduling import schedulefile
 from ...structures import iso_z
 from ..argtypes import parse_ahead, parse_time
 from .admincommand import AdminCommand
+from .executornotes import enabled_notes
 from .jobs_view import declared_note, said
 
 
@@ -59,7 +60,7 @@ class _Several(AdminCommand):
                 print(json.dumps(info.as_json()))
         else:
             print(f"{done} {len(infos)} schedule{'' if len(infos) == 1 else 's'}{source}")
-        self.noted(infos)
+        self.noted(infos, admin)
         return 0
 
     @abstractmethod
@@ -70,9 +71,10 @@ class _Several(AdminCommand):
     def many(self, names: list[str], admin: Admin) -> list[ScheduleInfo]:
         """Act on several schedules in one transaction, all or none."""
 
-    def noted(self, infos: list[ScheduleInfo]) -> None:
-        """A note on stderr about what the write means for schedules declared in code."""
-        return None  # enabling or disabling a declared schedule holds until its declaration changes
+    def noted(self, infos: list[ScheduleInfo], admin: Admin) -> None:
+        """A note on stderr about what the write means (for schedules declared in code, for
+        schedules on an executor a live node lacks)."""
+        return None  # disabling a declared schedule holds until its declaration changes
 
 
 class JobsRemove(_Several):
@@ -87,7 +89,7 @@ class JobsRemove(_Several):
     def many(self, names: list[str], admin: Admin) -> list[ScheduleInfo]:
         return admin.remove_many(names)
 
-    def noted(self, infos: list[ScheduleInfo]) -> None:
+    def noted(self, infos: list[ScheduleInfo], admin: Admin) -> None:
         declared = [info for info in infos if info.module]
         if declared:
             print(
@@ -103,10 +105,15 @@ class JobsEnable(_Several):
     action = "enable"
 
     def one(self, name: str, as_json: bool, admin: Admin) -> None:
-        said("enabled", admin.enable(name), as_json)
+        info = admin.enable(name)
+        said("enabled", info, as_json)
+        enabled_notes(admin, [info])
 
     def many(self, names: list[str], admin: Admin) -> list[ScheduleInfo]:
         return admin.enable_many(names)
+
+    def noted(self, infos: list[ScheduleInfo], admin: Admin) -> None:
+        enabled_notes(admin, infos)
 
 
 class JobsResume(JobsEnable):
@@ -114,7 +121,9 @@ class JobsResume(JobsEnable):
     action = "resume"
 
     def one(self, name: str, as_json: bool, admin: Admin) -> None:
-        said("resumed", admin.resume(name), as_json)
+        info = admin.resume(name)
+        said("resumed", info, as_json)
+        enabled_notes(admin, [info])
 
 
 class JobsDisable(_Several):

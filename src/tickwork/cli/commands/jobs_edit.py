@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ from ...scheduling import schedulefile
 from ...scheduling.options import OPTIONS
 from ..argtypes import usage
 from .admincommand import AdminCommand
-from .jobs_view import declared_note, executor_note, said
+from .executornotes import add_node_check_flag, executor_notes
+from .jobs_view import declared_note, said
 
 
 def _schedule_options(parser: argparse.ArgumentParser, *, update: bool) -> None:
@@ -67,24 +69,28 @@ class JobsAdd(AdminCommand):
         _schedule_options(parser, update=False)
         parser.add_argument("--disabled", dest="enabled", action="store_false", help="create it disabled")
         parser.add_argument("--replace", action="store_true", help="replace a run-time schedule of the same name")
+        add_node_check_flag(parser)
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
         if args.from_file is not None:
             return self._from_file(args, admin)
         if None in (args.name, args.expression, args.target):
             raise ConfigError("jobs add: give NAME EXPRESSION TARGET, or --from FILE")
-        info = admin.add(args.name, args.expression, args.target, replace=args.replace, **_given(args))
+        info = admin.add(
+            args.name, args.expression, args.target, replace=args.replace, check_nodes=args.check_nodes, **_given(args)
+        )
         said("added", info, args.json)
-        executor_note(info, admin.config.scheduler.default_executor)
+        executor_notes(admin, [info.executor], checked=args.check_nodes)
         return 0
 
     def _from_file(self, args: argparse.Namespace, admin: Admin) -> int:
         if any(v is not None for v in (args.name, args.expression, args.target)):
             raise ConfigError("jobs add: give either NAME EXPRESSION TARGET or --from FILE, not both")
         path = Path(args.from_file)
-        entries, specs = schedulefile.load(path, admin.spec)
+        live = admin.live_executors() if args.check_nodes else None  # the live nodes, read once
+        entries, specs = schedulefile.load(path, functools.partial(admin.spec, check_nodes=args.check_nodes, live=live))
         try:
-            infos = admin.add_many(specs, replace=args.replace)
+            infos = admin.add_many(specs, replace=args.replace, check_nodes=args.check_nodes, live=live)
         except ScheduleExistsError as exc:
             line = next(e.line for e in entries if e.fields.get("name") == exc.name)
             raise TickworkError(
@@ -96,6 +102,7 @@ class JobsAdd(AdminCommand):
                 print(json.dumps(info.as_json()))
         else:
             print(f"added {len(infos)} schedule{'' if len(infos) == 1 else 's'} from {path}")
+        executor_notes(admin, [info.executor for info in infos], checked=args.check_nodes)
         return 0
 
 
@@ -111,13 +118,15 @@ class JobsUpdate(AdminCommand):
         state = parser.add_mutually_exclusive_group()
         state.add_argument("--enable", dest="enabled", action="store_const", const=True, help="enable it")
         state.add_argument("--disable", dest="enabled", action="store_const", const=False, help="disable it")
+        add_node_check_flag(parser)
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
         fields = {k: v for k, v in {"expression": args.expression, "target": args.target}.items() if v is not None}
         fields |= _given(args)
         if not fields:
             raise ConfigError("jobs update: nothing to change; give at least one option (tickwork jobs update --help)")
-        info = admin.update(args.name, **fields)
+        info = admin.update(args.name, check_nodes=args.check_nodes, **fields)
         said("updated", info, args.json)
         declared_note(info, "puts the declared definition back")
+        executor_notes(admin, [info.executor], checked=args.check_nodes)
         return 0

@@ -81,18 +81,6 @@ def said(verb: str, info: ScheduleInfo, as_json: bool, extra: str = "") -> None:
         print(f"{verb} {info.name}; next fire {next_fire(info)}{extra}")
 
 
-def executor_note(info: ScheduleInfo, default: str) -> None:
-    """A note on stderr when a schedule names an executor other than the default one: this
-    command checked it against its own configuration file, but the nodes read theirs, and a node
-    that does not run it parks the schedule."""
-    if info.executor != default:
-        print(
-            f"tickwork: note: {info.name} runs on the {info.executor!r} executor: the nodes need an "
-            f"[executor.{info.executor}] table in their own configuration, or they park it",
-            file=sys.stderr,
-        )
-
-
 def declared_note(info: ScheduleInfo, what: str) -> None:
     """A note on stderr when a write touched a schedule declared in code (``what`` the next node
     start does to it)."""

@@ -1,4 +1,5 @@
-"""``tickwork nodes``: the nodes, live or dead by the age of their last heartbeat."""
+"""``tickwork nodes``: the nodes, live or dead by the age of their last heartbeat, and the
+executors each runs."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ class NodesCommand(AdminCommand):
                 Column("HEARTBEAT AGE"),
                 Column("STARTED", keep=20),
                 Column("LAST HEARTBEAT", keep=10),
+                # What `jobs add` checks a schedule's executor against; "-": not published (older).
+                Column("EXECUTORS", keep=30, shrink=10),
             ),
             wide=args.wide,
             rows=[
@@ -42,6 +45,7 @@ class NodesCommand(AdminCommand):
                     _age(n.heartbeat_age),
                     short_time(n.started_at),
                     short_time(n.heartbeat_at),
+                    "-" if n.executors is None else ",".join(n.executors) or "none",
                 )
                 for n in nodes
             ],
