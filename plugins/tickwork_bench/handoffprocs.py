@@ -137,6 +137,14 @@ def delete_queues(executor: str, broker: str, queues: Sequence[str]) -> list[str
         for name in queues:
             try:
                 Queue(name, connection=connection).delete(delete_jobs=True)
+                # The jobs that ran are no longer in the queue but in its registries (finished,
+                # failed, ...): their keys and the registries' go too.
+                for key in connection.scan_iter(f"rq:*:{name}"):
+                    if connection.type(key) == b"zset":
+                        for job in connection.zrange(key, 0, -1):
+                            job_id = (job.decode() if isinstance(job, bytes) else str(job)).split(":", 1)[0]
+                            connection.delete(f"rq:job:{job_id}", f"rq:results:{job_id}")
+                    connection.delete(key)
             except Exception as exc:
                 problems.append(f"queue {name}: {exc}")
         connection.close()
