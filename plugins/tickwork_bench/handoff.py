@@ -101,6 +101,7 @@ class HandoffRun:
         self.sends = JsonLines(work / "beat-sends.jsonl")
         self.env = dict(os.environ, **{BROKER_ENV: settings.broker, LOG_ENV: str(self.executions.path)})
         self.services: list[Service] = []
+        self.beat_workers: list[Service] = []
         self.beats: list[Service] = []
         self.nodes: list[Child] = []
         self.node_results: list[dict[str, Any]] = []
@@ -140,7 +141,9 @@ class HandoffRun:
         self.services += start_workers(s.executor, s.broker, self.queue, s.concurrency, env, s.work_dir, "tickwork")
         if s.beats:
             env = self._worker_env(self.beat_queue)
-            self.services += start_workers("celery", s.broker, self.beat_queue, s.concurrency, env, s.work_dir, "beat")
+            self.beat_workers += start_workers(
+                "celery", s.broker, self.beat_queue, s.concurrency, env, s.work_dir, "beat"
+            )
 
     def _executor_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"queue": self.queue, "threads": self.s.publish_threads}
@@ -240,6 +243,8 @@ class HandoffRun:
                 if sent >= n * self.s.beats or time.time() >= t0 + MINUTE_S - 0.5:
                     self._stop_beats()
                     beats_done = True
+            if self.nodes and self.handed_off_at is not None and ran >= n:
+                self._stop_tickwork()
             beat_ran = sum(1 for e in done if e["kind"] == "beat")
             self.progress.update(ran + beat_ran, n + len(self.sends.items))
             if self.handed_off_at is not None and ran >= n and beats_done and beat_ran >= len(self.sends.read()):
@@ -253,14 +258,23 @@ class HandoffRun:
         for beat in self.beats:
             beat.stop(timeout=30)
 
-    def _stop_all(self) -> None:
-        self._stop_beats()
+    def _stop_tickwork(self) -> None:
+        """The nodes and tickwork's workers, once their part is done: their next minute's fires
+        must not load the machine while beat's worker drains its queue."""
         for node in self.nodes:
             node.terminate()
         results, errors = collect(self.nodes, "result", 120)
-        self.node_results = [{k: v for k, v in r.items() if k != "event"} for r in results]
+        self.nodes = []
+        self.node_results += [{k: v for k, v in r.items() if k != "event"} for r in results]
         self.errors.extend(errors)
         for service in self.services:
+            service.stop()
+        self.services = []
+
+    def _stop_all(self) -> None:
+        self._stop_beats()
+        self._stop_tickwork()
+        for service in self.beat_workers:
             service.stop()
         queues = [self.queue, *([self.beat_queue] if self.s.beats else [])]
         try:
