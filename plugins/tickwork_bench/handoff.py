@@ -243,7 +243,9 @@ class HandoffRun:
             if self.beats and not beats_done:
                 sent = len(self.sends.read())
                 if sent >= n * self.s.beats or time.time() >= t0 + MINUTE_S - 0.5:
-                    self._stop_beats()
+                    # Not waiting for them to exit: the hand-off may still be being polled.
+                    for beat in self.beats:
+                        beat.terminate()
                     beats_done = True
             if self.nodes and self.handed_off_at is not None and ran >= n:
                 self._stop_tickwork()

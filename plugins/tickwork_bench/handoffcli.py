@@ -4,6 +4,7 @@ summary, and the JSON file of ``--out`` shaped like the other workloads')."""
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -17,6 +18,7 @@ from tickwork.config import SchedulerConfig
 from tickwork.errors import TickworkError
 from tickwork.sql.dburl import masked
 
+from .calibrate import python_speed_ms
 from .handoff import HandoffRun, HandoffSettings
 from .handoffprocs import DEFAULT_CONCURRENCY
 from .options import EXIT_FAILED, EXIT_USAGE, UsageError
@@ -133,6 +135,9 @@ def run_handoff(args: argparse.Namespace, make_scratch: Callable[[str, argparse.
     progress = Progress(1, enabled=not args.no_progress)
     started_at = datetime.now(UTC).isoformat()
     t_start = time.monotonic()
+    # The machine is usually shared: what else ran is part of the result.
+    load = {"start": os.getloadavg()}
+    speed = {"start_ms": python_speed_ms()}
     progress.start_cell(f"handoff {settings.executor} K={settings.nodes} N={settings.schedules}")
     try:
         result = HandoffRun(scratch, settings, progress).run()
@@ -140,9 +145,16 @@ def run_handoff(args: argparse.Namespace, make_scratch: Callable[[str, argparse.
         database = scratch.describe()
         scratch.close()
     result["broker"] = masked(settings.broker)
+    load["end"] = os.getloadavg()
+    speed["end_ms"] = python_speed_ms()
     problems = failures(result)
     progress.end_cell("FAILED" if problems else "ok")
     print(summary(result))
+    print(
+        f"\nload average (1/5/15 min) {'/'.join(f'{x:.1f}' for x in load['start'])} at the start, "
+        f"{'/'.join(f'{x:.1f}' for x in load['end'])} at the end, on {os.cpu_count()} cores; a fixed Python "
+        f"workload took {speed['start_ms']:.1f} ms at the start and {speed['end_ms']:.1f} ms at the end"
+    )
     for problem in problems:
         print(f"FAILED: {problem}", file=sys.stderr)
     if args.out is not None:
@@ -152,7 +164,7 @@ def run_handoff(args: argparse.Namespace, make_scratch: Callable[[str, argparse.
                 "command": getattr(args, "command_line", None) or ["tickwork", "bench", *sys.argv[1:]],
                 "started_at": started_at,
                 "duration_s": round(time.monotonic() - t_start, 1),
-                "machine": machine(),
+                "machine": {**machine(), "loadavg": load, "python_workload_ms": speed},
                 "code": code_version(),
                 "databases": [database],
                 "settings": {

@@ -60,6 +60,12 @@ class Service:
                 raise ChildError(f"{self.name}: no {text!r} within {timeout:g}s\n{self.tail()}")
             time.sleep(0.1)
 
+    def terminate(self) -> None:
+        """SIGTERM, without waiting (:meth:`stop` waits)."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM (a warm shutdown), SIGKILL after ``timeout`` seconds."""
         if self.proc.poll() is not None:
