@@ -570,6 +570,17 @@ def test_beat_metrics_count_a_second_beat_as_duplicates_and_ignore_sends_after_t
     )
     assert (tw["duplicates"], tw["ran"], tw["executions"], tw["handed_off"]) == (1, 1, 2, 1)
     assert tw["handed_off_s"] == pytest.approx(0.5) and tw["ran_s"] == pytest.approx(2.0)
+    # A fire the nodes started past its misfire grace is skipped: not handed off, not a duplicate.
+    late = tickwork_metrics(
+        schedules=2,
+        t0=t0,
+        handed_off_at=t0 + 0.5,
+        executions=twice[:1],
+        statuses={"succeeded": 1, "skipped": 1},
+        history_duplicates=0,
+    )
+    assert (late["handed_off"], late["skipped"], late["not_handed_off"], late["duplicates"]) == (1, 1, 1, 0)
+    assert late["ran_per_s"] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ from tickwork.sql.schema import runs
 
 from .handoffapp import FIRE_TASK
 from .handoffjobs import BROKER_ENV, LOG_ENV, QUEUE_ENV
-from .handoffmetrics import MINUTE_S, beat_metrics, tickwork_metrics
+from .handoffmetrics import HANDED_OFF, MINUTE_S, beat_metrics, tickwork_metrics
 from .handoffprocs import Service, beat_argv, delete_queues, queue_name, ready_time, start_workers
 from .procs import Child, ChildError, collect
 from .scratch import DueSet, Scratch
@@ -105,7 +105,11 @@ class HandoffRun:
         self.beats: list[Service] = []
         self.nodes: list[Child] = []
         self.node_results: list[dict[str, Any]] = []
+        #: fires of the minute handed off, when the last of them was (database clock), and
+        #: whether every fire of the minute has been decided (handed off, skipped or failed)
+        self.handed_off = 0
         self.handed_off_at: float | None = None
+        self.settled = False
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -218,13 +222,15 @@ class HandoffRun:
     def _boundary_after(epoch: float) -> datetime:
         return datetime.fromtimestamp(math.floor(epoch / MINUTE_S + 1) * MINUTE_S, UTC)
 
-    def _handed_off(self, t0: datetime) -> tuple[int, float]:
-        """Fires due at ``t0`` recorded handed off (or further) and the database time."""
-        query = select(func.count()).where(runs.c.scheduled_for == t0, runs.c.status.not_in(("running", "failed")))
+    def _handed_off(self, t0: datetime) -> tuple[int, int, float]:
+        """Fires due at ``t0`` recorded handed off (or further), those no longer running (handed
+        off, skipped or failed), and the database time."""
+        handed = func.count().filter(runs.c.status.in_(HANDED_OFF))
+        settled = func.count().filter(runs.c.status != "running")
         with self.scratch.engine.connect() as conn:
-            count = int(conn.execute(query).scalar_one())
+            row = conn.execute(select(handed, settled).where(runs.c.scheduled_for == t0)).one()
             now = conn.execute(select(self.scratch.store.now_expr())).scalar_one()
-        return count, now.timestamp()
+        return int(row[0]), int(row[1]), now.timestamp()
 
     def _watch(self, t0: float) -> None:
         """Until tickwork's fires ran and the beats' minute is over and what they sent ran."""
@@ -236,10 +242,11 @@ class HandoffRun:
             done = self.executions.read()
             # This minute's fires only: a hand-off slower than a minute meets the next one's.
             ran = sum(1 for e in done if e["kind"] == "tickwork" and e["scheduled_for"] == t0_iso)
-            if self.handed_off_at is None and time.time() >= t0:
-                count, now = self._handed_off(t0_dt)
-                if count >= n:
-                    self.handed_off_at = now
+            if not self.settled and time.time() >= t0:
+                handed, settled, now = self._handed_off(t0_dt)
+                if handed > self.handed_off:
+                    self.handed_off, self.handed_off_at = handed, now
+                self.settled = settled >= n
             if self.beats and not beats_done:
                 sent = len(self.sends.read())
                 if sent >= n * self.s.beats or time.time() >= t0 + MINUTE_S - 0.5:
@@ -247,11 +254,12 @@ class HandoffRun:
                     for beat in self.beats:
                         beat.terminate()
                     beats_done = True
-            if self.nodes and self.handed_off_at is not None and ran >= n:
+            tickwork_done = self.settled and ran >= self.handed_off
+            if self.nodes and tickwork_done:
                 self._stop_tickwork()
             beat_ran = sum(1 for e in done if e["kind"] == "beat")
             self.progress.update(ran + beat_ran, n + len(self.sends.items))
-            if self.handed_off_at is not None and ran >= n and beats_done and beat_ran >= len(self.sends.read()):
+            if tickwork_done and beats_done and beat_ran >= len(self.sends.read()):
                 return
             time.sleep(POLL_S)
         self.errors.append(f"not everything ran within {self.s.timeout:g}s of the minute (see the logs)")
@@ -311,7 +319,7 @@ class HandoffRun:
         out["tickwork"] = tickwork_metrics(
             schedules=s.schedules,
             t0=t0.timestamp(),
-            handed_off_at=self.handed_off_at,
+            handed_off_at=self.handed_off_at if self.settled else None,
             executions=[e for e in done if e["kind"] == "tickwork" and e["scheduled_for"] == t0.isoformat()],
             statuses=statuses,
             history_duplicates=self.scratch.duplicates(),

@@ -78,9 +78,9 @@ def failures(result: dict[str, Any]) -> list[str]:
     if tw["duplicates"]:
         problems.append(f"tickwork: {tw['duplicates']} duplicate execution(s)")
     if tw["handed_off_s"] is None:
-        problems.append(f"tickwork: {tw['handed_off']} of {tw['schedules']} fires handed off")
-    if tw["ran"] < tw["schedules"]:
-        problems.append(f"tickwork: {tw['ran']} of {tw['schedules']} tasks ran")
+        problems.append(f"tickwork: not every fire was handed off, skipped or failed ({tw['history']})")
+    if tw["ran"] < tw["handed_off"]:
+        problems.append(f"tickwork: {tw['ran']} of the {tw['handed_off']} tasks handed off ran")
     return problems
 
 
@@ -98,12 +98,15 @@ def summary(result: dict[str, Any]) -> str:
     if tw is not None:
         lag = tw["task_lag"]
         lines.append(
-            f"  tickwork: handed off (broker-confirmed) {tw['handed_off']:,} in {_s(tw['handed_off_s'])} s "
+            f"  tickwork: handed off (broker-confirmed) {tw['handed_off']:,} of {tw['schedules']:,} in "
+            f"{_s(tw['handed_off_s'])} s "
             f"({_s(tw['handed_off_per_s'], ',.0f')}/s); ran {tw['ran']:,} in {_s(tw['ran_s'])} s "
             f"({_s(tw['ran_per_s'], ',.0f')}/s); task start after the minute p50/p99/max "
             f"{_s(lag['p50_ms'], ',.0f')}/{_s(lag['p99_ms'], ',.0f')}/{_s(lag['max_ms'], ',.0f')} ms; "
             f"duplicates {tw['duplicates']}"
         )
+        if tw["not_handed_off"]:
+            lines.append(f"  tickwork: {tw['not_handed_off']:,} fires not handed off: {tw['history']}")
     beat = result.get("beat")
     if beat is not None:
         for name, b in beat["by_beat"].items():

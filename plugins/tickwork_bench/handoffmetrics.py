@@ -12,6 +12,8 @@ from .metrics import percentile
 
 #: One minute: what beat must send within for a minute's fires to be on time.
 MINUTE_S = 60.0
+#: History statuses of a fire whose message the broker confirmed (the worker may have reported on).
+HANDED_OFF = ("submitted", "started", "succeeded")
 
 
 def _lags_ms(times: Iterable[float], t0: float) -> dict[str, float | None]:
@@ -43,25 +45,32 @@ def tickwork_metrics(
 ) -> dict[str, Any]:
     """tickwork's part: ``schedules`` fires due at ``t0`` (epoch seconds).
 
-    :param handed_off_at: the database time at which every fire was first seen handed off in the
-        history (``submitted`` or further), ``None`` if that never happened
+    :param handed_off_at: the database time at which the last fire was first seen handed off in
+        the history (``submitted`` or further), once every fire was decided; ``None`` if that
+        never happened
     :param executions: the workers' lines of tickwork's tasks (``kind == "tickwork"``)
     :param statuses: the history rows of those fires by status, at the end
+
+    A fire the nodes could not start within its schedule's misfire grace (30 s by default) is
+    ``skipped``, as the misfire policy says: never handed off, counted in ``skipped``.
     """
     fires = [(e["schedule"], e["scheduled_for"]) for e in executions]
     ran = len(set(fires))
     ran_s = max(e["at"] for e in executions) - t0 if executions else None
     handed_off_s = handed_off_at - t0 if handed_off_at is not None else None
+    handed_off = sum(statuses.get(status, 0) for status in HANDED_OFF)
     duplicates = max(repeats(fires), repeats(e["task_id"] for e in executions)) + history_duplicates
     return {
         "schedules": schedules,
-        "handed_off": sum(n for status, n in statuses.items() if status != "running"),
+        "handed_off": handed_off,
+        "skipped": statuses.get("skipped", 0),
+        "not_handed_off": schedules - handed_off,
         "handed_off_s": handed_off_s,
-        "handed_off_per_s": _rate(schedules, handed_off_s) if handed_off_at is not None else None,
+        "handed_off_per_s": _rate(handed_off, handed_off_s),
         "ran": ran,
         "executions": len(executions),
         "ran_s": ran_s,
-        "ran_per_s": _rate(ran, ran_s) if ran == schedules else None,
+        "ran_per_s": _rate(ran, ran_s) if ran == handed_off else None,
         "task_lag": _lags_ms((e["at"] for e in executions), t0),
         "duplicates": duplicates,
         "history": dict(sorted(statuses.items())),
