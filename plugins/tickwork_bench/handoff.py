@@ -128,6 +128,8 @@ class HandoffRun:
             self._watch(t0.timestamp())
         except ChildError as exc:
             self.errors.append(str(exc))
+        except KeyboardInterrupt:
+            self.errors.append("interrupted: reporting what was measured so far")
         finally:
             self._stop_all()
         return self._report(t0)
