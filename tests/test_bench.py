@@ -598,3 +598,39 @@ def test_handoff_usage_errors(args: list[str], message: str, capsys: pytest.Capt
         argv = ["--no-progress", *args]
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("executor", ["rq", "dramatiq"])
+def test_handoff_to_rq_and_dramatiq_workers(
+    executor: str, postgres_server: PostgresServer, redis_url: str, tmp_path: Path
+) -> None:
+    """The same workload with the rq and dramatiq executors over Redis (no beat): every fire
+    handed off and run once by real workers, and the run's queue keys gone from Redis."""
+    import redis
+
+    out = tmp_path / "handoff.json"
+    status = cli.main(
+        [
+            "--workload", "handoff",
+            "--executor", executor,
+            "--broker", redis_url,
+            "--schedules", "20",
+            "--worker-concurrency", "2",
+            "--pg-url", postgres_server.url("postgres"),
+            "--out", str(out),
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc
+    (cell,) = doc["cells"]
+    assert cell["errors"] == [] and "beat" not in cell, cell
+    tw = cell["tickwork"]
+    assert (tw["handed_off"], tw["ran"], tw["executions"], tw["duplicates"]) == (20, 20, 20, 0), tw
+    assert tw["history"] == {"succeeded": 20}, tw
+    queue = cell["queues"]["tickwork"]
+    connection = redis.Redis.from_url(redis_url)
+    try:
+        assert [k for k in connection.scan_iter(f"*{queue}*")] == []
+    finally:
+        connection.close()

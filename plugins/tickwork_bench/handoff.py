@@ -183,11 +183,12 @@ class HandoffRun:
 
     def _start_beats_and_pick_minute(self) -> datetime:
         """Start the beats early in a minute and return the boundary they fire first (the
-        machine's clock, which is also the database's here); without beats, the next boundary
-        at least the lookahead and two seconds away."""
+        machine's clock, which is also the database's here); without beats, the first whole
+        second at least the lookahead and two seconds away (no need to wait for a minute: the
+        fires of the next boundary, if it comes during the run, are left out of every count)."""
         margin = self.s.lookahead + 2.0
         if not self.s.beats:
-            return self._boundary_after(self.scratch.now().timestamp() + margin)
+            return datetime.fromtimestamp(math.ceil(self.scratch.now().timestamp() + margin), UTC)
         if time.time() % MINUTE_S > BEAT_START_BY_S:
             self.progress.message("waiting for the next minute to start the beats")
             time.sleep(MINUTE_S - time.time() % MINUTE_S + 0.2)

@@ -101,7 +101,7 @@ def summary(result: dict[str, Any]) -> str:
             f"  tickwork: handed off (broker-confirmed) {tw['handed_off']:,} of {tw['schedules']:,} in "
             f"{_s(tw['handed_off_s'])} s "
             f"({_s(tw['handed_off_per_s'], ',.0f')}/s); ran {tw['ran']:,} in {_s(tw['ran_s'])} s "
-            f"({_s(tw['ran_per_s'], ',.0f')}/s); task start after the minute p50/p99/max "
+            f"({_s(tw['ran_per_s'], ',.0f')}/s); task start after the due time p50/p99/max "
             f"{_s(lag['p50_ms'], ',.0f')}/{_s(lag['p99_ms'], ',.0f')}/{_s(lag['max_ms'], ',.0f')} ms; "
             f"duplicates {tw['duplicates']}"
         )

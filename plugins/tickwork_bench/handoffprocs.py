@@ -151,6 +151,10 @@ def delete_queues(executor: str, broker: str, queues: Sequence[str]) -> list[str
                             job_id = (job.decode() if isinstance(job, bytes) else str(job)).split(":", 1)[0]
                             connection.delete(f"rq:job:{job_id}", f"rq:results:{job_id}")
                     connection.delete(key)
+                # The stopped workers' records (named after the queue, see worker_argv).
+                for key in connection.scan_iter(f"rq:worker:*-{name}"):
+                    connection.srem("rq:workers", key)
+                    connection.delete(key)
             except Exception as exc:
                 problems.append(f"queue {name}: {exc}")
         connection.close()

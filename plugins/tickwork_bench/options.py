@@ -225,7 +225,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     hand.add_argument(
         "--handoff-timeout",
         type=_positive_float,
-        help="seconds after the minute until which every task must have run (default max(120, schedules / 20))",
+        help="seconds after the due time by which every task must have run (default max(120, schedules / 20))",
     )
 
     out = parser.add_argument_group("output")
