@@ -170,12 +170,14 @@ def delete_queues(executor: str, broker: str, queues: Sequence[str]) -> list[str
             except Exception as exc:
                 problems.append(f"queue {name}: {exc}")
                 channel = conn.channel()  # an AMQP error closes the channel
-    if executor == "dramatiq" and broker.startswith("redis"):
+    if broker.startswith("redis"):
         from redis import Redis
 
         connection = Redis.from_url(broker)
         for q in queues:
-            keys = [k for pattern in (f"dramatiq:{q}*",) for k in connection.scan_iter(pattern)]
+            # Dramatiq's keys of the queue; kombu's bindings of its exchange (named as the queue).
+            patterns = (f"dramatiq:{q}*",) if executor == "dramatiq" else (f"_kombu.binding*.{q}",)
+            keys = [k for pattern in patterns for k in connection.scan_iter(pattern)]
             if keys:
                 connection.delete(*keys)
         connection.close()
