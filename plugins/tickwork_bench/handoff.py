@@ -58,7 +58,8 @@ class HandoffSettings:
     concurrency: int
     publish_threads: int
     lookahead: float
-    #: seconds after the minute until which everything must have run
+    batch_size: int
+    #: seconds after the due time until which everything must have run
     timeout: float
     ready_timeout: float = 120.0
 
@@ -164,7 +165,7 @@ class HandoffRun:
     def _start_nodes(self) -> None:
         self.progress.message(f"starting {self.s.nodes} node(s)")
         s = self.s
-        store_options = {**self.scratch.store_options(), "batch_size": 100}
+        store_options = {**self.scratch.store_options(), "batch_size": s.batch_size}
         membership = "single" if s.nodes == 1 else s.membership
         env = dict(self.env, **{QUEUE_ENV: self.queue})
         for k in range(1, s.nodes + 1):

@@ -65,6 +65,7 @@ def settings_from(args: argparse.Namespace, work_dir: Path) -> HandoffSettings:
         concurrency=args.worker_concurrency or DEFAULT_CONCURRENCY[args.executor],
         publish_threads=args.publish_threads,
         lookahead=args.lookahead if args.lookahead is not None else SchedulerConfig.lookahead.default,
+        batch_size=args.batch_size,
         timeout=args.handoff_timeout or max(120.0, schedules / 20.0),
     )
 
@@ -174,6 +175,7 @@ def run_handoff(args: argparse.Namespace, make_scratch: Callable[[str, argparse.
                     "worker_concurrency": settings.concurrency,
                     "publish_threads": settings.publish_threads,
                     "lookahead_s": settings.lookahead,
+                    "batch_size": settings.batch_size,
                     "timeout_s": settings.timeout,
                 },
                 "failed": bool(problems),
