@@ -473,3 +473,164 @@ def test_tiny_burst_in_two_rounds_compares_memberships(tmp_path: Path) -> None:
     assert len(summary["all"]["metrics"]["raw_ratio"]["values"]) == 2
     speed = doc["machine"]["python_workload_ms"]
     assert speed["start_ms"] > 0 and speed["end_ms"] > 0
+
+
+def _queue_exists(broker: str, name: str) -> bool:
+    from kombu import Connection
+    from kombu.exceptions import ChannelError
+
+    with Connection(broker, connect_timeout=5) as conn:
+        try:
+            conn.channel().queue_declare(name, passive=True)
+        except ChannelError:
+            return False
+    return True
+
+
+def test_handoff_hands_a_minute_to_celery_workers_beside_celery_beat(
+    postgres_server: PostgresServer, amqp_url: str, tmp_path: Path
+) -> None:
+    """``tickwork bench --workload handoff`` as a user runs it: 50 schedules due at one minute on one
+    node with the celery executor, real workers, and one real Celery beat with the same 50
+    crontab() entries; every fire ran exactly once, and the run's queues and database are gone."""
+    import subprocess
+
+    out = tmp_path / "handoff.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "tickwork.cli", "bench",
+            "--workload", "handoff",
+            "--executor", "celery",
+            "--broker", amqp_url,
+            "--schedules", "50",
+            "--nodes", "1",
+            "--beats", "1",
+            "--worker-concurrency", "4",
+            "--pg-url", postgres_server.url("postgres"),
+            "--out", str(out),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads(out.read_text())
+    assert doc["failed"] is False
+    (cell,) = doc["cells"]
+    assert cell["errors"] == [], cell
+    assert (cell["workload"], cell["executor"], cell["nodes"], cell["beats"]) == ("handoff", "celery", 1, 1)
+    tw = cell["tickwork"]
+    assert tw["duplicates"] == 0, tw
+    assert tw["handed_off"] == tw["ran"] == tw["executions"] == 50, tw
+    # The worker-side integration recorded every outcome in tickwork's history.
+    assert tw["history"] == {"succeeded": 50}, tw
+    assert tw["handed_off_s"] is not None and tw["ran_s"] is not None
+    assert tw["task_lag"]["p50_ms"] is not None
+    beat = cell["beat"]
+    assert beat["entries_sent"] + beat["entries_not_sent"] == 50
+    assert beat["sent_in_minute"] == beat["entries_sent"] > 0
+    assert set(beat["by_beat"]) == {"beat1"}
+    # One beat sends each entry at most once a minute, and everything it sent ran.
+    assert beat["duplicates"] == 0
+    assert beat["executions"] == beat["sent_in_minute"]
+    assert "handoff: 50 schedules" in done.stdout and "celery beat1: sent" in done.stdout
+    for queue in cell["queues"].values():
+        assert not _queue_exists(amqp_url, queue), queue
+    (database,) = doc["databases"]
+    with psycopg.connect(postgres_server.conninfo(postgres_server.maintenance_dbname), autocommit=True) as conn:
+        left = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database["database"],)).fetchall()
+    assert left == [], database
+
+
+def test_beat_metrics_count_a_second_beat_as_duplicates_and_ignore_sends_after_the_minute() -> None:
+    from tickwork_bench.handoffmetrics import beat_metrics, tickwork_metrics
+
+    t0 = 1_000_000.0
+    sends = [
+        {"beat": "beat1", "task_id": "a1", "entry": "e1", "sent": t0 + 0.5},
+        {"beat": "beat1", "task_id": "a2", "entry": "e2", "sent": t0 + 1.5},
+        {"beat": "beat2", "task_id": "b1", "entry": "e1", "sent": t0 + 0.7},
+        # Late: the next minute's business, not this minute's send.
+        {"beat": "beat2", "task_id": "b2", "entry": "e2", "sent": t0 + 61.0},
+    ]
+    executions = [{"task_id": t, "entry": e, "at": t0 + 2} for t, e in (("a1", "e1"), ("a2", "e2"), ("b1", "e1"))]
+    executions.append({"task_id": "b2", "entry": "e2", "at": t0 + 62})
+    m = beat_metrics(schedules=3, beats=2, t0=t0, sends=sends, executions=executions)
+    assert (m["sent_in_minute"], m["sent_after_minute"], m["entries_sent"], m["entries_not_sent"]) == (3, 1, 2, 1)
+    assert (m["executions"], m["entries_run"], m["duplicates"], m["entries_run_twice_or_more"]) == (3, 2, 1, 1)
+    assert m["by_beat"]["beat1"]["sent_in_minute"] == 2
+    assert m["by_beat"]["beat2"]["sent_in_minute"] == 1
+    assert m["send_lag"]["max_ms"] == pytest.approx(1500.0)
+
+    fire = {"schedule": "s1", "scheduled_for": "2026-01-01T00:00:00+00:00"}
+    twice = [{**fire, "task_id": "x", "at": t0 + 1}, {**fire, "task_id": "x", "at": t0 + 2}]
+    tw = tickwork_metrics(
+        schedules=1, t0=t0, handed_off_at=t0 + 0.5, executions=twice, statuses={"succeeded": 1}, history_duplicates=0
+    )
+    assert (tw["duplicates"], tw["ran"], tw["executions"], tw["handed_off"]) == (1, 1, 2, 1)
+    assert tw["handed_off_s"] == pytest.approx(0.5) and tw["ran_s"] == pytest.approx(2.0)
+    # A fire the nodes started past its misfire grace is skipped: not handed off, not a duplicate.
+    late = tickwork_metrics(
+        schedules=2,
+        t0=t0,
+        handed_off_at=t0 + 0.5,
+        executions=twice[:1],
+        statuses={"succeeded": 1, "skipped": 1},
+        history_duplicates=0,
+    )
+    assert (late["handed_off"], late["skipped"], late["not_handed_off"], late["duplicates"]) == (1, 1, 1, 0)
+    assert late["ran_per_s"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--executor", "rq", "--beats", "1", "--broker", "redis://127.0.0.1:6379/0"], "--beats"),
+        (["--executor", "rq"], "RQ needs Redis"),
+        (["--workload", "handoff,burst"], "runs alone"),
+        (["--nodes", "1,2"], "one node count"),
+    ],
+)
+def test_handoff_usage_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--workload", "handoff", "--no-progress", *args]
+    if "--workload" in args:
+        argv = ["--no-progress", *args]
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("executor", ["rq", "dramatiq"])
+def test_handoff_to_rq_and_dramatiq_workers(
+    executor: str, postgres_server: PostgresServer, redis_url: str, tmp_path: Path
+) -> None:
+    """The same workload with the rq and dramatiq executors over Redis (no beat): every fire
+    handed off and run once by real workers, and the run's queue keys gone from Redis."""
+    import redis
+
+    out = tmp_path / "handoff.json"
+    status = cli.main(
+        [
+            "--workload", "handoff",
+            "--executor", executor,
+            "--broker", redis_url,
+            "--schedules", "20",
+            "--worker-concurrency", "2",
+            "--pg-url", postgres_server.url("postgres"),
+            "--out", str(out),
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc
+    (cell,) = doc["cells"]
+    assert cell["errors"] == [] and "beat" not in cell, cell
+    tw = cell["tickwork"]
+    assert (tw["handed_off"], tw["ran"], tw["executions"], tw["duplicates"]) == (20, 20, 20, 0), tw
+    assert tw["history"] == {"succeeded": 20}, tw
+    queue = cell["queues"]["tickwork"]
+    connection = redis.Redis.from_url(redis_url)
+    try:
+        assert [k for k in connection.scan_iter(f"*{queue}*")] == []
+    finally:
+        connection.close()

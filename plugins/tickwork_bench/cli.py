@@ -23,6 +23,7 @@ from tickwork.plugin.manager import default_manager
 
 from .calibrate import python_speed_ms
 from .cells import RAW, SINGLE, STORES, SYNC, WORKLOADS, Cell, Plan, expand
+from .handoffcli import run_handoff, wants_handoff
 from .metrics import CellResult
 from .options import EXIT_FAILED, EXIT_USAGE, FULL, QUICK, UsageError, add_arguments
 from .progress import Progress
@@ -148,6 +149,8 @@ def measure(
 
 def run(args: argparse.Namespace) -> int:
     """Run ``tickwork bench``; returns 0, 1 (a cell failed or fired twice) or 2 (invalid options)."""
+    if wants_handoff(args):
+        return run_handoff(args, _scratch)
     try:
         plan = plan_from(args)
     except (UsageError, TickworkError) as exc:

@@ -159,6 +159,9 @@ def build_config(args: argparse.Namespace) -> Config:
         "membership": {"plugin": args.membership, **json.loads(args.membership_options)},
         "executor": {"local": {"max_workers": args.workers}},
     }
+    if args.executor is not None:
+        # A hand-off executor (tickwork bench --workload handoff): its [executor.NAME] table.
+        data["executor"][args.executor] = json.loads(args.executor_options)
     if args.metrics:
         data["metrics"] = {"port": 0}
     return parse(data)
@@ -216,6 +219,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--membership", required=True, help="membership plugin name")
     p.add_argument("--membership-options", default="{}", help="JSON object: the [membership] table")
     p.add_argument("--workers", type=int, default=8, help="local executor threads")
+    p.add_argument("--executor", help="configure this executor too (besides local)")
+    p.add_argument("--executor-options", default="{}", help="JSON object: the [executor.NAME] table of --executor")
     p.add_argument(
         "--lookahead", type=float, default=SchedulerConfig.lookahead.default, help="[scheduler] lookahead seconds"
     )

@@ -12,6 +12,7 @@ from tickwork.errors import TickworkError
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/mysql"
+DEFAULT_BROKER = "amqp://guest:guest@127.0.0.1:5672//"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
@@ -94,8 +95,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sel.add_argument(
         "--workload",
         help=f"burst (all due at once), steady (all due every second), spread (the steady rate spread evenly "
-        f"over each second), sync (node start with --schedules declared jobs, against their import time) "
-        f"(default {FULL.workloads})",
+        f"over each second), sync (node start with --schedules declared jobs, against their import time), "
+        f"handoff (--schedules fires due at one minute handed to a task queue's workers, alone; see the "
+        f"hand-off options) (default {FULL.workloads})",
     )
     sel.add_argument(
         "--schedules",
@@ -185,6 +187,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run every node with the metrics plugin on ([metrics] port = 0: a free port each), to measure "
         "its cost against a run without (needs tickwork[metrics])",
+    )
+
+    hand = parser.add_argument_group("hand-off (--workload handoff)")
+    hand.add_argument(
+        "--executor",
+        choices=("celery", "rq", "dramatiq"),
+        default="celery",
+        help="the hand-off executor the nodes use; real workers of that queue run the tasks (default celery)",
+    )
+    hand.add_argument(
+        "--broker",
+        default=DEFAULT_BROKER,
+        help=f"amqp://... or redis://.../N (rq: redis only); a queue of the run's own is used and deleted at the "
+        f"end (default {DEFAULT_BROKER})",
+    )
+    hand.add_argument(
+        "--beats",
+        type=int,
+        choices=(0, 1, 2),
+        default=0,
+        help="Celery beat processes firing the same schedules as crontab() entries in the same run, on a queue "
+        "and worker of their own (celery only; 2 shows beat's duplicates) (default 0)",
+    )
+    hand.add_argument(
+        "--worker-concurrency",
+        type=_positive_int,
+        help="celery worker threads (default 16), rq worker processes (4), dramatiq worker threads (8); each "
+        "queue (tickwork's, beat's) gets its own worker",
+    )
+    hand.add_argument(
+        "--publish-threads",
+        type=_positive_int,
+        default=2,
+        help="the hand-off executor's publishing threads per node ([executor.NAME] threads; default 2, its default)",
+    )
+    hand.add_argument(
+        "--handoff-timeout",
+        type=_positive_float,
+        help="seconds after the due time by which every task must have run (default max(120, schedules / 20))",
     )
 
     out = parser.add_argument_group("output")

@@ -26,7 +26,9 @@ class Child:
     Its stderr goes to ``log_path`` so warnings survive for the report.
     """
 
-    def __init__(self, name: str, module: str, args: Sequence[str], log_path: Path) -> None:
+    def __init__(
+        self, name: str, module: str, args: Sequence[str], log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.log_path = log_path
         self._log: IO[str] = log_path.open("w")
@@ -36,6 +38,7 @@ class Child:
             stderr=self._log,
             stdin=subprocess.DEVNULL,
             text=True,
+            env=env,
         )
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, name=f"bench-read-{name}", daemon=True)

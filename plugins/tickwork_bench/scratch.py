@@ -90,12 +90,23 @@ class DueSet:
     kind: str
     expression: Callable[[int], str]
     offset: Callable[[int], timedelta] | None = None
+    #: what the schedules run: the no-op local job, or a task of a hand-off executor
+    executor: str = "local"
+    target: str = NOOP_TARGET
 
 
 def schedule_rows(
-    first: int, count: int, *, kind: str, expression: Callable[[int], str], next_fire: Callable[[int], Any], prefix: str
+    first: int,
+    count: int,
+    *,
+    kind: str,
+    expression: Callable[[int], str],
+    next_fire: Callable[[int], Any],
+    prefix: str,
+    executor: str = "local",
+    target: str = NOOP_TARGET,
 ) -> list[dict[str, Any]]:
-    """Rows for the schedules table: no-op job, local executor, UTC."""
+    """Rows for the schedules table, UTC: by default the no-op job on the local executor."""
     now = datetime.now(UTC)
     rows = []
     for i in range(first, first + count):
@@ -108,8 +119,8 @@ def schedule_rows(
                 "trigger_kind": kind,
                 "expression": expression(i),
                 "timezone": "UTC",
-                "executor": "local",
-                "target": NOOP_TARGET,
+                "executor": executor,
+                "target": target,
                 "arguments": {},
                 "timeout_s": 300.0,
                 "misfire": None,
@@ -204,6 +215,8 @@ class Scratch(ABC):
                     expression=due_set.expression,
                     next_fire=lambda _i: parked,
                     prefix="due",
+                    executor=due_set.executor,
+                    target=due_set.target,
                 )
                 conn.execute(insert(schedules), rows)
             self._last_due_id = int(conn.execute(select(func.coalesce(func.max(schedules.c.id), 0))).scalar_one())
@@ -219,9 +232,9 @@ class Scratch(ABC):
                 conn.execute(insert(schedules), rows)
         self._analyze()
 
-    def arm(self, lead: float, *, align: bool, fresh_stats: bool = True) -> Armed:
+    def arm(self, lead: float, *, align: bool, fresh_stats: bool = True, at: datetime | None = None) -> Armed:
         """Make every due schedule due at the database time ``now + lead`` (rounded up to a whole
-        second when ``align``), then wake the nodes.
+        second when ``align``), or at ``at`` when given, then wake the nodes.
 
         With ``fresh_stats`` the planner statistics are refreshed after the fire times are set and
         before the nodes are woken, as autovacuum's ANALYZE would have done before a real burst;
@@ -232,6 +245,8 @@ class Scratch(ABC):
         t0 = db_now + timedelta(seconds=lead)
         if align:
             t0 = datetime.fromtimestamp(math.ceil(t0.timestamp()), UTC)
+        if at is not None:
+            t0 = at
         offset = self._due.offset if self._due is not None else None
         with self.engine.begin() as conn:
             if offset is None:
