@@ -2,15 +2,15 @@
 hour, live nodes; and the attempts of one fire grouped into one row.
 
 A schedule's health is read here from the :class:`~tickwork.admin.info.ScheduleInfo` fields that
-exist today (:func:`health_of`, :func:`is_overdue`) and, for *late*, from the admin API's
-health of the running ones. The strip counts without reading every
-schedule, so it stays cheap on a large store: *parked*, *failing* and *paused* are SQL counts of
-the admin API (*parked* on the stored fault, as the admin API's health decides it: every parked
-schedule, whether its last run failed or succeeded), *overdue* walks the head of the list sorted
-by next fire (the late ones come first), stopping at the first schedule that is not overdue, or
-at :data:`MOST` (shown as ``1000+``). Each schedule counts once, in the state :func:`health_of`
-gives it (a parked schedule whose last run failed is parked, an overdue one whose last run failed
-is overdue, as in the admin API's health).
+exist today (:func:`health_of`, by the rules of :mod:`tickwork.admin.health` that the schedule
+row alone decides) and, for *late*, from the admin API's health of the running ones. The strip
+counts without reading every schedule, so it stays cheap on a large store: *parked*, *failing*
+and *paused* are SQL counts of the admin API (*parked* on the stored fault, as the admin API's
+health decides it: every parked schedule, whether its last run failed or succeeded), *overdue*
+walks the head of the list sorted by next fire (the late ones come first), stopping at the first
+schedule that is not overdue, or at :data:`MOST` (shown as ``1000+``). Each schedule counts once,
+in the state :func:`health_of` gives it (a parked schedule whose last run failed is parked, an
+overdue one whose last run failed is overdue, as in the admin API's health).
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tickwork.admin import Admin
+from tickwork.admin.health import HealthPolicy, is_overdue
 from tickwork.admin.info import ScheduleInfo
 from tickwork.structures import FAILING, RunRecord, RunStatus, ScheduleState
 
 #: The health states the strip counts, in the order it shows them.
 HEALTH = ("failing", "overdue", "late", "paused", "parked")
 #: An idle, enabled schedule whose next fire is this far in the past is overdue: no node has
-#: claimed it (none live, none owning its bucket, or all busy). A live node wakes for the next
-#: due time and claims it then, so a minute past it is no scheduling jitter. The default
-#: ``[health] overdue_margin`` of the health states (docs/observability.md).
-OVERDUE_AFTER = timedelta(seconds=60)
+#: claimed it (none live, none owning its bucket, or all busy). The default of
+#: ``[health] overdue_margin``; the strip uses the configured one (``Admin.health_policy``).
+OVERDUE_AFTER = HealthPolicy().overdue_margin
 #: The window of "runs in the last hour".
 RECENT = timedelta(hours=1)
 #: Rows read per query while walking the list, and the most overdue or late ones counted.
@@ -37,34 +37,31 @@ PAGE = 200
 MOST = 1000
 
 
-def is_overdue(info: ScheduleInfo, now: datetime) -> bool:
-    return (
-        info.enabled
-        and info.state is ScheduleState.IDLE
-        and info.next_fire is not None
-        and now - info.next_fire > OVERDUE_AFTER
-    )
+def _is_overdue(info: ScheduleInfo, now: datetime, margin: timedelta) -> bool:
+    return is_overdue(info.enabled, info.state, info.next_fire, now, margin)
 
 
-def health_of(info: ScheduleInfo, now: datetime) -> str:
+def health_of(info: ScheduleInfo, now: datetime, margin: timedelta = OVERDUE_AFTER) -> str:
     """One schedule's health for the strip at ``now``: ``parked``, ``paused``, ``overdue``,
-    ``failing`` or ``healthy`` (``late`` needs its history: :func:`_late` reads the admin API's)."""
+    ``failing`` or ``healthy`` (``late`` needs its history: :func:`_late` reads the admin API's).
+    The rules of :mod:`tickwork.admin.health` that the schedule row alone decides."""
     if info.fault is not None:
         return "parked"
     if not info.enabled:
         return "paused"
-    if is_overdue(info, now):
+    if _is_overdue(info, now, margin):
         return "overdue"
     return "failing" if info.last_status in FAILING else "healthy"
 
 
 def _overdue(admin: Admin, now: datetime) -> int:
-    """Enabled idle schedules due more than :data:`OVERDUE_AFTER` ago: the head of the list."""
+    """Enabled idle schedules due more than ``[health] overdue_margin`` ago: the head of the list."""
+    margin = admin.health_policy.overdue_margin
     count = offset = 0
     while count < MOST:
         page = admin.list(enabled=True, state=ScheduleState.IDLE, limit=PAGE, offset=offset)
-        overdue = [info for info in page if is_overdue(info, now)]
-        count += sum(1 for info in overdue if health_of(info, now) == "overdue")
+        overdue = [info for info in page if _is_overdue(info, now, margin)]
+        count += sum(1 for info in overdue if health_of(info, now, margin) == "overdue")
         if len(overdue) < len(page) or len(page) < PAGE:
             break
         offset += PAGE

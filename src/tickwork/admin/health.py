@@ -43,6 +43,7 @@ __all__ = [
     "ScheduleHealth",
     "assess",
     "health_of",
+    "is_overdue",
 ]
 
 #: Runs read per schedule: the window of consecutive failures and of the usual duration.
@@ -80,6 +81,15 @@ class HealthPolicy:
             raise ValueError(f"overdue_margin: must be >= 0, got {self.overdue_margin}")
         if self.late_factor < 1:
             raise ValueError(f"late_factor: must be >= 1, got {self.late_factor}")
+
+
+def is_overdue(
+    enabled: bool, state: ScheduleState, next_fire: datetime | None, now: datetime, margin: timedelta
+) -> bool:
+    """Whether a schedule is ``overdue``: enabled, idle, and its next fire passed more than
+    ``margin`` ago unclaimed. Read from the schedule row alone (the dashboard's strip counts by it
+    without reading histories)."""
+    return enabled and state is ScheduleState.IDLE and next_fire is not None and now - next_fire > margin
 
 
 def _ended(run: RunRecord) -> datetime:
@@ -141,11 +151,8 @@ def assess(
         return verdict(Health.PARKED, f"a node could not handle it: {_one_line(schedule.fault)}")
     if not spec.enabled:
         return verdict(Health.PAUSED, f"disabled; {summary}")
-    if (
-        schedule.state is ScheduleState.IDLE
-        and schedule.next_fire is not None
-        and now - schedule.next_fire > policy.overdue_margin
-    ):
+    if is_overdue(True, schedule.state, schedule.next_fire, now, policy.overdue_margin):
+        assert schedule.next_fire is not None  # overdue only with one
         reason = (
             f"the fire due at {iso_z(schedule.next_fire)} was not run within "
             f"{policy.overdue_margin.total_seconds():g}s; {summary}"
