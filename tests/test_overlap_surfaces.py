@@ -189,7 +189,7 @@ def test_migration_0007_stores_cancelled_and_a_downgrade_keeps_the_row(url: str)
                 "cancelled (status removed by a downgrade)",
             )
         with engine.begin() as conn:
-            migrations.upgrade(conn)
+            migrations.upgrade(conn, "0007")
             assert migrations.current_revision(conn) == "0007"
     finally:
         engine.dispose()
