@@ -6,6 +6,7 @@ identical backfill runs none, and ``--rerun`` runs them again as further attempt
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -179,7 +180,7 @@ def test_a_backfills_overlap_decides_whether_its_fires_run_together(
         assert most_at_once(runs) == 1
         # In fire-time order: each started after the previous (earlier fire) had finished.
         assert [r.scheduled_for for r in runs] == [start + timedelta(hours=h) for h in range(6)]
-        for before, after in zip(runs, runs[1:], strict=False):
+        for before, after in itertools.pairwise(runs):
             assert before.finished_at is not None and after.started_at is not None
             assert before.finished_at <= after.started_at
     else:

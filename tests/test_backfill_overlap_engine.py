@@ -52,9 +52,9 @@ def test_buffer_all_runs_the_fires_one_at_a_time_oldest_first(
     add(sqlite_store, "stepped", "0 * * * *", target="tests.backfill_jobs:stepped")
     times = yesterday(3)
     assert sqlite_store.queue_backfill("stepped", list(reversed(times))) == list(reversed(times))
-    for moment in times:
+    for count, moment in enumerate(times, start=1):
         engine.backfills.run()
-        until(lambda: len(backfill_jobs.started) == times.index(moment) + 1)
+        until(lambda count=count: len(backfill_jobs.started) == count)
         assert running(sqlite_store) == [moment]
         engine.backfills.run()  # while it runs, the next one waits
         assert running(sqlite_store) == [moment] and engine.backfills.in_flight == 1

@@ -186,7 +186,8 @@ class JobsBackfill(AdminCommand):
             "--overlap",
             choices=BACKFILL_OVERLAP,
             default="buffer_all",
-            help="buffer_all (default): one at a time, oldest first; allow: side by side, up to the schedule's max_concurrent",
+            help="buffer_all (default): one at a time, oldest first; "
+            "allow: side by side, up to the schedule's max_concurrent",
         )
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
