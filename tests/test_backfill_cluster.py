@@ -1,9 +1,12 @@
 """Backfill on real node processes over PostgreSQL: yesterday's 24 hourly fires run once each,
 with distinct fire identities, through the schedule's executor on the node owning it; a second
-identical backfill runs none, and ``--rerun`` runs them again as further attempts."""
+identical backfill runs none, and ``--rerun`` runs them again as further attempts. By its
+``--overlap``, a backfill's fires of a 1 s job run one at a time in fire-time order
+(``buffer_all``, the default) or side by side (``allow``), judged from the history's times."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -16,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tickwork import schedules as admin
-from tickwork.structures import RunStatus, ScheduleSpec, iso_z
+from tickwork.structures import RunRecord, RunStatus, ScheduleSpec, iso_z
 from tickwork_postgres.store import PostgresStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -98,7 +101,10 @@ def test_backfill_runs_yesterdays_fires_once(tmp_path: Path, postgres_url: str) 
     dry = json.loads(tickwork(configs[0], "--json", "jobs", "backfill", "hourly", *window, "--dry-run").stdout)
     assert len(dry["times"]) == 24 and dry["queued"] == dry["times"]
 
-    queued = json.loads(tickwork(configs[0], "--json", "jobs", "backfill", "hourly", *window).stdout)
+    # allow: this test is about each fire running once, not about their order (below).
+    queued = json.loads(
+        tickwork(configs[0], "--json", "jobs", "backfill", "hourly", *window, "--overlap", "allow").stdout
+    )
     assert queued["queued"] == [iso_z(yesterday + timedelta(hours=h)) for h in range(24)]
     run_nodes(configs, env, 8.0)
     runs = [r for r in store.history(schedule="hourly", limit=1000)]
@@ -114,8 +120,69 @@ def test_backfill_runs_yesterdays_fires_once(tmp_path: Path, postgres_url: str) 
 
     # --rerun: two fires again, as their second attempts.
     two = ("--from", iso_z(yesterday), "--to", iso_z(yesterday + timedelta(hours=2)))
-    tickwork(configs[0], "jobs", "backfill", "hourly", *two, "--rerun")
+    tickwork(configs[0], "jobs", "backfill", "hourly", *two, "--rerun", "--overlap", "allow")
     run_nodes(configs[:1], env, 4.0)
     attempts = Counter(r.attempt for r in store.history(schedule="hourly", limit=1000))
     assert attempts == {1: 24, 2: 2}
+    store.close()
+
+
+def most_at_once(runs: list[RunRecord]) -> int:
+    """The most runs running at one moment, from their started/finished times (database clock)."""
+    edges = sorted(
+        [(r.started_at, 1) for r in runs if r.started_at is not None]
+        + [(r.finished_at, -1) for r in runs if r.finished_at is not None],
+        key=lambda edge: (edge[0], edge[1]),  # an end before a start at the same instant
+    )
+    now = most = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+@pytest.mark.parametrize("overlap", ["buffer_all", "allow"])
+def test_a_backfills_overlap_decides_whether_its_fires_run_together(
+    tmp_path: Path, postgres_url: str, overlap: str
+) -> None:
+    store = PostgresStore(postgres_url)
+    store.upgrade()
+    store.open()
+    name = f"lasting-{overlap}"
+    admin.add(
+        store,
+        ScheduleSpec(
+            name=name,
+            trigger_kind="cron",
+            expression="0 * * * *",
+            target="tests.cluster_jobs:lasting",
+            arguments={"n": 1, "seconds": 1.0},
+        ),
+    )
+    today = store.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    start = today - timedelta(days=1)
+    configs = [node_config(tmp_path, postgres_url, f"n{i}") for i in (1, 2)]
+    fires = tmp_path / "fires.txt"
+    fires.touch()
+    env = dict(os.environ, CLUSTER_FIRES=str(fires))
+    window = ("--from", iso_z(start), "--to", iso_z(start + timedelta(hours=6)))
+    args = ["--overlap", overlap] if overlap == "allow" else []  # buffer_all is the default
+    queued = json.loads(tickwork(configs[0], "--json", "jobs", "backfill", name, *window, *args).stdout)
+    assert queued["overlap"] == overlap and len(queued["queued"]) == 6
+
+    # buffer_all: six 1 s runs one after the other, each started at a backfill pass (every second).
+    run_nodes(configs, env, 20.0 if overlap == "buffer_all" else 8.0)
+    runs = sorted(store.history(schedule=name, limit=100), key=lambda r: (r.started_at or today, r.id))
+    assert [r.status for r in runs] == [RunStatus.SUCCEEDED] * 6
+    assert sorted(r.scheduled_for for r in runs) == [start + timedelta(hours=h) for h in range(6)]
+    assert len(fires.read_text().splitlines()) == 6  # each executed once
+    if overlap == "buffer_all":
+        assert most_at_once(runs) == 1
+        # In fire-time order: each started after the previous (earlier fire) had finished.
+        assert [r.scheduled_for for r in runs] == [start + timedelta(hours=h) for h in range(6)]
+        for before, after in itertools.pairwise(runs):
+            assert before.finished_at is not None and after.started_at is not None
+            assert before.finished_at <= after.started_at
+    else:
+        assert most_at_once(runs) > 1
     store.close()

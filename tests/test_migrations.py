@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Column, MetaData, String, Table, create_engine, insert, inspect, select, update
+from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, insert, inspect, select, update
 
 from tickwork.sql import migrations
-from tickwork.sql.schema import UTCDateTime, metadata, nodes
+from tickwork.sql.schema import UTCDateTime, backfills, metadata, nodes, schedules
 from tickwork_mysql.store import sqlalchemy_url
 
 
@@ -78,7 +78,7 @@ def test_0008_adds_node_executors_and_keeps_the_records(url: str) -> None:
             migrations.upgrade(conn, "0007")
             conn.execute(insert(before).values(id="old", started_at=at, heartbeat_at=at, instance="i"))
         with engine.begin() as conn:
-            migrations.upgrade(conn)
+            migrations.upgrade(conn, "0008")
             assert migrations.current_revision(conn) == "0008"
             row = conn.execute(select(nodes).where(nodes.c.id == "old")).one()
             assert (row.instance, row.executors, row.heartbeat_at) == ("i", None, at)
@@ -87,5 +87,49 @@ def test_0008_adds_node_executors_and_keeps_the_records(url: str) -> None:
             migrations.downgrade(conn, "0007")
             assert "executors" not in {c["name"] for c in inspect(conn).get_columns("tickwork_nodes")}
             assert conn.execute(select(before.c.id, before.c.instance)).all() == [("old", "i")]
+    finally:
+        engine.dispose()
+
+
+def test_0009_adds_backfill_overlap_and_keeps_the_queue(url: str) -> None:
+    # A fire queued by a backfill under 0008 reads buffer_all, the default, after the upgrade;
+    # the downgrade drops only the column and keeps the queue.
+    engine = create_engine(url)
+    at = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    try:
+        with engine.begin() as conn:
+            migrations.upgrade(conn, "0008")
+            conn.execute(
+                insert(schedules).values(
+                    name="s",
+                    bucket=1,
+                    trigger_kind="cron",
+                    expression="0 * * * *",
+                    executor="local",
+                    target="m:f",
+                    arguments={},
+                    timeout_s=60.0,
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
+            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == "s"))
+            before = Table(
+                "tickwork_backfills",
+                MetaData(),
+                Column("schedule_id", Integer),
+                Column("scheduled_for", UTCDateTime),
+                Column("created_at", UTCDateTime),
+            )
+            conn.execute(insert(before).values(schedule_id=schedule_id, scheduled_for=at, created_at=at))
+        with engine.begin() as conn:
+            migrations.upgrade(conn)
+            assert migrations.current_revision(conn) == "0009"
+            row = conn.execute(select(backfills)).one()
+            assert (row.scheduled_for, row.overlap, bool(row.rerun)) == (at, "buffer_all", False)
+        with engine.begin() as conn:
+            migrations.downgrade(conn, "0008")
+            assert "overlap" not in {c["name"] for c in inspect(conn).get_columns("tickwork_backfills")}
+            assert conn.execute(select(before.c.scheduled_for)).all() == [(at,)]
     finally:
         engine.dispose()

@@ -339,3 +339,25 @@ def test_the_harness_runs_backfilled_fires_once() -> None:
     assert [(r.scheduled_for, r.status, r.attempt) for r in ran] == [(t, RunStatus.SUCCEEDED, 1) for t in times]
     assert harness.store.queue_backfill("hourly", times) == []
     assert harness.advance(60) == []
+
+
+def test_admin_backfill_stores_its_overlap_and_the_harness_runs_buffer_all_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
+    assert main(["db", "upgrade"]) == 0
+    with tickwork.connect() as admin:
+        admin.add("hourly", "0 * * * *", "tests.jobs_for_tests:record")
+        start = START - timedelta(days=1)
+        end = start + timedelta(hours=3)
+        with pytest.raises(ConfigError, match="buffer_all, allow"):
+            admin.backfill("hourly", start, end, overlap="skip")
+        assert admin.backfill("hourly", start, end, dry_run=True).overlap == "buffer_all"
+        report = admin.backfill("hourly", start, end, overlap="allow")
+        assert report.as_json()["overlap"] == "allow" and len(report.queued) == 3
+    # The harness takes a buffer_all backfill one fire a pass, oldest first.
+    harness = SchedulerHarness([spec("hourly", "0 * * * *", end_at=START)], start=START + timedelta(hours=1))
+    times = [START - timedelta(hours=h) for h in (3, 2, 1)]
+    assert harness.store.queue_backfill("hourly", list(reversed(times)), overlap="buffer_all") == times[::-1]
+    assert [r.scheduled_for for r in harness.advance(60)] == times

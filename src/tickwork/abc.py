@@ -367,10 +367,14 @@ class Store(ABC):
         ]
         return None if not ends else (min(ends) - now).total_seconds()
 
-    def queue_backfill(self, name: str, times: Sequence[datetime], *, rerun: bool = False) -> list[datetime]:
+    def queue_backfill(
+        self, name: str, times: Sequence[datetime], *, rerun: bool = False, overlap: str = "buffer_all"
+    ) -> list[datetime]:
         """Queue fire times of schedule ``name`` to run once each (``tickwork jobs backfill``);
         returns those queued. A time the history holds a run of (not only a skipped one) is left
-        out unless ``rerun``; a time queued already is queued once.
+        out unless ``rerun``; a time queued already is queued once (with its first ``overlap``).
+        ``overlap`` (:data:`~tickwork.structures.BACKFILL_OVERLAP`) is stored with each time and
+        decides how :meth:`take_backfills` takes it.
 
         :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
         :raises NotImplementedError: a store without backfill
@@ -381,7 +385,12 @@ class Store(ABC):
         """Take up to ``limit`` queued backfill times of schedules in ``buckets`` (``None``: all),
         earliest first, each removed from the queue and recorded as a ``running`` run of its fire
         (attempt 1, or the next one after a skipped fire or with ``rerun``). A time whose fire
-        ran meanwhile is dropped. The claims carry their run ids; their ends are written with
+        ran meanwhile is dropped. Per schedule, fire-time order is kept and each queued time's
+        ``overlap`` is honoured against the schedule's ``running`` runs, decided by the store's
+        state so that two nodes taking at once agree
+        (:func:`~tickwork.structures.backfill_takeable`): a ``buffer_all`` time is taken only
+        when none is running, and alone; an ``allow`` time while fewer than the schedule's
+        ``max_concurrent`` run. The claims carry their run ids; their ends are written with
         :meth:`end_attempt`. Default: nothing (a store without backfill)."""
         return []
 

@@ -45,6 +45,38 @@ MAX_EXPRESSIONS = 20
 #: (``buffer_all``) wait for the run's end, stop the run and start the new fire
 #: (``cancel_other``), or run them side by side (``allow``, bounded by ``max_concurrent``).
 OVERLAP = ("skip", "buffer_one", "buffer_all", "cancel_other", "allow")
+#: How a backfill's fires of one schedule run beside one another (docs/cluster.md#backfill):
+#: ``buffer_all`` (the default) one at a time, oldest first, each once no run of the schedule is
+#: running; ``allow`` side by side, up to the schedule's ``max_concurrent`` (unbounded when unset).
+BACKFILL_OVERLAP = ("buffer_all", "allow")
+
+
+def backfill_takeable(overlaps: list[str], running: int, max_concurrent: int | None) -> int:
+    """How many of a schedule's queued backfill fires (their ``overlap`` choices, earliest fire
+    first) may start now, with ``running`` runs of the schedule running: fire-time order is kept,
+    so the count stops at the first that has to wait. A ``buffer_all`` fire starts only alone
+    (nothing running, nothing started before it in the same pass); an ``allow`` fire while fewer
+    than ``max_concurrent`` runs are running (any number when ``None``)."""
+    taken = 0
+    for overlap in overlaps:
+        active = running + taken
+        if overlap == "allow":
+            if max_concurrent is not None and active >= max_concurrent:
+                break
+        elif active > 0:
+            break
+        taken += 1
+        if overlap != "allow":
+            break  # a buffer_all fire runs alone: the next waits for its end
+    return taken
+
+
+def check_backfill_overlap(overlap: str) -> None:
+    """:raises ValueError: for an ``overlap`` not in :data:`BACKFILL_OVERLAP`"""
+    if overlap not in BACKFILL_OVERLAP:
+        raise ValueError(f"backfill overlap must be one of {', '.join(BACKFILL_OVERLAP)}, not {overlap!r}")
+
+
 #: The most runs ``max_concurrent`` and ``concurrency_limit`` allow at once, and the longest key.
 MAX_CONCURRENT = 10_000
 MAX_CONCURRENCY_KEY = 200

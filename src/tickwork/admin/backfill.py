@@ -11,7 +11,7 @@ from ..abc import Store
 from ..errors import ConfigError
 from ..plugin.manager import PluginManager
 from ..scheduling.firetimes import fire_times
-from ..structures import RunStatus, iso_z, utc
+from ..structures import BACKFILL_OVERLAP, RunStatus, iso_z, utc
 
 #: Most fire times one backfill queues (a mistyped range should not queue a million runs).
 MAX_BACKFILL = 10_000
@@ -24,6 +24,7 @@ class BackfillReport:
     :param times: every fire time of the schedule in the range, earliest first
     :param queued: those queued to run (with ``dry_run``: those that would be)
     :param already: those left out because the history holds a run of them (without ``rerun``)
+    :param overlap: how the queued fires run beside one another (``buffer_all`` or ``allow``)
     """
 
     name: str
@@ -31,11 +32,13 @@ class BackfillReport:
     queued: list[datetime]
     already: list[datetime]
     dry_run: bool
+    overlap: str = "buffer_all"
 
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "dry_run": self.dry_run,
+            "overlap": self.overlap,
             "times": [iso_z(t) for t in self.times],
             "queued": [iso_z(t) for t in self.queued],
             "already": [iso_z(t) for t in self.already],
@@ -52,7 +55,14 @@ class Backfills:
         def store(self, *, write: bool = False) -> Store: ...
 
     def backfill(
-        self, name: str, start: datetime, end: datetime, *, dry_run: bool = False, rerun: bool = False
+        self,
+        name: str,
+        start: datetime,
+        end: datetime,
+        *,
+        dry_run: bool = False,
+        rerun: bool = False,
+        overlap: str = "buffer_all",
     ) -> BackfillReport:
         """Run every fire time of schedule ``name`` from ``start`` (inclusive) to ``end``
         (exclusive) once: each is queued, and a node owning the schedule runs it through the
@@ -62,11 +72,17 @@ class Backfills:
         fire times are the schedule's own (its jitter, bounds, further expressions and
         exclusions apply), whether it is enabled or not.
 
+        :param overlap: how the fires run beside one another: ``buffer_all`` (the default) one at
+            a time in fire-time order, each once no run of the schedule is running (its own fires
+            included); ``allow`` side by side, up to the schedule's ``max_concurrent`` running
+            runs (unbounded when unset; a node runs at most a few backfilled fires at once)
         :param dry_run: compute and report, queue nothing
         :raises tickwork.ScheduleNotFoundError: if there is no such schedule
-        :raises tickwork.ConfigError: for an empty or reversed range, or more than
-            :data:`MAX_BACKFILL` fire times
+        :raises tickwork.ConfigError: for an empty or reversed range, more than
+            :data:`MAX_BACKFILL` fire times, or an unknown ``overlap``
         """
+        if overlap not in BACKFILL_OVERLAP:
+            raise ConfigError(f"backfill: --overlap must be one of {', '.join(BACKFILL_OVERLAP)}, not {overlap!r}")
         start, end = utc(start), utc(end)
         if end <= start:
             raise ConfigError(f"backfill: --to {iso_z(end)} must be after --from {iso_z(start)}")
@@ -87,9 +103,9 @@ class Backfills:
             ran = set() if rerun else self._ran(store, name, start, end, len(times))
             queued = [t for t in times if t not in ran]
         else:
-            queued = store.queue_backfill(name, times, rerun=rerun) if times else []
+            queued = store.queue_backfill(name, times, rerun=rerun, overlap=overlap) if times else []
         chosen = set(queued)
-        return BackfillReport(name, times, queued, [t for t in times if t not in chosen], dry_run)
+        return BackfillReport(name, times, queued, [t for t in times if t not in chosen], dry_run, overlap)
 
     @staticmethod
     def _ran(store: Store, name: str, start: datetime, end: datetime, count: int) -> set[datetime]:

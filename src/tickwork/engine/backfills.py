@@ -38,15 +38,18 @@ class BackfillRunner:
             return self._in_flight
 
     def run(self) -> int:
-        """Take and start what fits; returns how many were started."""
+        """Take and start what fits (the store keeps each backfill's overlap: a ``buffer_all``
+        fire is taken only once the schedule's previous run has ended); returns how many
+        backfilled runs this node has in flight after the pass, so that housekeeping looks again
+        within a second while any runs (its end may let the next buffered fire start)."""
         room = MAX_BACKFILLS_IN_FLIGHT - self.in_flight
         if room <= 0 or not self.membership.healthy():
-            return 0
+            return self.in_flight
         node = self.settings.node_id
         claims = self.store.take_backfills(node, limit=room, buckets=self.membership.owned_buckets())
         for claim in claims:
             self._start(claim)
-        return len(claims)
+        return self.in_flight or len(claims)
 
     def _start(self, claim: Claim) -> None:
         executor = self.executors.get(claim.spec.executor)

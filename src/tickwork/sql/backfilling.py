@@ -11,7 +11,7 @@ from sqlalchemy import Connection, case, delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import ScheduleNotFoundError
-from ..structures import Claim
+from ..structures import Claim, backfill_takeable, check_backfill_overlap
 from . import bulk
 from .retry import transient_retry
 from .rows import spec_from_row
@@ -23,7 +23,10 @@ class Backfilling(SQLCore):
     """Queueing backfilled fires and taking them (:meth:`tickwork.abc.Store.queue_backfill`)."""
 
     @transient_retry
-    def queue_backfill(self, name: str, times: Sequence[datetime], *, rerun: bool = False) -> list[datetime]:
+    def queue_backfill(
+        self, name: str, times: Sequence[datetime], *, rerun: bool = False, overlap: str = "buffer_all"
+    ) -> list[datetime]:
+        check_backfill_overlap(overlap)
         with self._tx() as conn:
             schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == name))
             if schedule_id is None:
@@ -33,7 +36,7 @@ class Backfilling(SQLCore):
             now = conn.execute(self.now_query()).scalar_one()
             queued = set(conn.scalars(select(backfills.c.scheduled_for).where(backfills.c.schedule_id == schedule_id)))
             rows = [
-                {"schedule_id": schedule_id, "scheduled_for": t, "rerun": rerun, "created_at": now}
+                {"schedule_id": schedule_id, "scheduled_for": t, "rerun": rerun, "overlap": overlap, "created_at": now}
                 for t in wanted
                 if t not in queued
             ]
@@ -62,32 +65,64 @@ class Backfilling(SQLCore):
 
     @transient_retry
     def take_backfills(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
-        # One transaction: the queue rows taken are deleted as their runs are recorded, so two
-        # nodes never both take one (the delete's row count decides which).
+        # One transaction. Schedule by schedule, earliest queued fire first: the schedule's row
+        # is locked, its running runs counted under that lock, and the leading queued fires its
+        # backfills' overlap lets start now are taken (backfill_takeable), so two nodes never
+        # both start the next fire of a buffer_all backfill. The queue rows taken are deleted as
+        # their runs are recorded (the delete's row count decides which node took one).
         with self._tx() as conn:
             now = conn.execute(self.now_query()).scalar_one()
-            query = (
-                select(backfills.c.id.label("backfill_id"), backfills.c.scheduled_for, backfills.c.rerun, schedules)
+            first = func.min(backfills.c.scheduled_for)
+            waiting = (
+                select(backfills.c.schedule_id)
                 .join(schedules, schedules.c.id == backfills.c.schedule_id)
-                .order_by(backfills.c.scheduled_for, backfills.c.id)
+                .group_by(backfills.c.schedule_id)
+                .order_by(first, backfills.c.schedule_id)
                 .limit(limit)
             )
             owned = self._owned(buckets)
             if owned is not None:
-                query = query.where(owned)
+                waiting = waiting.where(owned)
             taken: list[Claim] = []
-            for row in conn.execute(query).all():
-                gone = conn.execute(delete(backfills).where(backfills.c.id == row.backfill_id)).rowcount
-                if not gone:
-                    continue  # another node took it
-                attempt = self._next_attempt(conn, row.id, row.scheduled_for, rerun=bool(row.rerun))
-                if attempt is None:
-                    continue  # run meanwhile (its regular fire, another backfill)
-                run_id = self._open_run(conn, row.id, row.scheduled_for, attempt, node_id, now)
-                if run_id is None:
-                    continue
-                spec = spec_from_row(row._mapping)
-                taken.append(Claim(row.id, spec, row.scheduled_for, row.claim_seq, now, run_id, attempt))
+            for schedule_id in conn.scalars(waiting).all():
+                if len(taken) >= limit:
+                    break
+                taken.extend(self._take_of(conn, int(schedule_id), limit - len(taken), node_id, now))
+        return taken
+
+    def _take_of(self, conn: Connection, schedule_id: int, limit: int, node_id: str, now: datetime) -> list[Claim]:
+        """Take the queued fires of one schedule that may start now (under its row's lock)."""
+        row = conn.execute(select(schedules).where(schedules.c.id == schedule_id).with_for_update()).first()
+        if row is None:
+            return []  # removed meanwhile (its queue rows went with it)
+        spec = spec_from_row(row._mapping)
+        running = int(
+            conn.scalar(
+                select(func.count())
+                .select_from(runs)
+                .where(runs.c.schedule_id == schedule_id, runs.c.status == "running")
+            )
+            or 0
+        )
+        queued = conn.execute(
+            select(backfills.c.id, backfills.c.scheduled_for, backfills.c.rerun, backfills.c.overlap)
+            .where(backfills.c.schedule_id == schedule_id)
+            .order_by(backfills.c.scheduled_for, backfills.c.id)
+            .limit(limit)
+        ).all()
+        count = backfill_takeable([q.overlap for q in queued], running, spec.max_concurrent)
+        taken: list[Claim] = []
+        for q in queued[:count]:
+            gone = conn.execute(delete(backfills).where(backfills.c.id == q.id)).rowcount
+            if not gone:
+                break  # another node took it: what follows it waits for the next pass
+            attempt = self._next_attempt(conn, schedule_id, q.scheduled_for, rerun=bool(q.rerun))
+            if attempt is None:
+                continue  # run meanwhile (its regular fire, another backfill)
+            run_id = self._open_run(conn, schedule_id, q.scheduled_for, attempt, node_id, now)
+            if run_id is None:
+                continue
+            taken.append(Claim(schedule_id, spec, q.scheduled_for, row.claim_seq, now, run_id, attempt))
         return taken
 
     @staticmethod

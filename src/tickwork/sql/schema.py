@@ -261,6 +261,9 @@ backfills = Table(
     # Run it even if the history holds a run of that fire (a further attempt of it).
     Column("rerun", Boolean, nullable=False, server_default=text("false")),
     Column("created_at", UTCDateTime, nullable=False),
+    # How this backfill's fires of the schedule run beside one another (BACKFILL_OVERLAP):
+    # buffer_all (one at a time, oldest first) or allow (up to the schedule's max_concurrent).
+    Column("overlap", String(20), nullable=False, server_default=text("'buffer_all'")),
     UniqueConstraint("schedule_id", "scheduled_for", name="uq_tickwork_backfills_fire"),
 )
 

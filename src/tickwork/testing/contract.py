@@ -46,6 +46,7 @@ from ..structures import (
     ScheduleState,
     bucket_of,
 )
+from .contract_backfill import BackfillOverlapContract
 from .contract_concurrency import ConcurrencyContract
 from .contract_nodes import NodeRecordContract
 from .contract_reruns import RerunContract
@@ -82,12 +83,18 @@ def finish(
 
 
 class StoreContract(
-    HandoffContract, SemanticsContract, FencedStartContract, RerunContract, ConcurrencyContract, NodeRecordContract
+    HandoffContract,
+    SemanticsContract,
+    FencedStartContract,
+    RerunContract,
+    ConcurrencyContract,
+    NodeRecordContract,
+    BackfillOverlapContract,
 ):
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``
     (the schedule-semantics part: :mod:`.contract_semantics`; hand-offs: :mod:`.handoff_contract`;
     fenced starts: :mod:`.contract_starts`; reruns of abandoned fires: :mod:`.contract_reruns`;
-    concurrent runs: :mod:`.contract_concurrency`)."""
+    concurrent runs: :mod:`.contract_concurrency`; a backfill's overlap: :mod:`.contract_backfill`)."""
 
     @pytest.fixture
     def make_store(self) -> Callable[[], Store]:

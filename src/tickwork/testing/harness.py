@@ -215,10 +215,12 @@ class SchedulerHarness:
         """Run the queued backfill fires (``Admin.backfill``, ``store.queue_backfill``) now, each
         once, as a node's housekeeping does: no retries, the end recorded as the job's outcome."""
         ran: list[HarnessRun] = []
-        for claim in self.store.take_backfills(self.node_id, limit=1000, buckets=None):
-            attempt = self._call(claim)
-            self.store.end_attempt(claim, Outcome(attempt.status, error=attempt.error))
-            ran.append(attempt)
+        # Each pass's runs end before the next take: a buffer_all backfill is taken one fire a pass.
+        while claims := self.store.take_backfills(self.node_id, limit=1000, buckets=None):
+            for claim in claims:
+                attempt = self._call(claim)
+                self.store.end_attempt(claim, Outcome(attempt.status, error=attempt.error))
+                ran.append(attempt)
         return ran
 
     def _fire(self, claim: Claim) -> list[HarnessRun]:

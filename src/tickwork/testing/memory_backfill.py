@@ -9,12 +9,12 @@ from contextlib import _GeneratorContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..structures import Claim, RunStatus, bucket_of, utc
+from ..structures import Claim, RunStatus, backfill_takeable, bucket_of, check_backfill_overlap, utc
 from .memory_rows import RunRow, ScheduleRow
 
 
 class MemoryBackfills:
-    """Queued fire times: ``(schedule id, fire time) -> rerun``, taken earliest first."""
+    """Queued fire times: ``(schedule id, fire time) -> (rerun, overlap)``, taken earliest first."""
 
     if TYPE_CHECKING:
         _schedules: dict[int, ScheduleRow]
@@ -26,7 +26,8 @@ class MemoryBackfills:
         def _insert_run(self, run: RunRow) -> int | None: ...
         def _notify(self) -> None: ...
 
-    _queued: dict[tuple[int, datetime], bool]
+    #: ``(schedule id, fire time) -> (rerun, overlap)``
+    _queued: dict[tuple[int, datetime], tuple[bool, str]]
 
     def _init_backfills(self) -> None:
         self._queued = {}
@@ -36,13 +37,16 @@ class MemoryBackfills:
         for key in [k for k in self._queued if k[0] == schedule_id]:
             del self._queued[key]
 
-    def queue_backfill(self, name: str, times: Sequence[datetime], *, rerun: bool = False) -> list[datetime]:
+    def queue_backfill(
+        self, name: str, times: Sequence[datetime], *, rerun: bool = False, overlap: str = "buffer_all"
+    ) -> list[datetime]:
+        check_backfill_overlap(overlap)
         with self._tx():
             row = self._row(name)
             ran = set() if rerun else self._ran(row.id)
             wanted = [utc(t) for t in times if utc(t) not in ran]
             for moment in wanted:
-                self._queued.setdefault((row.id, moment), rerun)
+                self._queued.setdefault((row.id, moment), (rerun, overlap))
             if wanted:
                 self._notify()
             return wanted
@@ -60,23 +64,35 @@ class MemoryBackfills:
             (lambda row: True) if buckets is None else (lambda row: bucket_of(row.spec.name) in set(buckets))
         )
         with self._tx() as now:
+            # As the SQL store: schedule by schedule (earliest queued fire first), the leading
+            # queued fires its backfills' overlap lets start beside its running runs.
             order = sorted(self._queued, key=lambda key: (key[1], key[0]))
+            schedule_ids = list(dict.fromkeys(schedule_id for schedule_id, _ in order))
             taken: list[Claim] = []
-            for schedule_id, moment in order:
-                if len(taken) >= limit:
-                    break
+            for schedule_id in schedule_ids:
                 row = self._schedules.get(schedule_id)
-                if row is None or not owned(row):
+                if len(taken) >= limit or row is None or not owned(row):
                     continue
-                rerun = self._queued.pop((schedule_id, moment))
-                attempts = [
-                    r for r in self._runs.values() if r.schedule_id == schedule_id and r.scheduled_for == moment
-                ]
-                if attempts and not rerun and any(r.status is not RunStatus.SKIPPED for r in attempts):
-                    continue  # it ran meanwhile
-                attempt = max((r.attempt for r in attempts), default=0) + 1
-                run = RunRow(next(self._run_ids), schedule_id, moment, attempt, None, node_id, RunStatus.RUNNING, now)
-                run_id = self._insert_run(run)
-                if run_id is not None:
-                    taken.append(Claim(schedule_id, row.spec, moment, row.claim_seq, now, run_id, attempt))
+                mine = [key for key in order if key[0] == schedule_id][: limit - len(taken)]
+                running = sum(
+                    1 for r in self._runs.values() if r.schedule_id == schedule_id and r.status is RunStatus.RUNNING
+                )
+                count = backfill_takeable([self._queued[key][1] for key in mine], running, row.spec.max_concurrent)
+                for key in mine[:count]:
+                    claim = self._take_one(row, key, node_id, now)
+                    if claim is not None:
+                        taken.append(claim)
             return taken
+
+    def _take_one(self, row: ScheduleRow, key: tuple[int, datetime], node_id: str, now: datetime) -> Claim | None:
+        schedule_id, moment = key
+        rerun, _ = self._queued.pop(key)
+        attempts = [r for r in self._runs.values() if r.schedule_id == schedule_id and r.scheduled_for == moment]
+        if attempts and not rerun and any(r.status is not RunStatus.SKIPPED for r in attempts):
+            return None  # it ran meanwhile
+        attempt = max((r.attempt for r in attempts), default=0) + 1
+        run = RunRow(next(self._run_ids), schedule_id, moment, attempt, None, node_id, RunStatus.RUNNING, now)
+        run_id = self._insert_run(run)
+        if run_id is None:
+            return None
+        return Claim(schedule_id, row.spec, moment, row.claim_seq, now, run_id, attempt)

@@ -15,7 +15,7 @@ from ...admin.api import Admin
 from ...admin.info import ScheduleInfo
 from ...errors import ConfigError, ScheduleNotFoundError, TickworkError
 from ...scheduling import schedulefile
-from ...structures import iso_z
+from ...structures import BACKFILL_OVERLAP, iso_z
 from ..argtypes import parse_ahead, parse_time
 from .admincommand import AdminCommand
 from .executornotes import enabled_notes
@@ -182,9 +182,18 @@ class JobsBackfill(AdminCommand):
         parser.add_argument("--to", dest="end", type=parse_time, required=True, metavar="TIME", help="end (exclusive)")
         parser.add_argument("--dry-run", action="store_true", help="list the fire times; queue nothing")
         parser.add_argument("--rerun", action="store_true", help="also fires the history holds a run of")
+        parser.add_argument(
+            "--overlap",
+            choices=BACKFILL_OVERLAP,
+            default="buffer_all",
+            help="buffer_all (default): one at a time, oldest first; "
+            "allow: side by side, up to the schedule's max_concurrent",
+        )
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
-        report = admin.backfill(args.name, args.start, args.end, dry_run=args.dry_run, rerun=args.rerun)
+        report = admin.backfill(
+            args.name, args.start, args.end, dry_run=args.dry_run, rerun=args.rerun, overlap=args.overlap
+        )
         if args.json:
             print(json.dumps(report.as_json()))
             return 0
@@ -194,6 +203,7 @@ class JobsBackfill(AdminCommand):
         verb = "would queue" if args.dry_run else "queued"
         print(
             f"{verb} {len(report.queued)} of the {len(report.times)} fire times of {report.name}"
-            f" ({len(report.already)} in the history already{'' if args.rerun else '; --rerun runs them again'})"
+            f" ({len(report.already)} in the history already{'' if args.rerun else '; --rerun runs them again'};"
+            f" overlap {report.overlap})"
         )
         return 0

@@ -1,0 +1,77 @@
+"""The part of :class:`~tickwork.testing.StoreContract` about a backfill's ``overlap``
+(``tickwork jobs backfill --overlap``, docs/cluster.md#backfill): a ``buffer_all`` backfill is
+taken one fire at a time, oldest first, each only once the schedule has no running run; an
+``allow`` backfill up to the schedule's ``max_concurrent`` running runs, all at once when unset."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from ..abc import Store
+from ..structures import Finish, Outcome, RunStatus, ScheduleSpec
+
+OK = Outcome(RunStatus.SUCCEEDED)
+
+
+def _hourly(store: Store, name: str, **fields: object) -> list[datetime]:
+    """Add an hourly schedule ``name``; return yesterday's first four fire times of it."""
+    values: dict[str, object] = {"name": name, "trigger_kind": "cron", "expression": "0 * * * *", "target": "m:f"}
+    values.update(fields)
+    store.add(ScheduleSpec(**values), None)  # type: ignore[arg-type]
+    start = store.now().replace(minute=0, second=0, microsecond=0) - timedelta(days=1)
+    return [start + timedelta(hours=h) for h in range(4)]
+
+
+class BackfillOverlapContract:
+    """Mixed into :class:`~tickwork.testing.StoreContract` (which provides the ``store`` fixture)."""
+
+    def test_a_buffer_all_backfill_is_taken_one_fire_at_a_time_in_order(self, store: Store) -> None:
+        times = _hourly(store, "buffered")
+        assert store.queue_backfill("buffered", times) == times  # buffer_all is the default
+        order: list[datetime] = []
+        for _ in times:
+            [claim] = store.take_backfills("n1", limit=10, buckets=None)
+            # While it runs, no node takes the next one.
+            assert store.take_backfills("n1", limit=10, buckets=None) == []
+            assert store.take_backfills("n2", limit=10, buckets=None) == []
+            order.append(claim.scheduled_for)
+            store.end_attempt(claim, OK)
+        assert order == times
+        assert store.take_backfills("n1", limit=10, buckets=None) == []
+        assert sorted(r.scheduled_for for r in store.history(schedule="buffered")) == times
+
+    def test_a_buffer_all_backfill_waits_for_the_schedules_own_running_run(self, store: Store) -> None:
+        times = _hourly(store, "busy")
+        store.fire_now("busy")
+        [own] = [c for c in store.claim_due("n1", limit=10, buckets=None) if c.spec.name == "busy"]
+        store.queue_backfill("busy", times[:1], overlap="buffer_all")
+        assert store.take_backfills("n1", limit=10, buckets=None) == []
+        assert store.finish("n1", [Finish(own, OK, store.now() + timedelta(hours=1))]) == [True]
+        [taken] = store.take_backfills("n1", limit=10, buckets=None)
+        assert taken.scheduled_for == times[0]
+
+    def test_an_allow_backfill_is_taken_at_once_or_up_to_max_concurrent(self, store: Store) -> None:
+        times = _hourly(store, "wide")
+        assert store.queue_backfill("wide", times, overlap="allow") == times
+        taken = store.take_backfills("n1", limit=10, buckets=None)
+        assert [c.scheduled_for for c in taken] == times  # unbounded: all of them together
+
+        bounded = _hourly(store, "bounded", overlap="allow", max_concurrent=2)
+        store.queue_backfill("bounded", bounded, overlap="allow")
+        first = store.take_backfills("n1", limit=10, buckets=None)
+        assert [c.scheduled_for for c in first] == bounded[:2]
+        assert store.take_backfills("n2", limit=10, buckets=None) == []  # two are running
+        store.end_attempt(first[0], OK)
+        [third] = store.take_backfills("n2", limit=10, buckets=None)
+        assert third.scheduled_for == bounded[2]
+
+    def test_an_unknown_backfill_overlap_is_refused(self, store: Store) -> None:
+        times = _hourly(store, "odd")
+        with pytest.raises(ValueError, match="buffer_all"):
+            store.queue_backfill("odd", times, overlap="skip")
+        assert store.take_backfills("n1", limit=10, buckets=None) == []
+
+
+__all__ = ["BackfillOverlapContract"]
