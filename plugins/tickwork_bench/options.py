@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tickwork.config import SchedulerConfig
 from tickwork.errors import TickworkError
+from tickwork_handoff.executor import DEFAULT_THREADS
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/mysql"
@@ -219,8 +220,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     hand.add_argument(
         "--publish-threads",
         type=_positive_int,
-        default=2,
-        help="the hand-off executor's publishing threads per node ([executor.NAME] threads; default 2, its default)",
+        default=DEFAULT_THREADS,
+        help="the hand-off executor's publishing threads per node ([executor.NAME] threads; "
+        f"default {DEFAULT_THREADS}, its default)",
     )
     hand.add_argument(
         "--handoff-timeout",

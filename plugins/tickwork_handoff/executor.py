@@ -40,6 +40,12 @@ COMMON_OPTIONS: dict[str, type | tuple[type, ...]] = {
 }
 
 
+#: Publishing threads per node. Each publish waits for the broker's confirmation, so they wait
+#: far more than they compute: 5,000 Celery fires on two nodes were handed off at 176/s with 2
+#: threads and 298/s with 16 (docs/benchmarks.md#hand-off-tickwork-vs-celery-beat).
+DEFAULT_THREADS = 16
+
+
 class HandoffExecutor(Executor):
     """Publishes each run as a message; subclasses say how (:meth:`publish`).
 
@@ -60,7 +66,7 @@ class HandoffExecutor(Executor):
         report_timeout: float = 3600.0,
         no_overlap: bool = True,
         publish_timeout: float = 10.0,
-        threads: int = 2,
+        threads: int = DEFAULT_THREADS,
         **options: Any,
     ) -> None:
         self.report_timeout = number("report_timeout", report_timeout, low=0.001, high=_MAX_SECONDS)
