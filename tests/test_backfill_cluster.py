@@ -11,13 +11,13 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from tests.hashring_nodes import node_config
 from tickwork import schedules as admin
 from tickwork.structures import RunRecord, RunStatus, ScheduleSpec, iso_z
 from tickwork_postgres.store import PostgresStore
@@ -25,26 +25,6 @@ from tickwork_postgres.store import PostgresStore
 REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
-
-
-def node_config(tmp_path: Path, url: str, node_id: str) -> Path:
-    path = tmp_path / f"{node_id}.toml"
-    path.write_text(
-        textwrap.dedent(
-            f"""
-            [scheduler]
-            node_id = "{node_id}"
-            [store]
-            plugin = "postgres"
-            url = "{url}"
-            [membership]
-            plugin = "hashring"
-            heartbeat_interval = 1.0
-            node_ttl = 4.0
-            """
-        )
-    )
-    return path
 
 
 def tickwork(cfg: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

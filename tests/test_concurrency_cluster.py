@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 from datetime import datetime, timedelta
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hashring_nodes import node_config
 from tickwork import schedules as admin
 from tickwork.structures import RunRecord, RunStatus, ScheduleSpec
 from tickwork_postgres.store import PostgresStore
@@ -27,26 +27,6 @@ REPO = Path(__file__).resolve().parent.parent
 RUN_FOR = 16.0
 
 pytestmark = pytest.mark.slow
-
-
-def node_config(tmp_path: Path, url: str, node_id: str) -> Path:
-    path = tmp_path / f"{node_id}.toml"
-    path.write_text(
-        textwrap.dedent(
-            f"""
-            [scheduler]
-            node_id = "{node_id}"
-            [store]
-            plugin = "postgres"
-            url = "{url}"
-            [membership]
-            plugin = "hashring"
-            heartbeat_interval = 1.0
-            node_ttl = 4.0
-            """
-        )
-    )
-    return path
 
 
 def every_second(name: str, n: int, seconds: float, **options: object) -> ScheduleSpec:

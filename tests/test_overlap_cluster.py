@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import pytest
 from sqlalchemy import select
 
 from tests.executors.local_helpers import wait_gone
+from tests.hashring_nodes import node_config
 from tickwork import schedules as admin
 from tickwork.sql.schema import runs, schedules
 from tickwork.structures import ScheduleSpec, parse_iso
@@ -33,26 +33,6 @@ REPO = Path(__file__).resolve().parent.parent
 RUN_FOR = 16.0
 
 pytestmark = pytest.mark.slow
-
-
-def node_config(tmp_path: Path, url: str, node_id: str) -> Path:
-    path = tmp_path / f"{node_id}.toml"
-    path.write_text(
-        textwrap.dedent(
-            f"""
-            [scheduler]
-            node_id = "{node_id}"
-            [store]
-            plugin = "postgres"
-            url = "{url}"
-            [membership]
-            plugin = "hashring"
-            heartbeat_interval = 1.0
-            node_ttl = 4.0
-            """
-        )
-    )
-    return path
 
 
 def every_second(name: str, **options: Any) -> ScheduleSpec:
