@@ -6,11 +6,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from tickwork.abc import DEFAULT_NODE_TTL, Membership, Store
 from tickwork.config.numbers import number
 from tickwork.errors import ConfigError, TickworkError
+from tickwork.structures import NodeRecord
 
 log = logging.getLogger("tickwork.membership")
 
@@ -19,6 +21,13 @@ log = logging.getLogger("tickwork.membership")
 RETRY_AFTER_FAILURE = 0.2
 #: Seconds between two warnings while heartbeats keep failing.
 FAILURE_WARN_EVERY = 10.0
+#: A node whose database session ended is dead once its heartbeat is this many intervals old
+#: (a live node whose presence connection alone broke beats within one, and takes it again).
+PRESENCE_STALE_BEATS = 1.5
+#: Presence is read only once this node has held its own, and beaten, for this many intervals:
+#: a database restart ends every session, and each live node takes its lock again at its next
+#: beat; until then it looks absent (the nodes of a cluster share the interval).
+PRESENCE_SETTLE_BEATS = 3.0
 
 
 class HeartbeatMembership(Membership):
@@ -26,12 +35,24 @@ class HeartbeatMembership(Membership):
 
     :param heartbeat_interval: seconds between heartbeats
     :param node_ttl: a node whose heartbeat is older than this (database clock) is dead
+    :param presence: hold a lock that lives as long as this node's database session, and
+        declare a node dead as soon as its session ended and its heartbeat is 1.5 intervals
+        old, instead of waiting ``node_ttl`` (stores that have such locks: PostgreSQL, MySQL)
     """
 
-    options = {"heartbeat_interval": (int, float), "node_ttl": (int, float)}
+    options = {"heartbeat_interval": (int, float), "node_ttl": (int, float), "presence": bool}
 
-    def __init__(self, heartbeat_interval: float = 1.0, node_ttl: float = DEFAULT_NODE_TTL, **options: Any) -> None:
-        super().__init__(heartbeat_interval=heartbeat_interval, node_ttl=node_ttl, **options)
+    def __init__(
+        self,
+        heartbeat_interval: float = 1.0,
+        node_ttl: float = DEFAULT_NODE_TTL,
+        presence: bool = True,
+        **options: Any,
+    ) -> None:
+        super().__init__(heartbeat_interval=heartbeat_interval, node_ttl=node_ttl, presence=presence, **options)
+        if not isinstance(presence, bool):
+            raise ConfigError(f"membership.presence must be true or false, got {presence!r}")
+        self.presence = presence
         heartbeat_interval = number("membership.heartbeat_interval", heartbeat_interval, low=0.05, high=3600.0)
         node_ttl = number("membership.node_ttl", node_ttl, low=0.0, high=86400.0, low_open=True)
         if node_ttl <= heartbeat_interval * 2:
@@ -73,6 +94,9 @@ class HeartbeatMembership(Membership):
             # from taking over. Its record goes stale, and node_ttl later they release it.
             log.warning("not renewing the heartbeat of %s: its loop is stalled on %s", self.node_id, stalled)
             return
+        # Before the heartbeat: a session that ended with a database restart is taken again
+        # here, and its new age keeps this node from judging anyone by presence for a TTL.
+        present_for = self.store.hold_presence(self.node_id) if self.presence else None
         sent = time.monotonic()
         if self._thread is None:
             now = self.store.heartbeat(self.node_id)
@@ -90,28 +114,48 @@ class HeartbeatMembership(Membership):
         # Right after our own outage every other node looks stale too (they could not beat
         # either): judge others only once we have been beating for a whole TTL ourselves.
         judge = sent - self._healthy_since >= self.node_ttl
-        live: list[str] = []
-        for node in self.store.nodes():
-            if node.id == self.node_id or not judge or (now - node.heartbeat_at).total_seconds() <= self.node_ttl:
-                live.append(node.id)
-                continue
+        # Presence tells only once our own session has held it (and we have beaten) for a few
+        # intervals: every live node has then had time to take its lock again after a restart.
+        settle = self.heartbeat_interval * PRESENCE_SETTLE_BEATS
+        by_presence = present_for is not None and present_for >= settle and sent - self._healthy_since >= settle
+        self.live_nodes = [
+            node.id
+            for node in self.store.nodes()
+            if node.id == self.node_id or not self._released(node, now, judge, by_presence)
+        ]
+
+    def _released(self, node: NodeRecord, now: datetime, by_ttl: bool, by_presence: bool) -> bool:
+        """Release ``node`` if it is dead: (with ``by_ttl``) its heartbeat older than
+        ``node_ttl``, or (with ``by_presence``) its database session ended and its heartbeat 1.5
+        intervals old. Whether it was released (the store judges again in the releasing
+        transaction)."""
+        assert self.store is not None
+        silent = (now - node.heartbeat_at).total_seconds()
+        cut_off = (
+            "its end was not recorded (it may have ended on that node before its end was written, or been "
+            "cut off mid-run)"
+        )
+        if by_ttl and silent > self.node_ttl:
             released = self.store.release_dead_node(
                 node.id,
                 self.node_ttl,
-                f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned: "
-                "its end was not recorded (it may have ended on that node before its end was written, or been "
-                "cut off mid-run)",
+                f"node {node.id} stopped heartbeating (last {node.heartbeat_at.isoformat()}); run abandoned: {cut_off}",
             )
-            if released is None:  # it beat since it was read: alive after all
-                live.append(node.id)
-                continue
-            log.warning(
-                "node %s is dead (no heartbeat for %.1fs); released %d claim(s)",
+            how = f"no heartbeat for {silent:.1f}s"
+        elif by_presence and silent > self.heartbeat_interval * PRESENCE_STALE_BEATS:
+            released = self.store.release_absent_node(
                 node.id,
-                (now - node.heartbeat_at).total_seconds(),
-                released,
+                self.heartbeat_interval * PRESENCE_STALE_BEATS,
+                f"node {node.id} died: its database session ended (last heartbeat {node.heartbeat_at.isoformat()}); "
+                f"run abandoned: {cut_off}",
             )
-        self.live_nodes = live
+            how = f"its database session ended; last heartbeat {silent:.1f}s ago"
+        else:
+            return False
+        if released is None:  # it beat (or its session is there) after all: alive
+            return False
+        log.warning("node %s is dead (%s); released %d claim(s)", node.id, how, released)
+        return True
 
     def _declared_dead(self, sent: float) -> None:
         """This node's record was removed: the others declared it dead and released its claims."""

@@ -8,7 +8,20 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from sqlalchemy import ColumnElement, Connection, Delete, column, delete, literal_column, select, table, type_coerce
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Delete,
+    Executable,
+    column,
+    delete,
+    func,
+    literal,
+    literal_column,
+    select,
+    table,
+    type_coerce,
+)
 from sqlalchemy.dialects import mysql
 from sqlalchemy.exc import DBAPIError
 
@@ -58,6 +71,13 @@ class MySQLOperations(Operations):
         # read of the schema's version row (one row in every migrated database) ends with the
         # transaction; a wait past innodb_lock_wait_timeout (error 1205) is retried.
         conn.execute(select(_SCHEMA_VERSION.c.version_num).with_for_update()).all()
+
+    def presence_lock(self, name: str) -> Executable | None:
+        # A named lock belongs to the session: it ends with the connection, as presence must.
+        return select(func.GET_LOCK(literal(name), 0))
+
+    def presence_free(self, name: str) -> ColumnElement[Any] | None:
+        return func.IS_FREE_LOCK(literal(name)) == 1
 
     def limited_delete(self, table: Any, where: ColumnElement[bool], limit: int) -> Delete:
         # DELETE ... LIMIT n: MySQL refuses LIMIT in an IN (subquery) of the table deleted from.

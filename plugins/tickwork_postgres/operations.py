@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from sqlalchemy import CTE, ColumnElement, Connection, Integer, cast, func, literal, select, type_coerce
+from sqlalchemy import CTE, ColumnElement, Connection, Executable, Integer, cast, func, literal, select, type_coerce
 from sqlalchemy.dialects import postgresql
 
 from tickwork.sql.features import Operations
@@ -13,6 +14,15 @@ from tickwork.sql.schema import UTCDateTime
 CHANNEL = "tickwork_changes"
 # First key of the two-key advisory lock space, so tickwork's locks cannot meet an application's.
 LOCK_NAMESPACE = 0x7469636B  # "tick"
+#: First key of the nodes' presence locks (LOCK_NAMESPACE + 1 serializes schedule writes).
+PRESENCE_NAMESPACE = LOCK_NAMESPACE + 2
+
+
+def presence_key(name: str) -> int:
+    """The second key of a presence lock: 32 bits of the name's hash. Two names meeting on one key
+    only ever make a dead node look present (one cannot take the lock the other holds), which
+    falls back to judging it by node_ttl."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=4).digest(), "big", signed=True)
 
 
 class PostgresOperations(Operations):
@@ -31,6 +41,19 @@ class PostgresOperations(Operations):
 
     def try_lock_row(self, row_id: ColumnElement[Any]) -> ColumnElement[bool]:
         return func.pg_try_advisory_xact_lock(literal(LOCK_NAMESPACE, Integer), cast(row_id % 2147483647, Integer))
+
+    def presence_lock(self, name: str) -> Executable | None:
+        return select(func.pg_try_advisory_lock(*self._presence_keys(name)))
+
+    def presence_free(self, name: str) -> ColumnElement[Any] | None:
+        # Takes it for the rest of the transaction when free: harmless, a node taking its own
+        # lock back at that moment takes it at its next beat.
+        return func.pg_try_advisory_xact_lock(*self._presence_keys(name))
+
+    @staticmethod
+    def _presence_keys(name: str) -> tuple[ColumnElement[int], ColumnElement[int]]:
+        # The two-key form: a key space apart from the one-bigint locks an application may take.
+        return literal(PRESENCE_NAMESPACE, Integer), literal(presence_key(name), Integer)
 
     def notify(self, conn: Connection) -> None:
         # Inside the changing transaction: sleeping nodes wake the moment it commits.

@@ -655,6 +655,30 @@ class Store(ABC):
         :raises tickwork.errors.StoreError: on a database error (nothing is released then)
         """
 
+    def hold_presence(self, node_id: str) -> float | None:
+        """Hold ``node_id``'s presence: a lock the database keeps only while this process's
+        session with it lives, so that the others can tell at once that a killed node is gone
+        (:meth:`release_absent_node`). The heartbeat calls it at every beat; it takes the lock
+        again on a new session when the old one ended.
+
+        :return: seconds the presence has been held without a break (0 when just taken), or
+            ``None`` when it is not held: the database has no such locks, or cannot be reached.
+            Never raises. Default: ``None`` (the others judge this node by its heartbeat alone).
+        """
+        return None
+
+    def release_absent_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
+        """Like :meth:`release_dead_node`, for a node whose presence no session holds any more
+        while this node's own is held (so the database did not restart meanwhile), and whose
+        heartbeat is older than ``stale_after`` seconds; all judged in the releasing
+        transaction.
+
+        :return: the number of schedules released, or ``None`` if the node may be alive (or the
+            store cannot tell). Default: ``None``.
+        :raises tickwork.errors.StoreError: on a database error (nothing is released then)
+        """
+        return None
+
     @abstractmethod
     def nodes(self) -> list[NodeRecord]:
         """Return every known node record."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sqlalchemy import CTE, ColumnElement, Connection, Delete, bindparam, delete, select
+from sqlalchemy import CTE, ColumnElement, Connection, Delete, Executable, bindparam, delete, select
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 
@@ -93,6 +93,18 @@ class Operations:
         """A transaction-scoped try-lock on ``row_id`` (the ``advisory`` strategy); only databases
         whose store lists that strategy have one."""
         raise NotImplementedError("this database has no transaction-scoped row try-lock")
+
+    def presence_lock(self, name: str) -> Executable | None:
+        """A statement that takes the session-level lock ``name`` without waiting and answers
+        whether it was taken: a node's presence (:mod:`tickwork.sql.presence`). Default:
+        ``None``, the database has none (nodes are judged by their heartbeats alone)."""
+        return None
+
+    def presence_free(self, name: str) -> ColumnElement[Any] | None:
+        """An expression, true when no other session holds the session-level lock ``name``
+        (it may take the lock until the transaction ends). ``None`` where
+        :meth:`presence_lock` is."""
+        return None
 
     def notify(self, conn: Connection) -> None:
         """Tell listening nodes that schedules changed, within the current transaction.

@@ -8,6 +8,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.pool import NullPool
+
 from ..config.numbers import integer, number
 from ..errors import ConfigError
 from . import dburl
@@ -74,6 +77,12 @@ class ServerStore(SQLStore):
     def describe(self) -> str:
         return f"{self.database_title} database {dburl.masked(self.url)}"
 
+    def presence_engine(self) -> Engine | None:
+        # Its own engine without a pool: the presence connection stays open for the process,
+        # and must not hold one of the pool's connections or be handed to anyone else.
+        return create_engine(self.url, poolclass=NullPool, connect_args={"connect_timeout": 5})
+
     def close(self) -> None:
         self._watcher.stop()
+        self.close_presence()
         super().close()

@@ -16,6 +16,8 @@ one job each:
 - :mod:`.starting`: fenced starts of fires claimed ahead, and the takeover of late ones;
 - :mod:`.ending`: ending runs (the fenced batch release), renewing and parking;
 - :mod:`.nodestate`: heartbeats and releasing what a node holds (on :mod:`.starting`);
+- :mod:`.presence`: a node's presence lock, and releasing a node whose session ended (on
+  :mod:`.nodestate`);
 - :mod:`.historyqueries`: history and admin reads, pruning;
 - :mod:`.pausing` (pauses, failures counted) and :mod:`.backfilling` (the backfill queue);
 - :mod:`.rerunning`: reruns of fires abandoned with their node (``on_abandon = "rerun"``).
@@ -32,7 +34,7 @@ from .concurrency import Concurrency
 from .ending import Ending
 from .handoffs import Handoffs
 from .historyqueries import HistoryQueries
-from .nodestate import NodeState
+from .presence import Presence
 from .rerunning import Rerunning
 from .retry import transient_retry
 from .rows import UNHELD, retriggered, schedule_from_row, spec_from_row, spec_values, utcnow
@@ -41,7 +43,7 @@ from .storecore import SQLCore
 
 
 class SQLStore(
-    ScheduleWriting, Claiming, Concurrency, Ending, NodeState, HistoryQueries, Handoffs, Backfilling, Rerunning
+    ScheduleWriting, Claiming, Concurrency, Ending, Presence, HistoryQueries, Handoffs, Backfilling, Rerunning
 ):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""
