@@ -1,7 +1,7 @@
 """Failover under kills and a database restart: the share of fires that ran, duplicates, early starts.
 
 Run: ``.venv/bin/python benchmarks/failover_chaos.py kill [--trials 3] [--phase 0.1]`` or
-``.venv/bin/python benchmarks/failover_chaos.py chaos [--seconds 70] [--misfire all]`` or
+``.venv/bin/python benchmarks/failover_chaos.py chaos [--seconds 70] [--misfire all] [--down 0]`` or
 ``.venv/bin/python benchmarks/failover_chaos.py ends DIR...``.
 
 ``kill``: per trial, three hashring nodes on PostgreSQL (the test server, a fresh database) run 30
@@ -10,8 +10,9 @@ from the launch: nodes take up to 15 s to start on a busy machine, and stop with
 end); one node is killed (SIGKILL) 12 s in, at a random phase of
 the second (``--phase``: that many seconds after a whole second of the database clock), and not
 restarted. ``chaos``: the same cluster on a throwaway PostgreSQL server for ``--seconds``; a node is
-killed every 12 s (each in turn) and restarted 2 s later, and PostgreSQL is restarted once (3 s
-down) half-way. Each prints the fires expected from 6 s after the first run started to 3 s before the end
+killed every 12 s (each in turn) and restarted 2 s later, and PostgreSQL is restarted once
+half-way (``--down``: seconds between its stop and its start, default 3). Each prints the fires
+expected from 6 s after the first run started to 3 s before the end
 (every schedule, every second), the share that ran (``succeeded``, whenever it started: a fire run
 late counts), fire times recorded twice, executions beyond the recorded runs, runs started before
 their time, and the runs recorded ``abandoned`` whose job had in fact completed (the job leaves a
@@ -74,6 +75,19 @@ def workdir(keep: Path | None, name: str) -> Iterator[Path]:
                 shutil.copytree(work, target)
 
 
+#: ``--no-presence``: the nodes judge each other by node_ttl alone (the build before presence).
+PRESENCE = {"on": True}
+
+
+def config(work: Path, url: str, node: str) -> Path:
+    """The test suite's node configuration, with ``[membership] presence`` as asked."""
+    path = node_config(work, url, node)
+    if not PRESENCE["on"]:
+        # [membership] is the file's last table.
+        path.write_text(path.read_text() + "presence = false\n")
+    return path
+
+
 def cluster(
     work: Path, url: str, seconds: float, misfire: str | None
 ) -> tuple[PostgresStore, list[subprocess.Popen[bytes]], float]:
@@ -87,7 +101,7 @@ def cluster(
     # Started for longer than asked, stopped (SIGTERM) ``seconds`` after the first run: on a busy
     # machine a node takes up to 10-15 s to start, and the kills are timed from the first run.
     procs = [
-        start_node(node_config(work, url, f"n{i}"), work / "fires.txt", seconds + STARTING, work / f"n{i}.log")
+        start_node(config(work, url, f"n{i}"), work / "fires.txt", seconds + STARTING, work / f"n{i}.log")
         for i in (1, 2, 3)
     ]
     deadline = time.monotonic() + STARTING
@@ -223,9 +237,27 @@ def kill_trial(url: str, trial: int, phase: float | None, misfire: str | None, k
             stop(procs, started + KILL_SECONDS)
             rows = history(store)
             lo, hi = window(store, rows)
-            return report(f"kill trial {trial} (killed at {killed_at.time()})", rows, work, lo, hi)
+            share = report(f"kill trial {trial} (killed at {killed_at.time()})", rows, work, lo, hi)
+            released = release_delay(store, "n2", killed_at)
+            print(f"  n2 released {released}" if released else "  n2 held nothing when killed: nothing to release")
+            return share
         finally:
             store.close()
+
+
+def release_delay(store: PostgresStore, node: str, killed_at: datetime) -> str | None:
+    """How long after the kill the survivors released the node's runs (their ``abandoned``
+    rows' end time, database clock), and which rule released them."""
+    with store.engine.connect() as conn:
+        row = conn.execute(
+            select(func.min(runs.c.finished_at), func.min(runs.c.error)).where(
+                runs.c.node == node, runs.c.status == "abandoned", runs.c.finished_at >= killed_at
+            )
+        ).one()
+    if row[0] is None:
+        return None
+    how = "its database session ended" if "database session ended" in (row[1] or "") else "node_ttl"
+    return f"{(row[0] - killed_at).total_seconds():.2f}s after the kill ({how})"
 
 
 def chaos(url: str, seconds: float, restart_db: Callable[[], None], misfire: str | None, keep: Path | None) -> float:
@@ -247,9 +279,7 @@ def chaos(url: str, seconds: float, restart_db: Callable[[], None], misfire: str
                 time.sleep(2.0)
                 remaining = seconds - (time.monotonic() - started)
                 node = f"n{victim + 1}"
-                procs[victim] = start_node(
-                    node_config(work, url, node), work / "fires.txt", remaining, work / f"{node}.log"
-                )
+                procs[victim] = start_node(config(work, url, node), work / "fires.txt", remaining, work / f"{node}.log")
                 victim, at = (victim + 1) % 3, at + 12.0
             stop(procs, started + seconds)
             rows = history(store)
@@ -268,7 +298,12 @@ def main() -> None:
     parser.add_argument("--phase", type=float, default=None, help="kill: seconds after a whole second (0-1)")
     parser.add_argument("--misfire", choices=("skip", "once", "all"), default=None)
     parser.add_argument("--keep", type=Path, default=None, help="copy each run's logs and files here")
+    parser.add_argument(
+        "--down", type=float, default=3.0, help="chaos: seconds PostgreSQL stays down in its restart (0: stop, start)"
+    )
+    parser.add_argument("--no-presence", action="store_true", help="[membership] presence = false on every node")
     args = parser.parse_args()
+    PRESENCE["on"] = not args.no_presence
     if args.mode == "ends":
         end_lags(args.dirs)
         return
@@ -290,8 +325,8 @@ def main() -> None:
 
         def restart_db() -> None:
             assert server.throwaway is not None
-            print("restarting PostgreSQL (3 s down)", flush=True)
-            server.throwaway.restart(down_seconds=3.0)
+            print(f"restarting PostgreSQL ({args.down:g} s down between its stop and its start)", flush=True)
+            server.throwaway.restart(down_seconds=args.down)
 
         chaos(server.url("chaos"), args.seconds, restart_db, args.misfire, args.keep)
     finally:
