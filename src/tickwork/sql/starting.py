@@ -47,11 +47,19 @@ class Starting(SQLCore):
     def _deadline(self, grace: ColumnElement[Any]) -> ColumnElement[Any]:
         return self._plus_seconds(schedules.c.next_fire, grace)
 
+    def _fenced(self) -> ColumnElement[bool]:
+        """The rows of the claims :meth:`_fence_params` binds: schedule ids with their fence tokens."""
+        return tuple_(schedules.c.id, schedules.c.claim_seq).in_(bindparam("s_fences", expanding=True))
+
+    def _fence_params(self, claims: Sequence[Claim]) -> dict[str, Any]:
+        return {"s_fences": [(c.schedule_id, c.claim_seq) for c in claims]}
+
     def _startable(self) -> ColumnElement[bool]:
-        """The fenced start's condition (its parameters: ``s_fences``, ``s_node``, ``s_grace``)."""
+        """The fenced start's condition (its parameters: :meth:`_fence_params`, ``s_node``,
+        ``s_grace``)."""
         now = self.now_expr()
         return and_(
-            tuple_(schedules.c.id, schedules.c.claim_seq).in_(bindparam("s_fences", expanding=True)),
+            self._fenced(),
             schedules.c.claimed_by == bindparam("s_node", type_=String),
             UNSTARTED,
             # Never early (invariant 2) and never past the deadline after which others take it.
@@ -77,7 +85,7 @@ class Starting(SQLCore):
     def start_held(self, node_id: str, claims: Sequence[Claim], grace: float) -> list[bool]:
         if not claims:
             return []
-        params = {"s_fences": [(c.schedule_id, c.claim_seq) for c in claims], "s_node": node_id, "s_grace": grace}
+        params = {**self._fence_params(claims), "s_node": node_id, "s_grace": grace}
         with self._tx() as conn:
             if self.features.update_returning:
                 started = set(conn.scalars(self._statement("start_held", self._start_statement), params))
