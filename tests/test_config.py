@@ -329,7 +329,7 @@ def test_membership_and_executor_options(tmp_path: Path) -> None:
     manager = plugin_manager_for(config)
     membership = build_membership(config, manager)
     assert type(membership).__name__ == "AllMembership"
-    assert membership.config == {"heartbeat_interval": 0.5, "node_ttl": 3}
+    assert membership.config == {"heartbeat_interval": 0.5, "node_ttl": 3, "presence": True}
     executors = build_executors(config, manager)
     local = executors["local"]
     assert isinstance(local, LocalExecutor)

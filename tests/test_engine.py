@@ -374,9 +374,10 @@ def test_lookahead_claims_early_and_starts_exactly_on_time(
     clock.advance(1.999)
     step(engine)
     assert jobs.calls == [] and len(engine.held) == 1
-    # Wakes for the due time (a few ms after it: start_batch_window), not max_sleep.
-    slack = engine.settings.start_batch_window
-    assert 0.001 + slack <= engine.sleep_seconds() <= 0.002 + slack
+    # Its start recorded ahead (start_lead): it waits for its time, and the loop wakes for that.
+    schedule = sqlite_store.get("record")
+    assert schedule.state is ScheduleState.RUNNING and schedule.claimed_at == T0 + timedelta(minutes=1)
+    assert 0.0 < engine.sleep_seconds() <= 0.001
     clock.advance(0.001)
     step(engine)
     engine.drain(5)
@@ -384,6 +385,28 @@ def test_lookahead_claims_early_and_starts_exactly_on_time(
     (run,) = runs(sqlite_store)
     assert run.status is RunStatus.SUCCEEDED and run.started_at == T0 + timedelta(minutes=1)
     assert sqlite_store.get("record").next_fire == T0 + timedelta(minutes=2)
+
+
+def test_with_no_start_lead_a_held_fire_starts_at_its_time_in_a_batch_window(
+    sqlite_store: SQLStore, clock: FakeClock, new_engine: Callable[..., Engine]
+) -> None:
+    engine = new_engine(sqlite_store, lookahead=5.0, start_lead=0.0)
+    add(sqlite_store, "record")  # due at T0 + 60 s
+    clock.advance(58.0)
+    step(engine)
+    (claim,) = engine.held
+    clock.advance(1.999)
+    step(engine)
+    assert jobs.calls == [] and engine.held == [claim]
+    schedule = sqlite_store.get("record")
+    assert schedule.claimed_at is not None and schedule.claimed_at < claim.scheduled_for  # not started
+    # Wakes for the due time (a few ms after it: start_batch_window), not max_sleep.
+    slack = engine.settings.start_batch_window
+    assert 0.001 + slack <= engine.sleep_seconds() <= 0.002 + slack
+    clock.advance(0.001)
+    step(engine)
+    engine.drain(5)
+    assert jobs.calls == ["record"] and engine.held == []
 
 
 def test_held_claims_count_against_max_in_flight(

@@ -167,7 +167,7 @@ class PostgresStore(ServerStore):
         return (
             update(schedules)
             .where(schedules.c.id == locked.c.id)
-            .values(claimed_at=self.now_expr())
+            .values(claimed_at=self._started_at())
             .returning(schedules.c.id)
         )
 

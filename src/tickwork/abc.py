@@ -481,14 +481,17 @@ class Store(ABC):
         :return: how many were given back
         """
 
-    def start_held(self, node_id: str, claims: Sequence[Claim], grace: float) -> list[bool]:
-        """Record that fires claimed ahead of their time (:attr:`Claim.early`) start now: the
+    def start_held(self, node_id: str, claims: Sequence[Claim], grace: float, lead: float = 0.0) -> list[bool]:
+        """Record that fires claimed ahead of their time (:attr:`Claim.early`) start: the
         fenced start. A fire may start only while its claim is still ``node_id``'s (same
-        ``claim_seq``), not started yet, due by the database clock and no later than its
-        ``scheduled_for`` plus ``grace`` seconds; all of it judged in the statement that records
-        the start, one statement for the whole batch. A fire whose start is refused must not
-        run: it was taken over (:meth:`take_over_unstarted`, a dead-node release) or its
-        deadline passed and it is about to be.
+        ``claim_seq``), not started yet, due within ``lead`` seconds by the database clock and
+        no later than its ``scheduled_for`` plus ``grace`` seconds; all of it judged in the
+        statement that records the start, one statement for the whole batch. The start is
+        recorded as of the later of now and the fire's time (a start recorded ahead, within
+        ``lead``, is one the node makes at the fire's time: the engine never runs a fire
+        early). A fire whose start is refused must not run: it was taken over
+        (:meth:`take_over_unstarted`, a dead-node release) or its deadline passed and it is
+        about to be.
 
         Default: every start granted (a store without fenced starts: a fire claimed ahead stays
         with its holder until the holder is declared dead).

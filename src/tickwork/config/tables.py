@@ -204,6 +204,20 @@ class SchedulerConfig(Section, table="scheduler"):
         "([benchmarks](benchmarks.md#spread-load-second-round-fewer-passes-exact-end-times)). `0` wakes at each "
         "fire's own time. Fires claimed when due (a backlog, `lookahead = 0`) start at once whatever this is.",
     )
+    start_lead = Number(
+        0.05,
+        low=0,
+        high=1,
+        help="Seconds before its due time that the start of a fire claimed ahead (`lookahead`) may be recorded, "
+        "so that the fenced start's round trip is not between the due time and the run; the run itself starts "
+        "at its due time (by the database clock), never before it.",
+        details="The granted fire waits in memory for its time, and runs only if the node is still healthy and "
+        "was not declared dead meanwhile. The price: a node that dies in the last `start_lead` seconds before a "
+        "fire whose start it recorded loses that fire like a run cut off (`abandoned` once the node is found "
+        "dead) instead of having it taken over and run elsewhere. At 1,000 fires due on the same second over 3 "
+        "nodes on PostgreSQL, the start statement takes 16-34 ms, which `0` adds to every fire's lag "
+        "([benchmarks](benchmarks.md#fenced-starts-at-1000-fires-at-once)). Keep it below `start_grace`.",
+    )
     steal_after = Number(
         0.25,
         low=0,

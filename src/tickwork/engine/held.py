@@ -7,7 +7,7 @@ import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ..errors import StoreError
 from ..structures import Claim
@@ -51,22 +51,27 @@ class HeldFires:
         due, _, first = self._heap[0]
         return max(0.0, (due - self._now_for(first)).total_seconds())
 
-    def pop_due(self) -> list[HeldFire]:
-        """Take the held fires that are due, earliest first."""
+    def seconds_until(self, fire: HeldFire) -> float:
+        """Seconds until ``fire`` is due by the database clock (0 when it is)."""
+        return max(0.0, (fire.claim.scheduled_for - self._now_for(fire)).total_seconds())
+
+    def pop_due(self, lead: float = 0.0) -> list[HeldFire]:
+        """Take the held fires due within ``lead`` seconds, earliest first."""
         due: list[HeldFire] = []
         heap = self._heap
+        ahead = timedelta(seconds=lead)
         while heap:
             # Any fire's reading is a lower bound of the database clock, so it also tells which
             # later fires are due (never too early); a later fire's own reading may be higher.
-            now = self._now_for(heap[0][2])
+            now = self._now_for(heap[0][2]) + ahead
             if heap[0][0] > now:
                 break
             while heap and heap[0][0] <= now:
                 due.append(heapq.heappop(heap)[2])
         return due
 
-    def start_due(self, start: Callable[[list[Claim]], list[bool]]) -> list[HeldFire]:
-        """Take the held fires that are due and return those whose fenced start ``start``
+    def start_due(self, start: Callable[[list[Claim]], list[bool]], lead: float = 0.0) -> list[HeldFire]:
+        """Take the held fires due within ``lead`` seconds and return those whose fenced start ``start``
         (:meth:`tickwork.abc.Store.start_held`, one statement for all of them) granted. A refused
         fire is forgotten: it was taken over, or its deadline passed and it is about to be (any
         node's takeover gives it back to be run elsewhere). On a store error every fire is held
@@ -74,7 +79,7 @@ class HeldFires:
 
         :raises tickwork.errors.StoreError: after holding the fires again
         """
-        due = self.pop_due()
+        due = self.pop_due(lead)
         if not due:
             return []
         try:

@@ -126,9 +126,18 @@ class Engine:
         self.watch = PassWatch(monotonic, stall_after)
         membership.watch_loop(self.watch.stalled)
         self.fenced_starts = FencedStarts(
-            store, settings.node_id, settings.start_grace, self.held_fires, self.runs, self.watch
+            store,
+            settings.node_id,
+            settings.start_grace,
+            settings.start_lead,
+            settings.start_batch_window,
+            self.held_fires,
+            self.runs,
+            self.watch,
+            membership,
+            self.clock.monotonic,
         )
-        self.rejoins = Rejoins(membership, self.held_fires, self.retries, self.ends, self.in_flight)
+        self.rejoins = Rejoins(membership, self.held_fires, self.fenced_starts, self.retries, self.ends, self.in_flight)
 
     # -- counters (logs, tests, benchmarks) ---------------------------------------------------------
 
@@ -238,18 +247,22 @@ class Engine:
 
     @property
     def held(self) -> list[Claim]:
-        """Claims taken ahead of their time that have not started yet, earliest first."""
-        return self.held_fires.claims()
+        """Claims taken ahead of their time that have not started running yet (their start
+        recorded ahead or not), earliest first."""
+        return sorted(self.fenced_starts.claims() + self.held_fires.claims(), key=lambda c: c.scheduled_for)
 
     def tracked_claims(self) -> list[Claim]:
         """Every claim this engine still handles: in flight, held, waiting for a retry, or ended
         but not yet written."""
         claims = [f.claim for f in self.in_flight.values()]
-        return claims + self.held_fires.claims() + self.retries.claims() + self.ends.claims()
+        held = self.held_fires.claims() + self.fenced_starts.claims()
+        return claims + held + self.retries.claims() + self.ends.claims()
 
     def release_held(self) -> int:
         """Give back claims taken ahead of their time (node stopping), so that another node
-        can run them on time; see :meth:`tickwork.abc.Store.unclaim`."""
+        can run them on time; see :meth:`tickwork.abc.Store.unclaim`. Those whose start was
+        recorded ahead (``start_lead``) run at their time first, a few milliseconds away."""
+        self.fenced_starts.run_all(time.sleep)
         given_back = self.held_fires.give_back(lambda claims: self.store.unclaim(self.settings.node_id, claims))
         if given_back:
             log.info(
@@ -301,7 +314,7 @@ class Engine:
         self.runs.expire_overdue()
         self.runs.finish_completed()
         with self.watch.step("housekeeping (renew, reap, reconcile, takeover)"):
-            self.housekeeping.run_due(busy=bool(self.in_flight or self.held_fires or self.retries))
+            self.housekeeping.run_due(busy=self._busy())
         # A node unsure of its membership starts nothing, held fires included: others may soon
         # declare it dead and release its claims (docs/claim-protocol.md, bounds).
         healthy = self.membership.healthy()
@@ -314,7 +327,7 @@ class Engine:
             self.runs.write_ends()
         if not healthy:
             return False
-        room = self.settings.max_in_flight - len(self.in_flight) - len(self.held_fires)
+        room = self.settings.max_in_flight - len(self.in_flight) - len(self.held_fires) - len(self.fenced_starts)
         if room <= 0 or not self.gate.is_open():
             return False
         limit = min(self.settings.batch_size, room)
@@ -335,10 +348,17 @@ class Engine:
             self.fenced_starts.start_due()
         return len(claims) >= limit
 
+    def _busy(self) -> bool:
+        return bool(self.in_flight or self.held_fires or self.fenced_starts or self.retries)
+
     def nothing_due_within(self, seconds: float) -> bool:
         """Whether no held fire, retry or claimable fire is due within ``seconds``, by what the
         engine knows without asking the store: then no run but those in flight can end by then."""
-        for until in (self.held_fires.seconds_until_next(), self.retries.seconds_until_next()):
+        for until in (
+            self.held_fires.seconds_until_next(),
+            self.fenced_starts.seconds_until_run(),
+            self.retries.seconds_until_next(),
+        ):
             if until is not None and until <= seconds:
                 return False
         return self.gate.nothing_due_within(seconds)
@@ -350,7 +370,7 @@ class Engine:
         deadline = self.runs.earliest_deadline()
         if deadline is not None:
             sleep = min(sleep, deadline - mono())
-        busy = bool(self.in_flight or self.held_fires or self.retries)
+        busy = self._busy()
         sleep = min(sleep, self.housekeeping.seconds_until_next(busy=busy))
         ends = self.ends.seconds_until_due()
         if ends is not None:
@@ -364,9 +384,14 @@ class Engine:
             sleep = min(sleep, retry)
         held = self.held_fires.seconds_until_next()
         if held is not None:
-            # Held fires wake the loop a little after their time (start_batch_window) so that the
-            # fires of the next few milliseconds start in the same pass.
-            sleep = min(sleep, held + self.settings.start_batch_window if held > 0 else 0.0)
-        if len(self.in_flight) + len(self.held_fires) >= self.settings.max_in_flight:
+            # Held fires wake the loop start_lead before their time, less start_batch_window, so
+            # that the fires of the next few milliseconds start in the same statement (with no
+            # lead: a little after their time).
+            wake = held - self.settings.start_lead + self.settings.start_batch_window
+            sleep = min(sleep, wake if held > self.settings.start_lead else 0.0)
+        granted = self.fenced_starts.seconds_until_run()
+        if granted is not None:
+            sleep = min(sleep, granted)
+        if len(self.in_flight) + len(self.held_fires) + len(self.fenced_starts) >= self.settings.max_in_flight:
             return clamp_wait(min(sleep, 0.5))
         return clamp_wait(self.gate.seconds_until_claim(sleep))

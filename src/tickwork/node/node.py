@@ -407,7 +407,7 @@ class Node:
     @property
     def held(self) -> int:
         """Fires claimed ahead of their time, waiting in memory to start."""
-        return len(self.engine.held_fires)
+        return len(self.engine.held_fires) + len(self.engine.fenced_starts)
 
     def health(self) -> tuple[bool, str]:
         """(healthy, reason): the store answers, the loop is not stalled (a pass waiting longer than

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Update,
     and_,
     bindparam,
+    case,
     delete,
     select,
     tuple_,
@@ -62,10 +63,18 @@ class Starting(SQLCore):
             self._fenced(),
             schedules.c.claimed_by == bindparam("s_node", type_=String),
             UNSTARTED,
-            # Never early (invariant 2) and never past the deadline after which others take it.
-            schedules.c.next_fire <= now,
+            # Due within the lead (the run itself never starts early: invariant 2), and never
+            # past the deadline after which others take it.
+            schedules.c.next_fire <= self._plus_seconds(now, bindparam("s_lead", type_=Float)),
             now <= self._deadline(bindparam("s_grace", type_=Float)),
         )
+
+    def _started_at(self) -> ColumnElement[Any]:
+        """What a granted start sets ``claimed_at`` to: the later of the clock and the fire's
+        time. A start recorded ahead (within the lead) is then started too (not before its fire
+        time, so never :data:`UNSTARTED`), and no takeover gives it back."""
+        now = self.now_expr()
+        return case((schedules.c.next_fire > now, schedules.c.next_fire), else_=now)
 
     def _locked_ids(self, where: ColumnElement[bool]) -> Select[Any]:
         # SKIP LOCKED: a row another session holds (a stray FOR UPDATE, a long transaction) is
@@ -77,15 +86,15 @@ class Starting(SQLCore):
         return (
             update(schedules)
             .where(schedules.c.id.in_(self._locked_ids(startable).scalar_subquery()), startable)
-            .values(claimed_at=self.now_expr())
+            .values(claimed_at=self._started_at())
             .returning(schedules.c.id)
         )
 
     @transient_retry
-    def start_held(self, node_id: str, claims: Sequence[Claim], grace: float) -> list[bool]:
+    def start_held(self, node_id: str, claims: Sequence[Claim], grace: float, lead: float = 0.0) -> list[bool]:
         if not claims:
             return []
-        params = {**self._fence_params(claims), "s_node": node_id, "s_grace": grace}
+        params = {**self._fence_params(claims), "s_node": node_id, "s_grace": grace, "s_lead": lead}
         with self._tx() as conn:
             if self.features.update_returning:
                 started = set(conn.scalars(self._statement("start_held", self._start_statement), params))
@@ -98,7 +107,7 @@ class Starting(SQLCore):
                 )
                 if started:
                     conn.execute(
-                        update(schedules).where(schedules.c.id.in_(started)).values(claimed_at=self.now_expr())
+                        update(schedules).where(schedules.c.id.in_(started)).values(claimed_at=self._started_at())
                     )
                 self.statements += 2
             refused = [c.schedule_id for c in claims if c.schedule_id not in started]

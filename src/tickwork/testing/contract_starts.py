@@ -1,7 +1,8 @@
 """The store contract's tests of fenced starts and takeovers (docs/claim-protocol.md, invariant 4):
 a fire claimed ahead starts only through :meth:`~tickwork.abc.Store.start_held`, within its
 deadline, and once the deadline passed any node's :meth:`~tickwork.abc.Store.take_over_unstarted`
-gives it back to be claimed and run again, exactly once."""
+gives it back to be claimed and run again, exactly once; a start recorded ahead of the fire's time
+(within the lead) is a start, never given back."""
 
 from __future__ import annotations
 
@@ -47,6 +48,19 @@ class FencedStartContract:
         assert store.finish("n1", [Finish(claim, OK, claim.scheduled_for + timedelta(minutes=1))]) == [True]
         (run,) = store.history(schedule="held")
         assert run.status is RunStatus.SUCCEEDED and run.scheduled_for == claim.scheduled_for
+
+    def test_a_held_fire_may_be_started_within_its_lead_and_is_then_never_taken_over(self, store: Store) -> None:
+        claim = claim_ahead(store, "led", 1.0)
+        assert store.start_held("n1", [claim], 0.05, lead=0.2) == [False]  # due in ~1 s: beyond the lead
+        assert store.start_held("n1", [claim], 0.05, lead=30.0) == [True]
+        assert store.start_held("n1", [claim], 0.05, lead=30.0) == [False]  # started already
+        # Recorded as started at its fire time: past its deadline, nobody takes it over.
+        wait_until(store, claim.scheduled_for + timedelta(seconds=0.1))
+        assert store.take_over_unstarted(0.05) == 0
+        assert store.get("led").state is ScheduleState.RUNNING
+        assert store.finish("n1", [Finish(claim, OK, claim.scheduled_for + timedelta(minutes=1))]) == [True]
+        (run,) = store.history(schedule="led")
+        assert run.status is RunStatus.SUCCEEDED
 
     def test_a_held_fire_past_its_deadline_cannot_start_and_is_taken_over(self, store: Store) -> None:
         late = claim_ahead(store, "late", 1.0)

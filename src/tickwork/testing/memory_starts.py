@@ -29,7 +29,7 @@ def unstarted(row: ScheduleRow) -> bool:
 class MemoryStarts(MemoryTables):
     """:meth:`start_held`, :meth:`take_over_unstarted` and :meth:`refresh_heartbeat`."""
 
-    def start_held(self, node_id: str, claims: Sequence[Claim], grace: float) -> list[bool]:
+    def start_held(self, node_id: str, claims: Sequence[Claim], grace: float, lead: float = 0.0) -> list[bool]:
         with self._tx() as now:
             started = []
             for claim in claims:
@@ -39,11 +39,13 @@ class MemoryStarts(MemoryTables):
                     and row.claimed_by == node_id
                     and unstarted(row)
                     and row.next_fire is not None
-                    # Never early, never past the deadline after which others take it over.
-                    and row.next_fire <= now <= row.next_fire + timedelta(seconds=grace)
+                    # Due within the lead, never past the deadline after which others take it over.
+                    and row.next_fire <= now + timedelta(seconds=lead)
+                    and now <= row.next_fire + timedelta(seconds=grace)
                 )
-                if ok and row is not None:
-                    row.claimed_at = now
+                if ok and row is not None and row.next_fire is not None:
+                    # Recorded as of its fire time when started ahead: never unstarted again.
+                    row.claimed_at = max(now, row.next_fire)
                 started.append(ok)
             return started
 
