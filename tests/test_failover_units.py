@@ -68,6 +68,39 @@ def test_a_node_declared_dead_drops_its_held_fires_and_rejoins(
         membership.stop()
 
 
+def test_a_fire_whose_start_was_recorded_ahead_is_not_run_by_a_node_declared_dead_meanwhile(
+    memory: MemoryStore, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests import jobs_for_tests as jobs
+
+    jobs.calls.clear()
+    membership = SingleMembership(**QUIET)
+    engine, executor = make_engine(memory, clock, membership, lookahead=1.0, start_lead=0.05)  # type: ignore[arg-type]
+    try:
+        add(memory, "record")  # type: ignore[arg-type]
+        clock.advance(59.6)
+        engine.tick()  # claimed ahead
+        clock.advance(0.37)  # 30 ms before its time: within the start lead
+        engine.tick()
+        schedule = memory.get("record")
+        assert schedule.claimed_at == schedule.next_fire  # its start is recorded, as of its time
+        assert len(engine.held) == 1 and jobs.calls == []
+        # Frozen past node_ttl before its time came: the others declare it dead, and record
+        # the run abandoned.
+        clock.advance(10_001)
+        assert memory.release_dead_node("n1", 10_000.0, "node n1 is dead") is not None
+        with caplog.at_level(logging.WARNING):
+            membership.beat()
+            engine.tick()
+        engine.drain(1)
+        assert jobs.calls == [] and engine.held == []
+        assert "dropped 1 fire(s) claimed ahead" in caplog.text
+        assert [r.status for r in memory.history(schedule="record")] == [RunStatus.ABANDONED]
+    finally:
+        executor.shutdown(wait=False)
+        membership.stop()
+
+
 class LockedRowsStore(SQLiteStore):
     """The real SQLite store, whose ``finish`` reports the first ``locked`` ends as passed over
     (their rows held by another session), as a server store does."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Sized
 
 from ..abc import Membership, Store
@@ -99,12 +100,12 @@ class FencedStarts:
 
     def run_all(self, sleep: Callable[[float], None]) -> None:
         """Run every granted fire at its time (the node is stopping: they were recorded started,
-        and are due within the lead), waiting with ``sleep``; a node that is unhealthy meanwhile
-        leaves them to its shutdown's release."""
-        while self._granted and self.membership.healthy():
-            until = self.seconds_until_run()
-            if until:
-                sleep(until)
+        and are due within the lead), waiting with ``sleep`` at most the lead and a batch window
+        of real time; what is left (the node unhealthy meanwhile, or a clock that does not move)
+        is left to the shutdown's release, which records it ``abandoned``."""
+        deadline = time.monotonic() + self.lead + self.window + 0.1
+        while self._granted and self.membership.healthy() and time.monotonic() < deadline:
+            sleep(min(self.seconds_until_run() or 0.0, max(0.0, deadline - time.monotonic())))
             self.run_due()
 
     def claims(self) -> list[Claim]:
