@@ -11,7 +11,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -40,7 +42,11 @@ def tickwork(cfg: Path, *args: str, env: dict[str, str] | None = None) -> subpro
     return done
 
 
-def run_nodes(configs: list[Path], env: dict[str, str], seconds: float) -> None:
+def run_nodes(
+    configs: list[Path], env: dict[str, str], seconds: float, until: Callable[[], bool] | None = None
+) -> None:
+    """Run the nodes for ``seconds``, or (with ``until``) until it holds, stopping them then
+    with SIGTERM (their running jobs end first): a loaded machine starts nodes slowly."""
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "tickwork.cli", "run", "--config", str(c), "--for", f"{seconds:.1f}"],
@@ -51,6 +57,12 @@ def run_nodes(configs: list[Path], env: dict[str, str], seconds: float) -> None:
         )
         for c in configs
     ]
+    if until is not None:
+        deadline = time.monotonic() + seconds
+        while not until() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for p in procs:
+            p.terminate()
     for p in procs:
         assert p.wait(timeout=seconds + 60) == 0
 
@@ -151,7 +163,11 @@ def test_a_backfills_overlap_decides_whether_its_fires_run_together(
     assert queued["overlap"] == overlap and len(queued["queued"]) == 6
 
     # buffer_all: six 1 s runs one after the other, each started at a backfill pass (every second).
-    run_nodes(configs, env, 20.0 if overlap == "buffer_all" else 8.0)
+    def all_ended() -> bool:
+        ended = [r for r in store.history(schedule=name, limit=100) if r.status is not RunStatus.RUNNING]
+        return len(ended) >= 6
+
+    run_nodes(configs, env, 90.0, until=all_ended)
     runs = sorted(store.history(schedule=name, limit=100), key=lambda r: (r.started_at or today, r.id))
     assert [r.status for r in runs] == [RunStatus.SUCCEEDED] * 6
     assert sorted(r.scheduled_for for r in runs) == [start + timedelta(hours=h) for h in range(6)]
