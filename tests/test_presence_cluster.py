@@ -71,6 +71,15 @@ def first_run(store: SQLStore, tmp_path: Path) -> RunRecord:
     return run
 
 
+def once_ended(store: SQLStore, run: RunRecord, seconds: float) -> RunRecord:
+    """``run`` as the history has it once it is no longer running (or after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while run.status is RunStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.2)
+        [run] = [r for r in store.history(schedule="long", limit=100) if r.id == run.id]
+    return run
+
+
 def executed(tmp_path: Path) -> list[int]:
     """The ids of the runs that executed, in order (the job's lines)."""
     return [int(line.split()[-1]) for line in (tmp_path / "fires.txt").read_text().splitlines()]
@@ -113,11 +122,7 @@ def test_a_killed_node_is_released_once_its_session_ends(server: tuple[str, str]
         survivor = "n2" if first.node == "n1" else "n1"
         procs[first.node].send_signal(signal.SIGKILL)
         procs[first.node].wait(timeout=10)
-        deadline = time.monotonic() + 30  # half node_ttl: only presence releases it by then
-        lost = first
-        while lost.status is RunStatus.RUNNING and time.monotonic() < deadline:
-            time.sleep(0.2)
-            [lost] = [r for r in store.history(schedule="long", limit=100) if r.id == first.id]
+        lost = once_ended(store, first, 30)  # half node_ttl: only presence releases it by then
         assert lost.status is RunStatus.ABANDONED, lost
         assert lost.error is not None and "its database session ended" in lost.error, lost.error
         assert [n.id for n in store.nodes()] == [survivor]
@@ -149,11 +154,7 @@ def test_a_frozen_node_keeps_its_session_and_is_not_released(server: tuple[str, 
         time.sleep(5)  # its heartbeat 5 s old: stale by presence's measure, but its session lives
         assert sorted(n.id for n in store.nodes()) == ["n1", "n2"]
         procs[first.node].send_signal(signal.SIGCONT)
-        deadline = time.monotonic() + 20
-        ended = first
-        while ended.status is RunStatus.RUNNING and time.monotonic() < deadline:
-            time.sleep(0.2)
-            [ended] = [r for r in store.history(schedule="long", limit=100) if r.id == first.id]
+        ended = once_ended(store, first, 20)
         assert ended.status is RunStatus.SUCCEEDED, ended
         stop(procs)
         assert not [r for r in store.history(schedule="long", limit=100) if r.status is RunStatus.ABANDONED]

@@ -232,17 +232,25 @@ class NodeState(Starting):
     def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
         now = self.now_expr()
         with self._tx() as conn:
-            # The judgement and the release in one transaction: a node that beats in between
-            # either beat first (then this deletes nothing) or waits for this to commit.
-            dead = conn.execute(
-                select(nodes.c.id)
-                .where(nodes.c.id == node_id, nodes.c.heartbeat_at < self._plus_seconds(now, literal(-stale_after)))
-                .with_for_update()
-            ).first()
-            if dead is None:
+            if not self._lock_if_stale(conn, node_id, stale_after, now):
                 return None
-            conn.execute(delete(nodes).where(nodes.c.id == node_id))
-            return self._abandon_claims_of(conn, node_id, reason, now)
+            return self._remove_and_release(conn, node_id, reason, now)
+
+    def _lock_if_stale(self, conn: Connection, node_id: str, stale_after: float, now: Any) -> bool:
+        """Lock the node's record if its heartbeat is older than ``stale_after``: the judgement
+        and the release in one transaction, so a node that beats in between either beat first
+        (then nothing is released) or waits for the release to commit."""
+        stale = conn.execute(
+            select(nodes.c.id)
+            .where(nodes.c.id == node_id, nodes.c.heartbeat_at < self._plus_seconds(now, literal(-stale_after)))
+            .with_for_update()
+        ).first()
+        return stale is not None
+
+    def _remove_and_release(self, conn: Connection, node_id: str, reason: str, now: Any) -> int:
+        """Remove a dead node's record and release what it held; the count released."""
+        conn.execute(delete(nodes).where(nodes.c.id == node_id))
+        return self._abandon_claims_of(conn, node_id, reason, now)
 
     @transient_retry
     def nodes(self) -> list[NodeRecord]:
