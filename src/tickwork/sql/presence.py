@@ -32,20 +32,22 @@ import threading
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine, delete, literal, select
+from sqlalchemy import Connection, Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from .features import Operations
 from .nodestate import NodeState
 from .retry import transient_retry
-from .schema import nodes
 
 log = logging.getLogger("tickwork.presence")
 
 
-def presence_name(node_id: str) -> str:
-    """The lock's name for ``node_id``: fixed-length whatever the id (MySQL caps names at 64)."""
-    return "tickwork-node:" + hashlib.blake2b(node_id.encode(), digest_size=20).hexdigest()
+def presence_name(database: str, node_id: str) -> str:
+    """The lock's name for ``node_id`` of the cluster in ``database``: a MySQL named lock is the
+    whole server's, and two clusters in two databases of one server may use the same node ids.
+    Fixed-length whatever the id (MySQL caps names at 64)."""
+    key = f"{database}\0{node_id}".encode()
+    return "tickwork-node:" + hashlib.blake2b(key, digest_size=20).hexdigest()
 
 
 class PresenceSession:
@@ -56,8 +58,9 @@ class PresenceSession:
     :param operations: how the database spells the lock
     """
 
-    def __init__(self, connect: Callable[[], Connection], operations: Operations) -> None:
+    def __init__(self, connect: Callable[[], Connection], operations: Operations, database: str) -> None:
         self._connect = connect
+        self.database = database
         self._operations = operations
         self._conn: Connection | None = None
         self._node: str | None = None
@@ -74,7 +77,7 @@ class PresenceSession:
         ``None`` when it cannot be held now (the database is away, or another session holds
         the name). Never raises: presence only speeds failover up, it is never a reason for a
         heartbeat to fail."""
-        take = self._operations.presence_lock(presence_name(node_id))
+        take = self._operations.presence_lock(presence_name(self.database, node_id))
         if take is None:
             return None
         with self._lock:
@@ -132,10 +135,13 @@ class Presence(NodeState):
     def hold_presence(self, node_id: str) -> float | None:
         if self._presence is None:
             engine = self.presence_engine()
-            if engine is None or self.operations.presence_lock(presence_name(node_id)) is None:
+            if engine is None:
+                return None
+            database = engine.url.database or ""
+            if self.operations.presence_lock(presence_name(database, node_id)) is None:
                 return None
             self._presence = PresenceSession(
-                lambda: engine.connect().execution_options(isolation_level="AUTOCOMMIT"), self.operations
+                lambda: engine.connect().execution_options(isolation_level="AUTOCOMMIT"), self.operations, database
             )
         return self._presence.hold(node_id)
 
@@ -145,28 +151,23 @@ class Presence(NodeState):
 
     @transient_retry
     def release_absent_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
-        own = self._presence.node if self._presence is not None else None
-        if own is None or own == node_id:
+        session = self._presence
+        own = session.node if session is not None else None
+        if session is None or own is None or own == node_id:
             return None
         gone, self_gone = (
-            self.operations.presence_free(presence_name(node_id)),
-            self.operations.presence_free(presence_name(own)),
+            self.operations.presence_free(presence_name(session.database, node_id)),
+            self.operations.presence_free(presence_name(session.database, own)),
         )
         if gone is None or self_gone is None:
             return None
         now = self.now_expr()
         with self._tx() as conn:
-            stale = conn.execute(
-                select(nodes.c.id)
-                .where(nodes.c.id == node_id, nodes.c.heartbeat_at < self._plus_seconds(now, literal(-stale_after)))
-                .with_for_update()
-            ).first()
-            if stale is None:
+            if not self._lock_if_stale(conn, node_id, stale_after, now):
                 return None
             absent, self_absent = conn.execute(select(gone, self_gone)).one()
             # Our own lock free means our presence session is gone (a database restart ends
             # every session): nobody's absence means anything until each has taken it again.
             if not absent or self_absent:
                 return None
-            conn.execute(delete(nodes).where(nodes.c.id == node_id))
-            return self._abandon_claims_of(conn, node_id, reason, now)
+            return self._remove_and_release(conn, node_id, reason, now)
