@@ -30,6 +30,7 @@ from .pausing import Pausing
 from .retry import log, transient_retry
 from .rows import UNHELD
 from .schema import UTCDateTime, runs, schedules
+from .starting import started_at
 
 #: Seconds to wait before asking again for ends whose schedule rows were locked elsewhere.
 BUSY_PAUSES = (0.005, 0.02)
@@ -234,7 +235,9 @@ class Ending(Pausing):
                     # its start, and neither its holder could start it nor others take it over.
                     schedules.c.claimed_at >= schedules.c.next_fire,
                 )
-                .values(claimed_at=self.now_expr())
+                # Not the bare clock: a start recorded ahead (start_lead) renewed before its fire
+                # time would look unstarted again, be taken over and run twice.
+                .values(claimed_at=started_at(self.now_expr()))
             )
 
     @transient_retry

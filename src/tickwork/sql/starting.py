@@ -42,6 +42,14 @@ from .storecore import SQLCore
 UNSTARTED = and_(schedules.c.state == "running", schedules.c.claimed_at < schedules.c.next_fire)
 
 
+def started_at(now: ColumnElement[Any]) -> ColumnElement[Any]:
+    """What a granted start (and every renewal of a started fire) sets ``claimed_at`` to: the
+    later of the clock ``now`` and the fire's time. A start recorded ahead (within the lead) is
+    then started too (not before its fire time, so never :data:`UNSTARTED`), and no takeover
+    gives it back; a renewal before the fire time keeps it so."""
+    return case((schedules.c.next_fire > now, schedules.c.next_fire), else_=now)
+
+
 class Starting(SQLCore):
     """Fenced starts and the takeover of fires not started in time."""
 
@@ -70,11 +78,7 @@ class Starting(SQLCore):
         )
 
     def _started_at(self) -> ColumnElement[Any]:
-        """What a granted start sets ``claimed_at`` to: the later of the clock and the fire's
-        time. A start recorded ahead (within the lead) is then started too (not before its fire
-        time, so never :data:`UNSTARTED`), and no takeover gives it back."""
-        now = self.now_expr()
-        return case((schedules.c.next_fire > now, schedules.c.next_fire), else_=now)
+        return started_at(self.now_expr())
 
     def _locked_ids(self, where: ColumnElement[bool]) -> Select[Any]:
         # SKIP LOCKED: a row another session holds (a stray FOR UPDATE, a long transaction) is

@@ -62,6 +62,19 @@ class FencedStartContract:
         (run,) = store.history(schedule="led")
         assert run.status is RunStatus.SUCCEEDED
 
+    def test_a_renewal_before_the_fire_time_keeps_a_start_recorded_ahead_started(self, store: Store) -> None:
+        # The node renews every claim it tracks, those granted ahead included: a renewal between
+        # the grant and the fire time must not make the fire look unstarted again (it would then
+        # be taken over and run twice, and a release at shutdown would delete its run).
+        claim = claim_ahead(store, "renewed", 1.0)
+        assert store.start_held("n1", [claim], 0.05, lead=30.0) == [True]
+        store.renew("n1", [claim])
+        wait_until(store, claim.scheduled_for + timedelta(seconds=0.1))
+        assert store.take_over_unstarted(0.05) == 0
+        assert store.release_node("n1", "stopped") == 1
+        (run,) = store.history(schedule="renewed")
+        assert run.status is RunStatus.ABANDONED
+
     def test_a_held_fire_past_its_deadline_cannot_start_and_is_taken_over(self, store: Store) -> None:
         late = claim_ahead(store, "late", 1.0)
         on_time = claim_ahead(store, "on-time", 30.0)

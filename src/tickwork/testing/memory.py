@@ -236,7 +236,8 @@ class MemoryStore(
                     and row.state is ScheduleState.RUNNING
                     and not unstarted(row)
                 ):
-                    row.claimed_at = now
+                    # Never before the fire time: a start recorded ahead stays started.
+                    row.claimed_at = max(now, row.next_fire) if row.next_fire is not None else now
 
     def release_node(self, node_id: str, reason: str) -> int:
         with self._tx() as now:
