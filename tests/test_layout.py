@@ -17,7 +17,7 @@ TOP_LEVEL = {
     "__init__.py",
     "__main__.py",
     "py.typed",
-    "abc.py",
+    "abc",
     "errors.py",
     "structures.py",
     "admin",

@@ -45,6 +45,22 @@ class FollowUps:
         self.waiting = WaitingFires()
         self._errors = OnceLogger(log)
 
+    def give_up_retries(self) -> tuple[list[Finish], list[Parked]]:
+        """End every pending retry as failed (the node is stopping): the ends to write and the
+        schedules to park, releasing each schedule to its next fire."""
+        failed = Outcome(RunStatus.FAILED, error="node stopped before the retry")
+        finishes: list[Finish] = []
+        parks: list[Parked] = []
+        now_mono = self.clock.monotonic()
+        for retry in self.retries.take_all():
+            # Ending a run never retries it again: only a run that failed now plans one.
+            end = self.end_one(retry.claim, failed, retry.mono_claimed, now_mono, None, retry=False)
+            if isinstance(end, Finish):
+                finishes.append(end)
+            elif end is not None:
+                parks.append(end)
+        return finishes, parks
+
     def end_one(
         self,
         claim: Claim,

@@ -21,23 +21,24 @@ from datetime import datetime
 from ..abc import DEFAULT_NODE_TTL, Executor, Membership, Store
 from ..errors import StoreError
 from ..plugin.manager import PluginManager
-from ..structures import Claim, Finish, Outcome, RunStatus
+from ..structures import Claim
 from .backfills import BackfillRunner
 from .clock import DatabaseClock
 from .counters import Counters
 from .ends import EndWriter
 from .failover import FencedStarts, Rejoins
 from .faults import OnceLogger, PassBackoff
-from .followups import FollowUps, Parked
+from .followups import FollowUps
 from .gate import ClaimGate
 from .held import HeldFires
 from .housekeeping import Housekeeping
 from .listener import EngineListener, SafeListener
 from .nextfires import NextFires
+from .pacing import Pacing
 from .rerun import Reruns
 from .retries import RetryQueue
 from .runs import Runs
-from .settings import UNHEALTHY_POLL, EngineSettings, clamp_wait
+from .settings import EngineSettings, clamp_wait
 from .watch import PassWatch
 
 log = logging.getLogger("tickwork.engine")
@@ -138,6 +139,17 @@ class Engine:
             self.clock.monotonic,
         )
         self.rejoins = Rejoins(membership, self.held_fires, self.fenced_starts, self.retries, self.ends, self.in_flight)
+        self.pacing = Pacing(
+            settings,
+            membership,
+            self.gate,
+            self.runs,
+            self.held_fires,
+            self.fenced_starts,
+            self.retries,
+            self.ends,
+            self.housekeeping,
+        )
 
     # -- counters (logs, tests, benchmarks) ---------------------------------------------------------
 
@@ -274,18 +286,7 @@ class Engine:
 
     def drop_retries(self) -> None:
         """Give up pending retries (node stopping): release their schedules to the next fire."""
-        failed = Outcome(RunStatus.FAILED, error="node stopped before the retry")
-        finishes: list[Finish] = []
-        parks: list[Parked] = []
-        now_mono = self.clock.monotonic()
-        for retry in self.retries.take_all():
-            # Ending a run never retries it again: only a run that failed now plans one.
-            end = self.follow_ups.end_one(retry.claim, failed, retry.mono_claimed, now_mono, None, retry=False)
-            if isinstance(end, Finish):
-                finishes.append(end)
-            elif end is not None:
-                parks.append(end)
-        self.ends.write(finishes, parks)
+        self.ends.write(*self.follow_ups.give_up_retries())
 
     def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds (real time) for in-flight runs to end and record them."""
@@ -314,7 +315,7 @@ class Engine:
         self.runs.expire_overdue()
         self.runs.finish_completed()
         with self.watch.step("housekeeping (renew, reap, reconcile, takeover)"):
-            self.housekeeping.run_due(busy=self._busy())
+            self.housekeeping.run_due(busy=self.pacing.busy())
         # A node unsure of its membership starts nothing, held fires included: others may soon
         # declare it dead and release its claims (docs/claim-protocol.md, bounds).
         healthy = self.membership.healthy()
@@ -348,50 +349,10 @@ class Engine:
             self.fenced_starts.start_due()
         return len(claims) >= limit
 
-    def _busy(self) -> bool:
-        return bool(self.in_flight or self.held_fires or self.fenced_starts or self.retries)
-
     def nothing_due_within(self, seconds: float) -> bool:
-        """Whether no held fire, retry or claimable fire is due within ``seconds``, by what the
-        engine knows without asking the store: then no run but those in flight can end by then."""
-        for until in (
-            self.held_fires.seconds_until_next(),
-            self.fenced_starts.seconds_until_run(),
-            self.retries.seconds_until_next(),
-        ):
-            if until is not None and until <= seconds:
-                return False
-        return self.gate.nothing_due_within(seconds)
+        """See :meth:`.pacing.Pacing.nothing_due_within`."""
+        return self.pacing.nothing_due_within(seconds)
 
     def sleep_seconds(self) -> float:
-        """How long the loop may sleep before something needs it (at most ``max_sleep``)."""
-        mono = self.clock.monotonic
-        sleep = self.settings.max_sleep
-        deadline = self.runs.earliest_deadline()
-        if deadline is not None:
-            sleep = min(sleep, deadline - mono())
-        busy = self._busy()
-        sleep = min(sleep, self.housekeeping.seconds_until_next(busy=busy))
-        ends = self.ends.seconds_until_due()
-        if ends is not None:
-            sleep = min(sleep, ends)
-        if not self.membership.healthy():
-            # Nothing starts meanwhile; look again soon: the heartbeat that makes it healthy again
-            # (after a database outage) does not wake the loop.
-            return clamp_wait(min(sleep, UNHEALTHY_POLL))
-        retry = self.retries.seconds_until_next()
-        if retry is not None:
-            sleep = min(sleep, retry)
-        held = self.held_fires.seconds_until_next()
-        if held is not None:
-            # Held fires wake the loop start_lead before their time, less start_batch_window, so
-            # that the fires of the next few milliseconds start in the same statement (with no
-            # lead: a little after their time).
-            wake = held - self.settings.start_lead + self.settings.start_batch_window
-            sleep = min(sleep, wake if held > self.settings.start_lead else 0.0)
-        granted = self.fenced_starts.seconds_until_run()
-        if granted is not None:
-            sleep = min(sleep, granted)
-        if len(self.in_flight) + len(self.held_fires) + len(self.fenced_starts) >= self.settings.max_in_flight:
-            return clamp_wait(min(sleep, 0.5))
-        return clamp_wait(self.gate.seconds_until_claim(sleep))
+        """How long the loop may sleep before something needs it (:class:`.pacing.Pacing`)."""
+        return self.pacing.sleep_seconds()

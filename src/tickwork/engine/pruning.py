@@ -8,7 +8,8 @@ import logging
 import threading
 from datetime import timedelta
 
-from ..abc import PRUNE_BATCH, Store
+from ..abc import Store
+from ..abc.storeroles import PRUNE_BATCH
 from ..errors import TickworkError
 
 log = logging.getLogger("tickwork.engine")

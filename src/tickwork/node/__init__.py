@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..abc import DEFAULT_NODE_TTL
 from ..plugin.assembly import build_executors, build_membership, build_store
-from .node import Node, unconfigured_executor
+from .jobsync import unconfigured_executor
+from .node import Node
 
 __all__ = ["DEFAULT_NODE_TTL", "Node", "build_executors", "build_membership", "build_store", "unconfigured_executor"]

@@ -40,6 +40,17 @@ class HealthWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"tickwork-health-{node.node_id}", daemon=True)
 
+    @classmethod
+    def reporting_to_hooks(cls, node: Node) -> HealthWatch:
+        """A started watch of ``node`` that reports to its plugins' ``tickwork_health_changed``."""
+
+        def report(changes: Sequence[HealthChange]) -> None:
+            node.hooks.call("tickwork_health_changed", node_id=node.node_id, changes=changes)
+
+        watch = cls(node, report)
+        watch.start()
+        return watch
+
     def start(self) -> None:
         self._thread.start()
 

@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import logging
 import os
-import queue
 import secrets
-import signal
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,20 +18,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..abc import DEFAULT_NODE_TTL, Executor, Membership, Store
 from ..config.files import Config, check_tables, config_from
 from ..engine import Engine, EngineSettings
-from ..errors import ConfigError, DeclarationError, NodeIdInUseError
+from ..errors import ConfigError
 from ..plugin.assembly import build_executors, build_membership, build_store
 from ..plugin.lifecycle import HookListener, LifecycleHooks
 from ..plugin.manager import PluginManager, plugin_manager_for
-from ..scheduling.declare import DeclaredJob, declared_in
-from ..scheduling.importerrors import function_location
-from ..scheduling.sync import SyncReport, sync_module
+from ..scheduling.sync import SyncReport
 from .banner import log_banner
+from .embedding import AsyncEmbedding
+from .jobsync import sync_declared
 from .process import tune_gc
+from .registration import Registration
 from .shutdown import leave
+from .signals import StopSignals
 
 if TYPE_CHECKING:
     from ..admin.api import Admin
-    from ..structures import HealthChange
     from .healthwatch import HealthWatch
 
 log = logging.getLogger("tickwork.node")
@@ -42,28 +40,7 @@ log = logging.getLogger("tickwork.node")
 T = TypeVar("T")
 
 
-def unconfigured_executor(config: Config, manager: PluginManager, job: DeclaredJob) -> DeclarationError:
-    """The error for a declared job whose executor this node does not run: every one of its runs
-    would fail, so the node refuses to start."""
-    name = job.spec.executor
-    func = job.function
-    where = f"{func.__module__}.{func.__qualname__} ({function_location(func)})"
-    configured = ", ".join(sorted({*config.executors, config.scheduler.default_executor}))
-    if name not in manager.executors.names():
-        registered = ", ".join(sorted(manager.executors.names()))
-        return DeclarationError(f"{where}: unknown executor {name!r} (registered executors: {registered})")
-    return DeclarationError(
-        f"{where}: executor {name!r} is not configured in {config.source or 'the configuration'}: "
-        f"add an [executor.{name}] table (configured executors: {configured})"
-    )
-
-
-class StartAbandoned(Exception):
-    """Raised in the thread of a start whose caller gave up on it (a cancelled ``async with``);
-    that caller sees its ``CancelledError``, never this."""
-
-
-class Node:
+class Node(AsyncEmbedding):
     """A tickwork node: store + membership + executors + engine, built from a :class:`Config`.
 
     Run it in the foreground with :meth:`run` (what ``tickwork run`` does), or embedded in an
@@ -115,10 +92,10 @@ class Node:
         self._looping = False
         self._stopped = threading.Event()
         self._abort = threading.Event()
-        #: Set when the caller of a start gave up on it (a cancelled ``async with``): the start
-        #: stops at its next step instead of finishing for nothing.
-        self._abandoned = threading.Event()
-        self._signals_installed = False
+        ttl = float(getattr(self.membership, "node_ttl", DEFAULT_NODE_TTL))
+        self._registration = Registration(self.store, self.node_id, self.instance, ttl)
+        self._abandoned = self._registration.abandoned
+        self._signals = StopSignals(self.request_stop, self._stop_now)
         self._health_watch: HealthWatch | None = None
         self._grace: float | None = None
         self._admin: Admin | None = None
@@ -149,22 +126,22 @@ class Node:
             raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
         self.store.open()
         try:
-            self._unless_abandoned()
+            self._registration.check()
             # Before anything else: releasing "this node's" claims would release a live namesake's.
-            self._register()
+            self._registration.register()
         except BaseException:
             self.store.close()
             raise
         started: list[Executor] = []
         try:
-            self._unless_abandoned()
+            self._registration.check()
             # What `jobs add` checks a schedule's executor against: the names this node runs.
             self.store.announce_executors(self.node_id, sorted(self.executors))
             released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
             if released:
                 log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
             reports = self.sync_jobs()
-            self._unless_abandoned()
+            self._registration.check()
             for executor in self.executors.values():
                 executor.start()
                 started.append(executor)
@@ -198,53 +175,16 @@ class Node:
 
     def _watch_health(self) -> None:
         """Sweep schedule health for ``tickwork_health_changed``, only if a plugin asks for it."""
-        if not self.hooks.implemented("tickwork_health_changed"):
-            return
-        if not self.hooks.wanted("tickwork_watch_health", node_id=self.node_id, config=self.config):
-            return
-        from .healthwatch import HealthWatch  # imports the admin API, like admin below
+        if self.hooks.implemented("tickwork_health_changed") and self.hooks.wanted(
+            "tickwork_watch_health", node_id=self.node_id, config=self.config
+        ):
+            from .healthwatch import HealthWatch  # imports the admin API, like admin below
 
-        def report(changes: Sequence[HealthChange]) -> None:
-            self.hooks.call("tickwork_health_changed", node_id=self.node_id, changes=changes)
-
-        self._health_watch = HealthWatch(self, report)
-        self._health_watch.start()
-
-    def _register(self) -> None:
-        """Record this process under the node id, unless a live process uses it. A record whose
-        heartbeat is fresh but no longer advances is a predecessor that crashed (a restart with a
-        fixed id): wait for it to go stale, at most ``node_ttl``. One that advances is live."""
-        ttl = float(getattr(self.membership, "node_ttl", DEFAULT_NODE_TTL))
-        live = self.store.register_node(self.node_id, self.instance, ttl)
-        if live is None:
-            return
-        seen = live.heartbeat_at
-        deadline = time.monotonic() + ttl
-        while live is not None and live.heartbeat_at == seen and time.monotonic() < deadline:
-            if self._abandoned.wait(min(0.25, ttl / 8)):
-                raise StartAbandoned(f"the start of node {self.node_id} was abandoned (cancelled)")
-            live = self.store.register_node(self.node_id, self.instance, ttl)
-        if live is not None:
-            raise NodeIdInUseError(
-                f"node id {self.node_id!r} is in use by a live node (it is heartbeating); give each node "
-                "its own scheduler.node_id"
-            )
-
-    def _unless_abandoned(self) -> None:
-        if self._abandoned.is_set():
-            raise StartAbandoned(f"the start of node {self.node_id} was abandoned (cancelled)")
+            self._health_watch = HealthWatch.reporting_to_hooks(self)
 
     def sync_jobs(self) -> list[SyncReport]:
-        reports = []
-        for module in self.config.scheduler.jobs:
-            jobs = declared_in(module)
-            for job in jobs:
-                executor = self.executors.get(job.spec.executor)
-                if executor is None:
-                    raise unconfigured_executor(self.config, self.manager, job)
-                executor.validate_target(job.spec.target, job.spec.arguments)
-            reports.append(sync_module(self.store, module, jobs, self.manager))
-        return reports
+        """Sync the jobs declared in ``[scheduler] jobs`` into the store (:func:`.jobsync.sync_declared`)."""
+        return sync_declared(self.config, self.manager, self.store, self.executors)
 
     def start(self) -> Node:
         """Open the node and run it in a background thread; returns once it runs.
@@ -284,16 +224,8 @@ class Node:
             Off by default: a node run inside an application leaves the application's collector
             alone.
         """
-        previous: dict[signal.Signals, Any] = {}
-        signals: queue.SimpleQueue[int | None] = queue.SimpleQueue()
-        if install_signals and threading.current_thread() is threading.main_thread():
-            # The handler only queues the signal (SimpleQueue.put is safe in a signal handler); a
-            # thread acts on it. Acting in the handler could deadlock: it interrupts the main
-            # thread anywhere, possibly holding the very lock engine.stop() needs.
-            threading.Thread(target=self._act_on_signals, args=(signals,), name="tickwork-signals", daemon=True).start()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, lambda signum, _frame: signals.put(signum))
-            self._signals_installed = True
+        if install_signals:
+            self._signals.install()
         self._looping = True
         try:
             if not self._opened:
@@ -307,25 +239,13 @@ class Node:
                 self.shutdown(self._grace)
             finally:
                 self._looping = False
-                self._signals_installed = False
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-                signals.put(None)
+                self._signals.restore()
 
     # -- stopping ---------------------------------------------------------------------------------
 
-    def _act_on_signals(self, signals: queue.SimpleQueue[int | None]) -> None:
-        seen = 0
-        while (signum := signals.get()) is not None:
-            seen += 1
-            name = signal.Signals(signum).name
-            if seen == 1:
-                log.info("received %s; stopping after running jobs end (send it again to stop at once)", name)
-                self.request_stop()
-            else:
-                log.warning("received %s again; stopping now, running runs are recorded abandoned", name)
-                self._abort.set()
-                self.engine.stop()
+    def _stop_now(self) -> None:
+        self._abort.set()
+        self.engine.stop()
 
     def request_stop(self) -> None:
         """Ask the node to stop (safe from a signal handler); it stops as :meth:`stop` describes."""
@@ -364,7 +284,7 @@ class Node:
         if self._health_watch is not None:
             self._health_watch.stop()
         self.hooks.call("tickwork_node_stopping", node_id=self.node_id)
-        leave(self, grace, self._abort, announce_signals=self._signals_installed)
+        leave(self, grace, self._abort, announce_signals=self._signals.installed)
         if self._admin is not None:
             self._admin.close()
         self.hooks.call("tickwork_node_stopped", node_id=self.node_id)
@@ -450,45 +370,3 @@ class Node:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
-
-    async def __aenter__(self) -> Node:
-        starting = asyncio.ensure_future(asyncio.to_thread(self.start))
-        try:
-            return await asyncio.shield(starting)
-        except asyncio.CancelledError:
-            # A cancellation cannot interrupt the start's thread: it would finish unseen and leave
-            # a running node holding its id (a retry then fails with NodeIdInUseError). Wait for
-            # it (it stops at its next step) and stop what it started before letting the
-            # cancellation through.
-            self._abandoned.set()
-            await _to_the_end(self._undo_start(starting))
-            raise
-
-    async def _undo_start(self, starting: asyncio.Future[Node]) -> None:
-        try:
-            await starting
-        except Exception:
-            # It failed (or stopped when told it was abandoned) and cleaned up after itself; the
-            # node was never opened and may be started again (stop() would spoil its engine).
-            self._abandoned.clear()
-            return
-        self._abandoned.clear()
-        try:
-            await asyncio.to_thread(self.stop)
-        except Exception:  # the cancellation goes on, not this
-            log.exception("node %s: stopping after a cancelled start failed", self.node_id)
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.stop)
-
-
-async def _to_the_end(work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work`` to its end even if this task is cancelled again meanwhile (the caller re-raises
-    the first cancellation once it is done; ``work`` is bounded by the start and the stop)."""
-    task = asyncio.ensure_future(work)
-    while not task.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(task)
-    task.result()

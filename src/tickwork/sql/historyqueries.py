@@ -17,7 +17,7 @@ from sqlalchemy import (
     select,
 )
 
-from ..abc import PRUNE_BATCH
+from ..abc.storeroles import PRUNE_BATCH
 from ..config.numbers import integer
 from ..structures import (
     FAILING,

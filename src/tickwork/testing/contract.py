@@ -25,64 +25,39 @@ injected and the statements under test are the ones production runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from ..abc import Store
-from ..errors import ScheduleExistsError, ScheduleNotFoundError
 from ..structures import (
     BUCKETS,
     Claim,
     Finish,
-    MisfirePolicy,
     Outcome,
     RunStatus,
-    Schedule,
-    SchedulePlan,
-    ScheduleSpec,
     ScheduleState,
     bucket_of,
 )
 from .contract_backfill import BackfillOverlapContract
 from .contract_concurrency import ConcurrencyContract
+from .contract_expiry import ClaimExpiryContract
+from .contract_helpers import MINUTE, OK, claim_all, finish, spec
+from .contract_history import HistoryContract
 from .contract_nodes import NodeRecordContract
 from .contract_reruns import RerunContract
+from .contract_schedules import ScheduleCatalogContract
 from .contract_semantics import SemanticsContract
 from .contract_starts import FencedStartContract
 from .handoff_contract import HandoffContract
 
-OK = Outcome(RunStatus.SUCCEEDED)
-MINUTE = timedelta(minutes=1)
-
-
-def spec(name: str = "job", **fields: object) -> ScheduleSpec:
-    """A schedule spec for contract tests (cron, every minute; the store never evaluates it)."""
-    values: dict[str, object] = {"name": name, "trigger_kind": "cron", "expression": "* * * * *", "target": "m:f"}
-    values.update(fields)
-    return ScheduleSpec(**values)  # type: ignore[arg-type]
-
-
-def claim_all(store: Store, node: str = "n1", buckets: list[int] | None = None, ahead: float = 0.0) -> list[Claim]:
-    return store.claim_due(node, limit=1000, buckets=buckets, ahead=ahead)
-
-
-def finish(
-    store: Store,
-    claim: Claim,
-    next_fire: datetime | None,
-    *,
-    node: str = "n1",
-    outcome: Outcome = OK,
-    skipped: tuple[tuple[datetime, str], ...] = (),
-    started_at: datetime | None = None,
-) -> bool:
-    return store.finish(node, [Finish(claim, outcome, next_fire, skipped=skipped, started_at=started_at)])[0] is True
-
 
 class StoreContract(
+    ScheduleCatalogContract,
+    ClaimExpiryContract,
+    HistoryContract,
     HandoffContract,
     SemanticsContract,
     FencedStartContract,
@@ -91,10 +66,14 @@ class StoreContract(
     NodeRecordContract,
     BackfillOverlapContract,
 ):
-    """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``
-    (the schedule-semantics part: :mod:`.contract_semantics`; hand-offs: :mod:`.handoff_contract`;
-    fenced starts: :mod:`.contract_starts`; reruns of abandoned fires: :mod:`.contract_reruns`;
-    concurrent runs: :mod:`.contract_concurrency`; a backfill's overlap: :mod:`.contract_backfill`)."""
+    """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``.
+
+    This class holds the claim invariants (never early, only the holder advances, one run per due
+    time); the rest is mixed in: the schedule catalogue (:mod:`.contract_schedules`), expiring
+    claims (:mod:`.contract_expiry`), the history (:mod:`.contract_history`), schedule semantics
+    (:mod:`.contract_semantics`), hand-offs (:mod:`.handoff_contract`), fenced starts
+    (:mod:`.contract_starts`), reruns of abandoned fires (:mod:`.contract_reruns`), concurrent runs
+    (:mod:`.contract_concurrency`) and a backfill's overlap (:mod:`.contract_backfill`)."""
 
     @pytest.fixture
     def make_store(self) -> Callable[[], Store]:
@@ -105,92 +84,6 @@ class StoreContract(
         s = make_store()
         yield s
         s.close()
-
-    # -- schedules ---------------------------------------------------------------------------------
-
-    def test_add_get_list_remove(self, store: Store) -> None:
-        t = store.now()
-        added = store.add(spec("b", arguments={"x": [1, 2]}, timezone="Europe/Berlin"), t)
-        store.add(spec("a", module="app.jobs", misfire=MisfirePolicy.ALL, retries=2), None)
-        assert added.spec.arguments == {"x": [1, 2]}
-        assert added.next_fire == t and added.state is ScheduleState.IDLE
-        got = store.get("b")
-        assert got.spec == added.spec and got.id == added.id
-        assert [s.name for s in store.list_schedules()] == ["a", "b"]
-        assert [s.name for s in store.list_schedules(module="app.jobs")] == ["a"]
-        assert store.get("a").spec.misfire is MisfirePolicy.ALL and store.get("a").spec.retries == 2
-        store.remove("a")
-        assert [s.name for s in store.list_schedules()] == ["b"]
-
-    def test_duplicate_and_missing_names(self, store: Store) -> None:
-        t = store.now()
-        store.add(spec("a"), t)
-        with pytest.raises(ScheduleExistsError, match="'a'"):
-            store.add(spec("a"), t)
-        for call in (
-            lambda: store.get("nope"),
-            lambda: store.remove("nope"),
-            lambda: store.set_enabled("nope", True, t),
-            lambda: store.fire_now("nope"),
-            lambda: store.update(spec("nope"), t),
-        ):
-            with pytest.raises(ScheduleNotFoundError, match="'nope'"):
-                call()
-
-    def test_update_replaces_definition(self, store: Store) -> None:
-        t = store.now()
-        store.add(spec("a"), t)
-        changed = spec("a", expression="*/5 * * * *", timeout=timedelta(seconds=7))
-        updated = store.update(changed, t + timedelta(hours=1))
-        assert updated.spec == changed and store.get("a").spec == changed
-        assert updated.next_fire == t + timedelta(hours=1)
-
-    def test_write_schedules_applies_a_plan(self, store: Store) -> None:
-        start = store.now()
-        store.add(spec("keep", module="app"), start + MINUTE)
-        store.add(spec("retrigger", module="app"), start + MINUTE)
-        store.add(spec("gone", module="app"), start + MINUTE)
-        created = [spec(f"new-{i:04d}", module="app") for i in range(2500)]  # more than one batch
-        clocks: list[datetime] = []
-        seen: list[str] = []
-
-        def plan(stored: Sequence[Schedule]) -> SchedulePlan:
-            seen.extend(s.name for s in stored)
-            return SchedulePlan(
-                create=tuple(created),
-                update=(spec("keep", module="app", target="m:g"),),
-                retrigger=(spec("retrigger", module="app", expression="0 * * * *"),),
-                remove=("gone",),
-            )
-
-        def next_fire(s: ScheduleSpec, now: datetime) -> datetime:
-            clocks.append(now)
-            return now + timedelta(hours=1)
-
-        store.write_schedules(plan, next_fire)
-        assert sorted(seen) == ["gone", "keep", "retrigger"]
-        assert len(clocks) == 2501 and min(clocks) >= start
-        names = [s.name for s in store.list_schedules()]
-        assert names == ["keep", *(s.name for s in created), "retrigger"]
-        assert store.get("keep").next_fire == start + MINUTE and store.get("keep").spec.target == "m:g"
-        retriggered = store.get("retrigger")
-        assert retriggered.spec.expression == "0 * * * *" and retriggered.next_fire is not None
-        assert retriggered.next_fire > start + MINUTE
-        assert store.get("new-2499").spec == created[-1]
-
-    def test_write_schedules_refuses_a_name_taken_and_a_plan_that_raises(self, store: Store) -> None:
-        store.add(spec("taken"), store.now())
-        with pytest.raises(ScheduleExistsError, match="taken"):
-            store.write_schedules(lambda _: SchedulePlan(create=(spec("taken", module="app"),)), lambda s, now: now)
-        with pytest.raises(ValueError, match="refused"):
-            store.write_schedules(_refuse, lambda s, now: now)
-        assert [s.name for s in store.list_schedules()] == ["taken"] and store.get("taken").spec.module is None
-
-    def test_the_clock_is_aware_utc_and_never_goes_back(self, store: Store) -> None:
-        first = store.now()
-        second = store.now()
-        assert first.utcoffset() == timedelta(0)
-        assert second >= first
 
     # -- claiming: invariant 2, never early ----------------------------------------------------------
 
@@ -455,188 +348,3 @@ class StoreContract(
         runs = sorted(store.history(), key=lambda r: r.attempt)
         assert [(r.attempt, r.status) for r in runs] == [(1, RunStatus.FAILED), (2, RunStatus.SUCCEEDED)]
         assert runs[0].error == "first"
-
-    # -- run now -----------------------------------------------------------------------------------
-
-    def test_fire_now(self, store: Store) -> None:
-        store.add(spec("a"), store.now() + timedelta(days=1))
-        before = store.now()
-        fired = store.fire_now("a")
-        assert fired.next_fire is not None and before <= fired.next_fire <= store.now()
-        (c,) = claim_all(store)
-        assert c.scheduled_for == fired.next_fire
-
-    def test_fire_now_while_running_fires_right_after_the_run(self, store: Store) -> None:
-        t = store.now()
-        store.add(spec("a"), t)
-        (c,) = claim_all(store)
-        store.fire_now("a")
-        assert store.get("a").state is ScheduleState.RUNNING  # the run in progress is left alone
-        assert finish(store, c, t + timedelta(days=1))
-        s = store.get("a")
-        assert s.next_fire is not None and s.next_fire <= store.now()
-        (again,) = claim_all(store)
-        assert again.run_id is not None
-
-    # -- invariant 4, claims expire ----------------------------------------------------------------
-
-    def test_release_node_abandons_its_runs_only(self, store: Store) -> None:
-        t = store.now()
-        store.add(spec("a"), t)
-        store.add(spec("b"), t)
-        (ca,) = store.claim_due("n1", limit=1, buckets=None)
-        (cb,) = store.claim_due("n2", limit=1, buckets=None)
-        assert store.release_node("n1", "restarted") == 1
-        by_name = {r.schedule: r for r in store.history()}
-        assert by_name[ca.spec.name].status is RunStatus.ABANDONED and by_name[ca.spec.name].error == "restarted"
-        assert by_name[cb.spec.name].status is RunStatus.RUNNING
-        assert store.get(cb.spec.name).state is ScheduleState.RUNNING
-
-    def test_hard_timeout_reaps_and_renew_keeps_alive(self, store: Store) -> None:
-        t = store.now()
-        store.add(spec("slow", timeout=timedelta(seconds=1)), t)
-        store.add(spec("kept", timeout=timedelta(hours=1)), t)
-        claims = {c.spec.name: c for c in claim_all(store)}
-        store.renew("n1", [claims["kept"]])
-        renewed = store.get("kept").claimed_at
-        assert renewed is not None and renewed >= claims["kept"].claimed_at
-        assert store.reap_expired(60) == 0  # no claim is older than its timeout + a minute
-        # A negative grace moves the deadline before the claim: "slow" (1 s) is past it at once,
-        # "kept" (1 h) is not; the times compared are all the store's own.
-        assert store.reap_expired(-2) == 1
-        assert store.get("slow").state is ScheduleState.IDLE
-        assert store.get("kept").state is ScheduleState.RUNNING
-        by_name = {r.schedule: r for r in store.history()}
-        assert by_name["slow"].status is RunStatus.TIMED_OUT and "hard timeout" in (by_name["slow"].error or "")
-        assert by_name["kept"].status is RunStatus.RUNNING
-        assert not finish(store, claims["slow"], t + MINUTE)  # the reaped claim's end is fenced out
-
-    def test_renew_only_touches_the_holders_claims(self, store: Store) -> None:
-        store.add(spec("a"), store.now())
-        (c,) = claim_all(store, "n1")
-        store.renew("n2", [c])
-        assert store.get("a").claimed_at == c.claimed_at
-
-    # -- nodes -------------------------------------------------------------------------------------
-
-    def test_nodes_and_heartbeats(self, store: Store) -> None:
-        first = store.heartbeat("n1")
-        second = store.heartbeat("n1")
-        assert second >= first
-        store.heartbeat("n2")
-        infos = {n.id: n for n in store.nodes()}
-        assert infos["n1"].started_at == first and infos["n1"].heartbeat_at == second
-        store.remove_node("n1")
-        assert [n.id for n in store.nodes()] == ["n2"]
-
-    # -- history -----------------------------------------------------------------------------------
-
-    def test_history_newest_first_with_filter_and_limit(self, store: Store) -> None:
-        start = store.now() - timedelta(minutes=10)
-        store.add(spec("a"), start)
-        store.add(spec("b"), start)
-        for i in range(1, 4):
-            for c in claim_all(store):
-                assert finish(store, c, start + timedelta(seconds=i))
-        hist = store.history(limit=4)
-        assert len(hist) == 4 and [r.id for r in hist] == sorted((r.id for r in hist), reverse=True)
-        assert len(store.history()) == 6
-        assert {r.schedule for r in store.history(schedule="a")} == {"a"}
-        as_json = hist[0].as_json()
-        for key in ("schedule", "scheduled_for", "started_at", "finished_at", "status", "node", "error"):
-            assert key in as_json
-        assert as_json["scheduled_for"].endswith("Z")
-
-    def test_one_run_by_its_id(self, store: Store) -> None:
-        start = store.now() - timedelta(minutes=10)
-        store.add(spec("a"), start)
-        store.add(spec("b"), start)
-        for c in claim_all(store):
-            assert finish(store, c, start + timedelta(seconds=1))
-        for record in store.history():
-            assert store.get_run(record.id) == record
-        assert store.get_run(max(r.id for r in store.history()) + 1000) is None
-
-    def test_last_runs_of_each_schedule_for_more_ids_than_one_statement_binds(self, store: Store) -> None:
-        start = store.now() - timedelta(minutes=10)
-        store.add(spec("a"), start)
-        store.add(spec("b"), start)
-        for i in range(1, 3):
-            for c in claim_all(store):
-                assert finish(store, c, start + timedelta(seconds=i), outcome=Outcome(RunStatus.FAILED, error=f"#{i}"))
-        ids = {s.name: s.id for s in store.list_schedules()}
-        # 70,000 ids: more than PostgreSQL's and MySQL's 65,535 bound parameters per statement
-        # (`jobs add --from FILE --replace` of 70,000 schedules asks for all of their last runs).
-        asked = [*range(max(ids.values()) + 1, max(ids.values()) + 70_001), ids["b"], ids["a"]]
-        last = store.last_runs(asked)
-        assert set(last) == {ids["a"], ids["b"]}
-        assert last[ids["a"]].schedule == "a" and last[ids["a"]].error == "#2"
-        assert store.last_runs([]) == {}
-
-    def test_recent_runs_latest_first_per_schedule_with_a_status_filter(self, store: Store) -> None:
-        start = store.now() - timedelta(minutes=10)
-        store.add(spec("a"), start)
-        store.add(spec("b"), start)
-        store.add(spec("idle"), None)
-        outcomes = [OK, Outcome(RunStatus.FAILED, error="#2"), Outcome(RunStatus.TIMED_OUT, error="#3")]
-        for i, outcome in enumerate(outcomes, start=1):
-            for c in claim_all(store):
-                assert finish(store, c, start + timedelta(seconds=i), outcome=outcome)
-        chosen = {s.name: s for s in store.list_schedules()}
-        picked = [chosen["a"], chosen["b"], chosen["idle"]]
-        recent = store.recent_runs(picked, limit=2)
-        assert set(recent) == {s.id for s in picked}
-        assert [r.status for r in recent[chosen["a"].id]] == [RunStatus.TIMED_OUT, RunStatus.FAILED]
-        assert [r.scheduled_for for r in recent[chosen["b"].id]] == [
-            start + timedelta(seconds=2),
-            start + timedelta(seconds=1),
-        ]
-        assert {r.schedule for r in recent[chosen["b"].id]} == {"b"}
-        assert recent[chosen["idle"].id] == []
-        succeeded = store.recent_runs([chosen["a"]], limit=5, status=[RunStatus.SUCCEEDED])
-        assert [r.scheduled_for for r in succeeded[chosen["a"].id]] == [start]
-        assert store.recent_runs([], limit=3) == {}
-
-    def test_remove_deletes_history(self, store: Store) -> None:
-        store.add(spec("a"), store.now())
-        (c,) = claim_all(store)
-        finish(store, c, None)
-        store.remove("a")
-        assert store.history() == []
-        store.add(spec("a"), store.now())
-        assert store.history() == []
-
-    def test_a_schedule_that_never_fires_again_is_not_due(self, store: Store) -> None:
-        store.add(spec("once"), store.now())
-        (c,) = claim_all(store)
-        assert finish(store, c, None)
-        assert store.get("once").next_fire is None and store.next_due(buckets=None) is None
-
-    def test_prune_history_deletes_old_ended_runs_in_bounded_batches(self, store: Store) -> None:
-        now = store.now()
-        long_ago = now - timedelta(days=40)
-        for name in ("a", "b", "c"):
-            store.add(spec(name), now - 10 * MINUTE)
-        # Three runs per schedule that ended long ago, each released still due a minute later.
-        for step in range(1, 4):
-            claims = claim_all(store)
-            assert len(claims) == 3
-            ends = [Finish(c, OK, now - (10 - step) * MINUTE, finished_at=long_ago) for c in claims]
-            assert store.finish("n1", ends) == [True, True, True]
-        # Then one that ended now (a), one that ended long ago but fences its fire (b: released
-        # with its fire time unchanged), and one still running (c).
-        last = {c.spec.name: c for c in claim_all(store)}
-        assert finish(store, last["a"], now + MINUTE)
-        b = last["b"]
-        assert store.finish("n1", [Finish(b, OK, b.scheduled_for, finished_at=long_ago)]) == [True]
-        kept = {r.id for r in store.history(limit=100) if r.finished_at is None or r.finished_at > long_ago}
-        kept |= {r.id for r in store.history(limit=100, schedule="b") if r.scheduled_for == b.scheduled_for}
-        assert len(store.history(limit=100)) == 12 and len(kept) == 3
-
-        assert [store.prune_history(timedelta(days=30), limit=4) for _ in range(4)] == [4, 4, 1, 0]
-        assert {r.id for r in store.history(limit=100)} == kept
-        assert store.prune_history(timedelta(days=50)) == 0
-
-
-def _refuse(stored: Sequence[Schedule]) -> SchedulePlan:
-    raise ValueError("plan refused")

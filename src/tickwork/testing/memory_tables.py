@@ -11,7 +11,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
-from ..abc import PRUNE_BATCH, Store
+from ..abc import Store
+from ..abc.storeroles import PRUNE_BATCH
 from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
 from ..structures import (
     Claim,

@@ -1,0 +1,274 @@
+"""The four interfaces every tickwork plugin implements: Store, Trigger, Executor, Membership.
+
+How a fire flows through them (see docs/architecture.md):
+
+1. The engine asks its :class:`Membership` which hash buckets this node owns.
+2. It asks the :class:`Store` to claim due schedules in those buckets (the database clock decides
+   what is due); each :class:`~tickwork.structures.Claim` carries a fence token and a history row.
+3. It hands each claim to the :class:`Executor` named by the schedule, which runs the target and
+   reports an :class:`~tickwork.structures.Outcome`.
+4. It asks the schedule's :class:`Trigger` for the next fire time and ends the run through
+   :meth:`Store.finish`, which only lands while the fence token still matches.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, Protocol
+
+from ..errors import TickworkError
+from ..structures import (
+    JobCall,
+    Outcome,
+)
+from .storeroles import ClaimLedger, NodeRegistry, RunHistory
+
+
+class Trigger(ABC):
+    """Answers "when is the next fire?" for one expression in one time zone.
+
+    Instances are immutable and cached by the engine, so construction may be expensive (compile the
+    expression once) while :meth:`next_after` must be cheap.
+
+    :param expression: the expression in this trigger's syntax
+    :param timezone: IANA time zone name the expression is evaluated in
+    :raises tickwork.errors.TriggerError: if the expression or zone is invalid; the message names
+        the offending part
+    """
+
+    #: The ``kind`` under which the trigger is registered (``cron``, ``calendar``, ...).
+    kind: ClassVar[str]
+
+    def __init__(self, expression: str, timezone: str = "UTC") -> None:
+        self.expression = expression
+        self.timezone = timezone
+
+    @classmethod
+    def recognizes(cls, expression: str) -> bool:
+        """Tell whether ``expression`` looks like this kind's syntax (used when no kind is given).
+
+        Only a cheap syntactic guess: the expression may still be rejected by the constructor.
+        """
+        return False
+
+    @abstractmethod
+    def next_after(self, after: datetime) -> datetime | None:
+        """Return the first fire time strictly after ``after``.
+
+        A function of the instant ``after`` alone: the engine keeps its last answer and gives it
+        again for the same instant (the schedules sharing a trigger and a fire time ask in turn).
+
+        :param after: an aware datetime (any zone)
+        :return: an aware UTC datetime, or ``None`` if the trigger never fires again
+        """
+
+    def normalized(self) -> str:
+        """Return the canonical form of the expression (defaults to the expression itself)."""
+        return self.expression
+
+
+class Executor(ABC):
+    """Runs the target of a fired schedule somewhere and reports how it ended.
+
+    The engine calls :meth:`start` once, then :meth:`submit` for every claimed run, from one
+    thread, and finally :meth:`shutdown`. Executors must not block in :meth:`submit` beyond
+    handing the call off; they report the end by calling ``on_done`` exactly once per call, from
+    any thread. A run that exceeds ``call.timeout`` seconds must be reported as
+    :attr:`~tickwork.structures.RunStatus.TIMED_OUT` (and stopped, where the executor can).
+
+    :param options: the executor's table from the configuration, already validated against
+        :attr:`options`
+    """
+
+    #: Option names this executor accepts in its config table, mapped to their expected type.
+    options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+
+    def __init__(self, **options: Any) -> None:
+        self.config = options
+
+    @abstractmethod
+    def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
+        """Check that ``target`` names something this executor can run.
+
+        Called when a schedule is added or declared, so mistakes surface then and not at 3 am.
+
+        :raises tickwork.errors.ExecutorError: if the target is invalid
+        """
+
+    def start(self) -> None:  # noqa: B027 - optional hook
+        """Acquire resources (pools, clients). Called once before the first :meth:`submit`."""
+
+    @abstractmethod
+    def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
+        """Start running ``call`` and return at once; call ``on_done`` when it ends.
+
+        :param call: what to run
+        :param on_done: callback taking the final outcome; must be called exactly once
+        """
+
+    @abstractmethod
+    def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
+        """Stop accepting calls; with ``wait``, wait up to ``timeout`` seconds for running ones."""
+
+    def capacity(self) -> int | None:
+        """How many more calls this executor can take without queueing; ``None`` if unbounded."""
+        return None
+
+    def cancel(self, run_id: int, reason: str) -> bool:
+        """Stop the run ``run_id`` (a :class:`~tickwork.structures.JobCall` submitted earlier)
+        and report it :attr:`~tickwork.structures.RunStatus.CANCELLED` with ``reason`` as its
+        error, through its ``on_done`` (still exactly once). Called from the engine's thread for
+        schedules with ``overlap = "cancel_other"`` when their next fire comes due.
+
+        :return: True if the run was stopped and reported so; False if it cannot be stopped (it
+            then ends as it would have) or has ended already. Default: False (nothing stoppable)
+        """
+        return False
+
+
+#: Seconds a node counts as live after its last heartbeat when its membership plugin has no
+#: ``node_ttl`` (the heartbeat plugins' default).
+DEFAULT_NODE_TTL = 4.0
+
+
+class Membership(ABC):
+    """Decides which schedules this node attempts, by owning hash buckets.
+
+    Every schedule has a bucket (:func:`tickwork.structures.bucket_of`). The engine passes
+    :meth:`owned_buckets` to the claim query, so the ownership filter runs in the database.
+    """
+
+    #: Option names this plugin accepts in its config table, mapped to their expected type.
+    options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+
+    def __init__(self, **options: Any) -> None:
+        self.config = options
+
+    @abstractmethod
+    def start(self, store: Store, node_id: str) -> None:
+        """Join the cluster (announce the node, start heartbeats). Called once at node start."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Leave the cluster (stop heartbeats, remove the node record if possible)."""
+
+    @abstractmethod
+    def owned_buckets(self) -> Sequence[int] | None:
+        """Return the buckets this node attempts, or ``None`` for all of them."""
+
+    def healthy(self) -> bool:
+        """False when this node must not start new runs (e.g. it could not renew its heartbeat)."""
+        return True
+
+    def on_change(self, callback: Callable[[], None]) -> None:  # noqa: B027 - optional hook
+        """Register ``callback`` to be called when the owned buckets change."""
+
+    def rejoins(self) -> int:
+        """How many times this node found that the others had declared it dead (its record
+        removed, its claims released) and joined again. When it changes, the engine drops the
+        fires it held, its pending retries and its unwritten ends: the others recorded them.
+        Default: 0 (a membership without heartbeats is never declared dead)."""
+        return 0
+
+    def watch_loop(self, stalled: Callable[[], str | None]) -> None:  # noqa: B027 - optional hook
+        """Register the engine's stall check: ``stalled()`` returns what the loop has been
+        waiting on for too long, or ``None``. A heartbeat membership does not vouch for a node
+        whose loop is stalled (it stops renewing the heartbeat), so the others take over."""
+
+    def buckets_for(self, node_id: str, live: Sequence[str]) -> Sequence[int] | None:
+        """Return the buckets ``node_id`` owns while ``live`` are the live nodes, or ``None`` for
+        all of them. Called by readers (the admin API, the dashboard), never by the engine; the
+        default says "all", which is right for memberships that do not partition."""
+        return None
+
+
+class Store(RunHistory, ClaimLedger, NodeRegistry):
+    """Persists schedules, claims and the run history.
+
+    A store keeps the invariants of docs/claim-protocol.md: at most one first attempt per
+    (schedule, scheduled-for) in the history; a claim only for a schedule whose next fire time is
+    at or before the database clock; an end only under the claim's fence token.
+
+    :param options: the store's table from the configuration
+    """
+
+    #: Claim strategy names this store supports, the first being its default.
+    claim_strategies: ClassVar[tuple[str, ...]] = ()
+    #: Option names this store accepts in its config table, mapped to their expected type.
+    options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+    #: Most schedules one :meth:`claim_due` call takes (the engine's claim batch). A store that
+    #: takes it as an option sets it per instance; 100 otherwise.
+    batch_size: int = 100
+    #: Statements this store has executed (benchmarks' statements per fire); a store that does
+    #: not count them stays at 0.
+    statements: int = 0
+
+    def describe(self) -> str:
+        """Name the database for messages and the start-up banner, never with a password.
+        Default: the class name."""
+        return f"{type(self).__name__} database"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def open(self, *, check_schema: bool = True) -> None:
+        """Connect to the database.
+
+        :raises tickwork.errors.StoreError: if the database cannot be reached or opened
+        :raises tickwork.errors.SchemaOutdatedError: if ``check_schema`` and the schema is not at
+            the latest migration; the message names the command that fixes it
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections and background listeners."""
+
+    @abstractmethod
+    def upgrade(self) -> None:
+        """Apply all pending schema migrations."""
+
+    def schema_revisions(self) -> tuple[str | None, str]:
+        """Return the database's schema revision (``None``: no schema yet) and the latest one
+        this tickwork knows, without migrating (``tickwork db current``).
+
+        :raises tickwork.errors.TickworkError: if this store has no versioned schema (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store has no versioned schema")
+
+    def upgrade_sql(self) -> str:
+        """Return the statements :meth:`upgrade` would run, as text (``tickwork db upgrade --sql``).
+
+        :raises tickwork.errors.TickworkError: if this store cannot tell (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store cannot print its migrations as SQL")
+
+    @abstractmethod
+    def listen(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (from any thread) whenever another process adds, changes, enables or
+        triggers a schedule, so a sleeping engine can re-check at once. Called once per node."""
+
+
+class RunningNode(Protocol):
+    """What the lifecycle hooks see of the node that calls them (a :class:`tickwork.Node`)."""
+
+    @property
+    def node_id(self) -> str: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def in_flight(self) -> int:
+        """Runs handed to executors that have not ended."""
+        ...
+
+    @property
+    def held(self) -> int:
+        """Fires claimed ahead of their time, waiting in memory to start."""
+        ...
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, reason): the store answers and the node's heartbeat is fresh."""
+        ...

@@ -1,0 +1,88 @@
+"""How long the loop may sleep: the earliest of what the engine's parts are waiting for (run
+deadlines, housekeeping, end batches, held fires, granted starts, retries, the next claim)."""
+
+from __future__ import annotations
+
+from ..abc import Membership
+from .ends import EndWriter
+from .failover import FencedStarts
+from .gate import ClaimGate
+from .held import HeldFires
+from .housekeeping import Housekeeping
+from .retries import RetryQueue
+from .runs import Runs
+from .settings import UNHEALTHY_POLL, EngineSettings, clamp_wait
+
+
+class Pacing:
+    """Reads the engine's parts, asks the store nothing (the claim gate keeps the next due time)."""
+
+    def __init__(
+        self,
+        settings: EngineSettings,
+        membership: Membership,
+        gate: ClaimGate,
+        runs: Runs,
+        held: HeldFires,
+        starts: FencedStarts,
+        retries: RetryQueue,
+        ends: EndWriter,
+        housekeeping: Housekeeping,
+    ) -> None:
+        self.settings = settings
+        self.membership = membership
+        self.gate = gate
+        self.runs = runs
+        self.held = held
+        self.starts = starts
+        self.retries = retries
+        self.ends = ends
+        self.housekeeping = housekeeping
+
+    def busy(self) -> bool:
+        """Whether any run is in flight or any fire or retry waits to start."""
+        return bool(self.runs.in_flight or self.held or self.starts or self.retries)
+
+    def nothing_due_within(self, seconds: float) -> bool:
+        """Whether no held fire, retry or claimable fire is due within ``seconds``, by what the
+        engine knows without asking the store: then no run but those in flight can end by then."""
+        for until in (
+            self.held.seconds_until_next(),
+            self.starts.seconds_until_run(),
+            self.retries.seconds_until_next(),
+        ):
+            if until is not None and until <= seconds:
+                return False
+        return self.gate.nothing_due_within(seconds)
+
+    def sleep_seconds(self) -> float:
+        """How long the loop may sleep before something needs it (at most ``max_sleep``)."""
+        settings = self.settings
+        sleep = settings.max_sleep
+        deadline = self.runs.earliest_deadline()
+        if deadline is not None:
+            sleep = min(sleep, deadline - self.runs.clock.monotonic())
+        sleep = min(sleep, self.housekeeping.seconds_until_next(busy=self.busy()))
+        ends = self.ends.seconds_until_due()
+        if ends is not None:
+            sleep = min(sleep, ends)
+        if not self.membership.healthy():
+            # Nothing starts meanwhile; look again soon: the heartbeat that makes it healthy again
+            # (after a database outage) does not wake the loop.
+            return clamp_wait(min(sleep, UNHEALTHY_POLL))
+        retry = self.retries.seconds_until_next()
+        if retry is not None:
+            sleep = min(sleep, retry)
+        held = self.held.seconds_until_next()
+        if held is not None:
+            # Held fires wake the loop start_lead before their time, less start_batch_window, so
+            # that the fires of the next few milliseconds start in the same statement (with no
+            # lead: a little after their time).
+            wake = held - settings.start_lead + settings.start_batch_window
+            sleep = min(sleep, wake if held > settings.start_lead else 0.0)
+        granted = self.starts.seconds_until_run()
+        if granted is not None:
+            sleep = min(sleep, granted)
+        if len(self.runs.in_flight) + len(self.held) + len(self.starts) >= settings.max_in_flight:
+            return clamp_wait(min(sleep, 0.5))
+        return clamp_wait(self.gate.seconds_until_claim(sleep))
