@@ -28,6 +28,11 @@ from .forms import ScheduleForm
 log = logging.getLogger("tickwork.web.actions")
 
 ACTIONS = ("trigger", "enable", "disable", "remove")
+#: Why a schedule declared in code is not changed here (the form and the API).
+DECLARED = (
+    "schedule {name!r} is declared in code ({module}); change the declaration there: "
+    "a node start puts the declared definition back"
+)
 #: Most schedules one selection may name (a page shows at most 200).
 MAX_SELECTION = 500
 

@@ -1,21 +1,34 @@
-"""The JSON API under ``/api`` (docs/web.md). Reads are open; the actions need
-``Authorization: Bearer TOKEN``: 401 without it, 403 with a wrong one or when no token is
-configured (read-only dashboard), 429 (with ``Retry-After``) after repeated wrong tokens from one
-address. Errors are ``{"error": "..."}`` with 400, 404, 409 or 503."""
+"""The JSON API under ``/api`` (docs/web.md). Reads are open; the actions, creating and changing
+schedules need ``Authorization: Bearer TOKEN``: 401 without it, 403 with a wrong one or when no
+token is configured (read-only dashboard), 429 (with ``Retry-After``) after repeated wrong tokens
+from one address. Errors are ``{"error": "..."}`` with 400, 404, 409, 413 or 503."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from functools import wraps
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreError, TickworkError
+from tickwork.admin import Admin
+from tickwork.admin.info import ScheduleInfo
+from tickwork.errors import (
+    ConfigError,
+    DatabaseMissingError,
+    DeclarationError,
+    ExecutorError,
+    ScheduleExistsError,
+    ScheduleNotFoundError,
+    StoreError,
+    TickworkError,
+    TriggerError,
+)
 
 from . import data
-from .actions import ACTIONS, perform
+from .actions import ACTIONS, DECLARED, audit, perform
 from .auth import clean_name
 from .queries import MAX_LIMIT, BadQuery, api_schedule_filter, integer, run_filter, statuses
 
@@ -142,6 +155,114 @@ async def act(request: Request) -> Response:
 @errors_as_json
 async def remove(request: Request) -> Response:
     return await _act(request, "remove")
+
+
+#: The largest JSON body a schedule may be sent in (a schedule is a few hundred bytes; its
+#: arguments are the only part that can grow).
+MAX_BODY = 64 * 1024
+#: What a schedule's definition may fail on: the request's fault (400), named in the message.
+INVALID = (ConfigError, TriggerError, DeclarationError, ExecutorError, TypeError, ValueError)
+
+
+class BadBody(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    """The request's body: one JSON object of at most :data:`MAX_BODY` bytes (read no further)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise BadBody(413, f"the body is larger than {MAX_BODY // 1024} KiB")
+    try:
+        value = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadBody(400, f"the body is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise BadBody(400, f"the body must be a JSON object of the schedule's fields, got {type(value).__name__}")
+    return value
+
+
+def _written(admin: Admin, action: str, name: str, who: str, address: str, write: Callable[[], ScheduleInfo]) -> Any:
+    """``write()`` audited as ``action`` on ``name``: the schedule written, or the error response."""
+    try:
+        info = write()
+    except ScheduleExistsError as exc:
+        audit(action, name, who, address, refused=str(exc))
+        return error(409, str(exc))
+    except INVALID as exc:
+        audit(action, name, who, address, refused=str(exc))
+        return error(400, str(exc))
+    audit(action, info.name, who, address)
+    return info
+
+
+#: Keyword arguments of the admin API's writes that are not a schedule's fields: the API does not
+#: let a caller replace a schedule through a create or skip the live nodes' executor check.
+NOT_FIELDS = ("replace", "check_nodes")
+
+
+async def _write(
+    request: Request, action: str, status: int, work: Callable[[Admin, dict[str, Any], str, str], Any]
+) -> Response:
+    who = authorize(request)
+    if isinstance(who, Response):
+        return who
+    try:
+        body = await _json_object(request)
+    except BadBody as exc:
+        return error(exc.status, str(exc))
+    refused = [key for key in NOT_FIELDS if key in body]
+    if refused:
+        return error(400, f"{', '.join(refused)}: not a schedule field")
+    address = request.client.host if request.client else "-"
+    found = await _dashboard(request).read(lambda admin: work(admin, body, who, address))
+    if isinstance(found, Response):
+        return found
+    _dashboard(request).changed()
+    return JSONResponse({"action": action, "schedule": data.schedule_json(found)}, status_code=status)
+
+
+@errors_as_json
+async def create(request: Request) -> Response:
+    """``POST /api/schedules``: ``{"name", "expression", "target", ...options}``, as
+    :meth:`Admin.add <tickwork.admin.Admin.add>` takes them (durations as ``"90s"``, times as
+    ISO 8601); 201 with the schedule."""
+
+    def work(admin: Admin, body: dict[str, Any], who: str, address: str) -> Any:
+        missing = [key for key in ("name", "expression", "target") if not isinstance(body.get(key), str)]
+        if missing:
+            return error(400, f"{', '.join(missing)}: required, as text")
+        fields = dict(body)
+        name, expression, target = fields.pop("name"), fields.pop("expression"), fields.pop("target")
+        return _written(admin, "create", name, who, address, lambda: admin.add(name, expression, target, **fields))
+
+    return await _write(request, "create", 201, work)
+
+
+@errors_as_json
+async def update(request: Request) -> Response:
+    """``PATCH /api/schedules/{name}``: the fields to change (any of ``expression``, ``target``
+    and the options), as :meth:`Admin.update <tickwork.admin.Admin.update>` takes them; the others
+    are kept. A schedule declared in code is refused (409): its declaration is put back at the
+    next node start."""
+    name = request.path_params["name"]
+
+    def work(admin: Admin, body: dict[str, Any], who: str, address: str) -> Any:
+        module = admin.get(name).module  # 404 for an unknown name
+        if module is not None:
+            refused = DECLARED.format(name=name, module=module)
+            audit("edit", name, who, address, refused=refused)
+            return error(409, refused)
+        if "name" in body and body["name"] != name:
+            return error(400, "name: a schedule cannot be renamed; create the new one and remove this one")
+        fields = {key: value for key, value in body.items() if key != "name"}
+        return _written(admin, "edit", name, who, address, lambda: admin.update(name, **fields))
+
+    return await _write(request, "edit", 200, work)
 
 
 async def not_found(request: Request) -> Response:

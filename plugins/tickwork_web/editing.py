@@ -14,17 +14,12 @@ from starlette.responses import Response
 from tickwork.admin import Admin
 from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreError
 
-from .actions import ACTIONS, MAX_SELECTION, perform_many, save
+from .actions import ACTIONS, DECLARED, MAX_SELECTION, perform_many, save
 from .forms import LABELS, TEXT_OPTIONS, ScheduleForm, kinds
 from .pages import address_of, checked_form, problem, redirect, render
 
 if TYPE_CHECKING:
     from .application import Dashboard
-
-DECLARED = (
-    "schedule {name!r} is declared in code ({module}); change the declaration there: "
-    "a node start puts the declared definition back"
-)
 
 
 def _dashboard(request: Request) -> Dashboard:
