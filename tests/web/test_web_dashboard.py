@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 from tests.servers.configs import ConfigFor
-from tests.web.webhelpers import BOOM, RECORD, TOKEN, populate, write_config
+from tests.web.webhelpers import BOOM, RECORD, TOKEN, populate, with_declared_jobs, write_config
 
 import tickwork
 import tickwork_web
@@ -349,12 +349,7 @@ def test_edit_keeps_what_is_not_changed(
 
 
 def test_a_schedule_declared_in_code_is_not_edited_here(tmp_path: Path) -> None:
-    config = write_config(tmp_path)
-    text = config.read_text(encoding="utf-8")
-    config.write_text(text.replace("[scheduler]\n", '[scheduler]\njobs = ["tests.declared_jobs"]\n'), encoding="utf-8")
-    node = Node(load(config))
-    node.open()  # syncs the declared jobs into the store
-    node.shutdown()
+    config = with_declared_jobs(tmp_path)
     with client(config) as c:
         assert c.post("/login", data={"token": TOKEN}).status_code == 303
         page = c.get("/schedules/hourly-report").text

@@ -12,13 +12,11 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 from tests.servers.configs import ConfigFor
-from tests.web.webhelpers import RECORD, TOKEN, populate, write_config
+from tests.web.webhelpers import RECORD, TOKEN, populate, with_declared_jobs, write_config
 
 import tickwork
 import tickwork_web
-from tickwork.config import load
 from tickwork.errors import ConfigError
-from tickwork.node import Node
 
 NAMES = ["broken", "late", "nightly-report", "paused"]
 
@@ -390,12 +388,7 @@ def test_api_create_refuses_a_bad_schedule_and_says_why(
 
 
 def test_api_does_not_change_a_schedule_declared_in_code(tmp_path: Path) -> None:
-    config = write_config(tmp_path)
-    text = config.read_text(encoding="utf-8")
-    config.write_text(text.replace("[scheduler]\n", '[scheduler]\njobs = ["tests.declared_jobs"]\n'), encoding="utf-8")
-    node = Node(load(config))
-    node.open()  # syncs the declared jobs into the store
-    node.shutdown()
+    config = with_declared_jobs(tmp_path)
     with client(config, TOKEN) as c:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         refused = c.patch("/api/schedules/hourly-report", json={"retries": 5}, headers=auth)

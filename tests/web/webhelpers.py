@@ -56,6 +56,18 @@ def populate(config: Path) -> None:
         node.shutdown()
 
 
+def with_declared_jobs(tmp_path: Path) -> Path:
+    """A configuration whose node declares ``tests.declared_jobs`` in code, synced into its store
+    by one node start."""
+    config = write_config(tmp_path)
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("[scheduler]\n", '[scheduler]\njobs = ["tests.declared_jobs"]\n'), encoding="utf-8")
+    node = Node(load(config))
+    node.open()  # syncs the declared jobs into the store
+    node.shutdown()
+    return config
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
