@@ -141,7 +141,10 @@ def _command_index(argv: Sequence[str]) -> int:
 
 
 def _error(exc: Exception, code: int) -> int:
-    # One line per problem, whatever the underlying message held.
+    # One line per problem, whatever the underlying message held; after the log lines written so
+    # far (a node's are written from a thread of their own).
+    for handler in logging.getLogger().handlers:
+        handler.flush()
     lines = [*exc.problems, exc.summary] if isinstance(exc, ConfigProblems) else [str(exc)]
     for line in lines:
         text = " ".join(line.split("\n"))

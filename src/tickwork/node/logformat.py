@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..structures import iso_z
+from .logstream import BackgroundStreamHandler
 
 TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
@@ -55,17 +56,29 @@ class JsonFormatter(logging.Formatter):
 _handler: logging.Handler | None = None
 
 
-def configure(level: str | int, fmt: str = "text") -> None:
+def configure(level: str | int, fmt: str = "text", *, background: bool = False) -> None:
     """Set up logging for the command line: stderr, ``fmt`` ``text`` or ``json``. Like
     :func:`logging.basicConfig`, it adds no handler when the root logger already has one (other
-    than its own from an earlier call, whose format it changes)."""
+    than its own from an earlier call, whose format it changes).
+
+    :param background: write from a thread of its own (:mod:`.logstream`): for a process that
+        runs a node, whose loop must not wait for stderr; short commands write in place, in
+        order with what they print
+    """
     global _handler
     root = logging.getLogger()
     formatter = JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT)
-    if _handler is not None and _handler in root.handlers:
+    ours = _handler is not None and _handler in root.handlers
+    if ours and background and not isinstance(_handler, BackgroundStreamHandler):
+        assert _handler is not None
+        root.removeHandler(_handler)
+        _handler.close()
+        ours = False
+    if ours:
+        assert _handler is not None
         _handler.setFormatter(formatter)
     elif not root.handlers:
-        _handler = logging.StreamHandler(sys.stderr)
+        _handler = BackgroundStreamHandler(sys.stderr) if background else logging.StreamHandler(sys.stderr)
         _handler.setFormatter(formatter)
         root.addHandler(_handler)
     root.setLevel(level)

@@ -26,8 +26,9 @@ class RunCommand(Command):
 
     def run(self, args: argparse.Namespace, config: Config) -> int:
         import_from_working_directory()
-        if config.logging.format != "text":
-            logformat.configure(logging.getLogger().level, config.logging.format)  # same level, JSON
+        # Same level; the configured format; lines written from a thread of their own, so that a
+        # stderr nobody reads never stops the node's loop.
+        logformat.configure(logging.getLogger().level, config.logging.format, background=True)
         node = Node(config)
         node.run(args.duration, tune_process=True)  # the process is the node's own
         return 0
