@@ -71,7 +71,6 @@ class Backfilling(SQLCore):
         # both start the next fire of a buffer_all backfill. The queue rows taken are deleted as
         # their runs are recorded (the delete's row count decides which node took one).
         with self._tx() as conn:
-            now = conn.execute(self.now_query()).scalar_one()
             first = func.min(backfills.c.scheduled_for)
             waiting = (
                 select(backfills.c.schedule_id)
@@ -87,10 +86,10 @@ class Backfilling(SQLCore):
             for schedule_id in conn.scalars(waiting).all():
                 if len(taken) >= limit:
                     break
-                taken.extend(self._take_of(conn, int(schedule_id), limit - len(taken), node_id, now))
+                taken.extend(self._take_of(conn, int(schedule_id), limit - len(taken), node_id))
         return taken
 
-    def _take_of(self, conn: Connection, schedule_id: int, limit: int, node_id: str, now: datetime) -> list[Claim]:
+    def _take_of(self, conn: Connection, schedule_id: int, limit: int, node_id: str) -> list[Claim]:
         """Take the queued fires of one schedule that may start now (under its row's lock)."""
         row = conn.execute(select(schedules).where(schedules.c.id == schedule_id).with_for_update()).first()
         if row is None:
@@ -104,6 +103,9 @@ class Backfilling(SQLCore):
             )
             or 0
         )
+        # The start time is read after the count: a previous run whose end the count saw ended
+        # before it (read first, a run's recorded start could precede the end that let it start).
+        now = conn.execute(self.now_query()).scalar_one()
         queued = conn.execute(
             select(backfills.c.id, backfills.c.scheduled_for, backfills.c.rerun, backfills.c.overlap)
             .where(backfills.c.schedule_id == schedule_id)
