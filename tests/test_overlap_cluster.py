@@ -35,6 +35,11 @@ RUN_FOR = 16.0
 pytestmark = pytest.mark.slow
 
 
+#: How far a run's recorded end (the node's lower-bound estimate of the database clock) may
+#: trail the database clock.
+END_ESTIMATE_SLACK = timedelta(milliseconds=50)
+
+
 def every_second(name: str, **options: Any) -> ScheduleSpec:
     return ScheduleSpec(name=name, trigger_kind="cron", expression="* * * * * *", **options)
 
@@ -145,8 +150,9 @@ def test_buffer_one_and_cancel_other_on_two_real_nodes(tmp_path: Path, postgres_
         assert match, r
         stopped_by[r.scheduled_for] = due = parse_iso(match[1])
         # Stopped by a fire that came due while it ran: when (not before) that fire came, by the
-        # database clock.
-        assert due > r.started_at and r.finished_at >= due, r
+        # database clock. The recorded end is the node's estimate of that clock, a lower bound
+        # that can trail it by a round trip (5 ms seen on a loaded CI machine).
+        assert due > r.started_at and r.finished_at >= due - END_ESTIMATE_SLACK, r
     by_fire = {r.scheduled_for: r for r in rows}
     for fire, due in stopped_by.items():
         successor = by_fire.get(due)
