@@ -633,12 +633,12 @@ def test_db_upgrade_creates_and_then_keeps_the_schema(tw: Tickwork, workdir: Pat
     result = tw("db", "upgrade")
     assert (result.code, result.out) == (
         0,
-        "created the tickwork schema in SQLite database 'tickwork.db' (revision 0009)\n",
+        "created the tickwork schema in SQLite database 'tickwork.db' (revision 0010)\n",
     )
     result = tw("db", "upgrade")
     assert (result.code, result.out) == (
         0,
-        "SQLite database 'tickwork.db' is already at the latest schema (revision 0009); nothing to do\n",
+        "SQLite database 'tickwork.db' is already at the latest schema (revision 0010); nothing to do\n",
     )
     assert (workdir / "tickwork.db").is_file()
 
@@ -723,7 +723,7 @@ def test_tickwork_config_environment_variable_is_used(
 ) -> None:
     config = write_config(workdir / "elsewhere.toml", '[store]\npath = "from-env.db"\n')
     monkeypatch.setenv("TICKWORK_CONFIG", str(config))
-    assert tw("db", "upgrade").out == "created the tickwork schema in SQLite database 'from-env.db' (revision 0009)\n"
+    assert tw("db", "upgrade").out == "created the tickwork schema in SQLite database 'from-env.db' (revision 0010)\n"
     assert not (workdir / "tickwork.db").exists()
 
 

@@ -348,7 +348,7 @@ def test_history_filters_by_status_time_and_node(
 
 def test_db_current_and_upgrade_sql(capsys: pytest.CaptureFixture[str], config_for: ConfigFor, workdir: Path) -> None:
     write(workdir / "pg.toml", config_for("postgres").toml())
-    head = "0009"
+    head = "0010"
     current = tw(capsys, "db", "current", "-c", "pg.toml")
     assert current.code == 1
     assert current.out.endswith(f"has no tickwork schema yet; `tickwork db upgrade` creates revision {head}\n")
@@ -379,13 +379,13 @@ def test_db_upgrade_says_it_migrated(capsys: pytest.CaptureFixture[str], workdir
     current = tw(capsys, "db", "current")
     assert current == Result(
         1,
-        "SQLite database 'tickwork.db' is at revision 0001; this tickwork needs 0009: run `tickwork db upgrade` "
+        "SQLite database 'tickwork.db' is at revision 0001; this tickwork needs 0010: run `tickwork db upgrade` "
         "(or `tickwork db upgrade --sql` for the SQL)\n",
         "",
     )
     assert "ALTER TABLE tickwork_schedules ADD COLUMN" in tw(capsys, "db", "upgrade", "--sql").out
     upgraded = tw(capsys, "db", "upgrade")
-    assert upgraded.out == "migrated SQLite database 'tickwork.db' from revision 0001 to 0009\n"
+    assert upgraded.out == "migrated SQLite database 'tickwork.db' from revision 0001 to 0010\n"
 
 
 # -- declaration and configuration errors --------------------------------------------------------

@@ -123,7 +123,7 @@ def test_0009_adds_backfill_overlap_and_keeps_the_queue(url: str) -> None:
             )
             conn.execute(insert(before).values(schedule_id=schedule_id, scheduled_for=at, created_at=at))
         with engine.begin() as conn:
-            migrations.upgrade(conn)
+            migrations.upgrade(conn, "0009")
             assert migrations.current_revision(conn) == "0009"
             row = conn.execute(select(backfills)).one()
             assert (row.scheduled_for, row.overlap, bool(row.rerun)) == (at, "buffer_all", False)
@@ -131,5 +131,41 @@ def test_0009_adds_backfill_overlap_and_keeps_the_queue(url: str) -> None:
             migrations.downgrade(conn, "0008")
             assert "overlap" not in {c["name"] for c in inspect(conn).get_columns("tickwork_backfills")}
             assert conn.execute(select(before.c.scheduled_for)).all() == [(at,)]
+    finally:
+        engine.dispose()
+
+
+def test_0010_keeps_the_next_fire_of_a_schedule_retimed_before_it(url: str) -> None:
+    # Before 0010 a write during a run stored the new next fire in next_fire itself and marked the
+    # row retimed, for the release to keep it; after it the release reads retimed_next, so the
+    # upgrade copies it there. A row not retimed gets none. The downgrade drops only the column.
+    engine = create_engine(url)
+    at = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    row = {
+        "bucket": 1,
+        "trigger_kind": "cron",
+        "expression": "0 * * * *",
+        "executor": "local",
+        "target": "m:f",
+        "arguments": {},
+        "timeout_s": 60.0,
+        "created_at": at,
+        "updated_at": at,
+        "state": "running",
+        "next_fire": at,
+    }
+    try:
+        with engine.begin() as conn:
+            migrations.upgrade(conn, "0009")
+            conn.execute(insert(schedules).values(name="retimed", retimed=True, **row))
+            conn.execute(insert(schedules).values(name="plain", **row))
+        with engine.begin() as conn:
+            migrations.upgrade(conn)
+            assert migrations.current_revision(conn) == "0010"
+            got = dict(conn.execute(select(schedules.c.name, schedules.c.retimed_next)).tuples().all())
+            assert got == {"retimed": at, "plain": None}
+        with engine.begin() as conn:
+            migrations.downgrade(conn, "0009")
+            assert "retimed_next" not in {c["name"] for c in inspect(conn).get_columns("tickwork_schedules")}
     finally:
         engine.dispose()

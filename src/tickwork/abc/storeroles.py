@@ -50,10 +50,16 @@ class ScheduleCatalog(StoreClock):
         """
 
     @abstractmethod
-    def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
-        """Replace the definition of an existing schedule and set its next fire time.
+    def update(self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True) -> Schedule:
+        """Replace the definition of an existing schedule and (with ``retime``) set its next fire
+        time; ``retime=False`` keeps the stored one (``next_fire`` is then ignored).
 
-        A running claim is left alone: the run in progress ends normally under its fence.
+        A claim in flight is left alone, its claim and start state included: the run ends
+        normally under its fence. A next fire set while a claim holds the schedule takes effect
+        when the claim is released (its end, a takeover, a dead node's release), and a fire
+        claimed ahead and not yet started is not started any more (docs/claim-protocol.md,
+        "Writes while a run is in flight"). :meth:`set_enabled` and :meth:`resume_expired` set
+        next fires the same way.
 
         :raises tickwork.errors.ScheduleNotFoundError: if no schedule has ``spec.name``
         """
@@ -121,7 +127,7 @@ class ScheduleCatalog(StoreClock):
         for spec in applied.create:
             self.add(spec, next_fire(spec, self.now()))
         for spec in applied.update:
-            self.update(spec, self.get(spec.name).next_fire)
+            self.update(spec, None, retime=False)
         for spec in applied.retrigger:
             self.update(spec, next_fire(spec, self.now()))
         for name in applied.remove:

@@ -36,12 +36,12 @@ def update(store: Store, spec: ScheduleSpec, manager: PluginManager | None = Non
     """Replace a schedule's definition. With ``recompute`` (a new trigger, or enabling) the next
     fire is the first after now; otherwise the stored one is kept, so a pending "run now" stays."""
     stored = store.get(spec.name)
-    next_fire = stored.next_fire
     if not spec.enabled or _finished(stored.run_count, spec):
-        next_fire = None
-    elif recompute or next_fire is None:
-        next_fire = first_fire(spec, store.now(), manager)
-    return store.update(spec, next_fire)
+        return store.update(spec, None)
+    if recompute or stored.next_fire is None:
+        return store.update(spec, first_fire(spec, store.now(), manager))
+    # Kept by the store, not written back from this read: a run may have ended meanwhile.
+    return store.update(spec, None, retime=False)
 
 
 def add_many(

@@ -8,11 +8,12 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Boolean, Connection, and_, bindparam, case, delete, or_, select, update
+from sqlalchemy import Boolean, Connection, bindparam, case, delete, select, update
 
 from ..errors import ScheduleExistsError
 from ..structures import ScheduleSpec
-from .schema import backfills, runs, schedules
+from .rows import next_fire_values
+from .schema import UTCDateTime, backfills, runs, schedules
 
 if TYPE_CHECKING:
     from .storecore import SQLCore
@@ -65,8 +66,8 @@ def update_schedules(
     if not specs:
         return
     columns = list(values(specs[0]))
-    if next_fire is not None:
-        columns.append("next_fire")
+    # A next fire chosen while a claim holds the row waits for its release (rows.next_fire_values).
+    retimed = {} if next_fire is None else next_fire_values(bindparam("b_next_fire", type_=UTCDateTime))
     stmt = (
         update(schedules)
         .where(schedules.c.name == bindparam("b_key"))
@@ -75,6 +76,7 @@ def update_schedules(
             {c: bindparam(f"b_{c}") for c in columns}
             | {"updated_at": store.now_expr(), "fault": None}
             | _pause_cleared_if_enabled()
+            | retimed
         )
     )
     for batch in chunks(sorted(specs, key=lambda s: s.name)):
@@ -99,34 +101,6 @@ def _pause_cleared_if_enabled() -> dict[str, Any]:
         "paused_until": case((enabled, None), else_=schedules.c.paused_until),
         "failures": case((enabled, 0), else_=schedules.c.failures),
     }
-
-
-def mark_retimed(conn: Connection, specs: Sequence[ScheduleSpec]) -> None:
-    """Mark retimed the running schedules whose stored trigger differs from ``specs``', so that
-    the run's release keeps the next fire written now (docs/architecture.md#faults). Its own
-    statement, before the definitions are replaced: MySQL evaluates ``SET`` left to right on the
-    new values, so the comparison cannot be part of the update itself."""
-    stmt = (
-        update(schedules)
-        .where(
-            and_(
-                schedules.c.name == bindparam("b_key"),
-                schedules.c.state == "running",
-                or_(
-                    schedules.c.trigger_kind != bindparam("b_trigger_kind"),
-                    schedules.c.expression != bindparam("b_expression"),
-                    schedules.c.timezone != bindparam("b_timezone"),
-                ),
-            )
-        )
-        .values(retimed=True)
-    )
-    for batch in chunks(sorted(specs, key=lambda s: s.name)):
-        rows = [
-            {"b_key": s.name, "b_trigger_kind": s.trigger_kind, "b_expression": s.expression, "b_timezone": s.timezone}
-            for s in batch
-        ]
-        conn.execute(stmt, rows)
 
 
 def delete_schedules(conn: Connection, names: Sequence[str]) -> None:

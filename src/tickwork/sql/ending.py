@@ -256,7 +256,7 @@ class Ending(Pausing):
                         schedules.c.claim_seq == claim.claim_seq,
                         schedules.c.state == "running",
                     )
-                    .values(**UNHELD, next_fire=None, fire_requested_at=None, fault=cap(fault, 1000))
+                    .values({**UNHELD, "next_fire": None, "fire_requested_at": None, "fault": cap(fault, 1000)})
                 ).rowcount
                 landed.append(bool(parked))
                 if claim.run_id is not None and parked:

@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Delete, Integer, Update, bindparam, delete, f
 from ..structures import FAILING, PAUSED_BY_TICKWORK, Finish, Pause, RunStatus, Schedule, ScheduleSpec, failures_note
 from ..structures import cap_error as cap
 from .retry import transient_retry
-from .rows import schedule_from_row
+from .rows import next_fire_values, schedule_from_row
 from .schema import UTCDateTime, backfills, runs, schedules
 from .storecore import SQLCore
 
@@ -62,10 +62,10 @@ class Pausing(SQLCore):
                     .where(schedules.c.id == stored.id, schedules.c.paused_until == row.paused_until)
                     .values(
                         enabled=True,
-                        next_fire=next_fire(stored.spec, now),
                         updated_at=self.now_expr(),
                         fault=None,
                         **PAUSE_CLEARED,
+                        **next_fire_values(next_fire(stored.spec, now)),
                     )
                 )
                 if conn.execute(write).rowcount:
@@ -124,7 +124,7 @@ class Pausing(SQLCore):
         return (
             update(schedules)
             .where(schedules.c.id == bindparam("b_id"), schedules.c.run_count >= bindparam("b_limit", type_=Integer))
-            .values(next_fire=None, fire_requested_at=None)
+            .values(fire_requested_at=None, **next_fire_values(None))
         )
 
     @staticmethod
@@ -182,7 +182,7 @@ class Pausing(SQLCore):
             )
             .values(
                 enabled=False,
-                next_fire=None,
+                **next_fire_values(None),
                 fire_requested_at=None,
                 paused_note=bindparam("b_note"),
                 paused_by=PAUSED_BY_TICKWORK,

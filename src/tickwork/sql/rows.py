@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, or_
+from sqlalchemy import ColumnElement, Row, case, false, literal, true
 
 from ..structures import (
     MisfirePolicy,
@@ -22,10 +22,42 @@ from ..structures import (
     iso_z,
     parse_iso,
 )
-from .schema import schedules
+from .schema import UTCDateTime, schedules
 
-#: The SET clause that leaves a schedule held by no node, its next fire time unchanged.
-UNHELD: dict[str, Any] = {"state": "idle", "claimed_by": None, "claimed_at": None, "retimed": False}
+#: A claim holds the row: its ``next_fire`` is the held fire's time, which the fenced start, the
+#: takeover and the renewal compare ``claimed_at`` with (docs/claim-protocol.md).
+HELD = schedules.c.state == "running"
+
+#: The SET clause that leaves a schedule held by no node: its next fire time unchanged, or the
+#: one a write chose while the claim held it (:func:`next_fire_values`). MySQL assigns SET left to
+#: right and SQLAlchemy orders it by the table's columns: ``next_fire`` comes before ``retimed``
+#: and ``retimed_next``, so it reads their values from before this statement.
+UNHELD: dict[str, Any] = {
+    "state": "idle",
+    "claimed_by": None,
+    "claimed_at": None,
+    "next_fire": case((schedules.c.retimed, schedules.c.retimed_next), else_=schedules.c.next_fire),
+    "retimed": False,
+    "retimed_next": None,
+}
+
+
+def next_fire_values(next_fire: Any) -> dict[str, Any]:
+    """The SET clause of a write that chooses a schedule's next fire (``jobs update``, enable,
+    disable, pause, resume, a sync, a pause by failures): on an idle row, ``next_fire`` itself;
+    on a row a claim holds, it is kept for the claim's release (``retimed_next``) and the row's
+    ``next_fire``, the held fire's time, is left alone. Writing it there made a started run look
+    claimed ahead and never started: the takeover gave the fire back, deleted its run row, and
+    the next fire ran beside the first (issue #40). No column it reads is assigned here."""
+    if not isinstance(next_fire, ColumnElement):
+        # Bound as the column's type: a bare datetime in a CASE would be bound as a plain
+        # DateTime (SQLite: text where the column stores microseconds).
+        next_fire = literal(next_fire, UTCDateTime)
+    return {
+        "next_fire": case((HELD, schedules.c.next_fire), else_=next_fire),
+        "retimed": case((HELD, true()), else_=false()),
+        "retimed_next": case((HELD, next_fire), else_=None),
+    }
 
 
 def _arguments(stored: Any) -> dict[str, Any]:
@@ -133,7 +165,8 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
     return Schedule(
         id=row.id,
         spec=spec_from_row(row._mapping),
-        next_fire=row.next_fire,
+        # A next fire chosen while a claim held the row is what comes next after that run.
+        next_fire=row.retimed_next if row.retimed else row.next_fire,
         state=ScheduleState(row.state),
         claimed_by=row.claimed_by,
         claimed_at=row.claimed_at,
@@ -161,15 +194,6 @@ def run_record(r: Row[Any]) -> RunRecord:
         status=RunStatus(r.status),
         error=r.error,
         attempt=r.attempt,
-    )
-
-
-def retriggered(spec: ScheduleSpec) -> ColumnElement[bool]:
-    """The stored trigger (kind, expression, zone) differs from ``spec``'s."""
-    return or_(
-        schedules.c.trigger_kind != spec.trigger_kind,
-        schedules.c.expression != spec.expression,
-        schedules.c.timezone != spec.timezone,
     )
 
 

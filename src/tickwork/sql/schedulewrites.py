@@ -11,14 +11,12 @@ from sqlalchemy import (
     Insert,
     Row,
     Update,
-    and_,
     case,
     delete,
     func,
     insert,
     literal,
     select,
-    true,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -36,7 +34,7 @@ from ..structures import (
 from . import bulk
 from .pausing import PAUSE_CLEARED, pause_values
 from .retry import transient_retry
-from .rows import retriggered, schedule_from_row, spec_values
+from .rows import next_fire_values, schedule_from_row, spec_values
 from .schema import backfills, runs, schedules
 from .storecore import SQLCore
 
@@ -67,24 +65,17 @@ class ScheduleWriting(SQLCore):
             raise ScheduleExistsError(spec.name) from exc
         return schedule_from_row(row)
 
-    def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
-        # A new definition is a fix: a parked schedule fires again. A new trigger while a run is
-        # active marks the row retimed, so that the run's release keeps this next fire.
-        values = spec_values(spec) | {"next_fire": next_fire, "updated_at": self.now_expr(), "fault": None}
+    def update(self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True) -> Schedule:
+        # A new definition is a fix: a parked schedule fires again. A next fire chosen while a
+        # claim holds the row waits for the claim's release (next_fire_values).
+        values = spec_values(spec) | {"updated_at": self.now_expr(), "fault": None}
+        if retime:
+            values |= next_fire_values(next_fire)
         if spec.enabled:
             values |= PAUSE_CLEARED  # enabled: no longer paused
-        features = self.features
-        running_retriggered = and_(schedules.c.state == "running", retriggered(spec))
-        if not features.sets_in_order:
-            values["retimed"] = case((running_retriggered, true()), else_=schedules.c.retimed)
         with self._tx() as conn:
-            if features.sets_in_order:
-                # The SET would compare the trigger with the new values it just assigned: the
-                # mark is its own statement, first.
-                marked = update(schedules).where(schedules.c.name == spec.name, running_retriggered)
-                conn.execute(marked.values(retimed=True))
             write = update(schedules).where(schedules.c.name == spec.name).values(**values)
-            row = self._written(conn, write, spec.name, features.update_returning)
+            row = self._written(conn, write, spec.name, self.features.update_returning)
             if row is None:
                 raise ScheduleNotFoundError(spec.name)
             self._notify(conn)
@@ -104,15 +95,6 @@ class ScheduleWriting(SQLCore):
                 self.lock_schedule_writes(conn)
                 stored = [schedule_from_row(r) for r in conn.execute(select(schedules).order_by(schedules.c.name))]
                 applied = plan(stored)
-                triggers = {s.name: s.spec.trigger_key for s in stored}
-                bulk.mark_retimed(
-                    conn,
-                    [
-                        spec
-                        for spec in (*applied.update, *applied.retrigger)
-                        if triggers.get(spec.name) != spec.trigger_key
-                    ],
-                )
                 bulk.insert_schedules(self, conn, applied.create, next_fire, spec_values)
                 bulk.update_schedules(self, conn, applied.update, None, spec_values)
                 bulk.update_schedules(self, conn, applied.retrigger, next_fire, spec_values)
@@ -162,7 +144,7 @@ class ScheduleWriting(SQLCore):
 
     def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
         now = self.now_expr()
-        values: dict[str, Any] = {"enabled": enabled, "next_fire": next_fire, "updated_at": now, "fault": None}
+        values: dict[str, Any] = {"enabled": enabled, "updated_at": now, "fault": None} | next_fire_values(next_fire)
         if enabled:
             values |= PAUSE_CLEARED
         elif pause is not None:

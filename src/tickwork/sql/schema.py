@@ -131,8 +131,11 @@ schedules = Table(
     # Why the schedule is parked (next_fire NULL): handling one of its claims failed on a node.
     # Cleared when the definition changes or the schedule is enabled again.
     Column("fault", Text, nullable=True),
-    # The trigger changed while a run was active: its release keeps the next fire stored then.
+    # A write (update, enable, disable, pause, resume, sync) chose the next fire while a claim
+    # held the row: ``next_fire`` still names the held fire (the claim protocol's fence reads it),
+    # and every release of the claim makes ``retimed_next`` the next fire (sql/rows.py).
     Column("retimed", Boolean, nullable=False, server_default=text("false")),
+    Column("retimed_next", UTCDateTime, nullable=True),
     # The options that most schedules leave unset (pause_after_failures, jitter, start_at, end_at,
     # misfire_grace, max_catchup: sql/rows.py), as one JSON object, NULL when none is set: a
     # claim returns one more column, NULL for the schedules that use none of them.

@@ -26,6 +26,7 @@ from sqlalchemy import (
     bindparam,
     case,
     delete,
+    false,
     select,
     tuple_,
     update,
@@ -71,6 +72,11 @@ class Starting(SQLCore):
             self._fenced(),
             schedules.c.claimed_by == bindparam("s_node", type_=String),
             UNSTARTED,
+            # Not redefined since the claim (enabled, disabled, paused, a new trigger: the write
+            # chose another next fire, rows.next_fire_values): the fire claimed under the old
+            # definition is not started; the takeover gives it back at its deadline and the
+            # release applies the new next fire.
+            schedules.c.retimed == false(),
             # Due within the lead (the run itself never starts early: invariant 2), and never
             # past the deadline after which others take it.
             schedules.c.next_fire <= self._plus_seconds(now, bindparam("s_lead", type_=Float)),

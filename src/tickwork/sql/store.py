@@ -37,7 +37,7 @@ from .historyqueries import HistoryQueries
 from .presence import Presence
 from .rerunning import Rerunning
 from .retry import transient_retry
-from .rows import UNHELD, retriggered, schedule_from_row, spec_from_row, spec_values, utcnow
+from .rows import UNHELD, next_fire_values, schedule_from_row, spec_from_row, spec_values, utcnow
 from .schedulewrites import ScheduleWriting
 from .storecore import SQLCore
 
@@ -55,7 +55,7 @@ __all__ = [
     "SQLCore",
     "SQLStore",
     "cap",
-    "retriggered",
+    "next_fire_values",
     "schedule_from_row",
     "spec_from_row",
     "spec_values",

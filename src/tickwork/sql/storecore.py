@@ -153,15 +153,17 @@ class SQLCore(Store):
 
     def release_values(self, next_fire: ColumnElement[Any] | Any) -> dict[str, Any]:
         """The SET clause of a fenced release; a pending "run now" makes the schedule due at once,
-        and a trigger changed during the run keeps the next fire :meth:`update` set."""
+        and a next fire a write chose during the run (:func:`~tickwork.sql.rows.next_fire_values`)
+        wins over the run's."""
         return {
             **UNHELD,
             "fire_requested_at": None,
-            # A trigger changed meanwhile (sync, update) set the next fire: the run's, computed
-            # from the old trigger, does not overwrite it.
+            # A write during the run (update, enable, disable, pause, resume, sync) chose the
+            # next fire: the run's, computed from the definition it was claimed under, does not
+            # overwrite it.
             "next_fire": case(
                 (schedules.c.fire_requested_at.is_not(None), self.now_expr()),
-                (schedules.c.retimed, schedules.c.next_fire),
+                (schedules.c.retimed, schedules.c.retimed_next),
                 else_=next_fire,
             ),
         }

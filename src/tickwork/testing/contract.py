@@ -51,6 +51,7 @@ from .contract_reruns import RerunContract
 from .contract_schedules import ScheduleCatalogContract
 from .contract_semantics import SemanticsContract
 from .contract_starts import FencedStartContract
+from .contract_writes import WritesDuringRunContract
 from .handoff_contract import HandoffContract
 
 
@@ -65,6 +66,7 @@ class StoreContract(
     ConcurrencyContract,
     NodeRecordContract,
     BackfillOverlapContract,
+    WritesDuringRunContract,
 ):
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``.
 
@@ -73,7 +75,8 @@ class StoreContract(
     claims (:mod:`.contract_expiry`), the history (:mod:`.contract_history`), schedule semantics
     (:mod:`.contract_semantics`), hand-offs (:mod:`.handoff_contract`), fenced starts
     (:mod:`.contract_starts`), reruns of abandoned fires (:mod:`.contract_reruns`), concurrent runs
-    (:mod:`.contract_concurrency`) and a backfill's overlap (:mod:`.contract_backfill`)."""
+    (:mod:`.contract_concurrency`), a backfill's overlap (:mod:`.contract_backfill`) and writes on a
+    schedule whose run is in flight (:mod:`.contract_writes`)."""
 
     @pytest.fixture
     def make_store(self) -> Callable[[], Store]:
@@ -259,7 +262,7 @@ class StoreContract(
         store.add(spec("b"), t)
         ca, cb = sorted(claim_all(store), key=lambda c: c.spec.name)
         store.update(spec("a", expression="0 * * * *"), t + hour)  # synced while running
-        store.update(spec("b", target="mod:other"), t)  # same trigger: the run's next fire still wins
+        store.update(spec("b", target="mod:other"), None, retime=False)  # the run's next fire still wins
         assert finish(store, ca, t + MINUTE) and finish(store, cb, t + MINUTE)
         assert store.get("a").next_fire == t + hour
         assert store.get("b").next_fire == t + MINUTE

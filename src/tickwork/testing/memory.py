@@ -128,12 +128,10 @@ class MemoryStore(
                 detail = f": {f.outcome.error}" if f.outcome.error else ""
                 run.error = cap_error(f"finished ({f.outcome.status.value}) after its claim was taken over{detail}")
             return False
-        if row.fire_requested_at is not None:
-            row.next_fire = now
-        elif not row.retimed:
-            row.next_fire = aware(f.next_fire)
+        next_fire = row.released_next_fire(aware(f.next_fire), now)
         row.fire_requested_at = None
         row.unhold()
+        row.next_fire = next_fire
         if run is not None:
             run.end(f.outcome.status, f.outcome.error, utc(f.finished_at) if f.finished_at is not None else now)
             if f.started_at is not None:
@@ -262,8 +260,8 @@ class MemoryStore(
                 landed.append(row is not None)
                 if row is None:
                     continue
-                row.next_fire, row.fire_requested_at, row.fault = None, None, fault
                 row.unhold()
+                row.next_fire, row.fire_requested_at, row.fault = None, None, fault
                 run = self._runs.get(f.claim.run_id) if f.claim.run_id is not None else None
                 if run is not None:
                     run.end(f.outcome.status, f.outcome.error, now)

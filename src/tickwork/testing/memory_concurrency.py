@@ -46,12 +46,10 @@ class MemoryConcurrency(MemoryCounts, MemoryTables):
                 self._admitted[run.id] = key or ""
                 run.started_at = now  # once admitted, as the SQL stores record it
             if admission.release:
-                if row.fire_requested_at is not None:
-                    row.next_fire = now
-                elif not row.retimed:
-                    row.next_fire = aware(admission.next_fire)
+                next_fire = row.released_next_fire(aware(admission.next_fire), now)
                 row.fire_requested_at = None
                 row.unhold()
+                row.next_fire = next_fire
                 for at, reason in admission.skipped:
                     self._insert_run(
                         RunRow(

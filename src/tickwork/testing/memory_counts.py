@@ -35,7 +35,7 @@ class MemoryCounts:
             row.failures += 1
             if row.failures >= limit and row.spec.enabled:
                 row.spec = replace(row.spec, enabled=False)
-                row.next_fire = None
+                row.choose_next_fire(None)
                 row.pause = Pause(failures_note(limit), by=PAUSED_BY_TICKWORK, at=now)
 
     @staticmethod
@@ -49,7 +49,7 @@ class MemoryCounts:
             return False
         if f.claim.spec.on_finish == "remove":
             return True
-        row.next_fire = None
+        row.choose_next_fire(None)
         row.fire_requested_at = None
         return False
 

@@ -36,8 +36,10 @@ class ScheduleRow:
     fire_requested_at: datetime | None = None
     #: Why the schedule is parked (see :meth:`tickwork.abc.Store.park`).
     fault: str | None = None
-    #: The trigger changed while a run was active: its release keeps the next fire set then.
+    #: A write chose the next fire while a claim held the row (:meth:`choose_next_fire`): the
+    #: claim's release makes ``retimed_next`` the next fire; ``next_fire`` stays the held fire's.
     retimed: bool = False
+    retimed_next: datetime | None = None
     #: Why it is paused (disabled with a note), and its consecutive failures.
     pause: Pause | None = None
     failures: int = 0
@@ -52,17 +54,37 @@ class ScheduleRow:
     def claimable(self) -> bool:
         return self.spec.enabled and self.state is ScheduleState.IDLE and self.next_fire is not None
 
+    def choose_next_fire(self, value: datetime | None) -> None:
+        """A write's next fire (``tickwork.sql.rows.next_fire_values``): on a held row it waits
+        for the claim's release, so the held fire's time, which the fence compares the claim
+        with, never changes under a run in flight."""
+        if self.state is ScheduleState.RUNNING:
+            self.retimed, self.retimed_next = True, value
+        else:
+            self.next_fire, self.retimed, self.retimed_next = value, False, None
+
+    def released_next_fire(self, run_next: datetime | None, now: datetime) -> datetime | None:
+        """The next fire a release of the claim leaves: a pending "run now", else a next fire a
+        write chose meanwhile, else the run's own."""
+        if self.fire_requested_at is not None:
+            return now
+        return self.retimed_next if self.retimed else run_next
+
     def unhold(self) -> None:
+        """Held by no node; the next fire a write chose meanwhile applies."""
+        if self.retimed:
+            self.next_fire = self.retimed_next
         self.state = ScheduleState.IDLE
         self.claimed_by = None
         self.claimed_at = None
         self.retimed = False
+        self.retimed_next = None
 
     def public(self) -> Schedule:
         return Schedule(
             id=self.id,
             spec=self.spec,
-            next_fire=self.next_fire,
+            next_fire=self.retimed_next if self.retimed else self.next_fire,
             state=self.state,
             claimed_by=self.claimed_by,
             claimed_at=self.claimed_at,

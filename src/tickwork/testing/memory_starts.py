@@ -38,6 +38,8 @@ class MemoryStarts(MemoryTables):
                     row is not None
                     and row.claimed_by == node_id
                     and unstarted(row)
+                    # Not redefined since the claim (as tickwork.sql.starting._startable).
+                    and not row.retimed
                     and row.next_fire is not None
                     # Due within the lead, never past the deadline after which others take it over.
                     and row.next_fire <= now + timedelta(seconds=lead)

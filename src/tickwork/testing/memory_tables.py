@@ -132,12 +132,12 @@ class MemoryTables:
             self._notify()
             return row.public()
 
-    def update(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+    def update(self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True) -> Schedule:
         with self._tx() as now:
             row = self._row(spec.name)
-            if row.state is ScheduleState.RUNNING and row.spec.trigger_key != spec.trigger_key:
-                row.retimed = True  # the active run's next fire, from the old trigger, must not win
-            row.spec, row.next_fire, row.updated_at, row.fault = stored_spec(spec), aware(next_fire), now, None
+            row.spec, row.updated_at, row.fault = stored_spec(spec), now, None
+            if retime:
+                row.choose_next_fire(aware(next_fire))
             if spec.enabled:
                 row.resumed()
             self._notify()
@@ -174,7 +174,8 @@ class MemoryTables:
     def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
         with self._tx() as now:
             row = self._row(name)
-            row.spec, row.next_fire, row.updated_at = replace(row.spec, enabled=enabled), aware(next_fire), now
+            row.spec, row.updated_at = replace(row.spec, enabled=enabled), now
+            row.choose_next_fire(aware(next_fire))
             row.fault = None
             if enabled:
                 row.resumed()
