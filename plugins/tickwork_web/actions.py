@@ -24,6 +24,7 @@ from tickwork.errors import TickworkError
 from tickwork.structures import iso_z
 
 from .forms import ScheduleForm
+from .limits import capped, capped_name
 
 log = logging.getLogger("tickwork.web.actions")
 
@@ -42,12 +43,22 @@ def _now() -> str:
 
 
 def audit(action: str, name: str, who: str, address: str, refused: str | None = None, note: str = "") -> None:
-    when = _now() + (f" {note}" if note else "")
+    """One line of the action log. Every value is capped (:mod:`.limits`): the name, the caller
+    and the reason (which often quotes the input) come from the request, and a 64 KiB name must
+    not become a 64 KiB line, nor a line break in it a forged line."""
+    shown, who, address = capped_name(name), capped(who), capped(address)
+    when = _now() + (f" {capped(note)}" if note else "")
     if refused is None:
-        log.info("action %s on schedule %r by %s from %s at %s: ok", action, name, who, address, when)
+        log.info("action %s on schedule %s by %s from %s at %s: ok", action, shown, who, address, when)
     else:
         log.warning(
-            "action %s on schedule %r by %s from %s at %s refused: %s", action, name, who, address, when, refused
+            "action %s on schedule %s by %s from %s at %s refused: %s",
+            action,
+            shown,
+            who,
+            address,
+            when,
+            capped(refused),
         )
 
 

@@ -30,6 +30,7 @@ from tickwork.errors import (
 from . import data
 from .actions import ACTIONS, DECLARED, audit, perform
 from .auth import clean_name
+from .limits import deep_message, too_deep
 from .queries import MAX_LIMIT, BadQuery, api_schedule_filter, integer, run_filter, statuses
 
 if TYPE_CHECKING:
@@ -171,15 +172,22 @@ class BadBody(Exception):
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
-    """The request's body: one JSON object of at most :data:`MAX_BODY` bytes (read no further)."""
+    """The request's body: one JSON object of at most :data:`MAX_BODY` bytes (read no further),
+    nested at most :data:`~.limits.MAX_DEPTH` levels."""
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_BODY:
             raise BadBody(413, f"the body is larger than {MAX_BODY // 1024} KiB")
     try:
-        value = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # Decoded as json.loads decodes bytes (UTF-8, -16 or -32), so the depth is scanned in
+        # the very text that is parsed.
+        raw = bytes(body)
+        text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+        if too_deep(text):
+            raise BadBody(400, f"the body is {deep_message()}")
+        value = json.loads(text)
+    except ValueError as exc:  # also a number of over 4,300 digits, which int() refuses
         raise BadBody(400, f"the body is not JSON: {exc}") from None
     if not isinstance(value, dict):
         raise BadBody(400, f"the body must be a JSON object of the schedule's fields, got {type(value).__name__}")

@@ -14,7 +14,9 @@ from urllib.parse import quote
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -24,6 +26,7 @@ from . import api, editing, pages
 from .adminpool import AdminPool
 from .auth import Guard, Throttle
 from .charts import Chart
+from .limits import BodyLimit
 from .memo import CHART_SECONDS, STRIP_SECONDS, Memo
 from .settings import WebSettings
 from .summary import Summary, fires
@@ -34,6 +37,9 @@ HERE = Path(__file__).parent
 T = TypeVar("T")
 #: A token shorter than this is warned about at start-up (it is all that guards the actions).
 MIN_TOKEN_LENGTH = 16
+#: The largest form a page may be sent: more than the API's JSON (:data:`.api.MAX_BODY`), since
+#: a selection may name 500 schedules, each percent-encoded.
+MAX_FORM = 256 * 1024
 
 log = logging.getLogger("tickwork.web")
 
@@ -74,6 +80,16 @@ class Dashboard:
 def dashboard_of(request: Request) -> Dashboard:
     found: Dashboard = request.app.state.dashboard
     return found
+
+
+def body_limit(request: Request) -> int:
+    return api.MAX_BODY if pages.is_api(request) else MAX_FORM
+
+
+def too_large(request: Request, limit: int) -> Response:
+    if pages.is_api(request):
+        return api.error(413, f"the body is larger than {limit // 1024} KiB")
+    return pages.problem(request, 413, f"the form is larger than {limit // 1024} KiB")
 
 
 def build_app(
@@ -130,6 +146,9 @@ def build_app(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={404: pages.not_found, 405: pages.method_not_allowed},
+        # Inside Starlette's error middleware (anything it raises is still a logged 500) and
+        # outside the routes, so a body is refused before any handler starts reading it.
+        middleware=[Middleware(BodyLimit, limit_of=body_limit, refuse=too_large)],
     )
     app.state.dashboard = Dashboard(pool, settings, clock)
     return app

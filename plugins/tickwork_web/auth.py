@@ -29,6 +29,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .limits import capped
+
 COOKIE = "tickwork_session"
 #: How long a browser stays logged in.
 SESSION_SECONDS = 12 * 3600
@@ -173,7 +175,8 @@ class Throttle:
             self._seen[address] = record  # most recent last
             record.count += 1
             record.last = now
-            message = f"{what} refused from {address}: wrong token ({record.count} failure(s) in a row"
+            # The address may come from a proxy's X-Forwarded-For: capped like any logged input.
+            message = f"{what} refused from {capped(address)}: wrong token ({record.count} failure(s) in a row"
             if record.refused:
                 message += f"; {record.refused} attempts refused during the back-off"
             record.refused = 0

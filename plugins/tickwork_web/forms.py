@@ -22,6 +22,8 @@ from tickwork.scheduling.options import OPTIONS, Option, of_spec
 from tickwork.scheduling.triggers import detect_kind, get_trigger
 from tickwork.structures import ScheduleSpec
 
+from .limits import deep_message, too_deep
+
 #: Fire times the preview lists.
 PREVIEW = 10
 #: The options the form shows as text or a choice (``enabled`` is a checkbox of its own).
@@ -38,6 +40,8 @@ LABELS = {
 }
 
 
+#: The options whose text is a JSON document (its nesting is limited: :func:`.limits.too_deep`).
+JSON_OPTIONS = frozenset({"args"})
 #: Between the values of an option given several times (``also``, ``exclude``) in its one field.
 REPEAT_SEPARATOR = "; "
 
@@ -109,6 +113,12 @@ class ScheduleForm:
             raw = self.options.get(option.name, "")
             if not raw:
                 out[option.name] = None  # the default
+                continue
+            if option.name in JSON_OPTIONS and too_deep(raw):
+                # Before the converter's json.loads, which fails with a RecursionError (a 500)
+                # around 1,000 levels; the limit keeps every later walk of the value
+                # (validation, storing it as JSON, showing it) far from that.
+                self.errors[option.name] = deep_message()
                 continue
             try:
                 if option.repeatable and option.text:

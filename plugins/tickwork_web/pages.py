@@ -18,6 +18,7 @@ from tickwork.structures import RunStatus
 from . import data
 from .actions import ACTIONS, perform
 from .auth import COOKIE, SESSION_SECONDS, Session
+from .limits import capped
 from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter, statuses
 from .summary import MOST
 
@@ -208,7 +209,7 @@ async def login(request: Request) -> Response:
         return render(request, "login.html", status=403, failed=True)
     throttle.succeeded(address)
     session, cookie = guard.new_session(str(form.get("name", "")))
-    log.info("login of %s from %s", session.who, address)
+    log.info("login of %s from %s", session.who, capped(address))
     response = redirect(request, "/", "login")
     response.set_cookie(
         COOKIE,
@@ -271,8 +272,13 @@ async def act(request: Request) -> Response:
     return redirect(request, "/schedules/" + quote(name, safe=""), action)
 
 
+def is_api(request: Request) -> bool:
+    """Whether ``request`` is for the JSON API (answered in JSON, also when refused early)."""
+    return request.url.path.startswith(request.scope.get("root_path", "") + "/api/")
+
+
 async def not_found(request: Request, exc: Exception) -> Response:
-    if request.url.path.startswith(request.scope.get("root_path", "") + "/api/"):
+    if is_api(request):
         from .api import error
 
         return error(404, f"no API endpoint {request.url.path}")
