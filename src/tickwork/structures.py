@@ -9,9 +9,12 @@ from __future__ import annotations
 import enum
 import unicodedata
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, overload
+
+from .errors import ConfigError
 
 T = TypeVar("T")
 
@@ -75,6 +78,20 @@ def check_backfill_overlap(overlap: str) -> None:
     """:raises ValueError: for an ``overlap`` not in :data:`BACKFILL_OVERLAP`"""
     if overlap not in BACKFILL_OVERLAP:
         raise ValueError(f"backfill overlap must be one of {', '.join(BACKFILL_OVERLAP)}, not {overlap!r}")
+
+
+def refuse_future_backfill(name: str, times: Sequence[datetime], now: datetime) -> None:
+    """Never early (invariant 2), for a backfill too: a store refuses to queue a fire time after
+    its clock's ``now``, whoever asks (``Admin.backfill`` caps its range before it asks).
+
+    :raises tickwork.errors.ConfigError: naming the first such time
+    """
+    future = [t for t in times if t > now]
+    if future:
+        raise ConfigError(
+            f"backfill: {name}: {len(future)} fire time(s) from {iso_z(min(future))} are after now "
+            f"({iso_z(now)}, database clock); a backfill never runs a fire early"
+        )
 
 
 #: The most runs ``max_concurrent`` and ``concurrency_limit`` allow at once, and the longest key.

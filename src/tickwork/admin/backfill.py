@@ -25,6 +25,8 @@ class BackfillReport:
     :param queued: those queued to run (with ``dry_run``: those that would be)
     :param already: those left out because the history holds a run of them (without ``rerun``)
     :param overlap: how the queued fires run beside one another (``buffer_all`` or ``allow``)
+    :param capped_to: the database clock's time the range's end was capped to (a range reaching
+        past now: the fire times after it run at their time, never early), or ``None``
     """
 
     name: str
@@ -33,12 +35,14 @@ class BackfillReport:
     already: list[datetime]
     dry_run: bool
     overlap: str = "buffer_all"
+    capped_to: datetime | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "dry_run": self.dry_run,
             "overlap": self.overlap,
+            "capped_to": None if self.capped_to is None else iso_z(self.capped_to),
             "times": [iso_z(t) for t in self.times],
             "queued": [iso_z(t) for t in self.queued],
             "already": [iso_z(t) for t in self.already],
@@ -77,9 +81,15 @@ class Backfills:
             included); ``allow`` side by side, up to the schedule's ``max_concurrent`` running
             runs (unbounded when unset; a node runs at most a few backfilled fires at once)
         :param dry_run: compute and report, queue nothing
+
+        Never early: only fire times that have passed by the database clock are backfilled. A
+        range reaching past now is capped to now (``BackfillReport.capped_to`` says so); the
+        fires after it run at their own time. The store refuses a time past its clock too.
+
         :raises tickwork.ScheduleNotFoundError: if there is no such schedule
-        :raises tickwork.ConfigError: for an empty or reversed range, more than
-            :data:`MAX_BACKFILL` fire times, or an unknown ``overlap``
+        :raises tickwork.ConfigError: for an empty or reversed range, a range that starts at or
+            after now (database clock), more than :data:`MAX_BACKFILL` fire times, or an unknown
+            ``overlap``
         """
         if overlap not in BACKFILL_OVERLAP:
             raise ConfigError(f"backfill: --overlap must be one of {', '.join(BACKFILL_OVERLAP)}, not {overlap!r}")
@@ -88,6 +98,16 @@ class Backfills:
             raise ConfigError(f"backfill: --to {iso_z(end)} must be after --from {iso_z(start)}")
         store = self.store(write=not dry_run)
         spec = store.get(name).spec
+        now = store.now()
+        if start >= now:
+            raise ConfigError(
+                f"backfill: --from {iso_z(start)} is not in the past (database clock: {iso_z(now)}); a backfill "
+                "runs fire times that have passed, and fires to come run at their time"
+            )
+        capped_to = None
+        if end > now:
+            # The end is exclusive: a fire due exactly now is the schedule's own, not a backfill's.
+            end = capped_to = now
         fires = fire_times(spec, self.manager)
         times: list[datetime] = []
         current = fires.next_after(start - timedelta(microseconds=1))
@@ -105,7 +125,7 @@ class Backfills:
         else:
             queued = store.queue_backfill(name, times, rerun=rerun, overlap=overlap) if times else []
         chosen = set(queued)
-        return BackfillReport(name, times, queued, [t for t in times if t not in chosen], dry_run, overlap)
+        return BackfillReport(name, times, queued, [t for t in times if t not in chosen], dry_run, overlap, capped_to)
 
     @staticmethod
     def _ran(store: Store, name: str, start: datetime, end: datetime, count: int) -> set[datetime]:

@@ -7,15 +7,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, case, delete, func, select
+from sqlalchemy import Connection, bindparam, case, delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import ScheduleNotFoundError
-from ..structures import Claim, backfill_takeable, check_backfill_overlap
+from ..structures import Claim, backfill_takeable, check_backfill_overlap, refuse_future_backfill
 from . import bulk
 from .retry import transient_retry
 from .rows import spec_from_row
-from .schema import backfills, runs, schedules
+from .schema import UTCDateTime, backfills, runs, schedules
 from .storecore import SQLCore
 
 
@@ -31,9 +31,10 @@ class Backfilling(SQLCore):
             schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == name))
             if schedule_id is None:
                 raise ScheduleNotFoundError(name)
+            now = conn.execute(self.now_query()).scalar_one()
+            refuse_future_backfill(name, times, now)
             ran = set() if rerun else self._ran(conn, schedule_id, times)
             wanted = [t for t in times if t not in ran]
-            now = conn.execute(self.now_query()).scalar_one()
             queued = set(conn.scalars(select(backfills.c.scheduled_for).where(backfills.c.schedule_id == schedule_id)))
             rows = [
                 {"schedule_id": schedule_id, "scheduled_for": t, "rerun": rerun, "overlap": overlap, "created_at": now}
@@ -75,6 +76,7 @@ class Backfilling(SQLCore):
             waiting = (
                 select(backfills.c.schedule_id)
                 .join(schedules, schedules.c.id == backfills.c.schedule_id)
+                .where(backfills.c.scheduled_for <= self.now_expr())
                 .group_by(backfills.c.schedule_id)
                 .order_by(first, backfills.c.schedule_id)
                 .limit(limit)
@@ -108,7 +110,11 @@ class Backfilling(SQLCore):
         now = conn.execute(self.now_query()).scalar_one()
         queued = conn.execute(
             select(backfills.c.id, backfills.c.scheduled_for, backfills.c.rerun, backfills.c.overlap)
-            .where(backfills.c.schedule_id == schedule_id)
+            # Never early, whoever queued it: a time not yet passed waits (it is the schedule's own).
+            .where(
+                backfills.c.schedule_id == schedule_id,
+                backfills.c.scheduled_for <= bindparam("b_now", now, type_=UTCDateTime),
+            )
             .order_by(backfills.c.scheduled_for, backfills.c.id)
             .limit(limit)
         ).all()

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from ..abc import Store
+from ..errors import ConfigError
 from ..structures import BUCKETS, PAUSED_BY_TICKWORK, Finish, Outcome, Pause, RunStatus, ScheduleSpec, failures_note
 
 MINUTE = timedelta(minutes=1)
@@ -158,6 +161,16 @@ class SemanticsContract:
         assert store.queue_backfill("bf", times[:1], rerun=True) == times[:1]
         [again] = store.take_backfills("n1", limit=10, buckets=None)
         assert (again.scheduled_for, again.attempt) == (times[0], 2)
+
+    def test_a_backfill_never_queues_a_fire_time_after_now(self, store: Store) -> None:
+        # Never early (invariant 2) by the store's clock, whoever asks: nothing of the batch is
+        # queued, and the message names the time.
+        store.add(_spec("bf"), None)
+        past, future = store.now() - MINUTE, store.now() + MINUTE
+        with pytest.raises(ConfigError, match="after now"):
+            store.queue_backfill("bf", [past, future])
+        assert store.take_backfills("n1", limit=10, buckets=None) == []
+        assert store.history(schedule="bf") == []
 
     def test_a_backfill_of_a_removed_schedule_is_dropped(self, store: Store) -> None:
         store.add(_spec("gone"), None)

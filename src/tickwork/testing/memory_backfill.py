@@ -9,7 +9,15 @@ from contextlib import _GeneratorContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..structures import Claim, RunStatus, backfill_takeable, bucket_of, check_backfill_overlap, utc
+from ..structures import (
+    Claim,
+    RunStatus,
+    backfill_takeable,
+    bucket_of,
+    check_backfill_overlap,
+    refuse_future_backfill,
+    utc,
+)
 from .memory_rows import RunRow, ScheduleRow
 
 
@@ -41,8 +49,9 @@ class MemoryBackfills:
         self, name: str, times: Sequence[datetime], *, rerun: bool = False, overlap: str = "buffer_all"
     ) -> list[datetime]:
         check_backfill_overlap(overlap)
-        with self._tx():
+        with self._tx() as now:
             row = self._row(name)
+            refuse_future_backfill(name, times, now)
             ran = set() if rerun else self._ran(row.id)
             wanted = [utc(t) for t in times if utc(t) not in ran]
             for moment in wanted:
@@ -73,7 +82,8 @@ class MemoryBackfills:
                 row = self._schedules.get(schedule_id)
                 if len(taken) >= limit or row is None or not owned(row):
                     continue
-                mine = [key for key in order if key[0] == schedule_id][: limit - len(taken)]
+                # Never early, as the SQL store: a queued time not yet passed waits.
+                mine = [key for key in order if key[0] == schedule_id and key[1] <= now][: limit - len(taken)]
                 running = sum(
                     1 for r in self._runs.values() if r.schedule_id == schedule_id and r.status is RunStatus.RUNNING
                 )

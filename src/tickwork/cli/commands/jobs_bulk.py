@@ -200,6 +200,11 @@ class JobsBackfill(AdminCommand):
         if args.dry_run:
             for moment in report.times:
                 print(f"{iso_z(moment)}  {'would run' if moment in set(report.queued) else 'in the history'}")
+        if report.capped_to is not None:
+            print(
+                f"--to capped at now ({iso_z(report.capped_to)}, database clock): a backfill never runs a fire "
+                "early; the fire times after it run at their time"
+            )
         verb = "would queue" if args.dry_run else "queued"
         print(
             f"{verb} {len(report.queued)} of the {len(report.times)} fire times of {report.name}"
