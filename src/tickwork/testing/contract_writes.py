@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from ..abc import Store
-from ..structures import Claim, Pause, RunStatus, ScheduleState
+from ..structures import Claim, Pause, RunStatus, SchedulePlan, ScheduleState
 from .contract_helpers import MINUTE, claim_all, finish, spec
 from .contract_starts import claim_ahead, wait_until
 
@@ -33,6 +33,13 @@ WRITES: dict[str, tuple[Callable[[Store, datetime], object], Callable[[datetime]
     "disable": (lambda s, t: s.set_enabled("a", False, None), lambda t: None),
     "disable and enable": (
         lambda s, t: (s.set_enabled("a", False, None), s.set_enabled("a", True, t + SOON)),
+        lambda t: t + SOON,
+    ),
+    "sync or import --replace (a batch write)": (
+        lambda s, t: s.write_schedules(
+            lambda _: SchedulePlan(retrigger=(spec("a", expression="*/2 * * * *"),)),
+            lambda _spec, _now: t + SOON,
+        ),
         lambda t: t + SOON,
     ),
     "pause and resume": (
