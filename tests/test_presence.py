@@ -76,6 +76,12 @@ def end_session_on_the_server(store: SQLStore, node_id: str) -> None:
     assert ended, "no presence session found"
 
 
+def held(store: SQLStore, node_id: str) -> float | None:
+    """``store.hold_presence(node_id)`` once its keeper has checked (or taken) the lock: the age of
+    the lock, or ``None`` when it is not held."""
+    return store.hold_presence(node_id, wait=5.0)
+
+
 def presence_key_unsigned(name: str) -> int:
     from tickwork_postgres.operations import presence_key
 
@@ -89,8 +95,8 @@ def test_a_node_is_released_once_its_session_ended_and_not_before(
 ) -> None:
     a, b = stores(), stores()
     held_by_b(b)
-    assert b.hold_presence("b") == 0.0
-    assert a.hold_presence("a") == 0.0
+    assert held(b, "b") is not None
+    assert held(a, "a") is not None
     clock.advance(2)  # b's heartbeat is 2 s old
     assert a.release_absent_node("b", 1.5, "b is gone") is None  # its session holds its lock
     b.close()  # the process dies: its sessions end
@@ -107,7 +113,7 @@ def test_a_fresh_heartbeat_keeps_a_node_whose_session_alone_ended(
 ) -> None:
     a, b = stores(), stores()
     held_by_b(b)
-    assert b.hold_presence("b") == 0.0 and a.hold_presence("a") == 0.0
+    assert held(b, "b") is not None and held(a, "a") is not None
     b.close_presence()  # its presence connection broke; it still beats
     clock.advance(1)
     assert a.release_absent_node("b", 1.5, "b is gone") is None
@@ -119,7 +125,7 @@ def test_a_node_whose_own_session_ended_judges_nobody(stores: Callable[[], SQLSt
     a, b = stores(), stores()
     held_by_b(b)
     assert a.release_absent_node("b", 1.5, "b is gone") is None  # a holds no presence yet
-    assert b.hold_presence("b") == 0.0 and a.hold_presence("a") == 0.0
+    assert held(b, "b") is not None and held(a, "a") is not None
     b.close()
     clock.advance(2)
     # As after a database restart: a's session ended too, unknown to a. Every lock is free, and
@@ -127,22 +133,26 @@ def test_a_node_whose_own_session_ended_judges_nobody(stores: Callable[[], SQLSt
     end_session_on_the_server(a, "a")
     assert a.release_absent_node("b", 1.5, "b is gone") is None
     assert [n.id for n in a.nodes()] == ["b"]
-    # Its next beat takes the lock again on a new session, which starts a new age.
-    assert a.hold_presence("a") == 0.0
+    # Its next beat's check finds the session gone and takes the lock again on a new one, which
+    # starts a new age.
+    before = a.hold_presence("a")  # the keeper had not checked yet: the old session's age
+    again = held(a, "a")
+    assert before is not None and again is not None and again < before
     assert a.release_absent_node("b", 1.5, "b is gone") == 1
 
 
 @pytest.mark.parametrize("stores", SERVERS, indirect=True)
 def test_presence_is_held_once_and_ages(stores: Callable[[], SQLStore]) -> None:
     first, second = stores(), stores()
-    assert first.hold_presence("n1") == 0.0
-    age = first.hold_presence("n1")
-    assert age is not None and age > 0.0
+    assert first.hold_presence("n1") is None  # asked for; its keeper takes it
+    taken = held(first, "n1")
+    age = held(first, "n1")
+    assert taken is not None and age is not None and age > taken
     # The same id from another process (its previous life, not yet closed by the server):
     # not held until that session ends.
-    assert second.hold_presence("n1") is None
+    assert held(second, "n1") is None
     first.close()
-    assert session_ended(lambda: second.hold_presence("n1") == 0.0)
+    assert session_ended(lambda: held(second, "n1") is not None)
 
 
 def test_sqlite_has_no_presence(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> None:

@@ -22,7 +22,8 @@ RETRY_AFTER_FAILURE = 0.2
 #: Seconds between two warnings while heartbeats keep failing.
 FAILURE_WARN_EVERY = 10.0
 #: A node whose database session ended is dead once its heartbeat is this many intervals old
-#: (a live node whose presence connection alone broke beats within one, and takes it again).
+#: (a live node whose presence connection alone broke beats on within one while it takes its
+#: lock again: that never waits for the new connection).
 PRESENCE_STALE_BEATS = 1.5
 #: Presence is read only once this node has held its own, and beaten, for this many intervals:
 #: a database restart ends every session, and each live node takes its lock again at its next
@@ -94,8 +95,12 @@ class HeartbeatMembership(Membership):
             # from taking over. Its record goes stale, and node_ttl later they release it.
             log.warning("not renewing the heartbeat of %s: its loop is stalled on %s", self.node_id, stalled)
             return
-        # Before the heartbeat: a session that ended with a database restart is taken again
-        # here, and its new age keeps this node from judging anyone by presence for a TTL.
+        # Returns at once: the store checks, and takes again, this node's presence on a thread
+        # of its own, so a presence connection slow to open never makes this heartbeat late
+        # (late while our lock is free, the others would declare us dead). It answers how long
+        # the lock has been held as of its last check; a session that ended with a database
+        # restart is taken again there, and its new age keeps this node from judging anyone by
+        # presence until it has settled.
         present_for = self.store.hold_presence(self.node_id) if self.presence else None
         sent = time.monotonic()
         if self._thread is None:

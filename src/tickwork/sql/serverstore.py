@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import URL, Engine, create_engine, make_url
 from sqlalchemy.pool import NullPool
 
 from ..config.numbers import integer, number
@@ -26,6 +26,24 @@ SERVER_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "lock_timeout": (int, float),
     "statement_timeout": (int, float),
 }
+
+
+#: Seconds the presence connection may take to open (and, on MySQL, a statement of it to answer).
+#: Its own thread waits for it, never the heartbeat (:mod:`tickwork.sql.presence`).
+PRESENCE_TIMEOUT = 5
+
+
+def presence_engine_for(url: str | URL) -> Engine:
+    """The engine of the presence connection to ``url``."""
+    connect_args: dict[str, object] = {"connect_timeout": PRESENCE_TIMEOUT}
+    if make_url(url).get_backend_name() == "mysql":
+        # PyMySQL's connect_timeout covers the TCP connect only: a server (or a proxy) that
+        # accepts and then stays silent would hold the handshake, and a dead connection's
+        # SELECT 1, for as long as TCP lets it. Every statement on it is instant.
+        connect_args |= {"read_timeout": PRESENCE_TIMEOUT, "write_timeout": PRESENCE_TIMEOUT}
+    # Its own engine without a pool: the presence connection stays open for the process,
+    # and must not hold one of the pool's connections or be handed to anyone else.
+    return create_engine(url, poolclass=NullPool, connect_args=connect_args)
 
 
 class ServerStore(SQLStore):
@@ -78,9 +96,7 @@ class ServerStore(SQLStore):
         return f"{self.database_title} database {dburl.masked(self.url)}"
 
     def presence_engine(self) -> Engine | None:
-        # Its own engine without a pool: the presence connection stays open for the process,
-        # and must not hold one of the pool's connections or be handed to anyone else.
-        return create_engine(self.url, poolclass=NullPool, connect_args={"connect_timeout": 5})
+        return presence_engine_for(self.url)
 
     def close(self) -> None:
         self._watcher.stop()
