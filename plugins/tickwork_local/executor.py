@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from tickwork.abc import Executor
+from tickwork.abc import BodyFence, Executor
 from tickwork.config.numbers import integer
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.plugin.allowed import AllowedModules
@@ -29,10 +29,10 @@ from tickwork.plugin.allowed import allowed_modules as allowed_modules_of
 from tickwork.plugin.calls import ReportOnce, call_arguments, check_arguments
 from tickwork.plugin.manager import load_object
 from tickwork.plugin.runcontext import RunContext, running
-from tickwork.structures import JobCall, Outcome, RunStatus
+from tickwork.structures import JobCall, Outcome, RunStatus, StartVerdict
 
 from .deadlines import Deadline, Deadlines
-from .pool import Pool
+from .pool import FENCE_POLL, NotStarted, Pool
 from .process import ProcessRunner
 from .threadrun import ThreadRun, outcome_of, soft_timeout
 
@@ -41,7 +41,18 @@ log = logging.getLogger("tickwork.local")
 MODES = ("thread", "process")
 
 
-async def _await_in(context: RunContext, func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+async def _await_in(
+    context: RunContext, func: Callable[..., Any], kwargs: dict[str, Any], fence: BodyFence | None
+) -> Any:
+    if fence is not None:
+        # As the task begins, not when it was scheduled: a loop held up (a blocking coroutine, a
+        # frozen process) may begin it after its node was declared dead (see Pool._refusal).
+        verdict = fence.verdict()
+        while verdict is StartVerdict.WAIT:
+            await asyncio.sleep(FENCE_POLL)
+            verdict = fence.verdict()
+        if verdict is StartVerdict.DROP:
+            raise NotStarted
     with running(context):  # set inside the task, whose context is its own copy
         return await func(**kwargs)
 
@@ -133,6 +144,13 @@ class LocalExecutor(Executor):
         return found
 
     def submit(self, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
+        self.submit_fenced(call, on_done, None)
+
+    def submit_fenced(self, call: JobCall, on_done: Callable[[Outcome], None], fence: BodyFence | None) -> None:
+        """:meth:`submit`, with the engine's start fence (:mod:`tickwork.engine.fence`): asked as
+        the run's body is about to start (a worker thread takes it from the queue, a child is
+        about to be started, the coroutine begins), not when it was queued. A run it drops is
+        not started and reported with :data:`tickwork.engine.fence.NOT_STARTED`."""
         if self._pool is None:
             raise RuntimeError("LocalExecutor.submit() before start()")
         context = RunContext.of(call)
@@ -144,7 +162,7 @@ class LocalExecutor(Executor):
             return
         mode = call.arguments.get("_tickwork_mode", self.mode)
         if mode != "process" and not is_coroutine:
-            ThreadRun(call, on_done, context, func, kwargs, self._pool, self._deadlines).start()
+            ThreadRun(call, on_done, context, func, kwargs, self._pool, self._deadlines, fence).start()
             return
         once = ReportOnce(self._unlisting(call.run_id, on_done), call.run_id)
         if mode == "process":
@@ -156,6 +174,7 @@ class LocalExecutor(Executor):
                     call.target, kwargs, context, call.timeout, once, self.allowed, run_id=call.run_id
                 ),
                 lambda exc: exc is not None and once(outcome_of(exc)),
+                fence,
             )
             return
         watch: list[Deadline] = []
@@ -169,7 +188,7 @@ class LocalExecutor(Executor):
         started: list[concurrent.futures.Future[Any]] = []
         with self._stoppable_lock:
             self._stoppable[call.run_id] = (once, lambda: started and started[0].cancel(), False)
-        future = asyncio.run_coroutine_threadsafe(_await_in(context, func, kwargs), self._event_loop())
+        future = asyncio.run_coroutine_threadsafe(_await_in(context, func, kwargs, fence), self._event_loop())
         started.append(future)
         future.add_done_callback(
             lambda f: report(concurrent.futures.CancelledError() if f.cancelled() else f.exception())

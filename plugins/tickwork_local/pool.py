@@ -3,17 +3,30 @@
 Lighter than :class:`concurrent.futures.ThreadPoolExecutor` for what the local executor needs: no
 Future, condition and done-callback list per call, no idle-thread semaphore on every submit (those
 were about a tenth of a node's engine thread in a 10,000-fire burst of no-op jobs).
+
+A task handed over with the engine's start fence (:mod:`tickwork.engine.fence`) asks it as a
+worker takes it, not when it was queued: a run that waited for a thread while its node was
+declared dead is not started (docs/claim-protocol.md, "A node declared dead").
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from tickwork.abc import BodyFence
+from tickwork.structures import StartVerdict
+
 #: Called once per task: with the exception the call raised, or ``None`` on a normal return.
 Report = Callable[[BaseException | None], object]
+
+#: Seconds between two looks at a task's fence while it cannot tell (the node's heartbeat is
+#: stale: it may have been declared dead without knowing it yet). Only then: a healthy node's
+#: tasks ask it once.
+FENCE_POLL = 0.05
 
 
 def _nothing(*_args: object) -> None:
@@ -23,10 +36,12 @@ def _nothing(*_args: object) -> None:
 class PoolTask(Protocol):
     """What the pool runs: ``call()`` in a worker, then ``report(exc)`` (``None`` on a normal
     return), then ``let_go()``. ``_state`` is ``"queued"`` when put and only changed by the pool,
-    under its lock (:meth:`Pool.cancel`). :class:`Task` is one; the local executor's thread runs
-    are others (one object per run instead of two)."""
+    under its lock (:meth:`Pool.cancel`). ``fence``, when set, is asked before ``call()``: a task
+    it drops is reported with :class:`NotStarted` instead. :class:`Task` is one; the local
+    executor's thread runs are others (one object per run instead of two)."""
 
     _state: str
+    fence: BodyFence | None
 
     def call(self) -> object: ...
 
@@ -38,12 +53,13 @@ class PoolTask(Protocol):
 class Task:
     """A submitted call; :meth:`cancel` stops it from starting."""
 
-    __slots__ = ("_state", "call", "report")
+    __slots__ = ("_state", "call", "fence", "report")
 
-    def __init__(self, call: Callable[[], Any], report: Report) -> None:
+    def __init__(self, call: Callable[[], Any], report: Report, fence: BodyFence | None = None) -> None:
         self.call = call
         self.report = report
-        self._state = "queued"  # -> "running" | "cancelled"; changed under Pool._lock
+        self.fence = fence
+        self._state = "queued"  # -> "running" | "cancelled" | "refused"; changed under Pool._lock
 
     @property
     def started(self) -> bool:
@@ -60,6 +76,11 @@ class Task:
 
 class PoolShutDown(Exception):
     """Reported for a task that was still queued when the pool shut down without waiting."""
+
+
+class NotStarted(Exception):
+    """Reported for a task its fence dropped as a worker took it: the node was declared dead
+    while it waited (the others recorded its run ``abandoned``)."""
 
 
 class Pool:
@@ -82,12 +103,13 @@ class Pool:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, call: Callable[[], Any], report: Report) -> Task:
+    def submit(self, call: Callable[[], Any], report: Report, fence: BodyFence | None = None) -> Task:
         """Queue ``call``; a worker runs it and then calls ``report`` (from the worker thread).
 
+        :param fence: asked as a worker takes the task (see :class:`PoolTask`)
         :raises RuntimeError: when the pool is not started or already shut down
         """
-        task = Task(call, report)
+        task = Task(call, report, fence)
         self.put(task)
         return task
 
@@ -113,11 +135,16 @@ class Pool:
             task = self._queue.get()
             if task is None:
                 return
+            refused = None if task.fence is None else self._refusal(task, task.fence)
             with self._lock:
                 if task._state != "queued":
                     task.let_go()
                     continue
-                task._state = "running"
+                task._state = "running" if refused is None else "refused"
+            if refused is not None:
+                task.report(refused)
+                task.let_go()
+                continue
             try:
                 task.call()
             except BaseException as exc:  # reported, never lost with the thread
@@ -125,6 +152,20 @@ class Pool:
             else:
                 task.report(None)
             task.let_go()
+
+    def _refusal(self, task: PoolTask, fence: BodyFence) -> BaseException | None:
+        """Ask ``task``'s fence, now that a worker has it: ``None`` to start it, or what to
+        report instead. While the fence cannot tell, the task stays queued (its soft timeout
+        or a cancel can still stop it) and this worker looks again every :data:`FENCE_POLL`."""
+        verdict = fence.verdict()
+        while verdict is StartVerdict.WAIT:
+            if self._closed:
+                return PoolShutDown("the pool shut down while the task waited for its node's heartbeat")
+            if task._state != "queued":
+                return None  # cancelled meanwhile: the caller lets go of it
+            time.sleep(FENCE_POLL)
+            verdict = fence.verdict()
+        return None if verdict is StartVerdict.START else NotStarted()
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop the workers. ``wait``: let queued tasks run first and join the threads; otherwise

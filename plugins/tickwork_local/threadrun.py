@@ -6,13 +6,14 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
+from tickwork.abc import BodyFence
 from tickwork.plugin.calls import ReportOnce
 from tickwork.plugin.runcontext import RunContext, running
 from tickwork.plugin.tracebacks import format_exception
-from tickwork.structures import JobCall, Outcome, RunStatus
+from tickwork.structures import NOT_STARTED, JobCall, Outcome, RunStatus
 
 from .deadlines import Deadlines
-from .pool import Pool, PoolShutDown
+from .pool import NotStarted, Pool, PoolShutDown
 
 #: Outcomes are immutable: the common one is built once, not per run.
 SUCCEEDED = Outcome(RunStatus.SUCCEEDED)
@@ -22,6 +23,8 @@ def outcome_of(exc: BaseException | None) -> Outcome:
     """The outcome of a run that returned (``None``) or raised ``exc``."""
     if exc is None:
         return SUCCEEDED
+    if isinstance(exc, NotStarted):
+        return NOT_STARTED  # this very object: the engine writes nothing for it
     if isinstance(exc, PoolShutDown):
         return Outcome(RunStatus.FAILED, error="not run: the local executor shut down first")
     if isinstance(exc, concurrent.futures.CancelledError):
@@ -49,7 +52,7 @@ class ThreadRun(ReportOnce):
     cost 1.1-2.0 µs of the 41 µs of process CPU per fire of a 60,000-fire drain (docs/benchmarks.md,
     "SQLite bursts: the local executor's share")."""
 
-    __slots__ = ("_state", "callback", "context", "deadlines", "func", "job", "kwargs", "lane", "pool")
+    __slots__ = ("_state", "callback", "context", "deadlines", "fence", "func", "job", "kwargs", "lane", "pool")
 
     def __init__(
         self,
@@ -60,9 +63,11 @@ class ThreadRun(ReportOnce):
         kwargs: dict[str, Any],
         pool: Pool,
         deadlines: Deadlines,
+        fence: BodyFence | None = None,
     ) -> None:
         super().__init__(on_done, job.run_id)
         self.job = job
+        self.fence = fence  # the pool's (PoolTask): asked as a worker takes the run
         self.context = context
         self.func = func
         self.kwargs = kwargs

@@ -94,6 +94,20 @@ def refuse_future_backfill(name: str, times: Sequence[datetime], now: datetime) 
         )
 
 
+class StartVerdict(enum.Enum):
+    """Whether a run waiting for its executor may start its body now (an executor asks its
+    :class:`~tickwork.abc.BodyFence` as the body is about to start: docs/claim-protocol.md, "A
+    node declared dead")."""
+
+    #: The node still holds the fire: start the body.
+    START = "start"
+    #: The node is unsure of its membership (its heartbeat is stale): ask again shortly.
+    WAIT = "wait"
+    #: The node was declared dead since the run was handed over: do not start it; report
+    #: :data:`NOT_STARTED`.
+    DROP = "drop"
+
+
 #: The most runs ``max_concurrent`` and ``concurrency_limit`` allow at once, and the longest key.
 MAX_CONCURRENT = 10_000
 MAX_CONCURRENCY_KEY = 200
@@ -664,6 +678,16 @@ class Outcome:
     def __post_init__(self) -> None:
         if not self.status.final:
             raise ValueError(f"status: an outcome must be final, got {self.status.value!r}")
+
+
+#: What an executor reports for a run whose body it did not start because its fence said
+#: :attr:`StartVerdict.DROP`. The engine recognises this very object and writes nothing for the
+#: run: the others recorded it ``abandoned`` when they declared this node dead.
+NOT_STARTED = Outcome(
+    RunStatus.SKIPPED,
+    error="not started: this node was declared dead while the run waited for its executor; "
+    "the other nodes recorded it abandoned",
+)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from ..errors import TickworkError
 from ..structures import (
     JobCall,
     Outcome,
+    StartVerdict,
 )
 from .storeroles import ClaimLedger, NodeRegistry, RunHistory
 
@@ -69,6 +70,13 @@ class Trigger(ABC):
         return self.expression
 
 
+class BodyFence(Protocol):
+    """What an executor asks before it starts a run's body (:meth:`Executor.submit_fenced`):
+    whether this node still holds the run's fire. Cheap and thread-safe (no database round trip)."""
+
+    def verdict(self) -> StartVerdict: ...
+
+
 class Executor(ABC):
     """Runs the target of a fired schedule somewhere and reports how it ended.
 
@@ -107,6 +115,15 @@ class Executor(ABC):
         :param call: what to run
         :param on_done: callback taking the final outcome; must be called exactly once
         """
+
+    def submit_fenced(self, call: JobCall, on_done: Callable[[Outcome], None], fence: BodyFence | None) -> None:
+        """:meth:`submit`, for an executor that may hold a run before its body starts (a queue
+        for a free worker): it asks ``fence`` as the body is about to start, not when the run was
+        queued, and a :attr:`~tickwork.structures.StartVerdict.DROP` means the body must not
+        start (report :data:`~tickwork.structures.NOT_STARTED`; ``WAIT``: ask again shortly).
+        The engine submits through this. The default is :meth:`submit`: an executor that starts
+        (or hands off) a run as it takes it is fenced by the engine's own check before it."""
+        self.submit(call, on_done)
 
     @abstractmethod
     def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:

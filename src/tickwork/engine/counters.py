@@ -14,6 +14,8 @@ class Counters:
     finished: int = 0
     skipped: int = 0
     fenced_out: int = 0
+    #: runs an executor did not start: the node was declared dead while they waited (fence.py)
+    not_started: int = 0
     parked: int = 0
     #: :meth:`Store.finish` calls that wrote at least one end
     end_batches: int = 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sized
+from collections.abc import Callable
 
 from ..abc import Membership, Store
 from ..structures import Claim
@@ -125,7 +125,8 @@ class FencedStarts:
 class Rejoins:
     """Notices that the membership found this node declared dead (:meth:`Membership.rejoins`)
     and drops its held fires, pending retries and unwritten ends: the others released those
-    claims and recorded their runs."""
+    claims and recorded their runs. Runs handed to executors before are fenced: those still
+    waiting for a worker are not started (fence.py)."""
 
     def __init__(
         self,
@@ -134,30 +135,35 @@ class Rejoins:
         starts: FencedStarts,
         retries: RetryQueue,
         ends: EndWriter,
-        in_flight: Sized,
+        runs: Runs,
     ) -> None:
         self.membership = membership
         self.held = held
         self.starts = starts
         self.retries = retries
         self.ends = ends
-        self.in_flight = in_flight
+        self.runs = runs
         self._seen = membership.rejoins()
+        # The runs' fence is the count this engine acts on, not the membership's latest: a run
+        # handed over before the drop below is under the count it was claimed under.
+        runs.rejoined(self._seen)
 
     def check(self) -> None:
         rejoins = self.membership.rejoins()
         if rejoins == self._seen:
             return
         self._seen = rejoins
+        self.runs.rejoined(rejoins)
         held = self.held.clear() + self.starts.drop()
         retries = len(self.retries.take_all())
         ends = self.ends.drop()
         log.warning(
             "this node was declared dead by the others, who released its claims: dropped %d fire(s) claimed "
             "ahead, %d pending retr(ies) and %d unwritten run end(s) instead of starting or writing them; "
-            "%d run(s) still going will only note their end",
+            "of %d run(s) handed to executors, those still waiting for a worker will not start and those "
+            "going will only note their end",
             held,
             retries,
             ends,
-            len(self.in_flight),
+            len(self.runs.in_flight),
         )

@@ -108,6 +108,7 @@ class Engine:
         self.runs = Runs(
             settings=settings,
             executors=executors,
+            membership=membership,
             clock=self.clock,
             counters=self.counters,
             held=self.held_fires,
@@ -138,7 +139,7 @@ class Engine:
             membership,
             self.clock.monotonic,
         )
-        self.rejoins = Rejoins(membership, self.held_fires, self.fenced_starts, self.retries, self.ends, self.in_flight)
+        self.rejoins = Rejoins(membership, self.held_fires, self.fenced_starts, self.retries, self.ends, self.runs)
         self.pacing = Pacing(
             settings,
             membership,
@@ -168,6 +169,11 @@ class Engine:
     @property
     def fenced_out(self) -> int:
         return self.counters.fenced_out
+
+    @property
+    def not_started(self) -> int:
+        """Runs an executor did not start: the node was declared dead while they waited (fence.py)."""
+        return self.counters.not_started
 
     # -- control ----------------------------------------------------------------------------------
 

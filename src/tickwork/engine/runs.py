@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..abc import Executor
+from ..abc import Executor, Membership
 from ..errors import StoreError, TickworkError
 from ..structures import Claim, Finish, JobCall, Outcome, RunStatus
 from .clock import DatabaseClock
 from .concurrency import Concurrency
 from .counters import Counters
 from .ends import EndWriter
+from .fence import NOT_STARTED, StartFence
 from .followups import FollowUps, Parked
 from .held import HeldFire, HeldFires
 from .listener import EngineListener
@@ -58,6 +59,7 @@ class Runs:
         *,
         settings: EngineSettings,
         executors: dict[str, Executor],
+        membership: Membership,
         clock: DatabaseClock,
         counters: Counters,
         held: HeldFires,
@@ -81,6 +83,9 @@ class Runs:
         #: Admissions under concurrency bounds, and the ends of runs that outlived their claim.
         self.concurrency = Concurrency(follow_ups.store, settings, counters, listener)
         self._wake = wake
+        #: What an executor asks before it starts a run's body (fence.py); replaced by
+        #: :meth:`rejoined` when the node learns it was declared dead.
+        self.fence = StartFence(membership, membership.rejoins())
         self.in_flight: dict[int, InFlight] = {}
         #: The cancel_other runs, stopped when their schedule's next fire comes (overlap.py).
         self.cancels = CancelWatch()
@@ -94,6 +99,12 @@ class Runs:
         # Set by loop_asleep: nothing is due to start within the end batch window, so the outcome
         # of the last run in flight wakes the loop at once (its end has no company to wait for).
         self._quiet = False
+
+    def rejoined(self, epoch: int) -> None:
+        """The node learnt it was declared dead (the membership's count is now ``epoch``): runs
+        handed over from now on start under a new fence; those handed over before and still
+        waiting for their executor are not started (their verdict is :attr:`Verdict.DROP`)."""
+        self.fence = StartFence(self.fence.membership, epoch)
 
     def earliest_deadline(self) -> float | None:
         deadline = min((f.deadline for f in self.in_flight.values()), default=None)
@@ -187,7 +198,9 @@ class Runs:
         self.in_flight[claim.run_id] = flight
         call = JobCall.for_claim(claim, timeout=timeout, node_id=self.settings.node_id)
         try:
-            executor.submit(call, self._on_done_for(flight))
+            # An executor that may hold a run before starting its body (a queue for a worker)
+            # asks the fence at that moment (the local executor); others start it as they take it.
+            executor.submit_fenced(call, self._on_done_for(flight), self.fence)
         except Exception as exc:  # an executor bug must not lose the claim
             log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
             self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
@@ -261,6 +274,7 @@ class Runs:
         parks: list[Parked] = []
         now_mono = self.clock.monotonic()
         first_arrived: float | None = None
+        not_started: list[str] = []
         # The clock now, per claim batch (claim time and monotonic time of its answer); a run's
         # end is that as of when it arrived (DatabaseClock.before): one estimate per batch.
         anchors: dict[tuple[datetime, float], datetime] = {}
@@ -278,6 +292,12 @@ class Runs:
             assert run_id is not None
             self.in_flight.pop(run_id, None)
             not_stopped_by = self.cancels.ended(run_id, arrived)
+            if outcome is NOT_STARTED:
+                # Its body never started: the node was declared dead while it waited for its
+                # executor, and the others recorded it abandoned. Nothing to write (its end would
+                # only note it on their row, one statement and one WARNING per run).
+                not_started.append(flight.claim.spec.name)
+                continue
             # Planned and recorded as of the moment it ended, not when this pass got to it.
             ended = min(arrived, now_mono)
             claim = flight.claim
@@ -297,6 +317,14 @@ class Runs:
                 finishes.append(end)
             elif end is not None:
                 parks.append(end)
+        if not_started:
+            self.counters.not_started += len(not_started)
+            log.warning(
+                "did not start %d run(s) waiting for their executor: this node was declared dead meanwhile and "
+                "the other nodes recorded them abandoned: %s",
+                len(not_started),
+                ", ".join(not_started[:10]) + (" ..." if len(not_started) > 10 else ""),
+            )
         self.ends.add(finishes, parks, since=first_arrived)
 
     def write_ends(self, *, now: bool = False) -> None:
