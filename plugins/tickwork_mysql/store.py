@@ -11,12 +11,14 @@ LISTEN/NOTIFY).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, event, func, select
+from sqlalchemy import Connection, Engine, event, func, select
 from sqlalchemy.dialects.mysql.base import MySQLDialect
 
 from tickwork.errors import ConfigError
@@ -25,12 +27,21 @@ from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import claimable, schedules
 from tickwork.sql.serverstore import SERVER_OPTIONS, ServerStore
+from tickwork.sql.starting import LockHolders, locked_rows
 from tickwork.sql.storecore import checked_poll_interval
 from tickwork.sql.watch import poll_loop
+from tickwork.structures import NodeRecord
 
+from .connecting import connection_class
+from .locks import TAG_NODE, TAG_SESSION, UNTAG_NODE, LockHolderReader
 from .operations import MySQLOperations
 
 log = logging.getLogger("tickwork.mysql")
+
+#: Seconds between two warnings that another session holds the rows of ends locked.
+ENDS_LOCKED_WARN_EVERY = 10.0
+#: The key of a pooled connection's ``info`` naming the node its session lock names.
+_NODE_TAG = "tickwork_node"
 
 # No timezone-aware timestamp type: times are integer microseconds since the epoch.
 declare(MySQLDialect, SQLTraits(epoch_micros=True))
@@ -97,6 +108,10 @@ class MySQLStore(ServerStore):
             clock=clock,
         )
         self.poll_interval = checked_poll_interval(poll_interval)
+        #: The node this store's sessions are marked as (:mod:`.locks`), once it is known.
+        self._node: str | None = None
+        self._holders = LockHolderReader()
+        self._ends_locked_warned = -1e9
 
     def _create_engine(self) -> Engine:
         try:
@@ -113,11 +128,22 @@ class MySQLStore(ServerStore):
         lock_wait = max(1, round(self.lock_timeout))
         statement_s = self.statement_timeout
 
+        # One TLS context for every connection: PyMySQL's default (TLS if the server offers it,
+        # unverified) otherwise builds one per connection, loading the system's CA certificates
+        # each time: 30-70 ms of CPU per connection (.connecting).
+        make = connection_class()
+
+        @event.listens_for(engine, "do_connect")
+        def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+            return make(*cargs, **cparams)
+
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:
             import pymysql
 
             with dbapi_conn.cursor() as cur:
+                # Marks the session as tickwork's for the messages about locked rows (.locks).
+                cur.execute(TAG_SESSION)
                 # UNIX_TIMESTAMP(NOW(6)) is exact only without DST gaps in the session's zone.
                 cur.execute("SET time_zone = '+00:00'")
                 # A row another session holds locked fails a statement after lock_timeout (a
@@ -128,7 +154,58 @@ class MySQLStore(ServerStore):
                 except pymysql.MySQLError:  # MySQL: SELECTs only, in milliseconds
                     cur.execute("SET SESSION max_execution_time = %s", (round(statement_s * 1000),))
 
+        @event.listens_for(engine, "checkout")
+        def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+            node = self._node
+            if node is None or record.info.get(_NODE_TAG) == node:
+                return  # the hot path: one dict lookup
+            import pymysql
+
+            previous = record.info.pop(_NODE_TAG, None)
+            # Only a name for the messages: a connection that cannot take it (broken, say) fails
+            # in the statement it was checked out for, where the store handles it.
+            with contextlib.suppress(pymysql.MySQLError), dbapi_conn.cursor() as cur:
+                if previous is not None:
+                    cur.execute(UNTAG_NODE, (previous,))
+                cur.execute(TAG_NODE, (node,))
+                record.info[_NODE_TAG] = node
+
         return engine
+
+    # -- who holds the rows passed over as locked (.locks) ---------------------------------------------
+
+    def _name_sessions(self, node_id: str) -> None:
+        """Mark this store's sessions as ``node_id``'s from their next checkout on."""
+        self._node = node_id
+
+    def register_node(self, node_id: str, instance: str, live_within: float) -> NodeRecord | None:
+        self._name_sessions(node_id)
+        return super().register_node(node_id, instance, live_within)
+
+    def heartbeat(self, node_id: str) -> datetime:
+        self._name_sessions(node_id)
+        return super().heartbeat(node_id)
+
+    def lock_holders(self, conn: Connection) -> LockHolders | None:
+        asked = self._holders.reads
+        holders = self._holders.read(conn, self._node)
+        self.statements += self._holders.reads - asked
+        return holders
+
+    def locked_elsewhere(self, conn: Connection, missing: Sequence[int]) -> set[int]:
+        busy = super().locked_elsewhere(conn, missing)
+        if busy:
+            holders = self.lock_holders(conn)
+            level, held = locked_rows(holders)
+            now = time.monotonic()
+            # A warning only for a session of someone else's: ends are asked again at once and
+            # then every 0.5 s, and the engine warns about those that stay passed over.
+            if holders is None or not holders.others or now - self._ends_locked_warned < ENDS_LOCKED_WARN_EVERY:
+                level = logging.DEBUG
+            else:
+                self._ends_locked_warned = now
+            log.log(level, "cannot write the end of %d run(s) now: %s; they are written again shortly", len(busy), held)
+        return busy
 
     def listen(self, wake: Callable[[], None]) -> None:
         # What a sleeping engine needs to hear about: a new schedule (the highest id moves) or an

@@ -19,6 +19,10 @@ log = logging.getLogger("tickwork.engine")
 
 #: Seconds before ends passed over because another session held their rows are tried again.
 BUSY_RETRY = 0.5
+#: Seconds an end may stay passed over before that is a warning. Tickwork's own transactions hold
+#: a schedule row for milliseconds, and on MySQL/MariaDB another node's scan skips past rows it
+#: only reads: an end passed over once or twice is contention between the nodes, normal under load.
+BUSY_WARN_AFTER = 2.0
 #: Seconds between two warnings about such ends (while they last).
 BUSY_WARN_EVERY = 5.0
 
@@ -76,6 +80,8 @@ class EndWriter:
         self._write_by: float | None = None
         #: Monotonic time of the last warning about ends whose rows were locked elsewhere.
         self._busy_warned = -1e9
+        #: Since when each end kept because its row was locked has been passed over, by its claim.
+        self._busy_since: dict[tuple[int, int], float] = {}
 
     @property
     def backlog(self) -> int:
@@ -173,6 +179,8 @@ class EndWriter:
             if busy:
                 self._keep_busy(busy)
                 batch = [f for f, ok in zip(batch, ended, strict=True) if ok is not None]
+            else:
+                self._busy_since = {}  # none passed over: the next one starts a new count
             landed = [ok for ok in ended if ok is not None]
             self.counters.finished += len(batch)
             self.counters.fenced_out += landed.count(False)
@@ -186,19 +194,27 @@ class EndWriter:
         self._write_by = None
 
     def _keep_busy(self, busy: list[Finish]) -> None:
-        """Keep ends whose schedule rows another database session holds locked, to be written
-        again after :data:`BUSY_RETRY` seconds (waiting for the lock would stall the loop)."""
+        """Keep ends whose schedule rows another transaction holds locked, to be written again
+        after :data:`BUSY_RETRY` seconds (waiting for the lock would stall the loop); warn once
+        one of them has been passed over for :data:`BUSY_WARN_AFTER` seconds."""
         now_mono = self.clock.monotonic()
         self._unsaved = busy + self._unsaved
         self._write_by = now_mono + BUSY_RETRY
-        if now_mono - self._busy_warned >= BUSY_WARN_EVERY:
+        since = self._busy_since
+        self._busy_since = {
+            key: since.get(key, now_mono) for key in ((f.claim.schedule_id, f.claim.claim_seq) for f in busy)
+        }
+        stuck = now_mono - min(self._busy_since.values())
+        if stuck >= BUSY_WARN_AFTER and now_mono - self._busy_warned >= BUSY_WARN_EVERY:
             self._busy_warned = now_mono
             names = sorted({f.claim.spec.name for f in busy})
             log.warning(
-                "cannot write the end of %d run(s) now: another database session holds their schedules' rows "
-                "locked (%s); writing them again every %.1fs meanwhile",
+                "cannot write the end of %d run(s) (%s): their schedules' rows have stayed locked for %.1fs by "
+                "another transaction (a stray SELECT ... FOR UPDATE or a long transaction of another database "
+                "session, or a long one of another tickwork node); writing them again every %.1fs meanwhile",
                 len(busy),
                 ", ".join(names[:10]) + (" ..." if len(names) > 10 else ""),
+                stuck,
                 BUSY_RETRY,
             )
 

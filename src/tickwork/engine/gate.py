@@ -13,7 +13,7 @@ from .settings import BUSY_POLL_WINDOW, NEXT_DUE_MAX_AGE
 log = logging.getLogger("tickwork.engine")
 
 #: Seconds between claims while the earliest due fire is one every claim passes over (its row
-#: locked by another database session): claiming every pass for it would spin.
+#: locked by another transaction): claiming every pass for it would spin.
 PASSED_OVER_RETRY = 0.25
 #: Seconds a due fire may be passed over by this node's claims before it says so at WARNING.
 PASSED_OVER_WARN = 1.0
@@ -111,8 +111,9 @@ class ClaimGate:
 
     def _note_passed_over(self) -> None:
         """A drained claim left the fire read as due (by the database clock) untaken: another
-        node took it meanwhile (the next read moves on), or its row is locked by another database
-        session (the next read finds it again: claims around it are spaced, and it is logged)."""
+        node took it meanwhile (the next read moves on), or its row is locked by another transaction
+        (the next read finds it again: claims around it are spaced, and it is logged once that has
+        lasted :data:`PASSED_OVER_WARN`, longer than tickwork's own transactions hold a row)."""
         due = self._next_due
         if due is None or due > self.clock.now():
             self._passed_over = None
@@ -124,8 +125,9 @@ class ClaimGate:
             self._passed_over_warned = True
             log.warning(
                 "a fire due at %s is still not claimable %.1fs later by this node, which may claim it: its schedule "
-                "row is locked by another database session (a stray SELECT ... FOR UPDATE, a long transaction); "
-                "claiming around it every %.2fs until it is released",
+                "row is locked by a long transaction (a stray SELECT ... FOR UPDATE or a long transaction of another "
+                "database session, or a long one of another tickwork node); claiming around it every %.2fs until "
+                "it is released",
                 due.isoformat(),
                 now_mono - self._passed_over_since,
                 PASSED_OVER_RETRY,

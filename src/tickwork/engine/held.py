@@ -92,7 +92,7 @@ class HeldFires:
         if refused:
             log.warning(
                 "not starting %d fire(s) claimed ahead: taken over by another node, past their start deadline, or "
-                "locked by another database session: %s",
+                "their schedule rows locked by another transaction: %s",
                 len(refused),
                 ", ".join(refused[:10]) + (" ..." if len(refused) > 10 else ""),
             )

@@ -12,7 +12,9 @@ them wins: a frozen, cut-off or slow holder can never start a fire that was take
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
@@ -41,6 +43,44 @@ from .storecore import SQLCore
 #: Claimed and not started: the claim was made before the fire time, and nothing has renewed it
 #: since (a start or a renewal sets ``claimed_at`` to the clock, at or after the fire time).
 UNSTARTED = and_(schedules.c.state == "running", schedules.c.claimed_at < schedules.c.next_fire)
+
+
+@dataclass(frozen=True)
+class LockHolders:
+    """Who held row locks in the database when a locking read passed rows over as locked
+    (:meth:`Starting.lock_holders`), each in words for a log line."""
+
+    #: Sessions that are not tickwork's: a console, a report, another application.
+    others: tuple[str, ...] = ()
+    #: Tickwork's own sessions (``tickwork node n2's transaction``).
+    tickwork: tuple[str, ...] = ()
+
+
+def locked_rows(holders: LockHolders | None) -> tuple[int, str]:
+    """The log level and the words for schedule rows a locking read passed over, by who held row
+    locks just after (``None``: the database cannot tell). SKIP LOCKED also passes over rows the
+    other nodes' claims, starts and ends hold for a few milliseconds (on MySQL/MariaDB even rows
+    their scans only read): that is contention between tickwork's own transactions, normal under
+    load, not worth a warning; a session of someone else's is."""
+    if holders is None:
+        return logging.WARNING, (
+            "another transaction holds their schedules' rows locked (another database session's, or another "
+            "tickwork node's: this database does not say whose)"
+        )
+    if holders.others:
+        also = f" (and {', '.join(holders.tickwork)})" if holders.tickwork else ""
+        return logging.WARNING, (
+            f"another database session holds rows locked in this database: {'; '.join(holders.others)}{also}"
+        )
+    if holders.tickwork:
+        return logging.INFO, (
+            f"their schedules' rows were locked by {', '.join(holders.tickwork)}: contention between tickwork's "
+            "own transactions, normal under load"
+        )
+    return logging.INFO, (
+        "their schedules' rows were locked by a transaction that has ended since (most likely another node's "
+        "claim, start or end: contention between tickwork's own transactions, normal under load)"
+    )
 
 
 def started_at(now: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -126,18 +166,27 @@ class Starting(SQLCore):
         return [c.schedule_id in started for c in claims]
 
     def _say_if_locked(self, conn: Connection, refused: list[int], params: dict[str, Any]) -> None:
-        """Of the refused starts, warn about those refused only because another session holds
-        their rows locked (startable by every other condition, read without a lock)."""
+        """Of the refused starts, say which were refused only because their rows were locked
+        (startable by every other condition, read without a lock), and by whom
+        (:func:`locked_rows`: a warning only when that was not tickwork's own contention)."""
         startable = select(schedules.c.name).where(schedules.c.id.in_(refused), self._startable())
         names = sorted(conn.scalars(startable, params))
         self.statements += 1
         if names:
-            log.warning(
-                "cannot start %d fire(s) claimed ahead: another database session holds their schedules' rows locked "
-                "(%s); they are taken over and run once the lock is released",
+            level, held = locked_rows(self.lock_holders(conn))
+            log.log(
+                level,
+                "cannot start %d fire(s) claimed ahead (%s): %s; they are taken over and run once the lock is released",
                 len(names),
                 ", ".join(names[:10]) + (" ..." if len(names) > 10 else ""),
+                held,
             )
+
+    def lock_holders(self, conn: Connection) -> LockHolders | None:
+        """Who holds row locks in this database now, read on ``conn`` right after a locking read
+        passed rows over; ``None`` where the database cannot tell (the default). Called only
+        then, never on a path where nothing was passed over."""
+        return None
 
     def _overdue(self) -> ColumnElement[bool]:
         return and_(UNSTARTED, self._deadline(bindparam("t_grace", type_=Float)) < self.now_expr())
