@@ -37,6 +37,10 @@ def update(store: Store, spec: ScheduleSpec, manager: PluginManager | None = Non
     fire is the first after now; otherwise the stored one is kept, so a pending "run now" stays."""
     stored = store.get(spec.name)
     if not spec.enabled or _finished(stored.run_count, spec):
+        # Checked as an enabled one is (a trigger whose exclusions match every fire, one firing
+        # less than a second apart): refused now, not when it is enabled or its pause expires,
+        # where it would fail the node's resume of every expired pause with it.
+        first_fire(spec, store.now(), manager)
         return store.update(spec, None)
     if recompute or stored.next_fire is None:
         return store.update(spec, first_fire(spec, store.now(), manager))
