@@ -29,7 +29,7 @@ from tickwork.sql.schema import claimable, schedules
 from tickwork.sql.serverstore import SERVER_OPTIONS, ServerStore
 from tickwork.sql.starting import LockHolders, locked_rows
 from tickwork.sql.storecore import checked_poll_interval
-from tickwork.sql.watch import poll_loop
+from tickwork.sql.watch import UNREAD, poll_loop
 from tickwork.structures import NodeRecord
 
 from .connecting import connection_class
@@ -221,4 +221,9 @@ class MySQLStore(ServerStore):
             with self.engine.connect() as conn:
                 return tuple(conn.execute(marker).one())
 
-        self._watcher.start(poll_loop(read, self.poll_interval), wake)
+        try:
+            initial = read()  # here, not on the thread: a change once this returns is seen
+        except Exception as exc:  # the loop reads it again; a failed read only costs promptness
+            log.warning("change poll failed: %s", exc)
+            initial = UNREAD
+        self._watcher.start(poll_loop(read, self.poll_interval, initial), wake)

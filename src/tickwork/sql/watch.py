@@ -52,13 +52,23 @@ class ChangeWatcher:
             self._thread = None
 
 
-def poll_loop(read_marker: Callable[[], object], interval: float) -> WatchLoop:
+#: :func:`poll_loop`'s ``initial`` when the caller read no marker before the loop starts.
+UNREAD = object()
+
+
+def poll_loop(read_marker: Callable[[], object], interval: float, initial: object = UNREAD) -> WatchLoop:
     """A watch loop that reads ``read_marker()`` every ``interval`` seconds and wakes when the
-    value differs from the last one (a failed read is logged and retried at the next interval)."""
+    value differs from the last one (a failed read is logged and retried at the next interval).
+
+    :param initial: the marker as read by the caller before starting the loop, so that a change
+        made once ``listen`` returned is seen even if the loop's thread first runs after it (a
+        loaded machine: the thread's first read came after the change, which then looked like
+        the starting point)
+    """
 
     def loop(wake: Callable[[], None], stop: threading.Event) -> None:
-        last: object = None
-        first = True
+        last: object = None if initial is UNREAD else initial
+        first = initial is UNREAD
         while not stop.wait(0 if first else interval):
             try:
                 current = read_marker()
