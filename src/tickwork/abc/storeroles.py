@@ -450,8 +450,9 @@ class NodeRegistry(ABC):
     def hold_presence(self, node_id: str) -> float | None:
         """Hold ``node_id``'s presence: a lock the database keeps only while this process's
         session with it lives, so that the others can tell at once that a killed node is gone
-        (:meth:`release_absent_node`). The heartbeat calls it at every beat; it takes the lock
-        again on a new session when the old one ended.
+        (:meth:`release_absent_node`). The heartbeat calls it at every beat, so it must return
+        at once: checking the session and taking the lock again on a new one when the old one
+        ended happen off the caller's thread (a slow reconnect must never delay a heartbeat).
 
         :return: seconds the presence has been held without a break (0 when just taken), or
             ``None`` when it is not held: the database has no such locks, or cannot be reached.
