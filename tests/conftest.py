@@ -47,6 +47,18 @@ class Ticker:
 
 
 @pytest.fixture
+def sqlite_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory holding the default configuration's SQLite database, migrated: what
+    `tickwork db upgrade` leaves in an empty directory (``tickwork.connect()`` opens it)."""
+    from tickwork.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
+    assert main(["db", "upgrade"]) == 0
+    return tmp_path
+
+
+@pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(T0)
 

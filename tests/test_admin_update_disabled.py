@@ -10,16 +10,10 @@ from pathlib import Path
 import pytest
 
 import tickwork
-from tickwork.cli import main
 from tickwork.errors import TriggerError
 
 
-def test_an_update_of_a_disabled_schedule_is_refused_as_it_would_be_enabled(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
-    assert main(["db", "upgrade"]) == 0
+def test_an_update_of_a_disabled_schedule_is_refused_as_it_would_be_enabled(sqlite_project: Path) -> None:
     with tickwork.connect() as admin:
         admin.add("a", "* * * * * *", "tests.jobs_for_tests:record")
         with pytest.raises(TriggerError, match="exclusions match"):

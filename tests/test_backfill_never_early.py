@@ -19,16 +19,8 @@ from tickwork.errors import ConfigError
 from tickwork.structures import iso_z, parse_iso
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
-    assert main(["db", "upgrade"]) == 0
-    return tmp_path
-
-
 def test_a_range_reaching_past_now_is_capped_to_the_database_clock(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    sqlite_project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with tickwork.connect() as admin:
         admin.add("every-second", "* * * * * *", "tests.jobs_for_tests:record")
@@ -50,7 +42,7 @@ def test_a_range_reaching_past_now_is_capped_to_the_database_clock(
     assert queued["queued"] and all(parse_iso(t) < capped for t in queued["queued"])
 
 
-def test_a_range_in_the_future_is_refused(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_range_in_the_future_is_refused(sqlite_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with tickwork.connect() as admin:
         admin.add("hourly", "0 * * * *", "tests.jobs_for_tests:record")
         now = admin.store().now()

@@ -148,12 +148,7 @@ def test_the_harness_reruns_an_abandoned_fire() -> None:
     ]
 
 
-def test_jobs_show_and_list_json_say_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
-    assert main(["db", "upgrade"]) == 0
+def test_jobs_show_and_list_json_say_it(sqlite_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["jobs", "add", "report", "0 3 * * *", "tests.jobs_for_tests:record", "--on-abandon", "rerun"]) == 0
     assert main(["jobs", "add", "charge", "0 4 * * *", "tests.jobs_for_tests:record"]) == 0
     capsys.readouterr()

@@ -69,14 +69,6 @@ def job() -> None:
     """A declared job's function (module level: a job is imported by name)."""
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
-    assert main(["db", "upgrade"]) == 0
-    return tmp_path
-
-
 def stored(name: str) -> ScheduleSpec:
     with tickwork.connect() as admin:
         return admin.store().get(name).spec
@@ -104,7 +96,7 @@ def test_the_decorator_takes_every_option(option: str) -> None:
 
 
 @pytest.mark.parametrize("option", NAMES)
-def test_admin_add_takes_every_option(workdir: Path, option: str) -> None:
+def test_admin_add_takes_every_option(sqlite_project: Path, option: str) -> None:
     sample = SAMPLES[option]
     with tickwork.connect() as admin:
         admin.add("x", "0 3 * * *", WITH_ARGS, **{"args": {"city": "Bergen"}, option: sample.value})
@@ -112,7 +104,7 @@ def test_admin_add_takes_every_option(workdir: Path, option: str) -> None:
 
 
 @pytest.mark.parametrize("option", NAMES)
-def test_jobs_add_takes_every_option(workdir: Path, option: str) -> None:
+def test_jobs_add_takes_every_option(sqlite_project: Path, option: str) -> None:
     sample = SAMPLES[option]
     words = [] if option == "args" else ["--args", '{"city": "Bergen"}']
     assert main(["jobs", "add", "x", "0 3 * * *", WITH_ARGS, *words, *sample.text]) == 0
@@ -120,16 +112,16 @@ def test_jobs_add_takes_every_option(workdir: Path, option: str) -> None:
 
 
 @pytest.mark.parametrize("option", [o for o in NAMES if o != "enabled"])  # update's switch is --enable/--disable
-def test_jobs_update_takes_every_option(workdir: Path, option: str) -> None:
+def test_jobs_update_takes_every_option(sqlite_project: Path, option: str) -> None:
     assert main(["jobs", "add", "x", "0 3 * * *", WITH_ARGS, "--args", '{"city": "Bergen"}']) == 0
     assert main(["jobs", "update", "x", *SAMPLES[option].text]) == 0
     assert getattr(stored("x"), _field(option)) == SAMPLES[option].stored
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".toml"])
-def test_a_schedule_file_takes_every_option(workdir: Path, suffix: str) -> None:
+def test_a_schedule_file_takes_every_option(sqlite_project: Path, suffix: str) -> None:
     fields = {"name": "x", "expression": "0 3 * * *", "target": WITH_ARGS} | {n: s.value for n, s in SAMPLES.items()}
-    path = workdir / f"schedules{suffix}"
+    path = sqlite_project / f"schedules{suffix}"
     if suffix == ".toml":
         lines = [f"{key} = {json.dumps(value)}" for key, value in fields.items() if key != "args"]
         path.write_text("[[schedule]]\n" + "\n".join(lines) + '\nargs = { city = "Oslo" }\n', encoding="utf-8")
@@ -141,7 +133,7 @@ def test_a_schedule_file_takes_every_option(workdir: Path, suffix: str) -> None:
         assert getattr(spec, _field(option)) == sample.stored, option
 
 
-def test_timezone_is_another_spelling_of_tz(workdir: Path) -> None:
+def test_timezone_is_another_spelling_of_tz(sqlite_project: Path) -> None:
     with tickwork.connect() as admin:
         admin.add("x", "0 3 * * *", WITH_ARGS, args={"city": "Oslo"}, timezone="Asia/Tokyo")
         assert admin.update("x", timezone="Europe/Oslo").timezone == "Europe/Oslo"
@@ -151,7 +143,7 @@ def test_timezone_is_another_spelling_of_tz(workdir: Path) -> None:
         schedule("cron", "0 3 * * *", args={})  # type: ignore[call-arg]
 
 
-def test_defaults_come_from_the_spec(workdir: Path) -> None:
+def test_defaults_come_from_the_spec(sqlite_project: Path) -> None:
     with tickwork.connect() as admin:
         admin.add("x", "0 3 * * *", WITH_ARGS, args={"city": "Oslo"})
     spec = stored("x")
@@ -185,7 +177,7 @@ def test_duration_errors_name_the_part(text: str, message: str) -> None:
         seconds_in(text)
 
 
-def test_every_reader_reads_durations_alike(workdir: Path) -> None:
+def test_every_reader_reads_durations_alike(sqlite_project: Path) -> None:
     """The same text gives the same duration to the decorator, the admin API, the CLI and the
     interval trigger; the interval trigger alone wants whole numbers (its fire times are whole
     seconds apart)."""
@@ -201,7 +193,7 @@ def test_every_reader_reads_durations_alike(workdir: Path) -> None:
         get_trigger("interval", "1.5h")
 
 
-def test_a_bad_duration_names_the_option_everywhere(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_duration_names_the_option_everywhere(sqlite_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(DeclarationError, match=r"test_schedule_options\.job .*: timeout: .*got str '5x'"):
         schedule("cron", "0 3 * * *", name="bad", timeout="5x")(job)
     with tickwork.connect() as admin, pytest.raises(ConfigError, match=r"retry_backoff: .*got str '5x'"):

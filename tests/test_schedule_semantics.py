@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 import tickwork
-from tickwork.cli import main
 from tickwork.engine.planning import grace_of, plan_next_fire
 from tickwork.errors import ConfigError, TriggerError
 from tickwork.scheduling import sync
@@ -309,12 +308,7 @@ def test_on_finish_remove_removes_the_schedule_after_its_last_run() -> None:
 # -- through the admin API ----------------------------------------------------------------------------
 
 
-def test_changing_the_fire_time_options_recomputes_the_next_fire(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
-    assert main(["db", "upgrade"]) == 0
+def test_changing_the_fire_time_options_recomputes_the_next_fire(sqlite_project: Path) -> None:
     with tickwork.connect() as admin:
         plain = admin.add("every-minute", "* * * * *", "tests.jobs_for_tests:record")
         assert plain.next_fire is not None and plain.next_fire.second == 0
@@ -341,12 +335,7 @@ def test_the_harness_runs_backfilled_fires_once() -> None:
     assert harness.advance(60) == []
 
 
-def test_admin_backfill_stores_its_overlap_and_the_harness_runs_buffer_all_in_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TICKWORK_CONFIG", raising=False)
-    assert main(["db", "upgrade"]) == 0
+def test_admin_backfill_stores_its_overlap_and_the_harness_runs_buffer_all_in_order(sqlite_project: Path) -> None:
     with tickwork.connect() as admin:
         admin.add("hourly", "0 * * * *", "tests.jobs_for_tests:record")
         start = START - timedelta(days=1)

@@ -172,17 +172,13 @@ class BadBody(Exception):
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
-    """The request's body: one JSON object of at most :data:`MAX_BODY` bytes (read no further),
-    nested at most :data:`~.limits.MAX_DEPTH` levels."""
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise BadBody(413, f"the body is larger than {MAX_BODY // 1024} KiB")
+    """The request's body: one JSON object nested at most :data:`~.limits.MAX_DEPTH` levels. Its
+    size, at most :data:`MAX_BODY` bytes, is the application's :class:`~.limits.BodyLimit`'s to
+    refuse (413, before this reads anything)."""
+    raw = await request.body()
     try:
         # Decoded as json.loads decodes bytes (UTF-8, -16 or -32), so the depth is scanned in
         # the very text that is parsed.
-        raw = bytes(body)
         text = raw.decode(json.detect_encoding(raw), "surrogatepass")
         if too_deep(text):
             raise BadBody(400, f"the body is {deep_message()}")

@@ -143,10 +143,9 @@ class Rejoins:
         self.retries = retries
         self.ends = ends
         self.runs = runs
-        self._seen = membership.rejoins()
-        # The runs' fence is the count this engine acts on, not the membership's latest: a run
-        # handed over before the drop below is under the count it was claimed under.
-        runs.rejoined(self._seen)
+        # The count this engine acts on (the runs' fence was made under it too), not the
+        # membership's latest: a run handed over before the drop below is under the old count.
+        self._seen = runs.fence.epoch
 
     def check(self) -> None:
         rejoins = self.membership.rejoins()
