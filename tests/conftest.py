@@ -4,6 +4,7 @@ strategy, so the contract suite runs against all of them (APScheduler's pattern)
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,18 +76,33 @@ STORE_PARAMS = [
 CONTRACT_PARAMS = [pytest.param(("memory", "lock"), id="memory-lock"), *STORE_PARAMS]
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database file holding tickwork's schema at head, migrated once a session; tests
+    copy it (``make_store``, ``config_for(migrated=True)``) rather than run the migrations again."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "tickwork.db"
+    store = SQLiteStore(str(path))
+    store.upgrade()
+    store.close()
+    return path
+
+
 def make_store(kind: str, claim: str, request: pytest.FixtureRequest, tmp_path: Path, **kw: object) -> Store:
+    """A migrated, open store of ``kind``: the SQL ones on a copy of the session's migrated
+    template database (the migrations are tested on empty ones in test_migrations.py)."""
     store: Store
     if kind == "memory":
         store = MemoryStore(claim=claim, **kw)  # type: ignore[arg-type]
+        store.upgrade()
     elif kind == "sqlite":
-        store = SQLiteStore(str(tmp_path / "tickwork.db"), claim=claim, **kw)  # type: ignore[arg-type]
+        path = tmp_path / "tickwork.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        store = SQLiteStore(str(path), claim=claim, **kw)  # type: ignore[arg-type]
     elif kind == "mysql":
-        store = MySQLStore(request.getfixturevalue("mysql_url"), claim=claim, **kw)  # type: ignore[arg-type]
+        store = MySQLStore(request.getfixturevalue("mysql_migrated_url"), claim=claim, **kw)  # type: ignore[arg-type]
     else:
-        url = planted.with_password(request.getfixturevalue("postgres_url"))
+        url = planted.with_password(request.getfixturevalue("postgres_migrated_url"))
         store = PostgresStore(url, claim=claim, **kw)  # type: ignore[arg-type]
-    store.upgrade()
     store.open()
     return store
 

@@ -11,6 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
+from rq import Queue as Queue_
+from rq.registry import StartedJobRegistry
 
 from tests.handoff import harness, scenarios
 from tests.handoff.cluster import Queue
@@ -32,6 +35,38 @@ def _queue(url: str, name: str, worker_class: str = "Worker", *options: str, res
                  workers, {}, SLOW)  # fmt: skip
 
 
+def _lapse_heartbeats(url: str, name: str) -> None:
+    """Move the expiry of every execution in the queue's started registry to a second ago: what
+    RQ's registry holds 61 s after a dead worker's last heartbeat (RQ adds a fixed 60 s to each
+    heartbeat's lifetime, not configurable), without the test waiting that minute. The cleanups
+    that follow (a worker's maintenance, ``rq info``) are RQ's own, unchanged."""
+    client = redis.Redis.from_url(url)
+    try:
+        key = StartedJobRegistry(name, connection=client).key
+        members = client.zrange(key, 0, -1)
+        assert members, f"no execution in {key}: the job is not in RQ's started registry"
+        client.zadd(key, dict.fromkeys(members, time.time() - 1), xx=True)
+    finally:
+        client.close()
+
+
+def _wait_for_maintenance(url: str, name: str, log: Path) -> None:
+    """Until a worker started with ``log`` has run its registry maintenance of the queue ``name``
+    (it logs the start and holds RQ's cleaning lock until the end)."""
+    client = redis.Redis.from_url(url)
+    try:
+        key = Queue_(name, connection=client).registry_cleaning_key
+        harness.wait_until(
+            lambda: (
+                f"cleaning registries for queue: {name}" in log.read_text(errors="replace") and not client.exists(key)
+            ),
+            30,
+            "the worker's registry maintenance",
+        )
+    finally:
+        client.close()
+
+
 def _rq(*argv: str, env: dict[str, str]) -> str:
     """One ``rq`` command, as a user types it; its output."""
     done = subprocess.run([str(harness.BIN / "rq"), *argv], env=env, capture_output=True, text=True, timeout=60,
@@ -50,8 +85,6 @@ def test_a_job_whose_worker_died_is_recorded_lost_and_a_requeue_does_not_run_it_
     (counting the registry cleans it), which tells tickwork nothing: the run stays ``started``
     until the job is delivered again (``rq requeue``), which records it lost and does not run it."""
     name = harness.queue_name()
-    # A heartbeat every second: RQ then gives up on the dead worker's job 61 s after its last
-    # heartbeat (RQ adds 60 s to every heartbeat's lifetime), not 90 s.
     queue = _queue(redis_url, name, "Worker", "--job-monitoring-interval", "1")
     store_config = config_for("postgres", migrated=True)
     config, log, env = scenarios.single_node(tmp_path, store_config.store, queue)
@@ -77,6 +110,7 @@ def test_a_job_whose_worker_died_is_recorded_lost_and_a_requeue_does_not_run_it_
         if cleanup == "worker":
             # Registry maintenance every second (a dequeue returns at least every 5 s with this
             # worker TTL): the job is found abandoned once its heartbeat lapsed.
+            _lapse_heartbeats(redis_url, name)
             second = harness.rq_worker(redis_url, name, env, tmp_path / "rq2.log", "rq2", "Worker",
                                        "--maintenance-interval", "1", "--worker-ttl", "20")  # fmt: skip
             harness.wait_until(
@@ -85,6 +119,8 @@ def test_a_job_whose_worker_died_is_recorded_lost_and_a_requeue_does_not_run_it_
         else:
             # Its maintenance ran at its start, before the heartbeat lapsed; the next is 10 min away.
             second = harness.rq_worker(redis_url, name, env, tmp_path / "rq2.log", "rq2")
+            _wait_for_maintenance(redis_url, name, tmp_path / "rq2.log")
+            _lapse_heartbeats(redis_url, name)
             harness.wait_until(
                 lambda: "0 executing, 0 finished, 1 failed" in _rq("info", "-u", redis_url, "--raw", name, env=env),
                 120,

@@ -196,6 +196,14 @@ class Provider(ABC, Generic[S]):
     def drop_database(self, server: S, dbname: str) -> None:
         """Drop ``dbname``, ending the connections still open to it."""
 
+    @abstractmethod
+    def migrate(self, server: S, dbname: str) -> None:
+        """Create tickwork's schema in the empty database ``dbname`` (its store's ``upgrade``)."""
+
+    @abstractmethod
+    def clone_database(self, server: S, template: str, dbname: str) -> None:
+        """Create ``dbname`` as a copy of ``template`` (schema and rows), which nobody uses."""
+
     # -- shared -----------------------------------------------------------------------------------
 
     def make_server(
@@ -304,6 +312,31 @@ class Provider(ABC, Generic[S]):
             self.drop_database(server, dbname)
 
     @contextlib.contextmanager
+    def migrated_database(self, server: S) -> Iterator[str]:
+        """Create a database holding tickwork's schema at head, yield its name, then drop it.
+
+        It is a copy of this process's template, migrated once (the first time): an Alembic upgrade
+        costs 1-3 s a database, a copy a tenth of that, and the store suite makes ~900 of them. The
+        migrations themselves are tested on empty databases (:meth:`fresh_database`)."""
+        template = self._templates.get(server)
+        if template is None:
+            template = new_database_name() + "_template"
+            self.create_database(server, template)
+            self.migrate(server, template)
+            self._templates[server] = template
+        dbname = new_database_name()
+        self.clone_database(server, template, dbname)
+        try:
+            yield dbname
+        finally:
+            self.drop_database(server, dbname)
+
+    @property
+    def _templates(self) -> dict[S, str]:
+        templates: dict[S, str] = self.__dict__.setdefault("_template_names", {})
+        return templates
+
+    @contextlib.contextmanager
     def session_server(self, env: Mapping[str, str]) -> Iterator[S]:
         """The session's server for a fixture: failing loudly (never skipping) when there is none."""
         try:
@@ -313,6 +346,10 @@ class Provider(ABC, Generic[S]):
         try:
             yield server
         finally:
+            template = self._templates.pop(server, None)
+            if template is not None:
+                with contextlib.suppress(Exception):  # a server that died meanwhile has nothing to drop
+                    self.drop_database(server, template)
             if server.throwaway is not None:
                 server.throwaway.stop()
 

@@ -4,7 +4,8 @@
 :class:`StoreConfig`: the ``[store]`` table of a fresh SQLite file in the test's ``tmp_path``, or of
 a fresh database on the session's PostgreSQL / MySQL server (dropped after the test), as a dict
 (:meth:`StoreConfig.as_dict`, what ``tickwork.connect`` and ``Node.from_config`` take) or as TOML
-(:meth:`StoreConfig.toml`, for a ``tickwork.toml``). ``migrated=True`` creates the schema first.
+(:meth:`StoreConfig.toml`, for a ``tickwork.toml``). ``migrated=True`` gives a database that holds
+the schema already: a copy of the session's migrated template (``tests/servers/base.py``).
 Each call is a new database, so one test can hold several.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,12 +57,6 @@ class StoreConfig:
         store: Store = kind(**options, **kw)
         return store
 
-    def migrate(self) -> None:
-        """Create the tickwork schema in this store's database."""
-        store = self.build_store()
-        store.upgrade()
-        store.close()
-
 
 class ConfigFor(Protocol):
     def __call__(self, backend: str, *, migrated: bool = False) -> StoreConfig: ...
@@ -75,17 +71,19 @@ def config_for(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Confi
         def make(backend: str, *, migrated: bool = False) -> StoreConfig:
             if backend == "sqlite":
                 store = {"plugin": "sqlite", "path": str(tmp_path / f"tickwork-{next(numbers)}.db")}
+                if migrated:
+                    shutil.copyfile(request.getfixturevalue("sqlite_template"), store["path"])
             elif backend == "postgres":
                 pg: PostgresServer = request.getfixturevalue("postgres_server")
-                store = {"plugin": "postgres", "url": pg.url(databases.enter_context(POSTGRES.fresh_database(pg)))}
+                made = POSTGRES.migrated_database(pg) if migrated else POSTGRES.fresh_database(pg)
+                store = {"plugin": "postgres", "url": pg.url(databases.enter_context(made))}
             elif backend == "mysql":
                 my: MySQLServer = request.getfixturevalue("mysql_server")
-                store = {"plugin": "mysql", "url": my.url(databases.enter_context(MYSQL.fresh_database(my)))}
+                made = MYSQL.migrated_database(my) if migrated else MYSQL.fresh_database(my)
+                store = {"plugin": "mysql", "url": my.url(databases.enter_context(made))}
             else:
                 raise ValueError(f"no backend {backend!r}; one of {', '.join(BACKENDS)}")
-            config = StoreConfig(backend, store)
-            if migrated:
-                config.migrate()
-            return config
+            # migrated: a copy of the session's migrated template (tests/servers/base.py).
+            return StoreConfig(backend, store)
 
         yield make

@@ -5,6 +5,8 @@
 ``mysql_url`` (function)
     A ``mysql://`` URL of a fresh, empty database made for one test and dropped after it, open
     connections included.
+``mysql_migrated_url`` (function)
+    The same for a database that already holds tickwork's schema at head.
 
 The server is chosen as ``tests/servers/base.py`` says, with ``TICKWORK_TEST_MYSQL``,
 ``TICKWORK_TEST_MYSQL_URL`` and ``TICKWORK_TEST_MYSQL_BINDIR``; the usual one is 127.0.0.1:3306 as
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,8 +29,9 @@ import pymysql
 import pytest
 
 from tests.servers.base import PROBE_TIMEOUT_S, Programs, Provider, Server
+from tickwork_mysql.store import MySQLStore
 
-__all__ = ["MYSQL", "MySQLServer", "mysql_server", "mysql_url"]
+__all__ = ["MYSQL", "MySQLServer", "mysql_migrated_url", "mysql_server", "mysql_url"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,39 @@ class MySQLProvider(Provider[MySQLServer]):
         with contextlib.closing(server.connect()) as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE `{dbname}` CHARACTER SET utf8mb4")
 
+    def migrate(self, server: MySQLServer, dbname: str) -> None:
+        store = MySQLStore(server.url(dbname))
+        try:
+            store.upgrade()
+        finally:
+            store.close()
+
+    def clone_database(self, server: MySQLServer, template: str, dbname: str) -> None:
+        # MySQL has no CREATE DATABASE ... TEMPLATE: each table is made again from the template's own
+        # DDL (SHOW CREATE TABLE keeps indexes, foreign keys and options; CREATE TABLE ... LIKE
+        # drops foreign keys), then its rows are copied (the migrations' version row).
+        self.create_database(server, dbname)
+        with contextlib.closing(server.connect(dbname)) as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION foreign_key_checks = 0")
+            for table, ddl in self._ddl(server, template):
+                cur.execute(ddl)
+                cur.execute(f"INSERT INTO `{table}` SELECT * FROM `{template}`.`{table}`")
+
+    def _ddl(self, server: MySQLServer, template: str) -> list[tuple[str, str]]:
+        cache: dict[str, list[tuple[str, str]]] = self.__dict__.setdefault("_ddl_cache", {})
+        if template not in cache:
+            with contextlib.closing(server.connect(template)) as conn, conn.cursor() as cur:
+                cur.execute("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'")
+                tables = [str(row[0]) for row in cur.fetchall()]
+                ddl = []
+                for table in tables:
+                    cur.execute(f"SHOW CREATE TABLE `{table}`")
+                    row = cur.fetchone()
+                    assert row is not None
+                    ddl.append((table, re.sub(r" AUTO_INCREMENT=\d+", "", str(row[1]))))
+            cache[template] = ddl
+        return cache[template]
+
     def drop_database(self, server: MySQLServer, dbname: str) -> None:
         with contextlib.closing(server.connect()) as conn, conn.cursor() as cur:
             # A connection left in a transaction would hold a metadata lock DROP waits on for a year.
@@ -111,4 +148,12 @@ def mysql_server() -> Iterator[MySQLServer]:
 def mysql_url(mysql_server: MySQLServer) -> Iterator[str]:
     """``mysql://`` URL of a fresh empty database for this test, dropped afterwards."""
     with MYSQL.fresh_database(mysql_server) as dbname:
+        yield mysql_server.url(dbname)
+
+
+@pytest.fixture
+def mysql_migrated_url(mysql_server: MySQLServer) -> Iterator[str]:
+    """``mysql://`` URL of a fresh database holding tickwork's schema at head (a copy of the
+    session's migrated template), dropped afterwards."""
+    with MYSQL.migrated_database(mysql_server) as dbname:
         yield mysql_server.url(dbname)

@@ -5,6 +5,8 @@
 ``postgres_url`` (function)
     A SQLAlchemy URL (``postgresql+psycopg://user@host:port/dbname``) of a fresh, empty database
     made for one test and dropped after it, open connections included.
+``postgres_migrated_url`` (function)
+    The same for a database that already holds tickwork's schema at head.
 
 The server is chosen as ``tests/servers/base.py`` says, with ``TICKWORK_TEST_PG``,
 ``TICKWORK_TEST_PG_URL`` and ``TICKWORK_TEST_PG_BINDIR``; the usual one is 127.0.0.1:5432 as
@@ -30,8 +32,9 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from tests.servers.base import PROBE_TIMEOUT_S, Programs, Provider, Server
+from tickwork_postgres.store import PostgresStore
 
-__all__ = ["POSTGRES", "PostgresServer", "postgres_server", "postgres_url"]
+__all__ = ["POSTGRES", "PostgresServer", "postgres_migrated_url", "postgres_server", "postgres_url"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,33 @@ class PostgresProvider(Provider[PostgresServer]):
     def create_database(self, server: PostgresServer, dbname: str) -> None:
         with self._admin(server) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+            self._no_commit_wait(conn, dbname)
+
+    @staticmethod
+    def _no_commit_wait(conn: psycopg.Connection[tuple[object, ...]], dbname: str) -> None:
+        # A test database is dropped within seconds: a commit waiting for its WAL to reach the disk
+        # buys nothing, and the store suite commits tens of thousands of times. What other sessions
+        # see is unchanged (as fsync=off on a throwaway server).
+        conn.execute(sql.SQL("ALTER DATABASE {} SET synchronous_commit = off").format(sql.Identifier(dbname)))
+
+    def migrate(self, server: PostgresServer, dbname: str) -> None:
+        store = PostgresStore(server.url(dbname))
+        try:
+            store.upgrade()
+        finally:
+            store.close()
+
+    def clone_database(self, server: PostgresServer, template: str, dbname: str) -> None:
+        with self._admin(server) as conn:
+            # A copy needs the template to have no session: end any the migration's pool left open.
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                (template,),
+            )
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(dbname), sql.Identifier(template))
+            )
+            self._no_commit_wait(conn, dbname)
 
     def drop_database(self, server: PostgresServer, dbname: str) -> None:
         name = sql.Identifier(dbname)
@@ -123,4 +153,12 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     """SQLAlchemy URL of a fresh empty database for this test, dropped afterwards."""
     with POSTGRES.fresh_database(postgres_server) as dbname:
+        yield postgres_server.url(dbname)
+
+
+@pytest.fixture
+def postgres_migrated_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """SQLAlchemy URL of a fresh database holding tickwork's schema at head (a copy of the session's
+    migrated template), dropped afterwards."""
+    with POSTGRES.migrated_database(postgres_server) as dbname:
         yield postgres_server.url(dbname)
