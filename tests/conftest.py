@@ -191,3 +191,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         )
         report.outcome = "failed"
         report.longrepr = f"a planted secret appeared in {len(found)} captured line(s):\n{shown}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` (real clusters, brokers, minute-long waits) first: run last, one
+    of them alone on a worker is the suite's tail while the other workers sit idle. Otherwise
+    the collected order is kept."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
