@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.errors import StoreError
-from tickwork.structures import Claim, Finish, Outcome
+from tickwork.structures import Claim, Fault, Finish, Outcome
 from tickwork_sqlite.store import SQLiteStore
 
 #: The store calls the engine makes; each may be made to fail.
@@ -82,7 +82,7 @@ class FaultyStore(SQLiteStore):
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
         return self._call("finish", lambda: super(FaultyStore, self).finish(node_id, finishes))  # type: ignore[no-any-return]
 
-    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool]:
         return self._call("park", lambda: super(FaultyStore, self).park(node_id, parks))  # type: ignore[no-any-return]
 
     def end_attempt(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:

@@ -38,11 +38,9 @@ from tickwork.structures import JobCall, Outcome, RunStatus
 #: Overlap choices under which a schedule's claim lasts until its run ended: one run at a time.
 #: (``cancel_other`` too: the run is stopped before the next fire is claimed.)
 ONE_AT_A_TIME = frozenset({"skip", "buffer_one", "buffer_all", "cancel_other"})
-#: The modules whose callbacks the engine hands an executor: a scheduled fire's (``Runs``) or a
-#: backfilled fire's (``BackfillRunner``). Only the hand-over tells the two apart (a ``JobCall``
-#: is the same for both), and the one-at-a-time rules differ.
+#: The module whose callbacks the engine hands an executor (``Runs``): every run, scheduled or
+#: backfilled, goes through it. ``JobCall.backfill`` tells the two apart (the one-at-a-time rules differ).
 SCHEDULED = "tickwork.engine.runs"
-BACKFILLED = "tickwork.engine.backfills"
 #: Seconds of the fake monotonic clock between two heartbeats of a node (the membership default).
 HEARTBEAT_INTERVAL = 1.0
 #: The longest ``start_lead`` the test gives a node: how long before its time a fire's start may
@@ -159,7 +157,7 @@ class Ledger:
     def started(self, node: str, call: JobCall, on_done: Callable[[Outcome], None]) -> None:
         now = self.clock()
         handed_by = getattr(on_done, "__module__", None)
-        if handed_by not in (SCHEDULED, BACKFILLED):
+        if handed_by != SCHEDULED:
             self.violations.append(f"run {call.run_id} handed over by {handed_by}, not a part the test knows")
         incarnation = self.live.get(call.schedule)
         row = self.store.get_run(call.run_id)
@@ -185,7 +183,7 @@ class Ledger:
             call.attempt,
             now,
             call.timeout,
-            handed_by == BACKFILLED,
+            call.backfill,
             on_done,
             orphaned=node in self.unaware,
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import tickwork
-from tickwork.structures import Finish, Outcome, RunStatus
+from tickwork.structures import Fault, Finish, Outcome, RunStatus
 from tickwork_postgres.store import PostgresStore
 
 RECORD = "tests.jobs_for_tests:record"
@@ -298,7 +298,7 @@ def test_admin_enable_many_and_disable_many_on_postgres_all_or_none_and_unpark(
     admin.add_many([{"name": f"en-{i}", "expression": "*/5 * * * *", "target": RECORD} for i in range(3)])
     admin.trigger("en-0")
     (claim,) = store.claim_due("n1", limit=10, buckets=None)
-    assert store.park("n1", [(Finish(claim, Outcome(RunStatus.FAILED), None), "TriggerError: bad zone")])
+    assert store.park("n1", [(Finish(claim, Outcome(RunStatus.FAILED), None), Fault("TriggerError: bad zone"))])
     assert admin.get("en-0").fault == "TriggerError: bad zone"
     with pytest.raises(tickwork.ScheduleNotFoundError) as missing:
         admin.disable_many(["en-1", "gone"])

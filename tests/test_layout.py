@@ -137,3 +137,33 @@ def test_old_import_paths_still_work(old: str) -> None:
     module = importlib.import_module(old)
     assert module is importlib.import_module(tickwork.MOVED_MODULES[old])
     assert module.__spec__ is not None and module.__spec__.name == tickwork.MOVED_MODULES[old]
+
+
+def subpackage_graph() -> dict[str, set[str]]:
+    """Which sub-packages (and top-level modules) import which, from every module's imports
+    (function-level and ``TYPE_CHECKING`` ones included); the root package left out as above."""
+    graph: dict[str, set[str]] = {}
+    for module, deps in import_graph().items():
+        if module == "tickwork":
+            continue
+        source = subpackage(module)
+        targets = graph.setdefault(source, set())
+        targets.update(subpackage(d) for d in deps if d != "tickwork" and subpackage(d) != source)
+    return graph
+
+
+def test_no_import_cycle_among_sub_packages() -> None:
+    """Sub-packages form layers (docs/architecture.md, "Layers"): no sub-package reaches itself again
+    through others, even when no single chain of modules closes the circle."""
+    cycles = [sorted(c) for c in strongly_connected(subpackage_graph()) if len(c) > 1]
+    assert cycles == []
+
+
+def test_the_plugin_kit_does_not_import_the_engine_or_the_node() -> None:
+    """What a plugin imports (``tickwork.plugin``) sits below the core that uses it."""
+    assert subpackage_graph()["plugin"] & {"engine", "node", "scheduling", "sql", "admin", "cli"} == set()
+
+
+def test_the_sub_package_graph_sees_function_level_imports() -> None:
+    """An import inside a function counts (``scheduling.declare`` imports its triggers late)."""
+    assert "tickwork.scheduling.triggers" in import_graph()["tickwork.scheduling.declare"]

@@ -160,7 +160,7 @@ def test_0010_keeps_the_next_fire_of_a_schedule_retimed_before_it(url: str) -> N
             conn.execute(insert(schedules).values(name="retimed", retimed=True, **row))
             conn.execute(insert(schedules).values(name="plain", **row))
         with engine.begin() as conn:
-            migrations.upgrade(conn)
+            migrations.upgrade(conn, "0010")
             assert migrations.current_revision(conn) == "0010"
             got = dict(conn.execute(select(schedules.c.name, schedules.c.retimed_next)).tuples().all())
             assert got == {"retimed": at, "plain": None}

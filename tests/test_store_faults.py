@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import STORE_PARAMS, T0, FakeClock, make_store
 from tickwork.sql.store import SQLStore
-from tickwork.structures import Claim, Finish, Outcome, RunStatus, ScheduleSpec, ScheduleState
+from tickwork.structures import Claim, Fault, Finish, Outcome, RunStatus, ScheduleSpec, ScheduleState
 
 OK = Outcome(RunStatus.SUCCEEDED)
 
@@ -78,7 +78,9 @@ def test_park_is_fenced_and_stops_the_schedule(store: SQLStore) -> None:
     ca, cb = claim_all(store)
     failed = Outcome(RunStatus.FAILED, error="not run: TriggerError: bad zone (schedule parked)")
     stale = Claim(cb.schedule_id, cb.spec, cb.scheduled_for, cb.claim_seq + 1, cb.claimed_at, cb.run_id)
-    assert store.park("n1", [(Finish(ca, failed, None), "TriggerError: bad zone"), (Finish(stale, OK, None), "x")]) == [
+    assert store.park(
+        "n1", [(Finish(ca, failed, None), Fault("TriggerError: bad zone")), (Finish(stale, OK, None), Fault("x"))]
+    ) == [
         True,
         False,
     ]
@@ -146,7 +148,7 @@ def test_a_bulk_write_clears_the_fault_and_marks_a_running_retrigger_retimed(sto
     store.add(spec("b"), T0)
     store.add(spec("p"), T0)
     ca, cb, cp = sorted(claim_all(store), key=lambda c: c.spec.name)
-    assert store.park("n1", [(Finish(cp, OK, None), "TriggerError: bad zone")]) == [True]
+    assert store.park("n1", [(Finish(cp, OK, None), Fault("TriggerError: bad zone"))]) == [True]
     assert store.get("p").fault == "TriggerError: bad zone"
     plan = SchedulePlan(
         update=(spec("b", target="mod:other"),),

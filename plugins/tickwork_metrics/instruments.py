@@ -15,8 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from tickwork.engine.listener import SkippedFire
-from tickwork.structures import BUCKETS, Finish
+from tickwork.structures import BUCKETS, Finish, SkippedFire
 
 if TYPE_CHECKING:
     from tickwork.abc import RunningNode

@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tickwork.config import Config, ConfigTables
-from tickwork.engine.listener import SkippedFire
 from tickwork.errors import ConfigError
 from tickwork.plugin import hookimpl
-from tickwork.structures import Finish
+from tickwork.structures import Finish, SkippedFire
 
 from .settings import MetricsConfig
 

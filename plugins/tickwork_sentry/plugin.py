@@ -16,10 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tickwork.config import Config, ConfigTables
-from tickwork.engine.listener import SkippedFire
 from tickwork.errors import ConfigError, ScheduleNotFoundError
 from tickwork.plugin import hookimpl
-from tickwork.structures import Finish, JobCall, RunStatus, ScheduleSpec
+from tickwork.structures import Finish, JobCall, RunStatus, ScheduleSpec, SkippedFire
 
 from .monitors import check_in_id, monitor_config, slug
 from .settings import SentryConfig

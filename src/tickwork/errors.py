@@ -106,3 +106,19 @@ class ScheduleExistsError(TickworkError):
 
 class ExecutorError(TickworkError):
     """An executor cannot accept a target (bad reference, unknown function, ...)."""
+
+
+class ExecutorNotConfigured(TickworkError):
+    """A schedule names an executor the node handling its fire has not configured (no
+    ``[executor.NAME]`` table in its ``tickwork.toml``). The engine parks the schedule with this
+    fault (kind :attr:`tickwork.structures.FaultKind.EXECUTOR_NOT_CONFIGURED`), or records it as
+    the failure of a backfilled run.
+
+    :param executor: the executor the schedule names
+    :param node: the node that lacks it
+    """
+
+    def __init__(self, executor: str, node: str) -> None:
+        self.executor = executor
+        self.node = node
+        super().__init__(f"executor {executor!r} is not configured on node {node}")

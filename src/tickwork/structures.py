@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, overload
 
-from .errors import ConfigError
+from .errors import ConfigError, ExecutorNotConfigured
 
 T = TypeVar("T")
 
@@ -547,6 +547,8 @@ class Schedule:
     updated_at: datetime
     #: Why the schedule is parked (it fires no more until fixed), ``None`` when it is not.
     fault: str | None = None
+    #: What kind of fault that is (``None`` when it is not parked).
+    fault_kind: FaultKind | None = None
     #: Why it is paused (disabled with a note), ``None`` when it is not.
     pause: Pause | None = None
     #: Its consecutive failed fires (counted for ``pause_after_failures`` only).
@@ -579,6 +581,11 @@ class Claim:
     :param scheduled_for: the due time that was claimed
     :param claimed_at: the database clock when the claim was made; earlier than
         ``scheduled_for`` when the claim was taken ahead of its time (``lookahead``)
+    :param backfill_overlap: for a fire queued by a backfill
+        (:meth:`tickwork.abc.Store.take_backfills`), the overlap it was queued with
+        (:data:`BACKFILL_OVERLAP`); ``None`` for the schedule's own fires. A backfilled run holds
+        no claim of its schedule (``claim_seq`` is only what the row had), so its end is written
+        with :meth:`~tickwork.abc.Store.end_attempt` and plans no next fire (docs/cluster.md#backfill)
     """
 
     schedule_id: int
@@ -588,6 +595,7 @@ class Claim:
     claimed_at: datetime
     run_id: int | None
     attempt: int = 1
+    backfill_overlap: str | None = None
 
     def __post_init__(self) -> None:
         _check_aware("scheduled_for", self.scheduled_for)
@@ -616,8 +624,14 @@ class Claim:
                 "claimed_at": claimed_at,
                 "run_id": run_id,
                 "attempt": 1,
+                "backfill_overlap": None,
             },
         )
+
+    @property
+    def backfill(self) -> bool:
+        """A fire queued by a backfill (``tickwork jobs backfill``), not one of the schedule's own."""
+        return self.backfill_overlap is not None
 
     @property
     def early(self) -> bool:
@@ -630,6 +644,8 @@ class JobCall:
     """What an executor receives for one run.
 
     :param node_id: the node that claimed and started the run (``tickwork.current_run().node_id``)
+    :param backfill: the run of a fire queued by a backfill (``tickwork jobs backfill``), not
+        one the schedule fired by itself
     """
 
     run_id: int
@@ -641,6 +657,7 @@ class JobCall:
     attempt: int = 1
     options: dict[str, Any] = field(default_factory=dict)
     node_id: str = ""
+    backfill: bool = False
 
     @classmethod
     def for_claim(cls, claim: Claim, *, timeout: float, node_id: str) -> JobCall:
@@ -660,6 +677,7 @@ class JobCall:
                 "attempt": claim.attempt,
                 "options": {},
                 "node_id": node_id,
+                "backfill": claim.backfill,
             },
         )
 
@@ -711,6 +729,40 @@ class Finish:
     skipped: tuple[tuple[datetime, str], ...] = ()
     finished_at: datetime | None = None
     started_at: datetime | None = None
+
+
+class FaultKind(enum.Enum):
+    """What kind of fault parked a schedule (``Schedule.fault_kind``, stored beside the fault's
+    text), so that readers tell them apart without reading words."""
+
+    #: The node had no executor of the name the schedule gives (:class:`ExecutorNotConfigured`).
+    EXECUTOR_NOT_CONFIGURED = "executor_not_configured"
+    #: Anything else that kept a node from handling the schedule (a trigger, its arithmetic, ...).
+    ERROR = "error"
+
+    @classmethod
+    def of(cls, exc: BaseException) -> FaultKind:
+        return cls.EXECUTOR_NOT_CONFIGURED if isinstance(exc, ExecutorNotConfigured) else cls.ERROR
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Why a node parked a schedule (:meth:`tickwork.abc.Store.park`): the one-line text users
+    read and its :class:`FaultKind`."""
+
+    text: str
+    kind: FaultKind = FaultKind.ERROR
+
+
+@dataclass(frozen=True)
+class SkippedFire:
+    """A fire time that was passed over, as recorded in the history with ``status = skipped``
+    (what :meth:`tickwork.engine.listener.EngineListener.fires_skipped` and the
+    ``tickwork_fires_skipped`` hook receive)."""
+
+    schedule: str
+    scheduled_for: datetime
+    reason: str
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import tickwork
 import tickwork_web
 from tickwork.config import load, parse
 from tickwork.node import Node
-from tickwork.structures import BUCKETS, FAILING, Finish, Outcome, RunRecord, RunStatus
+from tickwork.structures import BUCKETS, FAILING, Fault, Finish, Outcome, RunRecord, RunStatus
 from tickwork_web.charts import Chart, chart
 from tickwork_web.memo import Memo
 from tickwork_web.summary import OVERDUE_AFTER, fires, health_counts, health_of
@@ -142,7 +142,7 @@ def test_a_schedule_parked_after_a_successful_run_is_counted_parked(tmp_path: Pa
             (claims["ok-then-parked"], Outcome(RunStatus.SUCCEEDED, error="schedule parked after the run: no next")),
             (claims["failed-then-parked"], Outcome(RunStatus.FAILED, error="not run: no trigger (schedule parked)")),
         ]
-        assert store.park("web-node", [(Finish(c, o, None), "cannot plan") for c, o in ended]) == [True, True]
+        assert store.park("web-node", [(Finish(c, o, None), Fault("cannot plan")) for c, o in ended]) == [True, True]
         assert admin.get("ok-then-parked").last_status is RunStatus.SUCCEEDED
         health = {i.name: i.health.state.value for i in admin.list() if i.health is not None}
         assert health == {"ok-then-parked": "parked", "failed-then-parked": "parked", "plain": "healthy"}

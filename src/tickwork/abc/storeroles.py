@@ -14,6 +14,7 @@ from ..structures import (
     FAILING,
     Admission,
     Claim,
+    Fault,
     Finish,
     NodeRecord,
     Outcome,
@@ -177,6 +178,18 @@ class ScheduleCatalog(StoreClock):
         ``max_concurrent`` run. The claims carry their run ids; their ends are written with
         :meth:`end_attempt`. Default: nothing (a store without backfill)."""
         return []
+
+    def retry_backfill(self, claim: Claim, outcome: Outcome) -> bool:
+        """End the failed backfilled run ``claim.run_id`` with ``outcome`` and, in the same
+        transaction, queue its fire time again (``rerun``, with ``claim.backfill_overlap``; a time
+        queued meanwhile keeps its row): :meth:`take_backfills` takes the retry like any queued
+        time, as the next attempt, under the backfill's overlap and in fire-time order, on any
+        node owning the schedule.
+
+        :return: whether it did; ``False``: the run was no longer ``running`` (recorded abandoned
+            meanwhile), nothing written
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no backfill")
 
     def admit(self, node_id: str, admission: Admission) -> str | None:
         """Let a claimed fire of a schedule with a concurrency bound (``overlap = "allow"``, a
@@ -359,16 +372,16 @@ class ClaimLedger(ABC):
         """
 
     @abstractmethod
-    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool]:
         """End claimed runs whose schedules cannot be handled (an unknown trigger kind or time
         zone, an executor missing on this node, arithmetic that fails) and park the schedules.
 
         Each park is fenced like :meth:`finish`. Where it lands, the schedule becomes idle with
-        no next fire time (so no node claims it again) and its ``fault`` column holds the text
-        (shown by ``tickwork jobs list``); the run, if the claim has one, gets the finish's
-        outcome. :meth:`update` and :meth:`set_enabled` clear the fault.
+        no next fire time (so no node claims it again), its ``fault`` holds the fault's text
+        (shown by ``tickwork jobs list``) and ``fault_kind`` its kind; the run, if the claim has
+        one, gets the finish's outcome. :meth:`update` and :meth:`set_enabled` clear both.
 
-        :param parks: each end with the one-line fault that parks its schedule
+        :param parks: each end with the fault (one-line text, kind) that parks its schedule
         :return: for each park, whether it landed
         :raises tickwork.errors.StoreError: on a database error (nothing is parked then)
         """

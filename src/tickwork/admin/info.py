@@ -9,7 +9,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..structures import MisfirePolicy, Pause, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, iso_z
+from ..structures import (
+    FaultKind,
+    MisfirePolicy,
+    Pause,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    ScheduleSpec,
+    ScheduleState,
+    iso_z,
+)
 from .health import ScheduleHealth
 
 
@@ -24,6 +34,8 @@ class ScheduleInfo:
     :param last_run: the most recently recorded run (``None`` before the first one)
     :param fault: why the schedule is parked (a node could not handle it; it fires no more until
         its definition changes or it is enabled again), ``None`` when it is not
+    :param fault_kind: what kind of fault that is (test it rather than the words of ``fault``:
+        :attr:`FaultKind.EXECUTOR_NOT_CONFIGURED` says which ``[executor.NAME]`` table is missing)
     :param health: its health state and the reason (:mod:`tickwork.admin.health`); ``None`` where
         it was not computed
     :param pause: why it is paused (``tickwork jobs pause``, ``pause_after_failures``), by whom,
@@ -40,6 +52,7 @@ class ScheduleInfo:
     created_at: datetime
     updated_at: datetime
     fault: str | None = None
+    fault_kind: FaultKind | None = None
     health: ScheduleHealth | None = None
     pause: Pause | None = None
     failures: int = 0
@@ -60,6 +73,7 @@ class ScheduleInfo:
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
             fault=schedule.fault,
+            fault_kind=schedule.fault_kind,
             health=health,
             pause=schedule.pause if not schedule.spec.enabled else None,
             failures=schedule.failures,
@@ -154,6 +168,7 @@ class ScheduleInfo:
             "last_status": None if self.last_status is None else self.last_status.value,
             "last_run_at": iso_z(self.last_run_at),
             "fault": self.fault,
+            "fault_kind": None if self.fault_kind is None else self.fault_kind.value,
             "health": None if self.health is None else self.health.as_json(),
             "pause": None if self.pause is None else pause_json(self.pause),
             "failures": self.failures,

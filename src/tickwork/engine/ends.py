@@ -9,10 +9,10 @@ from datetime import datetime
 
 from ..abc import Store
 from ..errors import StoreError
-from ..structures import Claim, Finish, RunStatus
+from ..structures import Claim, Fault, Finish, RunStatus, SkippedFire
 from .clock import DatabaseClock
 from .counters import Counters
-from .listener import EngineListener, SkippedFire
+from .listener import EngineListener
 from .runlog import log_run_ends
 
 log = logging.getLogger("tickwork.engine")
@@ -75,7 +75,7 @@ class EndWriter:
         self._released = released
         self._idle = idle
         self._unsaved: list[Finish] = []
-        self._unparked: list[tuple[Finish, str]] = []
+        self._unparked: list[tuple[Finish, Fault]] = []
         #: Monotonic time by which the gathered ends must be written (None: nothing gathered).
         self._write_by: float | None = None
         #: Monotonic time of the last warning about ends whose rows were locked elsewhere.
@@ -100,7 +100,7 @@ class EndWriter:
         return [f.claim for f in self._unsaved] + [f.claim for f, _ in self._unparked]
 
     def add(
-        self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, str]] = (), since: float | None = None
+        self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, Fault]] = (), since: float | None = None
     ) -> None:
         """Gather ``finishes`` and ``parks``, to be written by :meth:`write_due` in time.
 
@@ -145,7 +145,7 @@ class EndWriter:
         self.write()
         return True
 
-    def write(self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, str]] = ()) -> None:
+    def write(self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, Fault]] = ()) -> None:
         """Write ``finishes`` and ``parks`` now, after anything gathered or kept from before.
 
         :raises tickwork.errors.StoreError: after keeping what was not written (due at once)
@@ -168,6 +168,8 @@ class EndWriter:
             self._log([f for f, _ in parked], landed, parked=True)
             self._report([f for f, _ in parked])
         batch, self._unsaved = self._unsaved, []
+        if any(f.claim.backfill for f in batch):
+            batch = self._write_backfills(batch)
         if batch:
             try:
                 ended = self.store.finish(self.node_id, batch)
@@ -192,6 +194,28 @@ class EndWriter:
             if busy:
                 return
         self._write_by = None
+
+    def _write_backfills(self, batch: list[Finish]) -> list[Finish]:
+        """Write the ends of the backfilled runs in ``batch`` (one statement each, by the store's
+        clock: they hold no claim to release, :meth:`Store.end_attempt`); returns the others.
+
+        :raises tickwork.errors.StoreError: after keeping what was not written
+        """
+        backfills = [f for f in batch if f.claim.backfill]
+        others = [f for f in batch if not f.claim.backfill]
+        written = 0
+        try:
+            for finish in backfills:
+                self.store.end_attempt(finish.claim, finish.outcome, finish.started_at)
+                written += 1
+        except StoreError:
+            self._unsaved = backfills[written:] + others + self._unsaved
+            raise
+        finally:
+            self.counters.finished += written
+            self._report(backfills[:written])
+            log_run_ends(self.node_id, backfills[:written], [True] * written)
+        return others
 
     def _keep_busy(self, busy: list[Finish]) -> None:
         """Keep ends whose schedule rows another transaction holds locked, to be written again

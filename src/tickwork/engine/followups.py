@@ -8,7 +8,7 @@ from datetime import datetime
 
 from ..abc import Store
 from ..errors import StoreError
-from ..structures import Claim, Finish, MisfirePolicy, Outcome, RunStatus, assembled
+from ..structures import MAX_RETRIES, Claim, Fault, FaultKind, Finish, MisfirePolicy, Outcome, RunStatus, assembled
 from .clock import DatabaseClock
 from .faults import OnceLogger, describe
 from .nextfires import NextFires
@@ -20,7 +20,7 @@ from .settings import EngineSettings
 log = logging.getLogger("tickwork.engine")
 
 #: The end of a run whose schedule is parked, with the fault recorded (see :meth:`Store.park`).
-Parked = tuple[Finish, str]
+Parked = tuple[Finish, Fault]
 
 
 class FollowUps:
@@ -78,6 +78,8 @@ class FollowUps:
         :return: the run's end to write (a :class:`Finish`), the schedule to park (a
             :data:`Parked` pair) or ``None``: a retry was planned (the run's claim is kept)
         """
+        if claim.backfill:
+            return self._end_backfill(claim, outcome, started_at, retry=retry)
         try:
             next_after = self.next_fires.of(claim.spec, claim.scheduled_for)
             if now is None:
@@ -88,6 +90,31 @@ class FollowUps:
             return self.finish_for(claim, next_after, outcome, now, started_at)
         except Exception as exc:
             return self.parked(claim, outcome, started_at, exc)
+
+    def _end_backfill(
+        self, claim: Claim, outcome: Outcome, started_at: datetime | None, *, retry: bool
+    ) -> Finish | None:
+        """The end of a backfilled run, or ``None``: it was written already, its fire queued again
+        for a retry (:meth:`Store.retry_backfill`). A backfilled run holds no claim: no next fire
+        to plan, and no retry kept here: the queue takes it again under the backfill's overlap (a
+        ``buffer_all`` retry never runs beside another run of its schedule, and comes before the
+        backfill's later fires). So a backfill's retry counts against the schedule's ``retries``
+        but does not wait ``retry_backoff``, and the schedule's own next fire is no limit to it."""
+        if retry and outcome.status is RunStatus.FAILED and claim.attempt <= min(claim.spec.retries, MAX_RETRIES):
+            try:
+                self.store.retry_backfill(claim, outcome)
+            except StoreError:
+                pass  # recorded as a plain failure through the buffered path
+            else:
+                return None  # ended and queued again, or no longer running: nothing more to write
+        # finished_at None: the store writes the end by its own clock (Store.end_attempt).
+        return Finish(claim, outcome, None, started_at=started_at)
+
+    def backfill_not_run(self, claim: Claim, exc: Exception, now: datetime | None) -> Finish:
+        """The end of a backfilled run that could not be handed over (its executor missing on
+        this node): the run's failure, never its schedule's (no park, no retry)."""
+        self._errors.log(f"{claim.spec.name}: cannot run a backfilled fire", exc)
+        return Finish(claim, Outcome(RunStatus.FAILED, error=f"not run: {exc}"), None, started_at=now)
 
     def _retry(
         self,
@@ -161,11 +188,11 @@ class FollowUps:
     def parked(self, claim: Claim, outcome: Outcome | None, started_at: datetime | None, exc: Exception) -> Parked:
         """The end of a claim whose handling failed: its run records the error (after the run's
         own outcome, if it ran) and the schedule is parked with the error until fixed."""
-        fault = describe(exc)
+        fault = Fault(describe(exc), FaultKind.of(exc))
         self._errors.log(f"{claim.spec.name}: cannot handle its claim; parking the schedule", exc)
         if outcome is None:
-            outcome = Outcome(RunStatus.FAILED, error=f"not run: {fault} (schedule parked)")
+            outcome = Outcome(RunStatus.FAILED, error=f"not run: {fault.text} (schedule parked)")
         else:
-            note = f"schedule parked after the run: {fault}"
+            note = f"schedule parked after the run: {fault.text}"
             outcome = Outcome(outcome.status, error=f"{outcome.error}\n{note}" if outcome.error else note)
         return Finish(claim, outcome, None, started_at=started_at), fault

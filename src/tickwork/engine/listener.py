@@ -2,29 +2,27 @@
 
 The engine reports in batches (one call per claim batch or end batch), so a 10,000-fire burst makes
 about a hundred calls, not ten thousand. A listener that raises is logged and ignored: observing a
-node must never stop it. The pluggy lifecycle hooks (``hookspecs.py``) and the metrics plugin are
-built on this seam; the engine itself knows nothing about either.
+node must never stop it.
+
+:class:`EngineListener` is the one declaration of the engine's events: each public method is an
+event, its parameters are what the event carries. Everything else is derived from it
+(:data:`ENGINE_EVENTS`): :class:`SafeListener` here, the adapter that turns events into the
+``tickwork_<event>`` lifecycle hooks (:mod:`tickwork.node.hooklistener`), and the hookspecs
+(:mod:`tickwork.plugin.specs`) are checked against it by a test. A new event is one method here,
+its hookspec, and the places that emit it.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
 
-from ..structures import Finish, JobCall
+from ..structures import Finish, JobCall, SkippedFire
+
+__all__ = ["ENGINE_EVENTS", "EngineListener", "SafeListener", "SkippedFire", "hook_name"]
 
 log = logging.getLogger("tickwork.engine")
-
-
-@dataclass(frozen=True)
-class SkippedFire:
-    """A fire time that was passed over, as recorded in the history with ``status = skipped``."""
-
-    schedule: str
-    scheduled_for: datetime
-    reason: str
 
 
 class EngineListener:
@@ -34,7 +32,8 @@ class EngineListener:
     """
 
     def runs_started(self, runs: Sequence[JobCall]) -> None:
-        """Runs were handed to their executors (one call per dispatched batch)."""
+        """Runs were handed to their executors (one call per dispatched batch; backfilled runs
+        included: :attr:`JobCall.backfill` tells them apart)."""
 
     def runs_finished(self, results: Sequence[Finish]) -> None:
         """Run ends were written to the store (one call per written batch, skipped fires excluded:
@@ -50,32 +49,49 @@ class EngineListener:
         """A store call failed; the engine backs off and retries."""
 
 
+def _declared_events() -> dict[str, tuple[str, ...]]:
+    return {
+        name: tuple(inspect.signature(method).parameters)[1:]  # without self
+        for name, method in vars(EngineListener).items()
+        if inspect.isfunction(method) and not name.startswith("_")
+    }
+
+
+#: The engine's events, in declaration order: each one's name and the names of what it carries.
+ENGINE_EVENTS: Mapping[str, tuple[str, ...]] = _declared_events()
+
+
+def hook_name(event: str) -> str:
+    """The lifecycle hook an engine event becomes (``runs_started`` → ``tickwork_runs_started``);
+    it receives the event's parameters by name, and ``node_id``."""
+    return f"tickwork_{event}"
+
+
 class SafeListener(EngineListener):
-    """Wraps a listener so that an exception it raises is logged (once per method) and ignored."""
+    """Wraps a listener so that an exception it raises is logged (once per event) and ignored.
+    Its methods are made from :data:`ENGINE_EVENTS` below."""
 
     def __init__(self, inner: EngineListener) -> None:
         self.inner = inner
         self._warned: set[str] = set()
 
-    def _call(self, method: str, *args: object) -> None:
+    def _call(self, event: str, *args: object) -> None:
         try:
-            getattr(self.inner, method)(*args)
+            getattr(self.inner, event)(*args)
         except Exception:
-            if method not in self._warned:
-                self._warned.add(method)
-                log.exception("listener %s.%s raised; ignored", type(self.inner).__qualname__, method)
+            if event not in self._warned:
+                self._warned.add(event)
+                log.exception("listener %s.%s raised; ignored", type(self.inner).__qualname__, event)
 
-    def runs_started(self, runs: Sequence[JobCall]) -> None:
-        self._call("runs_started", runs)
 
-    def runs_finished(self, results: Sequence[Finish]) -> None:
-        self._call("runs_finished", results)
+def _forwarding(event: str) -> Callable[..., None]:
+    def forward(self: SafeListener, *args: object) -> None:
+        self._call(event, *args)
 
-    def fires_skipped(self, skipped: Sequence[SkippedFire]) -> None:
-        self._call("fires_skipped", skipped)
+    forward.__name__ = forward.__qualname__ = event
+    forward.__doc__ = getattr(EngineListener, event).__doc__
+    return forward
 
-    def claimed(self, count: int, seconds: float) -> None:
-        self._call("claimed", count, seconds)
 
-    def store_error(self, error: Exception) -> None:
-        self._call("store_error", error)
+for _event in ENGINE_EVENTS:
+    setattr(SafeListener, _event, _forwarding(_event))

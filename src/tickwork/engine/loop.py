@@ -96,9 +96,8 @@ class Engine:
             max_batch=settings.batch_size,
             idle=lambda: not self.in_flight and self.nothing_due_within(settings.end_batch_window),
         )
-        self.backfills = BackfillRunner(store, executors, membership, settings)
         self.housekeeping = Housekeeping(
-            store, settings, self.tracked_claims, monotonic, manager, backfills=self.backfills.run
+            store, settings, self.tracked_claims, monotonic, manager, backfills=lambda: self.backfills.run()
         )
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -118,6 +117,8 @@ class Engine:
             wake=self._wake,
             reruns=Reruns(store, settings.node_id, settings.misfire_grace),
         )
+        #: Backfilled fires, taken by a housekeeping duty and run through ``self.runs``.
+        self.backfills = BackfillRunner(store, self.runs, membership, settings)
         #: Runs handed to executors and not ended yet, by run id.
         self.in_flight = self.runs.in_flight
         self._errors = OnceLogger(log)
@@ -271,10 +272,13 @@ class Engine:
 
     def tracked_claims(self) -> list[Claim]:
         """Every claim this engine still handles: in flight, held, waiting for a retry, or ended
-        but not yet written."""
+        but not yet written (backfilled runs aside: they hold none)."""
         claims = [f.claim for f in self.in_flight.values()]
         held = self.held_fires.claims() + self.fenced_starts.claims()
-        return claims + held + self.retries.claims() + self.ends.claims()
+        tracked = claims + held + self.retries.claims() + self.ends.claims()
+        # A backfilled run holds no claim of its schedule (its claim_seq is only what the row had):
+        # counted here, it would renew or keep a claim this node may hold for something else.
+        return [c for c in tracked if not c.backfill]
 
     def release_held(self) -> int:
         """Give back claims taken ahead of their time (node stopping), so that another node

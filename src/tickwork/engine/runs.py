@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ..abc import Executor, Membership
-from ..errors import StoreError, TickworkError
+from ..errors import ExecutorNotConfigured, StoreError
 from ..structures import Claim, Finish, JobCall, Outcome, RunStatus
 from .clock import DatabaseClock
 from .concurrency import Concurrency
@@ -124,13 +124,18 @@ class Runs:
         # The clock as of each claim time: the claims of one batch share theirs.
         nows: dict[datetime, datetime] = {}
         for claim in claims:
+            now: datetime | None = None
             try:
                 now = nows.get(claim.claimed_at)
                 if now is None:
                     now = nows[claim.claimed_at] = self.clock.since_claim(claim.claimed_at, mono_claimed, now_mono)
                 begun = self._dispatch_one(claim, now, mono_claimed, now_mono, granted)
             except Exception as exc:  # this claim's fault, contained to this claim
-                parks.append(self.follow_ups.parked(claim, None, None, exc))
+                if claim.backfill:
+                    # Its run's failure, never its schedule's: the schedule's own fires go on.
+                    immediate.append(self.follow_ups.backfill_not_run(claim, exc, now))
+                else:
+                    parks.append(self.follow_ups.parked(claim, None, None, exc))
                 continue
             if begun is None:
                 continue
@@ -153,6 +158,10 @@ class Runs:
             self.held.hold(claim, mono_claimed)
             return None
         self.counters.fired += 1
+        if claim.backfill:
+            # Taken by the store under its backfill's overlap (take_backfills), its run row open:
+            # no misfire (it is late on purpose), no admission, no cancel_other watch, no park.
+            return self._hand_over(claim, self._executor_of(claim), now, mono_claimed, now_mono)
         next_after = self.follow_ups.next_fires.of(claim.spec, claim.scheduled_for)  # an unknown kind or zone parks it
         if claim.run_id is None and self.reruns is not None and self.reruns.wanted(claim):
             # Only a fire the history has already costs this check (a plain claim: one compare).
@@ -180,10 +189,7 @@ class Runs:
         if missed is not None:
             self.counters.skipped += 1
             return self.follow_ups.finish_for(claim, next_after, Outcome(RunStatus.SKIPPED, error=missed), now)
-        executor = self.executors.get(claim.spec.executor)
-        if executor is None:
-            # The wording is what `tickwork jobs show` recognises to spell out the fix (jobs_view.fix_for).
-            raise TickworkError(f"executor {claim.spec.executor!r} is not configured on node {self.settings.node_id}")
+        executor = self._executor_of(claim)
         detached = False
         started_at: datetime | None = now
         if claim.spec.concurrent:
@@ -192,6 +198,30 @@ class Runs:
                 return admitted  # skipped (a bound reached), or taken over
             detached = claim.spec.overlap == "allow"
             started_at = None  # the store recorded the admission's time as its start
+        call = self._hand_over(claim, executor, started_at, mono_claimed, now_mono, detached=detached)
+        if claim.spec.overlap == "cancel_other":
+            self.cancels.watch(claim, executor, next_after, now, now_mono)
+        return call
+
+    def _executor_of(self, claim: Claim) -> Executor:
+        executor = self.executors.get(claim.spec.executor)
+        if executor is None:
+            raise ExecutorNotConfigured(claim.spec.executor, self.settings.node_id)
+        return executor
+
+    def _hand_over(
+        self,
+        claim: Claim,
+        executor: Executor,
+        started_at: datetime | None,
+        mono_claimed: float,
+        now_mono: float,
+        *,
+        detached: bool = False,
+    ) -> JobCall:
+        """Hand ``claim``'s run to ``executor`` under the fence, tracked until its end or its
+        hard deadline (timeout + ``hard_timeout_grace``)."""
+        assert claim.run_id is not None
         timeout = min(claim.spec.timeout.total_seconds(), MAX_WAIT)
         deadline = now_mono + timeout + self.settings.hard_timeout_grace
         flight = InFlight(claim, mono_claimed, deadline, started_at=started_at, detached=detached)
@@ -204,8 +234,6 @@ class Runs:
         except Exception as exc:  # an executor bug must not lose the claim
             log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
             self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
-        if claim.spec.overlap == "cancel_other":
-            self.cancels.watch(claim, executor, next_after, now, now_mono)
         return call
 
     def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:

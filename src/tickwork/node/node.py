@@ -20,11 +20,12 @@ from ..config.files import Config, check_tables, config_from
 from ..engine import Engine, EngineSettings
 from ..errors import ConfigError
 from ..plugin.assembly import build_executors, build_membership, build_store
-from ..plugin.lifecycle import HookListener, LifecycleHooks
+from ..plugin.lifecycle import LifecycleHooks
 from ..plugin.manager import PluginManager, plugin_manager_for
 from ..scheduling.sync import SyncReport
 from .banner import log_banner
 from .embedding import AsyncEmbedding
+from .hooklistener import HookListener
 from .jobsync import sync_declared
 from .process import tune_gc
 from .registration import Registration

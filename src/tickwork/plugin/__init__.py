@@ -33,8 +33,11 @@ What this package holds, for plugin authors:
   once), :mod:`~tickwork.plugin.allowed` (``allowed_modules``), :mod:`~tickwork.plugin.runcontext`
   (what :func:`tickwork.current_run` returns inside a job), :mod:`~tickwork.plugin.tracebacks`;
   :mod:`~tickwork.plugin.signature` signs the HTTP executor's requests and checks them in receivers;
-- :mod:`~tickwork.plugin.manager` (loading entry points) and :mod:`~tickwork.plugin.lifecycle`
-  (calling the lifecycle hooks safely), which the core uses.
+- :mod:`~tickwork.plugin.manager` (loading entry points), :mod:`~tickwork.plugin.assembly` and
+  :mod:`~tickwork.plugin.lifecycle` (calling the lifecycle hooks safely), which the core uses.
+
+This package sits below the engine and the node and imports neither (``tests/test_layout.py``):
+the engine's events reach the hooks through the node's wiring (:mod:`tickwork.node.hooklistener`).
 
 docs/plugins.md is the guide, with a store, an executor and a command worked through.
 """

@@ -1,5 +1,6 @@
-"""Calling the lifecycle hooks (``hookspecs.py``) safely, and feeding them from the engine's
-listener seam.
+"""Calling the lifecycle hooks (:mod:`.specs`) safely. What feeds them from the engine's
+listener seam is the node's wiring (:mod:`tickwork.node.hooklistener`): this package never
+imports the engine.
 
 Each implementation is called on its own, so one plugin that raises neither stops the node nor
 keeps the event from the other plugins. Hooks nobody implements cost nothing per event.
@@ -8,11 +9,9 @@ keeps the event from the other plugins. Hooks nobody implements cost nothing per
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from ..engine.listener import EngineListener, SkippedFire
-from ..structures import Finish, JobCall
 from .manager import PluginManager
 
 log = logging.getLogger("tickwork.hooks")
@@ -71,36 +70,3 @@ class LifecycleHooks:
                 else:
                     self._warned.add(key)
                     log.exception("plugin %s: %s raised; ignored (the node keeps running)", plugin, hook_name)
-
-
-class HookListener(EngineListener):
-    """Turns the engine's batched events into lifecycle hook calls for one node."""
-
-    def __init__(self, hooks: LifecycleHooks, node_id: str) -> None:
-        self.hooks = hooks
-        self.node_id = node_id
-        self._started = hooks.implemented("tickwork_runs_started")
-        self._finished = hooks.implemented("tickwork_runs_finished")
-        self._skipped = hooks.implemented("tickwork_fires_skipped")
-        self._claimed = hooks.implemented("tickwork_claimed")
-        self._store_error = hooks.implemented("tickwork_store_error")
-
-    def runs_started(self, runs: Sequence[JobCall]) -> None:
-        if self._started:
-            self.hooks.call("tickwork_runs_started", node_id=self.node_id, runs=runs)
-
-    def runs_finished(self, results: Sequence[Finish]) -> None:
-        if self._finished:
-            self.hooks.call("tickwork_runs_finished", node_id=self.node_id, results=results)
-
-    def fires_skipped(self, skipped: Sequence[SkippedFire]) -> None:
-        if self._skipped:
-            self.hooks.call("tickwork_fires_skipped", node_id=self.node_id, skipped=skipped)
-
-    def claimed(self, count: int, seconds: float) -> None:
-        if self._claimed:
-            self.hooks.call("tickwork_claimed", node_id=self.node_id, count=count, seconds=seconds)
-
-    def store_error(self, error: Exception) -> None:
-        if self._store_error:
-            self.hooks.call("tickwork_store_error", node_id=self.node_id, error=error)

@@ -39,8 +39,7 @@ if TYPE_CHECKING:
     from ..abc import Executor, Membership, RunningNode, Store, Trigger
     from ..config.files import Config
     from ..config.tables import ConfigTables
-    from ..engine.listener import SkippedFire
-    from ..structures import Finish, HealthChange, JobCall
+    from ..structures import Finish, HealthChange, JobCall, SkippedFire
     from .command import Command
     from .registry import Registry
 
@@ -228,7 +227,7 @@ def tickwork_fires_skipped(node_id: str, skipped: Sequence[SkippedFire]) -> None
     """Fire times were recorded ``skipped`` (misfire policy, still running, already recorded).
 
     :param node_id: the node that recorded them
-    :param skipped: one :class:`~tickwork.engine.listener.SkippedFire` per fire time, with
+    :param skipped: one :class:`~tickwork.structures.SkippedFire` per fire time, with
         ``schedule``, ``scheduled_for`` and ``reason``; never empty
 
     Called from the engine's thread after the batch write that recorded them, like

@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, func, select
+from sqlalchemy import Connection, bindparam, case, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import ScheduleNotFoundError
-from ..structures import Claim, backfill_takeable, check_backfill_overlap, refuse_future_backfill
+from ..structures import Claim, Outcome, backfill_takeable, check_backfill_overlap, refuse_future_backfill
+from ..structures import cap_error as cap
 from . import bulk
 from .retry import transient_retry
 from .rows import spec_from_row
@@ -91,6 +92,28 @@ class Backfilling(SQLCore):
                 taken.extend(self._take_of(conn, int(schedule_id), limit - len(taken), node_id))
         return taken
 
+    @transient_retry
+    def retry_backfill(self, claim: Claim, outcome: Outcome) -> bool:
+        with self._tx() as conn:
+            ended = conn.execute(
+                update(runs)
+                .where(runs.c.id == claim.run_id, runs.c.status == "running")
+                .values(status=outcome.status.value, error=cap(outcome.error), finished_at=self.now_expr())
+            ).rowcount
+            if not ended:
+                return False
+            now = conn.execute(self.now_query()).scalar_one()
+            row = {
+                "schedule_id": claim.schedule_id,
+                "scheduled_for": claim.scheduled_for,
+                "rerun": True,
+                "overlap": claim.backfill_overlap or "buffer_all",
+                "created_at": now,
+            }
+            conn.execute(self.insert_ignore(backfills), [row])
+            self._notify(conn)
+        return True
+
     def _take_of(self, conn: Connection, schedule_id: int, limit: int, node_id: str) -> list[Claim]:
         """Take the queued fires of one schedule that may start now (under its row's lock)."""
         row = conn.execute(select(schedules).where(schedules.c.id == schedule_id).with_for_update()).first()
@@ -130,7 +153,11 @@ class Backfilling(SQLCore):
             run_id = self._open_run(conn, schedule_id, q.scheduled_for, attempt, node_id, now)
             if run_id is None:
                 continue
-            taken.append(Claim(schedule_id, spec, q.scheduled_for, row.claim_seq, now, run_id, attempt))
+            taken.append(
+                Claim(
+                    schedule_id, spec, q.scheduled_for, row.claim_seq, now, run_id, attempt, backfill_overlap=q.overlap
+                )
+            )
         return taken
 
     @staticmethod

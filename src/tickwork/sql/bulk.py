@@ -74,7 +74,7 @@ def update_schedules(
         # A new definition is a fix: a parked schedule fires again (docs/architecture.md#faults).
         .values(
             {c: bindparam(f"b_{c}") for c in columns}
-            | {"updated_at": store.now_expr(), "fault": None}
+            | {"updated_at": store.now_expr(), "fault": None, "fault_kind": None}
             | _pause_cleared_if_enabled()
             | retimed
         )

@@ -21,6 +21,7 @@ from sqlalchemy import (
 
 from ..structures import (
     Claim,
+    Fault,
     Finish,
     Outcome,
     RunStatus,
@@ -241,7 +242,7 @@ class Ending(Pausing):
             )
 
     @transient_retry
-    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool]:
         if not parks:
             return []
         now = self.now_expr()
@@ -256,7 +257,15 @@ class Ending(Pausing):
                         schedules.c.claim_seq == claim.claim_seq,
                         schedules.c.state == "running",
                     )
-                    .values({**UNHELD, "next_fire": None, "fire_requested_at": None, "fault": cap(fault, 1000)})
+                    .values(
+                        {
+                            **UNHELD,
+                            "next_fire": None,
+                            "fire_requested_at": None,
+                            "fault": cap(fault.text, 1000),
+                            "fault_kind": fault.kind.value,
+                        }
+                    )
                 ).rowcount
                 landed.append(bool(parked))
                 if claim.run_id is not None and parked:

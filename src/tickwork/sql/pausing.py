@@ -64,6 +64,7 @@ class Pausing(SQLCore):
                         enabled=True,
                         updated_at=self.now_expr(),
                         fault=None,
+                        fault_kind=None,
                         **PAUSE_CLEARED,
                         **next_fire_values(next_fire(stored.spec, now)),
                     )

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, case, false, literal, true
 
 from ..structures import (
+    FaultKind,
     MisfirePolicy,
     Pause,
     RunRecord,
@@ -174,6 +175,7 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
         created_at=row.created_at,
         updated_at=row.updated_at,
         fault=row.fault,
+        fault_kind=None if row.fault_kind is None else FaultKind(row.fault_kind),
         pause=None
         if row.paused_note is None
         else Pause(row.paused_note, by=row.paused_by, at=row.paused_at, until=row.paused_until),

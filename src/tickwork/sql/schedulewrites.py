@@ -68,7 +68,7 @@ class ScheduleWriting(SQLCore):
     def update(self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True) -> Schedule:
         # A new definition is a fix: a parked schedule fires again. A next fire chosen while a
         # claim holds the row waits for the claim's release (next_fire_values).
-        values = spec_values(spec) | {"updated_at": self.now_expr(), "fault": None}
+        values = spec_values(spec) | {"updated_at": self.now_expr(), "fault": None, "fault_kind": None}
         if retime:
             values |= next_fire_values(next_fire)
         if spec.enabled:
@@ -144,7 +144,12 @@ class ScheduleWriting(SQLCore):
 
     def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
         now = self.now_expr()
-        values: dict[str, Any] = {"enabled": enabled, "updated_at": now, "fault": None} | next_fire_values(next_fire)
+        values: dict[str, Any] = {
+            "enabled": enabled,
+            "updated_at": now,
+            "fault": None,
+            "fault_kind": None,
+        } | next_fire_values(next_fire)
         if enabled:
             values |= PAUSE_CLEARED
         elif pause is not None:

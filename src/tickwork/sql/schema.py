@@ -131,6 +131,8 @@ schedules = Table(
     # Why the schedule is parked (next_fire NULL): handling one of its claims failed on a node.
     # Cleared when the definition changes or the schedule is enabled again.
     Column("fault", Text, nullable=True),
+    #: The fault's :class:`~tickwork.structures.FaultKind` (migration 0011); NULL while not parked.
+    Column("fault_kind", String(32), nullable=True),
     # A write (update, enable, disable, pause, resume, sync) chose the next fire while a claim
     # held the row: ``next_fire`` still names the held fire (the claim protocol's fence reads it),
     # and every release of the claim makes ``retimed_next`` the next fire (sql/rows.py).

@@ -73,5 +73,28 @@ class BackfillOverlapContract:
             store.queue_backfill("odd", times, overlap="skip")
         assert store.take_backfills("n1", limit=10, buckets=None) == []
 
+    def test_a_failed_backfilled_run_is_queued_again_as_its_next_attempt(self, store: Store) -> None:
+        """:meth:`Store.retry_backfill` ends the failed run and queues its fire again in one step:
+        taken like any queued time, first of its backfill, under the backfill's overlap."""
+        times = _hourly(store, "flaky")
+        store.queue_backfill("flaky", times[:2])
+        [claim] = store.take_backfills("n1", limit=10, buckets=None)
+        assert claim.backfill and claim.backfill_overlap == "buffer_all" and claim.attempt == 1
+        failed = Outcome(RunStatus.FAILED, error="boom")
+        assert store.retry_backfill(claim, failed)
+        [retry] = store.take_backfills("n2", limit=10, buckets=None)  # alone: buffer_all
+        assert (retry.scheduled_for, retry.attempt, retry.backfill_overlap) == (times[0], 2, "buffer_all")
+        attempts = sorted(
+            (r.attempt, r.status, r.error) for r in store.history(schedule="flaky") if r.scheduled_for == times[0]
+        )
+        assert attempts == [(1, RunStatus.FAILED, "boom"), (2, RunStatus.RUNNING, None)]
+        # A run no longer running (ended, or recorded abandoned meanwhile) is not queued again.
+        assert not store.retry_backfill(claim, failed)
+        store.end_attempt(retry, OK)
+        [following] = store.take_backfills("n1", limit=10, buckets=None)
+        assert following.scheduled_for == times[1]
+        store.end_attempt(following, OK)
+        assert store.take_backfills("n1", limit=10, buckets=None) == []
+
 
 __all__ = ["BackfillOverlapContract"]

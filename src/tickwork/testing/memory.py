@@ -18,6 +18,7 @@ from ..abc import Store
 from ..errors import ConfigError
 from ..structures import (
     Claim,
+    Fault,
     Finish,
     NodeRecord,
     Outcome,
@@ -252,7 +253,7 @@ class MemoryStore(
                 self._notify()
             return len(held)
 
-    def park(self, node_id: str, parks: Sequence[tuple[Finish, str]]) -> list[bool]:
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool]:
         with self._tx() as now:
             landed = []
             for f, fault in parks:
@@ -261,7 +262,8 @@ class MemoryStore(
                 if row is None:
                     continue
                 row.unhold()
-                row.next_fire, row.fire_requested_at, row.fault = None, None, fault
+                row.next_fire, row.fire_requested_at = None, None
+                row.fault, row.fault_kind = fault.text, fault.kind
                 run = self._runs.get(f.claim.run_id) if f.claim.run_id is not None else None
                 if run is not None:
                     run.end(f.outcome.status, f.outcome.error, now)

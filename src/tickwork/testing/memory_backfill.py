@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..structures import (
     Claim,
+    Outcome,
     RunStatus,
     backfill_takeable,
     bucket_of,
@@ -94,9 +95,21 @@ class MemoryBackfills:
                         taken.append(claim)
             return taken
 
+    def retry_backfill(self, claim: Claim, outcome: Outcome) -> bool:
+        with self._tx() as now:
+            run = self._runs.get(claim.run_id) if claim.run_id is not None else None
+            if run is None or run.status is not RunStatus.RUNNING:
+                return False
+            run.end(outcome.status, outcome.error, now)
+            self._queued.setdefault(
+                (claim.schedule_id, claim.scheduled_for), (True, claim.backfill_overlap or "buffer_all")
+            )
+        self._notify()
+        return True
+
     def _take_one(self, row: ScheduleRow, key: tuple[int, datetime], node_id: str, now: datetime) -> Claim | None:
         schedule_id, moment = key
-        rerun, _ = self._queued.pop(key)
+        rerun, overlap = self._queued.pop(key)
         attempts = [r for r in self._runs.values() if r.schedule_id == schedule_id and r.scheduled_for == moment]
         if attempts and not rerun and any(r.status is not RunStatus.SKIPPED for r in attempts):
             return None  # it ran meanwhile
@@ -105,4 +118,4 @@ class MemoryBackfills:
         run_id = self._insert_run(run)
         if run_id is None:
             return None
-        return Claim(schedule_id, row.spec, moment, row.claim_seq, now, run_id, attempt)
+        return Claim(schedule_id, row.spec, moment, row.claim_seq, now, run_id, attempt, backfill_overlap=overlap)

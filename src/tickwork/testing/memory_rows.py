@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from ..structures import Pause, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, cap_error
+from ..structures import FaultKind, Pause, RunRecord, RunStatus, Schedule, ScheduleSpec, ScheduleState, cap_error
 
 
 def stored_spec(spec: ScheduleSpec) -> ScheduleSpec:
@@ -36,6 +36,7 @@ class ScheduleRow:
     fire_requested_at: datetime | None = None
     #: Why the schedule is parked (see :meth:`tickwork.abc.Store.park`).
     fault: str | None = None
+    fault_kind: FaultKind | None = None
     #: A write chose the next fire while a claim held the row (:meth:`choose_next_fire`): the
     #: claim's release makes ``retimed_next`` the next fire; ``next_fire`` stays the held fire's.
     retimed: bool = False
@@ -92,6 +93,7 @@ class ScheduleRow:
             created_at=self.created_at,
             updated_at=self.updated_at,
             fault=self.fault,
+            fault_kind=self.fault_kind,
             pause=self.pause,
             failures=self.failures,
             run_count=self.run_count,

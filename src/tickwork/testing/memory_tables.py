@@ -135,7 +135,7 @@ class MemoryTables:
     def update(self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True) -> Schedule:
         with self._tx() as now:
             row = self._row(spec.name)
-            row.spec, row.updated_at, row.fault = stored_spec(spec), now, None
+            row.spec, row.updated_at, row.fault, row.fault_kind = stored_spec(spec), now, None, None
             if retime:
                 row.choose_next_fire(aware(next_fire))
             if spec.enabled:
@@ -176,7 +176,7 @@ class MemoryTables:
             row = self._row(name)
             row.spec, row.updated_at = replace(row.spec, enabled=enabled), now
             row.choose_next_fire(aware(next_fire))
-            row.fault = None
+            row.fault = row.fault_kind = None
             if enabled:
                 row.resumed()
             elif pause is not None:

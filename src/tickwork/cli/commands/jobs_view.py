@@ -12,7 +12,7 @@ from ...admin.info import ScheduleInfo
 from ...plugin.tracebacks import for_people
 from ...scheduling.firetimes import jitter_offset
 from ...scheduling.localtime import local_time
-from ...structures import ScheduleState
+from ...structures import FaultKind, ScheduleState
 from ..argtypes import count
 from ..output import Column, Listing, duration, iso_z, one_line, short_time
 from .admincommand import AdminCommand
@@ -52,9 +52,7 @@ def _health(info: ScheduleInfo) -> str:
 def fix_for(info: ScheduleInfo) -> str:
     """What to do about a parked schedule, in the words of the commands to type."""
     enable = f"tickwork jobs enable {info.name}"
-    # The engine's words for a run it had no executor for (engine/runs.py): the fault is stored
-    # as text, so the text is what there is to recognise.
-    if info.fault and "is not configured on node" in info.fault:
+    if info.fault_kind is FaultKind.EXECUTOR_NOT_CONFIGURED:
         return (
             f"add an [executor.{info.executor}] table to the tickwork.toml of the nodes that run it, "
             f"restart those nodes, then: {enable}"
