@@ -60,7 +60,7 @@ def test_no_file_anywhere_gives_the_defaults() -> None:
     config = load()
     assert config.source is None
     assert config.store.plugin == "sqlite"
-    assert config.store.options == {"path": "tickwork.db"}
+    assert config.store.options == {}  # the sqlite store's declared default path applies
     assert config.membership.plugin == "single"
     assert config.scheduler.default_executor == "local"
     assert config.scheduler.jobs == ()
@@ -286,26 +286,22 @@ def test_postgres_store_options(tmp_path: Path) -> None:
 
 
 def test_unknown_store_option_names_file_and_key(tmp_path: Path) -> None:
-    config = load_text(tmp_path, '[store]\nplugin = "sqlite"\npaht = "x.db"\n')
     with pytest.raises(
         ConfigError, match=r"t\.toml: store\.paht: unknown option \(did you mean `path`\?\); known options: .*path"
     ):
-        build_store(config, plugin_manager_for(config))
+        load_text(tmp_path, '[store]\nplugin = "sqlite"\npaht = "x.db"\n')
 
 
 def test_wrong_store_option_type_names_file_and_key(tmp_path: Path) -> None:
-    config = load_text(tmp_path, '[store]\nbatch_size = "10"\n')
     with pytest.raises(ConfigError, match=r"t\.toml: store\.batch_size: expected int, got str '10'"):
-        build_store(config, plugin_manager_for(config))
-    config = load_text(tmp_path, "[store]\ncreate = 1\n")
+        load_text(tmp_path, '[store]\nbatch_size = "10"\n')
     with pytest.raises(ConfigError, match=r"t\.toml: store\.create: expected bool, got int 1"):
-        build_store(config, plugin_manager_for(config))
+        load_text(tmp_path, "[store]\ncreate = 1\n")
 
 
 def test_claim_strategy_the_store_does_not_support_lists_the_supported_ones(tmp_path: Path) -> None:
-    config = load_text(tmp_path, '[store]\nclaim = "skip-locked"\n')
     with pytest.raises(ConfigError, match=r"not supported by the sqlite store; it supports: optimistic, unique-fire"):
-        build_store(config, plugin_manager_for(config))
+        load_text(tmp_path, '[store]\nclaim = "skip-locked"\n')
 
 
 def test_membership_and_executor_options(tmp_path: Path) -> None:
@@ -329,7 +325,7 @@ def test_membership_and_executor_options(tmp_path: Path) -> None:
     manager = plugin_manager_for(config)
     membership = build_membership(config, manager)
     assert type(membership).__name__ == "AllMembership"
-    assert membership.config == {"heartbeat_interval": 0.5, "node_ttl": 3, "presence": True}
+    assert membership.settings.as_dict() == {"heartbeat_interval": 0.5, "node_ttl": 3.0, "presence": True}
     executors = build_executors(config, manager)
     local = executors["local"]
     assert isinstance(local, LocalExecutor)
@@ -340,9 +336,8 @@ def test_membership_and_executor_options(tmp_path: Path) -> None:
 
 
 def test_unknown_executor_option_names_file_and_key(tmp_path: Path) -> None:
-    config = load_text(tmp_path, "[executor.local]\nworkers = 2\n")
     with pytest.raises(ConfigError, match=r"t\.toml: executor\.local\.workers: unknown option"):
-        build_executors(config, plugin_manager_for(config))
+        load_text(tmp_path, "[executor.local]\nworkers = 2\n")
 
 
 @pytest.mark.parametrize(
@@ -413,12 +408,10 @@ def test_text_that_only_looks_like_a_reference_is_kept(tmp_path: Path) -> None:
 
 def test_missing_env_variable_names_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TW_UNSET", raising=False)
-    config = load_text(tmp_path, '[store]\nplugin = "postgres"\nurl = "postgresql://u:${TW_UNSET}@h/d"\n')
     with pytest.raises(ConfigError, match=r"t\.toml: store\.url: environment variable TW_UNSET is not set"):
-        build_store(config, plugin_manager_for(config))
-    config = load_text(tmp_path, '[executor.http]\nheaders = { Authorization = "${TW_UNSET}" }\n')
+        load_text(tmp_path, '[store]\nplugin = "postgres"\nurl = "postgresql://u:${TW_UNSET}@h/d"\n')
     with pytest.raises(ConfigError, match=r"executor\.http\.headers\.Authorization: environment variable TW_UNSET"):
-        build_executors(config, plugin_manager_for(config))
+        load_text(tmp_path, '[executor.http]\nheaders = { Authorization = "${TW_UNSET}" }\n')
     with pytest.raises(ConfigError, match=r"t\.toml: scheduler\.node_id: environment variable TW_UNSET"):
         load_text(tmp_path, '[scheduler]\nnode_id = "${TW_UNSET}"\n')
 
@@ -488,12 +481,13 @@ def documented_keys(heading: str, nth: int = 0) -> set[str]:
     ("heading", "nth", "keys"),
     [
         ("## `[scheduler]`", 0, set(SchedulerConfig.settings())),
-        ('### Store `plugin = "sqlite"`', 0, set(SQLiteStore.options)),
-        ('### Store `plugin = "postgres"`', 0, set(PostgresStore.options)),
+        ('### Store `plugin = "sqlite"`', 0, set(SQLiteStore.section.settings())),
+        ('### Store `plugin = "postgres"`', 0, set(PostgresStore.section.settings())),
         ("## `[membership]`", 0, {"plugin"}),
-        ("## `[membership]`", 1, set(HashRingMembership.options)),
-        ("## `[executor.local]`", 0, set(LocalExecutor.options)),
-        ("## `[executor.http]`", 0, set(HTTPExecutor.options)),
+        ("## `[membership]`", 1, set(SingleMembership.section.settings())),
+        ("## `[membership]`", 2, set(HashRingMembership.section.settings())),
+        ("## `[executor.local]`", 0, set(LocalExecutor.section.settings())),
+        ("## `[executor.http]`", 0, set(HTTPExecutor.section.settings())),
         ("## `[plugins]`", 0, set(PluginsConfig.settings())),
         ("## `[metrics]`", 0, set(MetricsConfig.settings())),
         ("## `[logging]`", 0, set(LoggingConfig.settings())),

@@ -48,11 +48,11 @@ def test_targets_become_the_queues_names() -> None:
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: CeleryExecutor(app="proj"), 'app: the Celery application as "module:attribute"'),
+        (lambda: CeleryExecutor(app="proj"), 'app: expected "module:attribute", e.g. "proj.celery:app"'),
         (lambda: CeleryExecutor(app="a:b", priority=300), "priority"),
         (lambda: CeleryExecutor(app="a:b", report_timeout=-1), "report_timeout"),
-        (lambda: RQExecutor(url="http://x"), "url: the Redis RQ uses"),
-        (lambda: DramatiqExecutor(broker="proj"), 'broker: the Dramatiq broker as "module:attribute"'),
+        (lambda: RQExecutor(url="http://x"), "url: expected a redis:// URL, got 'http'://"),
+        (lambda: DramatiqExecutor(broker="proj"), 'broker: expected "module:attribute", e.g. "proj.broker:broker"'),
         (lambda: DramatiqExecutor(broker="a:b", threads=0), "threads"),
     ],
 )

@@ -27,7 +27,7 @@ def test_urls_pin_pymysql_and_utf8mb4() -> None:
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("", "url: the mysql store needs url"),
+        ("", 'url: required, e.g. "mysql://user:password@host:3306/dbname"'),
         ("postgresql://u@h/db", "url: expected a mysql:// URL, got 'postgresql'://"),
         ("mysql://u:s3cret@h:port/db", "url: the port of the database URL is not a number"),
         ("mysql://u@h:3306", "url: name the database"),

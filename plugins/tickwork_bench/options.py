@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tickwork.config import SchedulerConfig
 from tickwork.errors import TickworkError
-from tickwork_handoff.executor import DEFAULT_THREADS
+from tickwork_handoff.settings import DEFAULT_THREADS
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/mysql"

@@ -19,8 +19,10 @@ from celery import Celery
 
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.structures import JobCall
-from tickwork_handoff.executor import COMMON_OPTIONS, HandoffExecutor
+from tickwork_handoff.executor import HandoffExecutor
 from tickwork_handoff.targets import check_arguments, load
+
+from .settings import CelerySettings
 
 log = logging.getLogger("tickwork.celery")
 
@@ -87,56 +89,23 @@ def call_parts(target: str, arguments: dict[str, Any]) -> tuple[list[Any], dict[
 class CeleryExecutor(HandoffExecutor):
     """Sends each run to the Celery application ``app`` (``"proj.celery:app"``).
 
-    :param queue: queue to send to (default: the task's route, else Celery's default queue)
-    :param exchange: exchange to send to (default: the queue's)
-    :param routing_key: routing key (default: the queue's)
-    :param priority: message priority (0-255, as the broker supports)
-    :param expires: seconds after the fire's hand-off after which a worker discards the message
+    :param options: the keys of :class:`~tickwork_celery.settings.CelerySettings` (``queue``,
+        ``exchange``, ``routing_key``, ``priority``, ``expires`` and the hand-off options)
     """
 
     name: ClassVar[str] = "celery"
-    options: ClassVar[dict[str, type | tuple[type, ...]]] = {
-        **COMMON_OPTIONS,
-        "app": str,
-        "queue": str,
-        "exchange": str,
-        "routing_key": str,
-        "priority": int,
-        "expires": (int, float),
-    }
+    section = CelerySettings
+    settings: CelerySettings
 
-    def __init__(
-        self,
-        app: str = "",
-        *,
-        queue: str | None = None,
-        exchange: str | None = None,
-        routing_key: str | None = None,
-        priority: int | None = None,
-        expires: float | None = None,
-        **common: Any,
-    ) -> None:
-        if not isinstance(app, str) or ":" not in app:
-            raise ConfigError(f'app: the Celery application as "module:attribute", e.g. "proj.celery:app", got {app!r}')
-        if priority is not None and (isinstance(priority, bool) or not 0 <= priority <= 255):
-            raise ConfigError(f"priority: must be an integer from 0 to 255, got {priority!r}")
-        if expires is not None and (isinstance(expires, bool) or expires <= 0):
-            raise ConfigError(f"expires: must be a positive number of seconds, got {expires!r}")
-        routing = {"queue": queue, "exchange": exchange, "routing_key": routing_key}
+    def __init__(self, app: str | None = None, **options: Any) -> None:
+        super().__init__(**({} if app is None else {"app": app}), **options)
+        settings = self.settings
+        routing = {"queue": settings.queue, "exchange": settings.exchange, "routing_key": settings.routing_key}
         self.routing = {key: value for key, value in routing.items() if value is not None}
-        self.priority = priority
-        self.expires = expires
-        self.app_reference = app
+        self.priority = settings.priority
+        self.expires = settings.expires
+        self.app_reference = settings.app
         self._app: Celery | None = None
-        super().__init__(
-            app=app,
-            priority=priority,
-            expires=expires,
-            queue=queue,
-            exchange=exchange,
-            routing_key=routing_key,
-            **common,
-        )
 
     def __repr__(self) -> str:
         return f"<CeleryExecutor {self.app_reference}>"

@@ -19,8 +19,10 @@ import dramatiq
 
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.structures import JobCall
-from tickwork_handoff.executor import COMMON_OPTIONS, HandoffExecutor
+from tickwork_handoff.executor import HandoffExecutor
 from tickwork_handoff.targets import check_arguments, load
+
+from .settings import DramatiqSettings
 
 #: The message option holding the fire's headers.
 OPTION = "tickwork"
@@ -45,22 +47,19 @@ def actor_of(target: str) -> tuple[str, str | None]:
 class DramatiqExecutor(HandoffExecutor):
     """Enqueues each run on the Dramatiq broker ``broker`` (``"proj.broker:broker"``).
 
-    :param queue: queue to enqueue on (default: the actor's queue, else ``default``)
-    :param priority: Dramatiq's message priority option (where the broker supports it)
+    :param options: the keys of :class:`~tickwork_dramatiq.settings.DramatiqSettings` (``queue``:
+        default the actor's queue, else ``default``; the hand-off options)
     """
 
     name: ClassVar[str] = "dramatiq"
-    options: ClassVar[dict[str, type | tuple[type, ...]]] = {**COMMON_OPTIONS, "broker": str, "queue": str}
+    section = DramatiqSettings
+    settings: DramatiqSettings
 
-    def __init__(self, broker: str = "", *, queue: str | None = None, **common: Any) -> None:
-        if not isinstance(broker, str) or ":" not in broker:
-            raise ConfigError(
-                f'broker: the Dramatiq broker as "module:attribute", e.g. "proj.broker:broker", got {broker!r}'
-            )
-        self.broker_reference = broker
-        self.queue = queue
+    def __init__(self, broker: str | None = None, **options: Any) -> None:
+        super().__init__(**({} if broker is None else {"broker": broker}), **options)
+        self.broker_reference = self.settings.broker
+        self.queue = self.settings.queue
         self._broker: dramatiq.Broker | None = None
-        super().__init__(broker=broker, queue=queue, **common)
 
     def __repr__(self) -> str:
         return f"<DramatiqExecutor {self.broker_reference}>"

@@ -10,6 +10,8 @@ from tickwork.abc import Executor
 from tickwork.plugin import Registry, hookimpl
 from tickwork_handoff.unavailable import unavailable
 
+from .settings import DramatiqSettings
+
 
 def executor_class() -> type[Executor]:
     try:
@@ -17,7 +19,9 @@ def executor_class() -> type[Executor]:
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.partition(".")[0] != "dramatiq":
             raise
-        return unavailable("dramatiq", "the dramatiq executor needs Dramatiq: pip install 'tickwork[dramatiq]'")
+        return unavailable(
+            "dramatiq", "the dramatiq executor needs Dramatiq: pip install 'tickwork[dramatiq]'", DramatiqSettings
+        )
     return DramatiqExecutor
 
 

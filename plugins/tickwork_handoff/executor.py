@@ -19,69 +19,38 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from tickwork.abc import Executor
-from tickwork.config.numbers import number
-from tickwork.errors import ConfigError, ExecutorError
+from tickwork.config import Section
+from tickwork.errors import ExecutorError
 from tickwork.plugin.calls import ReportOnce
 from tickwork.structures import JobCall, Outcome, RunStatus, iso_z
 
 from .identity import headers, message_id_of
 from .nodes import store_of
+from .settings import HandoffSettings
 
 log = logging.getLogger("tickwork.handoff")
-
-_MAX_SECONDS = 30 * 86400.0
-
-#: Options every hand-off executor accepts, besides its own.
-COMMON_OPTIONS: dict[str, type | tuple[type, ...]] = {
-    "report_timeout": (int, float),
-    "no_overlap": bool,
-    "publish_timeout": (int, float),
-    "threads": int,
-}
-
-
-#: Publishing threads per node. Each publish waits for the broker's confirmation, so they wait
-#: far more than they compute: 5,000 Celery fires on two nodes were handed off at 176/s with 2
-#: threads and 298/s with 16 (docs/benchmarks.md#hand-off-tickwork-vs-celery-beat).
-DEFAULT_THREADS = 16
 
 
 class HandoffExecutor(Executor):
     """Publishes each run as a message; subclasses say how (:meth:`publish`).
 
-    :param report_timeout: seconds after its hand-off (or its start on a worker) a run that no
-        worker reported on stops blocking its schedule; it is then recorded ``timed_out``
-    :param no_overlap: skip a fire while the schedule's previous hand-off is not final; turn it
-        off when the workers run without the worker-side integration (nothing ever reports)
-    :param publish_timeout: seconds a publish may take, confirmation included
-    :param threads: threads publishing, so :meth:`submit` never blocks the engine
+    :param options: the keys of the subclass's :attr:`section`, which extends
+        :class:`~tickwork_handoff.settings.HandoffSettings` (``report_timeout``: seconds after its
+        hand-off, or its start on a worker, a run that no worker reported on stops blocking its
+        schedule and is recorded ``timed_out``; ``no_overlap``, ``publish_timeout``, ``threads``)
     """
 
     #: The executor's name in messages (``celery``, ``rq``, ``dramatiq``).
     name: ClassVar[str] = "handoff"
+    section: ClassVar[type[Section]] = HandoffSettings
+    settings: HandoffSettings
 
-    def __init__(
-        self,
-        *,
-        report_timeout: float = 3600.0,
-        no_overlap: bool = True,
-        publish_timeout: float = 10.0,
-        threads: int = DEFAULT_THREADS,
-        **options: Any,
-    ) -> None:
-        self.report_timeout = number("report_timeout", report_timeout, low=0.001, high=_MAX_SECONDS)
-        self.publish_timeout = number("publish_timeout", publish_timeout, low=0.001, high=_MAX_SECONDS)
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ConfigError(f"threads: must be an integer >= 1, got {threads!r}")
-        self.no_overlap = bool(no_overlap)
-        self.threads = threads
-        super().__init__(
-            report_timeout=report_timeout,
-            no_overlap=no_overlap,
-            publish_timeout=publish_timeout,
-            threads=threads,
-            **options,
-        )
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.report_timeout = self.settings.report_timeout
+        self.publish_timeout = self.settings.publish_timeout
+        self.no_overlap = self.settings.no_overlap
+        self.threads = self.settings.threads
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._closed = False

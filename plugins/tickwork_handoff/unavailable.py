@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from tickwork.abc import Executor
+from tickwork.config import Section
 from tickwork.errors import ConfigError
 from tickwork.structures import JobCall, Outcome
 
 
-def unavailable(name: str, hint: str) -> type[Executor]:
-    """An executor class named for ``name`` whose every use raises a ConfigError saying ``hint``."""
+def unavailable(name: str, hint: str, options: type[Section]) -> type[Executor]:
+    """An executor class named for ``name`` whose every use raises a ConfigError saying ``hint``.
+    Its :attr:`~tickwork.abc.Executor.section` is still ``options`` (the real executor's, which
+    its settings module declares without the client library), so a configuration naming it is
+    checked (``tickwork config check``) and documented all the same."""
 
     class Unavailable(Executor):
-        options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+        section = options
 
         def __init__(self, **options: Any) -> None:
             raise ConfigError(hint)

@@ -13,12 +13,11 @@ import concurrent.futures
 import contextvars
 import json
 import logging
-import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -29,8 +28,8 @@ from tickwork.plugin import signature
 from tickwork.structures import JobCall, Outcome, RunStatus
 
 from . import bodies, logfilter, outcomes, payload
-from .options import OPTIONS
 from .redact import Redactor, safe_url, sensitive_values
+from .settings import HTTPSettings
 
 logger = logging.getLogger("tickwork.http")
 
@@ -78,80 +77,34 @@ def _config_error(option: str, problem: str) -> ConfigError:
     return ConfigError(f"[executor.http] {option}: {problem}")
 
 
-def _positive_number(option: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise _config_error(option, f"must be a positive number of seconds, got {value!r}")
-    return float(value)
-
-
-def _integer(option: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _config_error(option, f"must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _flag(option: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise _config_error(option, f"must be true or false, got {value!r}")
-    return value
-
-
 class HTTPExecutor(Executor):
     """Runs a schedule by POSTing a signed JSON document to its target URL.
 
     See docs/http-executor.md for the request format, the status mapping and receiver code.
 
-    :param timeout: seconds one request may take in all (connect, send, wait, read); the run's own
-        timeout, counted from :meth:`submit`, caps it further
-    :param max_concurrency: requests in flight at most; further calls wait in order
-    :param max_response_bytes: bytes of a response body read at most; the rest is never read
-    :param follow_redirects: follow 3xx answers; when false a 3xx fails the run
-    :param secret_env: name of the environment variable holding the signing secret, read at
-        :meth:`start`; without it requests are sent unsigned
-    :param headers: extra static headers sent with every request
-    :param verify_tls: verify the server's TLS certificate (against certifi's CA bundle, or the one
-        named by ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``)
+    :param options: the keys of :class:`~tickwork_http.settings.HTTPSettings`: ``timeout`` (the
+        run's own timeout, counted from :meth:`submit`, caps it further), ``max_concurrency``,
+        ``max_response_bytes``, ``follow_redirects``, ``secret_env`` (read at :meth:`start`),
+        ``headers``, ``verify_tls`` (against certifi's CA bundle, or the one named by
+        ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``)
     """
 
-    options: ClassVar[dict[str, type | tuple[type, ...]]] = OPTIONS
+    section = HTTPSettings
+    settings: HTTPSettings
 
-    def __init__(
-        self,
-        *,
-        timeout: float = 30.0,
-        max_concurrency: int = 16,
-        max_response_bytes: int = 64 * 1024,
-        follow_redirects: bool = False,
-        secret_env: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        verify_tls: bool = True,
-    ) -> None:
-        self.timeout = _positive_number("timeout", timeout)
-        self.max_concurrency = _integer("max_concurrency", max_concurrency, 1)
-        self.max_response_bytes = _integer("max_response_bytes", max_response_bytes, 0)
-        self.follow_redirects = _flag("follow_redirects", follow_redirects)
-        self.verify_tls = _flag("verify_tls", verify_tls)
-        if secret_env is not None and (not isinstance(secret_env, str) or not secret_env.strip()):
-            raise _config_error("secret_env", f"must be the name of an environment variable, got {secret_env!r}")
-        self.secret_env = secret_env
-        if headers is None:
-            headers = {}
-        if not isinstance(headers, Mapping):
-            raise _config_error("headers", f"must be a table of header names to values, got {type(headers).__name__}")
-        for name, value in headers.items():
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.timeout = self.settings.timeout
+        self.max_concurrency = self.settings.max_concurrency
+        self.max_response_bytes = self.settings.max_response_bytes
+        self.follow_redirects = self.settings.follow_redirects
+        self.verify_tls = self.settings.verify_tls
+        self.secret_env = self.settings.secret_env
+        for name, value in self.settings.headers.items():
             problem = payload.check_header(name, value)
             if problem is not None:
                 raise _config_error("headers", problem)
-        self.headers = dict(headers)
-        super().__init__(
-            timeout=self.timeout,
-            max_concurrency=self.max_concurrency,
-            max_response_bytes=self.max_response_bytes,
-            follow_redirects=self.follow_redirects,
-            secret_env=self.secret_env,
-            headers=self.headers,
-            verify_tls=self.verify_tls,
-        )
+        self.headers = dict(self.settings.headers)
         self._keys: list[bytes] | None = None
         self._redact = Redactor(sensitive_values(self.headers))
         self._lock = threading.Lock()

@@ -8,14 +8,14 @@ it, so nodes that do not need HTTP keep working and those that do get a clear er
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from tickwork.abc import Executor
 from tickwork.errors import ConfigError
 from tickwork.plugin import Registry, hookimpl
 from tickwork.structures import JobCall, Outcome
 
-from .options import OPTIONS
+from .settings import HTTPSettings
 
 _INSTALL_HINT = "the http executor needs httpx, which is not installed: pip install 'tickwork[http]'"
 
@@ -23,7 +23,7 @@ _INSTALL_HINT = "the http executor needs httpx, which is not installed: pip inst
 class HTTPExecutorUnavailable(Executor):
     """Registered as ``http`` when httpx is missing; every use raises a ConfigError saying so."""
 
-    options: ClassVar[dict[str, type | tuple[type, ...]]] = OPTIONS
+    section = HTTPSettings
 
     def __init__(self, **options: Any) -> None:
         raise ConfigError(_INSTALL_HINT)

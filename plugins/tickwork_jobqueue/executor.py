@@ -17,13 +17,13 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from tickwork.abc import Executor
-from tickwork.errors import ConfigError, ExecutorError
+from tickwork.errors import ExecutorError
 from tickwork.plugin.allowed import allowed_modules as allowed_modules_of
 from tickwork.plugin.calls import ReportOnce, call_arguments
 from tickwork.plugin.tracebacks import format_exception
@@ -31,6 +31,7 @@ from tickwork.structures import JobCall, Outcome, RunStatus
 
 from . import queries
 from .database import create_queue_engine, describe, ensure_table, is_timeout, parse_url
+from .settings import JobQueueSettings
 from .targets import resolve, split_target
 
 log = logging.getLogger("tickwork.jobqueue")
@@ -41,46 +42,21 @@ class JobQueueExecutor(Executor):
 
     :param url: ``sqlite:///PATH`` or ``postgresql://user:password@host/db`` (``postgresql+psycopg://``
         and ``postgres://`` are accepted too); ``${ENV}`` references are expanded by the config loader
-    :param threads: threads doing the database work, so :meth:`submit` never blocks the engine
-    :param create_table: create the queue table at :meth:`start` when missing; with ``false`` it
-        must exist already (a DBA manages the schema)
-    :param import_targets: whether :meth:`validate_target` imports a target to check it; with
-        ``false`` only its ``module:function`` syntax is checked
-    :param allowed_modules: when set, only targets in these packages (``["myapp."]``) are accepted
-        and enqueued; give the workers the same list (``--allowed-modules``), which check it again
+    :param options: the other keys of :class:`~tickwork_jobqueue.settings.JobQueueSettings`
+        (``threads``, ``create_table``, ``import_targets``, ``allowed_modules``: give the workers
+        the same list with ``--allowed-modules``, which check it again)
     """
 
-    options: ClassVar[dict[str, type | tuple[type, ...]]] = {
-        "url": str,
-        "threads": int,
-        "create_table": bool,
-        "import_targets": bool,
-        "allowed_modules": list,
-    }
+    section = JobQueueSettings
+    settings: JobQueueSettings
 
-    def __init__(
-        self,
-        url: str = "",
-        *,
-        threads: int = 2,
-        create_table: bool = True,
-        import_targets: bool = True,
-        allowed_modules: list[str] | None = None,
-    ) -> None:
-        self.url = parse_url(url, "url")
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ConfigError(f"threads: must be an integer >= 1, got {threads!r}")
-        self.allowed = allowed_modules_of(allowed_modules, "[executor.jobqueue] allowed_modules")
-        super().__init__(
-            url=describe(self.url),
-            threads=threads,
-            create_table=create_table,
-            import_targets=import_targets,
-            allowed_modules=allowed_modules,
-        )
-        self.threads = threads
-        self.create_table = create_table
-        self.import_targets = import_targets
+    def __init__(self, url: str | None = None, **options: Any) -> None:
+        super().__init__(**({} if url is None else {"url": url}), **options)
+        self.url = parse_url(self.settings.url, "url")
+        self.allowed = allowed_modules_of(self.settings.allowed_modules, "[executor.jobqueue] allowed_modules")
+        self.threads = self.settings.threads
+        self.create_table = self.settings.create_table
+        self.import_targets = self.settings.import_targets
         self._lock = threading.Lock()
         self._state = "new"
         self._engine: Engine | None = None

@@ -22,8 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwork.abc import BodyFence, Executor
-from tickwork.config.numbers import integer
-from tickwork.errors import ConfigError, ExecutorError
+from tickwork.errors import ExecutorError
 from tickwork.plugin.allowed import AllowedModules
 from tickwork.plugin.allowed import allowed_modules as allowed_modules_of
 from tickwork.plugin.calls import ReportOnce, call_arguments, check_arguments
@@ -34,11 +33,10 @@ from tickwork.structures import JobCall, Outcome, RunStatus, StartVerdict
 from .deadlines import Deadline, Deadlines
 from .pool import FENCE_POLL, NotStarted, Pool
 from .process import ProcessRunner
+from .settings import MODES, LocalSettings
 from .threadrun import ThreadRun, outcome_of, soft_timeout
 
 log = logging.getLogger("tickwork.local")
-
-MODES = ("thread", "process")
 
 
 async def _await_in(
@@ -75,22 +73,19 @@ def resolve(target: str, allowed: AllowedModules | None = None) -> Callable[...,
 class LocalExecutor(Executor):
     """Run Python callables named ``package.module:function``.
 
-    :param max_workers: threads for plain functions (and concurrent child processes)
-    :param mode: ``thread`` (default) or ``process``
-    :param allowed_modules: when set, only targets in these packages (``["myapp."]``) are imported
-        and run; others are refused when added and again at run time (see docs/security.md)
+    :param options: the keys of :class:`~tickwork_local.settings.LocalSettings` (``max_workers``,
+        ``mode``, ``allowed_modules``: when set, only targets in these packages are imported and
+        run; others are refused when added and again at run time, see docs/security.md)
     """
 
-    options = {"max_workers": int, "mode": str, "allowed_modules": list}
+    section = LocalSettings
+    settings: LocalSettings
 
-    def __init__(self, max_workers: int = 8, mode: str = "thread", allowed_modules: list[str] | None = None) -> None:
-        super().__init__(max_workers=max_workers, mode=mode, allowed_modules=allowed_modules)
-        self.allowed = allowed_modules_of(allowed_modules, "[executor.local] allowed_modules")
-        integer("executor.local.max_workers", max_workers, low=1, high=10_000)
-        if mode not in MODES:
-            raise ConfigError(f"executor.local.mode: {mode!r} is not one of {', '.join(MODES)}")
-        self.max_workers = max_workers
-        self.mode = mode
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.allowed = allowed_modules_of(self.settings.allowed_modules, "[executor.local] allowed_modules")
+        self.max_workers = self.settings.max_workers
+        self.mode = self.settings.mode
         self._pool: Pool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None

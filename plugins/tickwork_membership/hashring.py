@@ -10,26 +10,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from tickwork.abc import Store
-from tickwork.config.numbers import integer
 
 from .heartbeat import HeartbeatMembership
 from .ring import BucketRing
+from .settings import HashRingSettings
 
 log = logging.getLogger("tickwork.hashring")
 
 
 class HashRingMembership(HeartbeatMembership):
-    """:param vnodes: virtual nodes per node on the ring
-    :param owners: owners per bucket (2: one may die without a gap)"""
+    """:param options: the keys of :class:`~tickwork_membership.settings.HashRingSettings`
+    (``vnodes``: virtual nodes per node on the ring; ``owners``: owners per bucket, 2 so that
+    one may die without a gap; the heartbeat's)"""
 
-    options = {**HeartbeatMembership.options, "vnodes": int, "owners": int}
+    section = HashRingSettings
+    settings: HashRingSettings
 
-    def __init__(self, vnodes: int = 64, owners: int = 2, **options: Any) -> None:
+    def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        integer("membership.vnodes", vnodes, low=1, high=10_000)
-        integer("membership.owners", owners, low=1, high=1024)
-        self.vnodes = vnodes
-        self.owners = owners
+        self.vnodes = self.settings.vnodes
+        self.owners = self.settings.owners
         self._lock = threading.Lock()
         self._ring: BucketRing | None = None
         self._owned: list[int] = []
@@ -48,7 +48,7 @@ class HashRingMembership(HeartbeatMembership):
         with self._lock:
             if self._ring is not None and set(self._ring.nodes) == live:
                 return
-            ring = BucketRing(live, vnodes=self.vnodes, owners=self.owners)
+            ring = BucketRing(live, vnodes=self.vnodes, owners=self.settings.owners)
             before = None if self._ring is None else set(self._ring.nodes)
             self._ring = ring
             self._owned = ring.buckets_of(self.node_id)
@@ -67,4 +67,4 @@ class HashRingMembership(HeartbeatMembership):
             return self._owned
 
     def buckets_for(self, node_id: str, live: Sequence[str]) -> Sequence[int] | None:
-        return BucketRing(live, vnodes=self.vnodes, owners=self.owners).buckets_of(node_id)
+        return BucketRing(live, vnodes=self.vnodes, owners=self.settings.owners).buckets_of(node_id)

@@ -9,10 +9,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from tickwork.abc import DEFAULT_NODE_TTL, Membership, Store
-from tickwork.config.numbers import number
-from tickwork.errors import ConfigError, TickworkError
+from tickwork.abc import Membership, Store
+from tickwork.errors import TickworkError
 from tickwork.structures import NodeRecord
+
+from .settings import HeartbeatSettings
 
 log = logging.getLogger("tickwork.membership")
 
@@ -34,34 +35,21 @@ PRESENCE_SETTLE_BEATS = 3.0
 class HeartbeatMembership(Membership):
     """Announces the node in the store every ``heartbeat_interval`` seconds.
 
-    :param heartbeat_interval: seconds between heartbeats
-    :param node_ttl: a node whose heartbeat is older than this (database clock) is dead
-    :param presence: hold a lock that lives as long as this node's database session, and
-        declare a node dead as soon as its session ended and its heartbeat is 1.5 intervals
-        old, instead of waiting ``node_ttl`` (stores that have such locks: PostgreSQL, MySQL)
+    :param options: the keys of :class:`~tickwork_membership.settings.HeartbeatSettings`
+        (``heartbeat_interval``; ``node_ttl``: a node whose heartbeat is older than this, by the
+        database clock, is dead; ``presence``: hold a lock that lives as long as this node's
+        database session, and declare a node dead as soon as its session ended and its heartbeat
+        is 1.5 intervals old, instead of waiting ``node_ttl``, on PostgreSQL and MySQL)
     """
 
-    options = {"heartbeat_interval": (int, float), "node_ttl": (int, float), "presence": bool}
+    section = HeartbeatSettings
+    settings: HeartbeatSettings
 
-    def __init__(
-        self,
-        heartbeat_interval: float = 1.0,
-        node_ttl: float = DEFAULT_NODE_TTL,
-        presence: bool = True,
-        **options: Any,
-    ) -> None:
-        super().__init__(heartbeat_interval=heartbeat_interval, node_ttl=node_ttl, presence=presence, **options)
-        if not isinstance(presence, bool):
-            raise ConfigError(f"membership.presence must be true or false, got {presence!r}")
-        self.presence = presence
-        heartbeat_interval = number("membership.heartbeat_interval", heartbeat_interval, low=0.05, high=3600.0)
-        node_ttl = number("membership.node_ttl", node_ttl, low=0.0, high=86400.0, low_open=True)
-        if node_ttl <= heartbeat_interval * 2:
-            raise ConfigError(
-                f"membership.node_ttl ({node_ttl}) must exceed two heartbeat intervals ({heartbeat_interval})"
-            )
-        self.heartbeat_interval = float(heartbeat_interval)
-        self.node_ttl = float(node_ttl)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.presence = self.settings.presence
+        self.heartbeat_interval = self.settings.heartbeat_interval
+        self.node_ttl = self.settings.node_ttl
         self.store: Store | None = None
         self.node_id = ""
         self._stop = threading.Event()

@@ -26,15 +26,15 @@ from tickwork.sql import dburl
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import claimable, schedules
-from tickwork.sql.serverstore import SERVER_OPTIONS, ServerStore
+from tickwork.sql.serverstore import ServerStore
 from tickwork.sql.starting import LockHolders, locked_rows
-from tickwork.sql.storecore import checked_poll_interval
 from tickwork.sql.watch import UNREAD, poll_loop
 from tickwork.structures import NodeRecord
 
 from .connecting import connection_class
 from .locks import TAG_NODE, TAG_SESSION, UNTAG_NODE, LockHolderReader
 from .operations import MySQLOperations
+from .settings import MySQLSettings
 
 log = logging.getLogger("tickwork.mysql")
 
@@ -62,52 +62,27 @@ def sqlalchemy_url(url: str) -> str:
 
 
 class MySQLStore(ServerStore):
-    """MySQL / MariaDB store.
+    """MySQL / MariaDB store; its options: :class:`~tickwork_mysql.settings.MySQLSettings`.
 
     :param url: ``mysql://user:password@host:port/dbname`` (``${ENV}`` is expanded by the config)
-    :param pool_size: connections kept open per node
-    :param poll_interval: seconds between checks for changes made by other processes
     """
 
     database_label = "mysql"
     database_title = "MySQL"
-    plugin_name = "mysql"
-    url_example = "mysql://user:password@host:3306/dbname"
     watcher_name = "tickwork-mysql-poll"
     operations_class = MySQLOperations
-    # advisory: GET_LOCK locks belong to the session, not the transaction: a lock taken in a
-    # claim outlives its commit (and a pooled connection) unless released by hand, so the
-    # strategy's "locks end with the transaction" does not hold; mark: not worth a third copy.
-    claim_strategies = ("skip-locked", "optimistic", "unique-fire")
-    options = {**SERVER_OPTIONS, "poll_interval": (int, float)}
+    section = MySQLSettings
+    settings: MySQLSettings
+    claim_strategies = MySQLSettings.claim.options
     # InnoDB resolves lock cycles between claims and ends (next-key locks on the unique fire key,
     # row locks taken in different statements) by rolling one back: expected under contention,
     # and rerunning the transaction is the documented remedy.
     transient_attempts = 8
     sqlalchemy_url = staticmethod(sqlalchemy_url)
 
-    def __init__(
-        self,
-        url: str = "",
-        *,
-        claim: str | None = None,
-        batch_size: int = 100,
-        pool_size: int = 5,
-        poll_interval: float = 0.5,
-        lock_timeout: float = 1.0,
-        statement_timeout: float = 60.0,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        super().__init__(
-            url,
-            claim=claim,
-            batch_size=batch_size,
-            pool_size=pool_size,
-            lock_timeout=lock_timeout,
-            statement_timeout=statement_timeout,
-            clock=clock,
-        )
-        self.poll_interval = checked_poll_interval(poll_interval)
+    def __init__(self, url: str | None = None, *, clock: Callable[[], datetime] | None = None, **options: Any) -> None:
+        super().__init__(url, clock=clock, **options)
+        self.poll_interval = self.settings.poll_interval
         #: The node this store's sessions are marked as (:mod:`.locks`), once it is known.
         self._node: str | None = None
         self._holders = LockHolderReader()

@@ -51,6 +51,7 @@ from tickwork.structures import Claim, Finish
 from tickwork.structures import cap_error as cap
 
 from .operations import CHANNEL, PostgresOperations
+from .settings import PostgresSettings
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -75,19 +76,17 @@ def sqlalchemy_url(url: str) -> str:
 
 
 class PostgresStore(ServerStore):
-    """PostgreSQL store.
+    """PostgreSQL store; its options: :class:`~tickwork_postgres.settings.PostgresSettings`.
 
     :param url: ``postgresql://user:password@host:port/dbname`` (``${ENV}`` is expanded by the config)
-    :param pool_size: connections kept open per node
     """
 
     database_label = "postgresql"
     database_title = "PostgreSQL"
-    plugin_name = "postgres"
-    url_example = "postgresql://..."
     watcher_name = "tickwork-pg-listen"
     operations_class = PostgresOperations
-    claim_strategies = ("skip-locked", "optimistic", "unique-fire", "advisory", "mark")
+    section = PostgresSettings
+    claim_strategies = PostgresSettings.claim.options
     sqlalchemy_url = staticmethod(sqlalchemy_url)
 
     def _create_engine(self) -> Engine:

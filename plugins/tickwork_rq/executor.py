@@ -13,11 +13,12 @@ from typing import Any, ClassVar
 import redis
 from rq import Queue
 
-from tickwork.errors import ConfigError, ExecutorError
-from tickwork.sql import dburl
+from tickwork.errors import ExecutorError
 from tickwork.structures import JobCall
-from tickwork_handoff.executor import COMMON_OPTIONS, HandoffExecutor
+from tickwork_handoff.executor import HandoffExecutor
 from tickwork_handoff.targets import check_arguments
+
+from .settings import RQSettings
 
 
 def function_path(target: str) -> str:
@@ -28,47 +29,21 @@ def function_path(target: str) -> str:
 class RQExecutor(HandoffExecutor):
     """Enqueues each run on the RQ queue ``queue`` of the Redis at ``url``.
 
-    :param job_timeout: seconds RQ lets the job run (RQ's ``job_timeout``; default: the
-        schedule's timeout)
-    :param result_ttl: seconds RQ keeps a job's result (RQ's default: 500)
+    :param options: the keys of :class:`~tickwork_rq.settings.RQSettings` (``queue``,
+        ``job_timeout``: RQ's, default the schedule's timeout; ``result_ttl``; the hand-off options)
     """
 
     name: ClassVar[str] = "rq"
-    options: ClassVar[dict[str, type | tuple[type, ...]]] = {
-        **COMMON_OPTIONS,
-        "url": str,
-        "queue": str,
-        "job_timeout": (int, float),
-        "result_ttl": int,
-    }
+    section = RQSettings
+    settings: RQSettings
 
-    def __init__(
-        self,
-        url: str = "",
-        *,
-        queue: str = "default",
-        job_timeout: float | None = None,
-        result_ttl: int | None = None,
-        **common: Any,
-    ) -> None:
-        if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigError('url: the Redis RQ uses, e.g. "redis://localhost:6379/0"')
-        if not isinstance(queue, str) or not queue:
-            raise ConfigError(f"queue: the RQ queue's name, got {queue!r}")
-        if job_timeout is not None and (isinstance(job_timeout, bool) or job_timeout <= 0):
-            raise ConfigError(f"job_timeout: must be a positive number of seconds, got {job_timeout!r}")
-        self.url = url
-        self.queue_name = queue
-        self.job_timeout = job_timeout
-        self.result_ttl = result_ttl
+    def __init__(self, url: str | None = None, **options: Any) -> None:
+        super().__init__(**({} if url is None else {"url": url}), **options)
+        self.url = self.settings.url
+        self.queue_name = self.settings.queue
+        self.job_timeout = self.settings.job_timeout
+        self.result_ttl = self.settings.result_ttl
         self._queue: Queue | None = None
-        super().__init__(
-            url=dburl.masked(dburl.parse(url, "url", "redis://HOST:PORT/DB")) if "@" in url else url,
-            queue=queue,
-            job_timeout=job_timeout,
-            result_ttl=result_ttl,
-            **common,
-        )
 
     def __repr__(self) -> str:
         return f"<RQExecutor queue={self.queue_name}>"

@@ -10,6 +10,8 @@ from tickwork.abc import Executor
 from tickwork.plugin import Registry, hookimpl
 from tickwork_handoff.unavailable import unavailable
 
+from .settings import RQSettings
+
 
 def executor_class() -> type[Executor]:
     try:
@@ -17,7 +19,7 @@ def executor_class() -> type[Executor]:
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.partition(".")[0] not in ("rq", "redis"):
             raise
-        return unavailable("rq", "the rq executor needs RQ: pip install 'tickwork[rq]'")
+        return unavailable("rq", "the rq executor needs RQ: pip install 'tickwork[rq]'", RQSettings)
     return RQExecutor
 
 

@@ -31,21 +31,20 @@ from sqlalchemy import (
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.dialects.sqlite.base import SQLiteDialect
 
-from tickwork.config.numbers import number
-from tickwork.errors import ConfigError, StoreError
+from tickwork.errors import StoreError
 from tickwork.sql.claims import RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import sqlite_file_engine
 from tickwork.sql.schema import UTCDateTime, epoch_micros, runs, schedules
 from tickwork.sql.store import SQLStore
-from tickwork.sql.storecore import COMMON_OPTIONS, checked_poll_interval
 from tickwork.sql.watch import ChangeWatcher, poll_loop
 from tickwork.structures import Claim, Finish
 from tickwork.structures import cap_error as cap
 
 from .connection import OneConnection
 from .operations import SQLiteOperations
+from .settings import SQLiteSettings
 
 log = logging.getLogger("tickwork.sqlite")
 
@@ -65,44 +64,23 @@ declare(SQLiteDialect, SQLTraits(epoch_micros=True))
 class SQLiteStore(SQLStore):
     """SQLite store.
 
-    :param path: database file (created if missing; its directory must exist)
-    :param busy_timeout: seconds a transaction waits for the write lock (another process's, or
-        another thread's of this process: the store's transactions take turns on one connection)
-    :param poll_interval: seconds between checks for changes made by other processes
-    :param create: create the schema in a new, empty file (an older schema still needs
-        ``tickwork db upgrade``)
+    :param path: database file (created if missing; its directory must exist); the other
+        options (``busy_timeout``, ``poll_interval``, ``create``, ...) are the keys of
+        :class:`~tickwork_sqlite.settings.SQLiteSettings`
     """
 
     database_label = "sqlite"
     operations_class = SQLiteOperations
-    claim_strategies = ("optimistic", "unique-fire", "mark")
-    options = {
-        **COMMON_OPTIONS,
-        "path": str,
-        "busy_timeout": (int, float),
-        "poll_interval": (int, float),
-        "create": bool,
-    }
+    section = SQLiteSettings
+    settings: SQLiteSettings
+    claim_strategies = SQLiteSettings.claim.options
 
-    def __init__(
-        self,
-        path: str = "tickwork.db",
-        *,
-        claim: str | None = None,
-        batch_size: int = 100,
-        busy_timeout: float = 30.0,
-        poll_interval: float = 0.1,
-        create: bool = True,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        super().__init__(claim=claim, batch_size=batch_size, clock=clock)
-        if not path:
-            raise ConfigError("path: must name a database file")
-        self.path = Path(path)
-        # Waits beyond an hour mean a typo.
-        self.busy_timeout = number("busy_timeout", busy_timeout, low=0.0, high=3600.0, unit="seconds")
-        self.poll_interval = checked_poll_interval(poll_interval)
-        self.create_empty = create
+    def __init__(self, path: str | None = None, *, clock: Callable[[], datetime] | None = None, **options: Any) -> None:
+        super().__init__(clock=clock, **({} if path is None else {"path": path}), **options)
+        self.path = Path(self.settings.path)
+        self.busy_timeout = self.settings.busy_timeout
+        self.poll_interval = self.settings.poll_interval
+        self.create_empty = self.settings.create
         self._watcher = ChangeWatcher("tickwork-sqlite-watch", join_timeout=2)
         self._connection = OneConnection(lambda: self.engine, timeout=self.busy_timeout)
         #: (st_dev, st_ino) of the file as opened; None before open() or when it cannot be read.

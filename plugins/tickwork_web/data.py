@@ -141,8 +141,7 @@ class Ownership:
 
 def ownership(admin: Admin, rows: list[NodeRow]) -> Ownership:
     membership = build_membership(admin.config, admin.manager)
-    owners = getattr(membership, "owners", None)
-    owners = owners if isinstance(owners, int) and not isinstance(owners, bool) else None
+    owners = membership.owners
     # A membership partitions when it answers buckets_for with a subset (None: "all of them").
     partitions = owners is not None or any(row.buckets is not None for row in rows if row.node.live)
     return Ownership(

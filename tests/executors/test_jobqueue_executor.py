@@ -96,8 +96,11 @@ def build(table: dict[str, Any]) -> JobQueueExecutor:
             "known options: allowed_modules, create_table, import_targets, threads, url",
         ),
         ({"url": "sqlite:///q.db", "threads": "4"}, "executor.jobqueue.threads: expected int, got str '4'"),
-        ({"url": "sqlite:///q.db", "threads": 0}, "executor.jobqueue: threads: must be an integer >= 1, got 0"),
-        ({}, 'executor.jobqueue: url: the jobqueue needs its queue database, e.g. url = "sqlite:///jobs.db"'),
+        (
+            {"url": "sqlite:///q.db", "threads": 0},
+            "executor.jobqueue.threads: must be an integer from 1 to 1000, got 0",
+        ),
+        ({}, 'executor.jobqueue.url: required, e.g. "sqlite:///jobs.db"'),
         (
             {"url": "mysql://db/jobs"},
             "executor.jobqueue: url: unsupported database 'mysql'; expected sqlite:///PATH or postgresql://...",
@@ -138,7 +141,8 @@ def build(table: dict[str, Any]) -> JobQueueExecutor:
 def test_config_errors_name_the_table_and_option(table: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as info:
         build(table)
-    assert str(info.value) == f"<defaults>: {message}"
+    # Checked as the file is read ("<config>: ...") or, the URL's parts, as the executor is built ("<defaults>: ...").
+    assert str(info.value).partition(": ")[2] == message
 
 
 def test_accepted_urls_pin_the_driver_and_hide_the_password() -> None:
@@ -149,7 +153,7 @@ def test_accepted_urls_pin_the_driver_and_hide_the_password() -> None:
     ):
         executor = build({"url": url, "threads": 3})
         assert executor.url.drivername == "postgresql+psycopg" and executor.threads == 3
-        assert "s3cret" not in repr(executor) and "s3cret" not in str(executor.config)
+        assert "s3cret" not in repr(executor) and "s3cret" not in str(executor.settings)
     assert build({"url": "sqlite:///q.db"}).url.drivername == "sqlite+pysqlite"
 
 

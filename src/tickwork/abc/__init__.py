@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
+from ..config.declarations import Section
 from ..errors import TickworkError
 from ..structures import (
     JobCall,
@@ -70,6 +71,10 @@ class Trigger(ABC):
         return self.expression
 
 
+class NoOptions(Section):
+    """The options of a plugin that takes none: any key in its table is refused."""
+
+
 class BodyFence(Protocol):
     """What an executor asks before it starts a run's body (:meth:`Executor.submit_fenced`):
     whether this node still holds the run's fire. Cheap and thread-safe (no database round trip)."""
@@ -86,15 +91,18 @@ class Executor(ABC):
     any thread. A run that exceeds ``call.timeout`` seconds must be reported as
     :attr:`~tickwork.structures.RunStatus.TIMED_OUT` (and stopped, where the executor can).
 
-    :param options: the executor's table from the configuration, already validated against
-        :attr:`options`
+    :param options: the keys of :attr:`section`; checked, and the others given their
+        declared defaults, into :attr:`settings`
     """
 
-    #: Option names this executor accepts in its config table, mapped to their expected type.
-    options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+    #: The :class:`~tickwork.config.Section` declaring the options of this executor's
+    #: ``[executor.NAME]`` table (docs/plugins.md#options): the configuration is checked against
+    #: it, the reference renders it, and the constructor's keyword arguments are its keys.
+    section: ClassVar[type[Section]] = NoOptions
 
     def __init__(self, **options: Any) -> None:
-        self.config = options
+        #: The checked options (every declared key, defaults included).
+        self.settings = type(self).section(**options)
 
     @abstractmethod
     def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
@@ -157,11 +165,21 @@ class Membership(ABC):
     :meth:`owned_buckets` to the claim query, so the ownership filter runs in the database.
     """
 
-    #: Option names this plugin accepts in its config table, mapped to their expected type.
-    options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+    #: The :class:`~tickwork.config.Section` declaring the options of the ``[membership]``
+    #: table besides ``plugin`` (as :attr:`Executor.section`).
+    section: ClassVar[type[Section]] = NoOptions
+    #: Seconds a node counts as live after its last heartbeat (the engine's stall check and
+    #: ``tickwork nodes`` use it); a heartbeat membership sets its configured ``node_ttl``.
+    node_ttl: float = DEFAULT_NODE_TTL
+    #: Live nodes that attempt each schedule when the membership partitions (``hashring``);
+    #: ``None`` when every node attempts every schedule.
+    owners: int | None = None
+    #: The live nodes as this membership last saw them; empty when it does not track them.
+    live_nodes: Sequence[str] = ()
 
     def __init__(self, **options: Any) -> None:
-        self.config = options
+        #: The checked options (every declared key, defaults included).
+        self.settings = type(self).section(**options)
 
     @abstractmethod
     def start(self, store: Store, node_id: str) -> None:
@@ -208,13 +226,15 @@ class Store(RunHistory, ClaimLedger, NodeRegistry):
     (schedule, scheduled-for) in the history; a claim only for a schedule whose next fire time is
     at or before the database clock; an end only under the claim's fence token.
 
-    :param options: the store's table from the configuration
+    A store's constructor takes the keys of its :attr:`section` as keyword arguments (plus what
+    the code that builds it passes, such as a test clock), and checks them with it.
     """
 
     #: Claim strategy names this store supports, the first being its default.
     claim_strategies: ClassVar[tuple[str, ...]] = ()
-    #: Option names this store accepts in its config table, mapped to their expected type.
-    options: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+    #: The :class:`~tickwork.config.Section` declaring the options of the ``[store]`` table
+    #: besides ``plugin`` (as :attr:`Executor.section`).
+    section: ClassVar[type[Section]] = NoOptions
     #: Most schedules one :meth:`claim_due` call takes (the engine's claim batch). A store that
     #: takes it as an option sets it per instance; 100 otherwise.
     batch_size: int = 100

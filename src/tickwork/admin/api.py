@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
-from ..abc import DEFAULT_NODE_TTL, Store
+from ..abc import Store
 from ..config.files import Config, load, parse
 from ..errors import DatabaseMissingError, ScheduleNotFoundError
 from ..plugin.assembly import build_membership, build_store
@@ -295,8 +295,7 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
 
     def node_ttl(self) -> float:
         """Seconds after its last heartbeat that a node counts as dead (``[membership] node_ttl``)."""
-        ttl = getattr(build_membership(self.config, self.manager), "node_ttl", None)
-        return float(ttl) if isinstance(ttl, int | float) else DEFAULT_NODE_TTL
+        return build_membership(self.config, self.manager).node_ttl
 
 
 def _given_filters(failing: bool | None, parked: bool | None) -> dict[str, bool]:

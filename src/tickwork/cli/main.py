@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(commands).parse_args(argv)
         command = commands.get(args.command)
         _setup_logging(args.log_level, command.default_log_level)
-        config = load(args.config)
+        config = Config() if command.reads_own_config(args) else load(args.config)
         if args.command not in builtins:
             _check_not_blocked(args.command, commands.owner(args.command), config)
         code = command().run(args, config)

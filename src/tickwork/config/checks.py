@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import ConfigError
 
@@ -45,3 +46,27 @@ def expand_env(where: str, value: Any) -> Any:
     if isinstance(value, dict):
         return {k: expand_env(f"{where}.{k}", v) for k, v in value.items()}
     return value
+
+
+#: Query parameters of a URL that hold a password (libpq's, and the common spelling).
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword", "pass", "token", "secret"})
+
+
+def mask_url(url: str) -> str:
+    """``url`` with the password of its user info and of its query (``?password=``) as ``***``;
+    a text that is no URL is kept as it is."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "***"  # unparseable: it may hold anything
+    netloc = parts.netloc
+    if password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:***@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(k.lower() in _SECRET_PARAMETERS for k, _ in pairs):
+            query = urlencode([(k, "***" if k.lower() in _SECRET_PARAMETERS else v) for k, v in pairs], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar, overload
 
-from ..errors import ConfigError
-from .checks import check_type, did_you_mean, expand_env
-from .numbers import YEAR, integer, number
+from ..errors import ConfigError, ConfigProblems
+from .checks import check_type, did_you_mean, expand_env, mask_url
+from .numbers import DAY, YEAR, integer, number
 
 T = TypeVar("T")
 E = TypeVar("E", bound=enum.Enum)
@@ -42,6 +42,8 @@ class Setting(Generic[T]):
     :param help: one line saying what the key does (the first sentence of its reference entry)
     :param details: more of the reference entry (Markdown), after ``help``
     :param shown_default: the default as the reference shows it, when not the value itself
+    :param secret: the value is a credential (a token, a password): ``tickwork config show``
+        prints ``***`` instead (a :class:`URL` masks only the password inside it)
     """
 
     #: The TOML types a value may have (named in the type error, e.g. ``expected int or float``).
@@ -49,6 +51,10 @@ class Setting(Generic[T]):
     #: ``${NAME}`` references are expanded in a value read from a file (strings only: numbers and
     #: booleans never come from the environment).
     expands: ClassVar[bool] = False
+    #: ``None`` is a value (not set): an optional key given to a constructor as ``None``.
+    nullable: ClassVar[bool] = False
+    #: The key must be given: absent, it is an error naming it (its default is never used).
+    required: bool = False
 
     def __init__(
         self,
@@ -58,6 +64,7 @@ class Setting(Generic[T]):
         details: str = "",
         factory: Callable[[], T] | None = None,
         shown_default: str | None = None,
+        secret: bool = False,
     ) -> None:
         self.key = ""  # set when assigned in a class body (or by Section.declare)
         self._default = default
@@ -65,6 +72,7 @@ class Setting(Generic[T]):
         self.help = help
         self.details = details
         self._shown_default = shown_default
+        self.secret = secret
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.key = name
@@ -87,6 +95,8 @@ class Setting(Generic[T]):
 
         :raises ConfigError: naming ``where``
         """
+        if value is None and self.nullable:
+            return None  # type: ignore[return-value]  # T includes None for a nullable kind
         check_type(where, value, self.accepts)
         if expand and self.expands:
             value = expand_env(where, value)
@@ -110,9 +120,17 @@ class Setting(Generic[T]):
     def meaning(self) -> str:
         return f"{self.help} {self.details}".strip()
 
+    def missing(self, where: str) -> str:
+        """The error for a :attr:`required` key that is absent."""
+        return f"{where}: required"
+
+    def shown(self, value: object) -> object:
+        """``value`` as ``tickwork config show`` prints it: ``***`` for a secret that is set."""
+        return "***" if self.secret and value not in (None, "") else value
+
 
 def _amount(value: float) -> str:
-    return "1 year" if value == YEAR else f"{value:g}"
+    return {YEAR: "1 year", 30 * DAY: "30 days"}.get(value, f"{value:g}")
 
 
 class Number(Setting[float]):
@@ -136,6 +154,39 @@ class Number(Setting[float]):
 
     def default_text(self) -> str:
         return self._shown_default or f"`{self._default:g}`"
+
+
+class OptionalNumber(Setting[float | None]):
+    """A finite number in ``[low, high]`` (``(low, high]`` with ``low_open``), or not set
+    (``None``: the plugin's own behaviour, said in the help)."""
+
+    accepts = (int, float)
+    nullable = True
+
+    def __init__(
+        self, *, low: float, high: float, low_open: bool = False, help: str, details: str = "", shown_default: str = ""
+    ) -> None:
+        super().__init__(None, help=help, details=details, shown_default=shown_default or "not set")
+        self.low, self.high, self.low_open = float(low), float(high), low_open
+
+    def convert(self, where: str, value: Any) -> float:
+        return number(where, value, low=self.low, high=self.high, low_open=self.low_open)
+
+    def type_text(self) -> str:
+        low, high = _amount(self.low), _amount(self.high)
+        return f"number, > {low} and ≤ {high}" if self.low_open else f"number, {low} to {high}"
+
+
+class Flag(Setting[bool]):
+    """``true`` or ``false``."""
+
+    accepts = (bool,)
+
+    def convert(self, where: str, value: Any) -> bool:
+        return bool(value)
+
+    def type_text(self) -> str:
+        return "boolean"
 
 
 class Integer(Setting[int]):
@@ -169,6 +220,23 @@ class Port(Integer):
         return "integer, 0 to 65535"
 
 
+class OptionalInteger(Setting[int | None]):
+    """An integer in ``[low, high]``, or not set (``None``)."""
+
+    accepts = (int,)
+    nullable = True
+
+    def __init__(self, *, low: int, high: int, help: str, details: str = "", shown_default: str = "") -> None:
+        super().__init__(None, help=help, details=details, shown_default=shown_default or "not set")
+        self.low, self.high = low, high
+
+    def convert(self, where: str, value: Any) -> int:
+        return integer(where, value, low=self.low, high=self.high)
+
+    def type_text(self) -> str:
+        return f"integer, {self.low:,} to {self.high:,}"
+
+
 class Text(Setting[str]):
     """A string; with ``nonblank``, one that is not empty or only spaces."""
 
@@ -180,13 +248,17 @@ class Text(Setting[str]):
         default: str = "",
         *,
         nonblank: bool = False,
+        required: bool = False,
         help: str,
         details: str = "",
         factory: Callable[[], str] | None = None,
         shown_default: str | None = None,
+        secret: bool = False,
     ) -> None:
-        super().__init__(default, help=help, details=details, factory=factory, shown_default=shown_default)
-        self.nonblank = nonblank
+        shown = "required" if required and shown_default is None else shown_default
+        super().__init__(default, help=help, details=details, factory=factory, shown_default=shown, secret=secret)
+        self.nonblank = nonblank or required
+        self.required = required
 
     def convert(self, where: str, value: Any) -> str:
         if self.nonblank and not value.strip():
@@ -198,19 +270,81 @@ class Text(Setting[str]):
 
 
 class OptionalText(Setting[str | None]):
-    """A string that may be absent (``None``: not set)."""
+    """A string that may be absent (``None``: not set); with ``nonblank``, one that is not empty
+    or only spaces when set."""
 
     accepts = (str,)
     expands = True
+    nullable = True
 
-    def __init__(self, *, help: str, details: str = "") -> None:
-        super().__init__(None, help=help, details=details, shown_default="not set")
+    def __init__(
+        self, *, nonblank: bool = False, help: str, details: str = "", shown_default: str = "", secret: bool = False
+    ) -> None:
+        super().__init__(None, help=help, details=details, shown_default=shown_default or "not set", secret=secret)
+        self.nonblank = nonblank
 
     def convert(self, where: str, value: Any) -> str:
+        if self.nonblank and not value.strip():
+            raise ConfigError(f"{where}: must not be empty")
         return str(value)
 
     def type_text(self) -> str:
         return "string"
+
+
+class URL(Text):
+    """A URL whose scheme is one of ``schemes`` (any, when empty: the plugin checks it); a
+    password in it is masked when shown. The rest of its syntax is checked by the plugin that
+    connects, which knows its database's."""
+
+    def __init__(
+        self,
+        *,
+        schemes: Sequence[str],
+        example: str,
+        required: bool = True,
+        default: str = "",
+        help: str,
+        details: str = "",
+    ) -> None:
+        super().__init__(default, required=required, help=help, details=details)
+        self.schemes = tuple(schemes)
+        self.example = example
+
+    def missing(self, where: str) -> str:
+        return f'{where}: required, e.g. "{self.example}"'
+
+    def convert(self, where: str, value: Any) -> str:
+        text = str(value)
+        if not text.strip():
+            raise ConfigError(self.missing(where))
+        scheme = text.partition("://")[0].lower() if "://" in text else ""
+        if self.schemes and scheme not in self.schemes:
+            # Never the URL itself: after ${NAME} expansion it may hold a password.
+            given = f"{scheme!r}://..." if scheme else "no scheme://"
+            raise ConfigError(f"{where}: expected a {self.schemes[0]}:// URL, got {given} (e.g. {self.example})")
+        return text
+
+    def shown(self, value: object) -> object:
+        return mask_url(value) if isinstance(value, str) else value
+
+
+class Reference(Text):
+    """A Python object named ``module:attribute`` (imported when the plugin starts, not when the
+    file is checked)."""
+
+    def __init__(self, *, example: str, help: str, details: str = "") -> None:
+        super().__init__("", required=True, help=help, details=details)
+        self.example = example
+
+    def convert(self, where: str, value: Any) -> str:
+        module, sep, attribute = str(value).partition(":")
+        if not sep or not module.strip() or not attribute.strip():
+            raise ConfigError(f'{where}: expected "module:attribute", e.g. "{self.example}", got {value!r}')
+        return str(value)
+
+    def type_text(self) -> str:
+        return 'string, "module:attribute"'
 
 
 def _alternatives(values: Sequence[str]) -> str:
@@ -283,7 +417,49 @@ class Strings(Setting[tuple[str, ...]]):
         return "list of strings"
 
     def default_text(self) -> str:
+        if self._shown_default is not None:
+            return self._shown_default
         return f"`{json.dumps(list(self._default))}`"
+
+
+class OptionalStrings(Strings):
+    """A list of non-empty strings, or not set (``None``: no list at all, which differs from an
+    empty one)."""
+
+    nullable = True
+
+    def __init__(self, *, items: str, help: str, details: str = "") -> None:
+        super().__init__(items=items, help=help, details=details)
+        self._default = None  # type: ignore[assignment]  # not set
+        self._shown_default = "not set"
+
+
+class StringTable(Setting[dict[str, str]]):
+    """A table of strings by name (inline or not: ``headers = { "X-Team" = "ops" }``); with
+    ``secret``, each value is masked when shown."""
+
+    accepts = (dict,)
+    expands = True
+
+    def __init__(self, *, help: str, details: str = "", secret: bool = False) -> None:
+        super().__init__({}, help=help, details=details, shown_default="`{}`", secret=secret)
+
+    def check(self, where: str, value: object, *, expand: bool = False) -> dict[str, str]:
+        return super().check(where, dict(value) if isinstance(value, Mapping) else value, expand=expand)
+
+    def convert(self, where: str, value: Any) -> dict[str, str]:
+        for name, item in value.items():
+            if not isinstance(item, str):
+                raise ConfigError(f"{where}.{name}: expected str, got {type(item).__name__} {item!r}")
+        return dict(value)
+
+    def type_text(self) -> str:
+        return "table of strings"
+
+    def shown(self, value: object) -> object:
+        if self.secret and isinstance(value, Mapping):
+            return {name: "***" for name in value}
+        return value
 
 
 class Table(Protocol):
@@ -339,35 +515,73 @@ class Section:
         delattr(cls, key)
 
     def __init__(self, **values: Any) -> None:
-        self._fill(values, lambda key: f"{self.table}.{key}", expand=False)
+        unknown = [key for key in values if key not in type(self).settings()]
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got unknown keys: {', '.join(unknown)}")
+        problems = self._fill(values, lambda key: f"{self.table}.{key}", expand=False)
+        if problems:
+            raise ConfigError(problems[0])
 
     @classmethod
-    def from_toml(cls, source: str, raw: Mapping[str, Any], *, noun: str = "key") -> Self:
+    def from_toml(cls, source: str, raw: Mapping[str, Any], *, noun: str = "key", table: str | None = None) -> Self:
         """The table as read from the file ``source``: every key known, typed, in range, with its
         ``${NAME}`` references expanded.
 
         :param noun: what an unknown key is called in the error (``option`` for plugins' tables)
-        :raises ConfigError: ``FILE: TABLE.KEY: ...``
+        :param table: the table's name in the file when it is not :attr:`table` (a plugin's
+            options are the table that names it: ``executor.celery``)
+        :raises ConfigError: ``FILE: TABLE.KEY: ...``; :class:`~tickwork.errors.ConfigProblems`
+            listing each when there is more than one
         """
+        name = table or cls.table
         settings = cls.settings()
+        problems: list[str] = []
         for key in raw:
             if key not in settings:
                 known = ", ".join(sorted(settings)) or "none"
-                raise ConfigError(
-                    f"{source}: {cls.table}.{key}: unknown {noun}{did_you_mean(key, settings)}; known {noun}s: {known}"
+                problems.append(
+                    f"{source}: {name}.{key}: unknown {noun}{did_you_mean(key, settings)}; known {noun}s: {known}"
                 )
         self = cls.__new__(cls)
-        self._fill(raw, lambda key: f"{source}: {cls.table}.{key}", expand=True)
+        problems += self._fill(
+            {k: v for k, v in raw.items() if k in settings}, lambda key: f"{source}: {name}.{key}", expand=True
+        )
+        if len(problems) == 1:
+            raise ConfigError(problems[0])
+        if problems:
+            raise ConfigProblems(f"{source}: [{name}] has {len(problems)} problems", problems)
         return self
 
-    def _fill(self, values: Mapping[str, Any], where: Callable[[str], str], *, expand: bool) -> None:
-        settings = type(self).settings()
-        unknown = [key for key in values if key not in settings]
-        if unknown:
-            raise TypeError(f"{type(self).__name__}() got unknown keys: {', '.join(unknown)}")
-        for key, setting in settings.items():
-            value = setting.check(where(key), values[key], expand=expand) if key in values else setting.default
+    def _fill(self, values: Mapping[str, Any], where: Callable[[str], str], *, expand: bool) -> list[str]:
+        """Set every key from ``values`` (checked) or its default; returns the problems, each
+        naming its key, and then the table's own check (:meth:`validate`) when there were none."""
+        problems: list[str] = []
+        for key, setting in type(self).settings().items():
+            if key in values:
+                try:
+                    value = setting.check(where(key), values[key], expand=expand)
+                except ConfigError as exc:
+                    problems.append(str(exc))
+                    value = setting.default
+            elif setting.required:
+                problems.append(setting.missing(where(key)))
+                value = setting.default
+            else:
+                value = setting.default
             object.__setattr__(self, key, value)
+        if not problems:
+            try:
+                self.validate(where)
+            except ConfigError as exc:
+                problems.append(str(exc))
+        return problems
+
+    def validate(self, where: Callable[[str], str]) -> None:
+        r"""Check what involves several keys, once each is valid on its own (``node_ttl`` above two
+        ``heartbeat_interval``\ s); ``where(key)`` names a key in the error. Default: nothing.
+
+        :raises ConfigError: naming the key at fault
+        """
 
     def as_dict(self) -> dict[str, Any]:
         """Every key's value, declared order."""
@@ -401,7 +615,9 @@ class Section:
         return hash((type(self), tuple(self.as_dict().items())))
 
     def __repr__(self) -> str:
-        values = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
+        # Secrets masked as ``tickwork config show`` masks them: a repr ends up in logs.
+        settings = type(self).settings()
+        values = ", ".join(f"{k}={settings[k].shown(v)!r}" for k, v in self.as_dict().items())
         return f"{type(self).__name__}({values})"
 
 
@@ -415,30 +631,23 @@ class PluginChoice:
 
 class ChoiceTable:
     """A table that names a plugin with ``plugin``; its other keys are that plugin's options,
-    checked against the ``options`` it declares when it is built (``[store]``, ``[membership]``).
+    declared by the :attr:`~tickwork.abc.Store.section` of the plugin's class (``[store]``,
+    ``[membership]``) and checked against it as the file is read."""
 
-    :param default_options: the options of the default plugin when the table is absent
-    """
-
-    def __init__(self, table: str, plugin: Text, default_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, table: str, plugin: Text) -> None:
         self.table = table
         self.plugin = plugin
         plugin.key = "plugin"
-        self.default_options = dict(default_options or {})
 
     def settings(self) -> dict[str, Setting[Any]]:
         return {"plugin": self.plugin}
 
     def default(self) -> PluginChoice:
-        return PluginChoice(self.plugin.default, dict(self.default_options))
+        return PluginChoice(self.plugin.default)
 
     def from_toml(self, source: str, raw: Mapping[str, Any]) -> PluginChoice:
         options = dict(raw)
-        if not options:
-            return self.default()
         plugin = self.plugin.check(f"{source}: {self.table}.plugin", options.pop("plugin", self.plugin.default))
-        if not options and plugin == self.plugin.default:
-            options = dict(self.default_options)
         return PluginChoice(plugin, options)
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import ConfigError
-from .checks import check_type, did_you_mean, expand_env
+from ..errors import ConfigError, ConfigProblems
+from .checks import did_you_mean
 from .declarations import PluginChoice, Section
 from .tables import (
     CORE_TABLES,
@@ -35,6 +36,7 @@ ENV_VAR = "TICKWORK_CONFIG"
 DEFAULT_FILE = "tickwork.toml"
 
 S = TypeVar("S", bound=Section)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -88,18 +90,6 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
     return local if local.is_file() else None
 
 
-def validate_options(
-    where: str, options: dict[str, Any], allowed: dict[str, type | tuple[type, ...]]
-) -> dict[str, Any]:
-    """Check ``options`` against a plugin's declared ``options``; expand ``${ENV}`` references."""
-    for key, value in options.items():
-        if key not in allowed:
-            known = ", ".join(sorted(allowed)) or "none"
-            raise ConfigError(f"{where}.{key}: unknown option{did_you_mean(key, allowed)}; known options: {known}")
-        check_type(f"{where}.{key}", value, allowed[key])
-    return {k: expand_env(f"{where}.{k}", v) for k, v in options.items()}
-
-
 def _table(source: str, data: Mapping[str, Any], key: str) -> dict[str, Any]:
     value = data.get(key, {})
     if not isinstance(value, dict):
@@ -108,31 +98,111 @@ def _table(source: str, data: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 
 def parse(data: Mapping[str, Any], source: Path | None = None, *, tables: ConfigTables | None = None) -> Config:
-    """Build a :class:`Config` from parsed TOML, checking every table, key and type.
+    """Build a :class:`Config` from parsed TOML, checking every table, key and type: the core's,
+    the plugins' tables and the options of the store, the membership and each executor.
 
-    :param tables: the tables plugins declare; by default those of the plugins this
-        configuration's ``[plugins] block`` leaves loaded (:func:`~tickwork.config.tables.declared_tables`)
+    :param tables: the tables and plugin options the plugins declare; by default those of the
+        plugins this configuration's ``[plugins] block`` leaves loaded
+        (:func:`~tickwork.config.tables.declared_tables`)
+    :raises ConfigError: the one problem, or :class:`~tickwork.errors.ConfigProblems` listing
+        every problem of every table when there are several
     """
-    config = parse_core(data, source)
+    config, problems = parse_all(data, source, tables=tables)
+    problems.raise_any(str(source) if source else "<config>")
+    return config
+
+
+def parse_all(
+    data: Mapping[str, Any], source: Path | None = None, *, tables: ConfigTables | None = None
+) -> tuple[Config, Problems]:
+    """:func:`parse` without raising: the configuration as far as it is valid (a table with a
+    problem has its defaults) and every problem found (``tickwork config check``)."""
+    src = str(source) if source else "<config>"
+    problems = Problems()
+    core = problems.collect(partial(parse_core, data, source), None)
+    if core is None:
+        # Which plugins load depends on [plugins]: read it alone to check the rest anyway.
+        block: tuple[str, ...] = problems.collect(
+            lambda: PluginsConfig.from_toml(src, _table(src, data, "plugins")).block, ()
+        )
+        core = _lenient_core(data, source, block)
     if tables is None:
-        tables = declared_tables(config.blocked_plugins)
-    return parse_plugin_tables(data, config, tables)
+        tables = declared_tables(core.blocked_plugins)
+    config = problems.collect(partial(parse_plugin_tables, data, core, tables), core)
+    problems.collect(partial(check_plugin_options, config, tables), None)
+    return config, problems
+
+
+def _lenient_core(data: Mapping[str, Any], source: Path | None, block: tuple[str, ...]) -> Config:
+    """The plugins a configuration with problems names (for their options to be checked too)."""
+    src = str(source) if source else "<config>"
+    ignored = Problems()
+    default = SchedulerConfig.default_executor.default
+    scheduler = data.get("scheduler", {})
+    named = scheduler.get("default_executor", default) if isinstance(scheduler, dict) else default
+    return Config(
+        source=source,
+        scheduler=SchedulerConfig(default_executor=named if isinstance(named, str) else default),
+        store=ignored.collect(lambda: STORE.from_toml(src, _table(src, data, "store")), STORE.default()),
+        membership=ignored.collect(
+            lambda: MEMBERSHIP.from_toml(src, _table(src, data, "membership")), MEMBERSHIP.default()
+        ),
+        executors=ignored.collect(lambda: EXECUTOR.from_toml(src, _table(src, data, "executor")), {}),
+        blocked_plugins=block,
+    )
+
+
+class Problems:
+    """The configuration errors met while reading every table of a file, so that one reading
+    names them all (a :class:`~tickwork.errors.ConfigProblems` lists each)."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def collect(self, step: Callable[[], T], otherwise: T) -> T:
+        """``step()``, or ``otherwise`` when it raises a ConfigError (whose problems are kept)."""
+        try:
+            return step()
+        except ConfigProblems as exc:
+            self.found += exc.problems
+        except ConfigError as exc:
+            self.found.append(str(exc))
+        return otherwise
+
+    def raise_any(self, source: str) -> None:
+        """:raises ConfigError: the one problem found; ConfigProblems when there are several"""
+        if len(self.found) == 1:
+            raise ConfigError(self.found[0])
+        if self.found:
+            raise ConfigProblems(f"{source}: {len(self.found)} problems", self.found)
 
 
 def parse_core(data: Mapping[str, Any], source: Path | None = None) -> Config:
     """Step 1: the core's tables (what decides which plugins load); the others are left to
-    :func:`parse_plugin_tables`."""
+    :func:`parse_plugin_tables`.
+
+    :raises ConfigError: every problem of every core table (:class:`Problems`)
+    """
     src = str(source) if source else "<config>"
-    return Config(
+    problems = Problems()
+
+    def read(section: type[S], key: str) -> S:
+        return problems.collect(lambda: section.from_toml(src, _table(src, data, key)), section())
+
+    config = Config(
         source=source,
-        scheduler=SchedulerConfig.from_toml(src, _table(src, data, "scheduler")),
-        store=STORE.from_toml(src, _table(src, data, "store")),
-        membership=MEMBERSHIP.from_toml(src, _table(src, data, "membership")),
-        executors=EXECUTOR.from_toml(src, _table(src, data, "executor")),
-        blocked_plugins=PluginsConfig.from_toml(src, _table(src, data, "plugins")).block,
-        logging=LoggingConfig.from_toml(src, _table(src, data, "logging")),
-        health=HealthConfig.from_toml(src, _table(src, data, "health")),
+        scheduler=read(SchedulerConfig, "scheduler"),
+        store=problems.collect(lambda: STORE.from_toml(src, _table(src, data, "store")), STORE.default()),
+        membership=problems.collect(
+            lambda: MEMBERSHIP.from_toml(src, _table(src, data, "membership")), MEMBERSHIP.default()
+        ),
+        executors=problems.collect(lambda: EXECUTOR.from_toml(src, _table(src, data, "executor")), {}),
+        blocked_plugins=read(PluginsConfig, "plugins").block,
+        logging=read(LoggingConfig, "logging"),
+        health=read(HealthConfig, "health"),
     )
+    problems.raise_any(src)
+    return config
 
 
 def parse_plugin_tables(data: Mapping[str, Any], config: Config, tables: ConfigTables) -> Config:
@@ -142,14 +212,53 @@ def parse_plugin_tables(data: Mapping[str, Any], config: Config, tables: ConfigT
     src = str(config.source) if config.source else "<config>"
     declared = tables.plugin_tables
     values: dict[str, Section] = {}
+    problems = Problems()
+
+    def read(section: type[Section], key: str) -> Section:
+        return section.from_toml(src, _table(src, data, key), noun="option")
+
     for key in data:
         if key in CORE_TABLES:
             continue
         section = declared.get(key)
         if section is None:
-            raise _unknown_table(src, key, tables, config.blocked_plugins)
-        values[key] = section.from_toml(src, _table(src, data, key), noun="option")
+            problems.found.append(str(_unknown_table(src, key, tables, config.blocked_plugins)))
+            continue
+        found = problems.collect(partial(read, section, key), None)
+        if found is not None:
+            values[key] = found
+    problems.raise_any(src)
     return replace(config, plugin_tables=values) if values else config
+
+
+def plugin_options(config: Config) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """The plugin option tables of ``config``: (kind, plugin name, table, raw options) for the
+    store, the membership and every executor (the default one too, without a table)."""
+    found = [
+        ("store", config.store.plugin, "store", dict(config.store.options)),
+        ("membership", config.membership.plugin, "membership", dict(config.membership.options)),
+    ]
+    executors = dict(config.executors)
+    executors.setdefault(config.scheduler.default_executor, {})
+    found += [("executor", name, f"executor.{name}", dict(options)) for name, options in executors.items()]
+    return found
+
+
+def check_plugin_options(config: Config, tables: ConfigTables) -> None:
+    """Check the options of the store, the membership and each executor against the Section
+    their plugin declares (:attr:`tickwork.abc.Store.section`), as the plugins are built with
+    (:mod:`tickwork.plugin.assembly`). A plugin name nobody registered is left to the build,
+    which names the registered ones.
+
+    :raises ConfigError: every problem (:class:`Problems`)
+    """
+    src = str(config.source) if config.source else "<config>"
+    problems = Problems()
+    for kind, name, table, options in plugin_options(config):
+        section = tables.options(kind, name)
+        if section is not None:
+            problems.collect(partial(section.from_toml, src, options, noun="option", table=table), None)
+    problems.raise_any(src)
 
 
 def _unknown_table(src: str, key: str, tables: ConfigTables, blocked: tuple[str, ...]) -> ConfigError:

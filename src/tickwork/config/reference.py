@@ -25,7 +25,7 @@ from .tables import ConfigTables, declared_tables
 
 COMMAND = "python -m tickwork.config.reference --write docs/configuration.md"
 _BLOCK = re.compile(
-    r"<!-- BEGIN GENERATED \[(?P<table>[a-z0-9_]+)\][^\n]*-->\n.*?<!-- END GENERATED \[(?P=table)\] -->",
+    r"<!-- BEGIN GENERATED \[(?P<table>[a-z0-9_.]+)\][^\n]*-->\n.*?<!-- END GENERATED \[(?P=table)\] -->",
     re.S,
 )
 

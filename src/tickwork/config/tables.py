@@ -312,6 +312,19 @@ class HealthConfig(Section, table="health"):
     )
 
 
+class StoreSettings(Section, table="store"):
+    """What every store's options have: the base of each store's :attr:`~tickwork.abc.Store.section`."""
+
+    batch_size = Integer(
+        100,
+        low=1,
+        high=100_000,
+        help="Most schedules one claim statement takes.",
+        details="Larger batches cost fewer statements per fire when many schedules are due at once; smaller ones "
+        "spread a burst over more nodes.",
+    )
+
+
 STORE = ChoiceTable(
     "store",
     Text(
@@ -319,7 +332,6 @@ STORE = ChoiceTable(
         help="A registered store: `sqlite`, `postgres`, `mysql`, or one added by a plugin.",
         details="The table's other keys are that store's options (below).",
     ),
-    {"path": "tickwork.db"},
 )
 
 MEMBERSHIP = ChoiceTable(
@@ -368,6 +380,7 @@ class ConfigTables:
     def __init__(self) -> None:
         self._declared: dict[str, type[Section]] = {}
         self._owners: dict[str, str | None] = {}
+        self._options: dict[str, type[Section]] = {}
         #: The plugin whose hook is running (set by the plugin manager): the owner of what it adds.
         self.current_plugin: str | None = None
 
@@ -388,6 +401,23 @@ class ConfigTables:
         self._declared[name] = section
         self._owners[name] = self.current_plugin
 
+    def add_options(self, kind: str, name: str, section: type[Section]) -> None:
+        """Declare the options of the ``kind`` plugin registered as ``name`` (``store``,
+        ``sqlite``): the keys of ``[store]`` besides ``plugin`` when it names ``sqlite``, of
+        ``[executor.NAME]``, or of ``[membership]``. Called by the plugin manager with each
+        registered class's :attr:`~tickwork.abc.Store.section`."""
+        self._options[f"{kind}.{name}"] = section
+
+    def options(self, kind: str, name: str) -> type[Section] | None:
+        """The Section declaring the options of the ``kind`` plugin ``name``; ``None`` when no
+        such plugin is registered."""
+        return self._options.get(f"{kind}.{name}")
+
+    @property
+    def plugin_options(self) -> dict[str, type[Section]]:
+        """Every registered plugin's options, by ``KIND.NAME`` (``executor.celery``)."""
+        return dict(self._options)
+
     @property
     def plugin_tables(self) -> dict[str, type[Section]]:
         """The tables plugins declared, by name."""
@@ -402,8 +432,9 @@ class ConfigTables:
         return [*CORE_TABLES, *self._declared]
 
     def tables(self) -> dict[str, Table]:
-        """Every table by name (what the reference renders)."""
-        return {**CORE_TABLES, **self._declared}
+        """Every table by name (what the reference renders), with each plugin's options as
+        ``KIND.NAME`` (``store.mysql``, ``executor.celery``, ``membership.hashring``)."""
+        return {**CORE_TABLES, **self._declared, **self._options}
 
     def __contains__(self, name: object) -> bool:
         return name in CORE_TABLES or name in self._declared

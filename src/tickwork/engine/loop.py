@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from ..abc import DEFAULT_NODE_TTL, Executor, Membership, Store
+from ..abc import Executor, Membership, Store
 from ..errors import StoreError
 from ..plugin.manager import PluginManager
 from ..structures import Claim
@@ -124,7 +124,7 @@ class Engine:
         self._errors = OnceLogger(log)
         self._backoff = PassBackoff(log, monotonic)
         if stall_after is None:
-            stall_after = float(getattr(membership, "node_ttl", DEFAULT_NODE_TTL)) / 2
+            stall_after = membership.node_ttl / 2
         #: The pass in progress: what it waits on, and whether it waited too long.
         self.watch = PassWatch(monotonic, stall_after)
         membership.watch_loop(self.watch.stalled)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from ..config.declarations import Integer
-from ..config.tables import SchedulerConfig
+from ..config.tables import SchedulerConfig, StoreSettings
 
 #: At most this many skipped fire times are written to the history for one gap of one schedule.
 MAX_SKIPPED_RECORDS = 100
@@ -50,10 +49,9 @@ class EngineSettings(SchedulerConfig):
     A node builds it from its configuration with :meth:`of`; tests construct it with keywords.
     """
 
-    #: Not a ``[scheduler]`` key: the ``batch_size`` option of the store the engine claims from.
-    batch_size = Integer(
-        100, low=1, high=100_000, help="Most schedules one claim statement takes (the store's `batch_size`)."
-    )
+    #: Not a ``[scheduler]`` key: the ``batch_size`` option of the store the engine claims from
+    #: (its one declaration).
+    batch_size = StoreSettings.batch_size
 
     @classmethod
     def of(cls, scheduler: SchedulerConfig, *, batch_size: int = 100) -> EngineSettings:

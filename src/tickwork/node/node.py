@@ -15,7 +15,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..abc import DEFAULT_NODE_TTL, Executor, Membership, Store
+from ..abc import Executor, Membership, Store
 from ..config.files import Config, check_tables, config_from
 from ..engine import Engine, EngineSettings
 from ..errors import ConfigError
@@ -93,7 +93,7 @@ class Node(AsyncEmbedding):
         self._looping = False
         self._stopped = threading.Event()
         self._abort = threading.Event()
-        ttl = float(getattr(self.membership, "node_ttl", DEFAULT_NODE_TTL))
+        ttl = self.membership.node_ttl
         self._registration = Registration(self.store, self.node_id, self.instance, ttl)
         self._abandoned = self._registration.abandoned
         self._signals = StopSignals(self.request_stop, self._stop_now)
@@ -350,7 +350,7 @@ class Node(AsyncEmbedding):
 
     def members(self) -> list[str]:
         """The live nodes as this node's membership sees them."""
-        live = getattr(self.membership, "live_nodes", None)
+        live = self.membership.live_nodes
         return sorted(live) if live else [self.node_id]
 
     def _membership_changed(self) -> None:

@@ -1,5 +1,6 @@
 """Building the configured plugins: the store, the membership and the executors a
-configuration names, each with its options checked against what the plugin declares."""
+configuration names, each from its options checked against the Section its class declares
+(:attr:`tickwork.abc.Store.section`), the one checker every table goes through."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..abc import Executor, Membership, Store
-from ..config.files import validate_options
+from ..config.declarations import Section
 from ..errors import ConfigError, PluginNotFoundError
 
 if TYPE_CHECKING:
@@ -31,12 +32,20 @@ def _located(where: str, build: Callable[[], T]) -> T:
         raise ConfigError(f"{where}: {exc}") from exc
 
 
+def checked_options(config: Config, section: type[Section], table: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` (a plugin's table, as the file gives it) checked against ``section`` as the
+    parser checks every table (:meth:`Section.from_toml`: types, ranges, ``${NAME}``, unknown
+    keys with the closest known one), as the keyword arguments of the plugin's constructor."""
+    source = str(config.source) if config.source else "<config>"  # as the parser names it
+    return section.from_toml(source, options, noun="option", table=table).as_dict()
+
+
 def build_store(config: Config, manager: PluginManager, **extra: Any) -> Store:
     where = config.where("store")
 
     def build() -> Store:
         cls = manager.stores.get(config.store.plugin)
-        return cls(**validate_options(where, config.store.options, cls.options), **extra)
+        return cls(**checked_options(config, cls.section, "store", config.store.options), **extra)
 
     return _located(where, build)
 
@@ -46,7 +55,7 @@ def build_membership(config: Config, manager: PluginManager) -> Membership:
 
     def build() -> Membership:
         cls = manager.memberships.get(config.membership.plugin)
-        return cls(**validate_options(where, config.membership.options, cls.options))
+        return cls(**checked_options(config, cls.section, "membership", config.membership.options))
 
     return _located(where, build)
 
@@ -61,7 +70,7 @@ def build_executors(config: Config, manager: PluginManager) -> dict[str, Executo
 
         def build(name: str = name, options: dict[str, Any] = options, where: str = where) -> Executor:
             cls = manager.executors.get(name)
-            return cls(**validate_options(where, options, cls.options))
+            return cls(**checked_options(config, cls.section, f"executor.{name}", options))
 
         executors[name] = _located(where, build)
     return executors

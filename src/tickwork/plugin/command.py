@@ -29,6 +29,14 @@ class Command(ABC):
     description: ClassVar[str] = ""
     #: Log level when neither ``--log-level`` nor ``$TICKWORK_LOG_LEVEL`` is given.
     default_log_level: ClassVar[str] = "WARNING"
+    #: The command reads the configuration file itself (``tickwork config check`` reports a
+    #: file's problems rather than fail on them): :meth:`run` is given the defaults.
+    reads_config_itself: ClassVar[bool] = False
+
+    @classmethod
+    def reads_own_config(cls, args: argparse.Namespace) -> bool:
+        """Whether the command run with ``args`` reads the configuration file itself."""
+        return cls.reads_config_itself
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -47,6 +55,10 @@ class CommandGroup(Command):
 
     #: Action name -> command, in the order ``--help`` lists them.
     actions: ClassVar[dict[str, type[Command]]] = {}
+
+    @classmethod
+    def reads_own_config(cls, args: argparse.Namespace) -> bool:
+        return cls.actions[args.action].reads_own_config(args)
 
     def run(self, args: argparse.Namespace, config: Config) -> int:
         action: str = args.action

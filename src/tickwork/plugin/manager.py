@@ -111,6 +111,16 @@ class PluginManager:
             self.config_tables.current_plugin = impl.plugin_name
             impl.function(tables=self.config_tables)
         self.config_tables.current_plugin = None
+        # Each store, executor and membership declares its options as a Section of its own: the
+        # parser checks its table with it and the reference renders it (``[store.sqlite]``).
+        kinds: tuple[tuple[str, Registry[Any]], ...] = (
+            ("store", self.stores),
+            ("executor", self.executors),
+            ("membership", self.memberships),
+        )
+        for kind, registry in kinds:
+            for name, cls in registry:
+                self.config_tables.add_options(kind, name, cls.section)
 
     def _register(self, name: str, plugin: object) -> None:
         self._pm.register(plugin, name=name)

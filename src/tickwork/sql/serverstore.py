@@ -1,32 +1,20 @@
-"""What the stores on a database server share: the URL, the connection pool, the thread that
-watches for other processes' changes, and how their common options are checked."""
+"""What the stores on a database server share: the URL, the connection pool and the thread that
+watches for other processes' changes (their common options: :class:`~tickwork.sql.settings.ServerStoreSettings`)."""
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sqlalchemy import URL, Engine, create_engine, make_url
 from sqlalchemy.pool import NullPool
 
-from ..config.numbers import integer, number
-from ..errors import ConfigError
 from . import dburl
+from .settings import ServerStoreSettings
 from .store import SQLStore
-from .storecore import COMMON_OPTIONS
 from .watch import ChangeWatcher
-
-#: The options of every store on a database server.
-SERVER_OPTIONS: dict[str, type | tuple[type, ...]] = {
-    **COMMON_OPTIONS,
-    "url": str,
-    "pool_size": int,
-    "lock_timeout": (int, float),
-    "statement_timeout": (int, float),
-}
-
 
 #: Seconds the presence connection may take to open (and, on MySQL, a statement of it to answer).
 #: Its own thread waits for it, never the heartbeat (:mod:`tickwork.sql.presence`).
@@ -49,41 +37,23 @@ def presence_engine_for(url: str | URL) -> Engine:
 class ServerStore(SQLStore):
     """A SQL store on a database server.
 
-    :param url: the database's URL (``${ENV}`` is expanded by the config)
-    :param pool_size: connections kept open per node
-    :param lock_timeout: seconds a statement waits for a row lock another session holds before
-        it fails (a store fault: logged, backed off, retried); the hot paths skip locked rows
-    :param statement_timeout: seconds any statement may run before the database cancels it
+    :param url: the database's URL (``${ENV}`` is expanded by the config); the other options
+        (``pool_size``, ``lock_timeout``, ``statement_timeout``, ...) are the keys of its
+        :attr:`section`
     """
 
-    options = SERVER_OPTIONS
-    #: The plugin's name in messages (``[store] plugin``).
-    plugin_name: ClassVar[str]
+    settings: ServerStoreSettings
     #: The database's name in :meth:`describe` (``PostgreSQL``).
     database_title: ClassVar[str]
-    #: What a URL looks like, for the message when none is given.
-    url_example: ClassVar[str]
     #: The name of the thread that watches for changes.
     watcher_name: ClassVar[str]
 
-    def __init__(
-        self,
-        url: str = "",
-        *,
-        claim: str | None = None,
-        batch_size: int = 100,
-        pool_size: int = 5,
-        lock_timeout: float = 1.0,
-        statement_timeout: float = 60.0,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        super().__init__(claim=claim, batch_size=batch_size, clock=clock)
-        self.lock_timeout = number("lock_timeout", lock_timeout, low=0.001, high=3600.0, unit="seconds")
-        self.statement_timeout = number("statement_timeout", statement_timeout, low=1.0, high=86400.0, unit="seconds")
-        if not url:
-            raise ConfigError(f'url: the {self.plugin_name} store needs url = "{self.url_example}"')
-        self.url = self.sqlalchemy_url(url)
-        self.pool_size = integer("pool_size", pool_size, low=1, high=1000)
+    def __init__(self, url: str | None = None, *, clock: Callable[[], datetime] | None = None, **options: Any) -> None:
+        super().__init__(clock=clock, **({} if url is None else {"url": url}), **options)
+        self.lock_timeout = self.settings.lock_timeout
+        self.statement_timeout = self.settings.statement_timeout
+        self.url = self.sqlalchemy_url(self.settings["url"])
+        self.pool_size = self.settings.pool_size
         self._watcher = ChangeWatcher(self.watcher_name)
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""The core of the SQLAlchemy Core store: the common options, the engine and its transactions,
+"""The core of the SQLAlchemy Core store: its checked options, the engine and its transactions,
 the clock every statement reads, and the parts it is composed of — the database's
 :class:`~tickwork.sql.features.Features` and :class:`~tickwork.sql.features.Operations`, the
 :class:`~tickwork.sql.statements.StatementCache` and the
@@ -16,8 +16,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, Select, bindparam, cas
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from ..abc import Store
-from ..config.numbers import integer, number
-from ..errors import ConfigError, StoreError
+from ..errors import StoreError
 from ..structures import ScheduleSpec
 from . import lifecycle
 from .buckets import BucketFilters
@@ -27,18 +26,10 @@ from .prepared import Prepared
 from .retry import ATTEMPTS, transient_retry
 from .rows import UNHELD
 from .schema import UTCDateTime, schedules
+from .settings import SQLStoreSettings
 from .statements import StatementCache
 
 S = TypeVar("S")
-
-#: The options every SQL store takes (its ``options`` table adds its own).
-COMMON_OPTIONS: dict[str, type | tuple[type, ...]] = {"claim": str, "batch_size": int}
-
-
-def checked_poll_interval(value: object) -> float:
-    """A ``poll_interval`` option: a poll every few milliseconds would keep a core busy; waits
-    beyond a minute miss changes for too long."""
-    return number("poll_interval", value, low=0.01, high=60.0, unit="seconds")
 
 
 class SQLCore(Store):
@@ -46,8 +37,8 @@ class SQLCore(Store):
     :class:`~tickwork.sql.store.SQLStore`, names its :attr:`operations_class` and creates the
     engine; everything else is one code path that branches on :attr:`features`.
 
-    :param claim: claim strategy name (default: the first of :attr:`claim_strategies`)
-    :param batch_size: most schedules claimed per statement
+    :param options: the keys of the store's :attr:`section` (``claim``, ``batch_size``, ...),
+        checked by it into :attr:`settings`; absent ones take their declared defaults
     :param clock: replaces the database clock with a function returning aware UTC datetimes
         (e.g. :class:`tickwork.testing.FakeClock`), read at every statement's execution
     """
@@ -57,28 +48,19 @@ class SQLCore(Store):
     database_label: ClassVar[str]
     #: The database's way of spelling what differs (:mod:`tickwork.sql.features`).
     operations_class: ClassVar[type[Operations]]
-    options = COMMON_OPTIONS
+    #: The store's checked options (a subclass narrows the type to its :attr:`section`).
+    settings: SQLStoreSettings
     #: Create the schema in a database that has none (never migrates an existing older one).
     create_empty: bool = False
     #: Runs of an operation before a transient error (:meth:`is_transient`) propagates.
     transient_attempts: int = ATTEMPTS
 
-    def __init__(
-        self,
-        *,
-        claim: str | None = None,
-        batch_size: int = 100,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        strategy_name = claim or self.claim_strategies[0]
-        if strategy_name not in self.claim_strategies:
-            raise ConfigError(
-                f"claim strategy {strategy_name!r} is not supported by the {self.database_label} store; "
-                f"it supports: {', '.join(self.claim_strategies)}"
-            )
-        integer("batch_size", batch_size, low=1, high=100_000)
-        self.strategy: ClaimStrategy = STRATEGIES[strategy_name]()
-        self.batch_size = batch_size
+    def __init__(self, *, clock: Callable[[], datetime] | None = None, **options: Any) -> None:
+        settings = type(self).section(**options)
+        assert isinstance(settings, SQLStoreSettings), f"{type(self).__name__}.section must extend SQLStoreSettings"
+        self.settings = settings
+        self.strategy: ClaimStrategy = STRATEGIES[settings["claim"]]()
+        self.batch_size = settings.batch_size
         self.clock = clock
         self.operations = self.operations_class()
         self._engine: Engine | None = None

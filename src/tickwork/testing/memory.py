@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from ..abc import Store
-from ..errors import ConfigError
+from ..config.declarations import Choice
+from ..config.tables import StoreSettings
 from ..structures import (
     Claim,
     Fault,
@@ -37,6 +39,12 @@ from .memory_starts import MemoryStarts, unstarted
 from .memory_tables import MemoryTables, aware
 
 
+class MemorySettings(StoreSettings):
+    """The memory store's options."""
+
+    claim = Choice(("lock",), "lock", help="The claim strategy: one lock makes every claim atomic.")
+
+
 class MemoryStore(
     MemoryConcurrency, MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryReruns, MemoryTables, Store
 ):
@@ -44,21 +52,15 @@ class MemoryStore(
 
     :param clock: the "database clock" (e.g. a :class:`~tickwork.testing.FakeClock`); default:
         the system clock in UTC
-    :param claim: the claim strategy; only ``lock`` (one lock makes every claim atomic)
-    :param batch_size: most schedules claimed per call
+    :param options: the keys of :class:`MemorySettings` (``claim``, ``batch_size``)
     """
 
-    claim_strategies = ("lock",)
-    options = {"claim": str, "batch_size": int}
+    section = MemorySettings
+    claim_strategies = MemorySettings.claim.options
 
-    def __init__(
-        self, *, clock: Callable[[], datetime] | None = None, claim: str | None = None, batch_size: int = 100
-    ) -> None:
-        if claim not in (None, *self.claim_strategies):
-            raise ConfigError(f"claim strategy {claim!r} is not supported by the memory store; it supports: lock")
-        if batch_size < 1:
-            raise ConfigError(f"batch_size: must be >= 1, got {batch_size}")
-        self.batch_size = batch_size
+    def __init__(self, *, clock: Callable[[], datetime] | None = None, **options: Any) -> None:
+        self.settings = MemorySettings(**options)
+        self.batch_size = self.settings.batch_size
         self._init_tables(clock)
         self._init_backfills()
         self._init_concurrency()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...plugin import Command, Registry, hookimpl
 from .check import CheckCommand
+from .configfile import ConfigCommand
 from .db import DbCommand
 from .history import HistoryCommand
 from .jobs import JobsCommand
@@ -21,6 +22,7 @@ BUILTIN: dict[str, type[Command]] = {
     "history": HistoryCommand,
     "nodes": NodesCommand,
     "check": CheckCommand,
+    "config": ConfigCommand,
     "db": DbCommand,
 }
 
