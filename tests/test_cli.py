@@ -338,6 +338,7 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
         "last_status": None,
         "last_run_at": None,
         "fault": None,
+        "fault_kind": None,
         "health": {
             "state": "healthy",
             "reason": "no runs yet",
