@@ -190,7 +190,7 @@ class Runs:
             admitted = self.concurrency.admit(claim, next_after, now)
             if admitted is not True:
                 return admitted  # skipped (a bound reached), or taken over
-            detached = claim.spec.overlap == "allow"
+            detached = claim.spec.overlap.runs_beside
             started_at = None  # the store recorded the admission's time as its start
         timeout = min(claim.spec.timeout.total_seconds(), MAX_WAIT)
         deadline = now_mono + timeout + self.settings.hard_timeout_grace
@@ -204,7 +204,7 @@ class Runs:
         except Exception as exc:  # an executor bug must not lose the claim
             log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
             self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
-        if claim.spec.overlap == "cancel_other":
+        if claim.spec.overlap.cancels:
             self.cancels.watch(claim, executor, next_after, now, now_mono)
         return call
 
