@@ -48,7 +48,7 @@ from tickwork.config import Config
 from tickwork.engine import Engine, EngineSettings
 from tickwork.errors import ConfigError, ScheduleExistsError, ScheduleNotFoundError, TickworkError, TriggerError
 from tickwork.plugin.manager import PluginManager, plugin_manager_for
-from tickwork.structures import OVERLAP, RunStatus
+from tickwork.structures import Overlap, RunStatus
 from tickwork.testing import FakeClock, MemoryStore
 
 NODES = ("n1", "n2", "n3")
@@ -103,7 +103,7 @@ START_LEAD = st.sampled_from([0.0, 0.05, LONGEST_START_LEAD])
 #: Values of each schedule option an update may set; ``start_at``/``end_at`` are seconds from now.
 OPTION_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "expression": st.sampled_from(EXPRESSIONS),
-    "overlap": st.sampled_from(OVERLAP),
+    "overlap": st.sampled_from(Overlap.choices()),
     "enabled": st.booleans(),
     "timeout": st.sampled_from([2, 7, 300]),
     "retries": st.sampled_from([0, 1, 2]),
@@ -302,7 +302,7 @@ ADDS: st.SearchStrategy[Add] = made(
     Add,
     name=NAME,
     expression=st.sampled_from(EXPRESSIONS),
-    overlap=st.sampled_from(OVERLAP),
+    overlap=st.sampled_from(Overlap.choices()),
     retries=st.sampled_from([0, 1]),
     on_abandon=st.sampled_from(["skip", "rerun"]),
 )
@@ -336,7 +336,7 @@ ADMIN_KINDS: dict[str, st.SearchStrategy[Op]] = {
     "import --replace": made(
         ImportReplace,
         schedules=st.lists(
-            st.tuples(NAME, st.sampled_from(EXPRESSIONS), st.sampled_from(OVERLAP)),
+            st.tuples(NAME, st.sampled_from(EXPRESSIONS), st.sampled_from(Overlap.choices())),
             min_size=1,
             max_size=len(NAMES),
             unique_by=lambda s: s[0],

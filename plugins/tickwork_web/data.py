@@ -9,7 +9,7 @@ from typing import Any
 from tickwork.admin import Admin
 from tickwork.admin.info import NodeInfo, ScheduleInfo
 from tickwork.plugin.assembly import build_membership
-from tickwork.scheduling.firetimes import jitter_offset
+from tickwork.scheduling.options import Shown, shown
 from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus, iso_z
 
 from .charts import Chart, chart, window_of
@@ -52,9 +52,9 @@ class ScheduleDetail:
         return fires(self.history)
 
     @property
-    def jitter_offset(self) -> float:
-        """Seconds every fire of the schedule is moved by its ``jitter`` (0 without one)."""
-        return jitter_offset(self.info.name, self.info.spec.jitter).total_seconds()
+    def options(self) -> list[Shown]:
+        """The rarer options the schedule sets, as its options show them (``jobs show`` too)."""
+        return shown(self.info)
 
 
 @dataclass(frozen=True)

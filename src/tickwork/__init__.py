@@ -40,7 +40,7 @@ from .plugin import hookimpl
 from .plugin.runcontext import RunContext, current_run
 from .scheduling.declare import calendar, cron, every, schedule
 from .scheduling.triggers import next_fire_times
-from .structures import MisfirePolicy, RunRecord, RunStatus, ScheduleSpec, ScheduleState
+from .structures import MisfirePolicy, OnAbandon, OnFinish, Overlap, RunRecord, RunStatus, ScheduleSpec, ScheduleState
 
 __version__ = "0.1.0"
 
@@ -53,6 +53,9 @@ __all__ = [
     "MisfirePolicy",
     "Node",
     "NodeInfo",
+    "OnAbandon",
+    "OnFinish",
+    "Overlap",
     "PluginNotFoundError",
     "RunContext",
     "RunRecord",

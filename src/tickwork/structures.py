@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import Any, Self, TypeVar, overload
 
 from .errors import ConfigError, ExecutorNotConfigured
 
@@ -36,22 +36,111 @@ MAX_PAUSE_AFTER_FAILURES = 10_000
 MAX_CATCHUP = 10_000
 #: The most runs ``max_runs`` allows.
 MAX_RUNS = 1_000_000_000
-#: What becomes of a schedule once it ran ``max_runs`` times: kept with no next fire, or removed.
-ON_FINISH = ("keep", "remove")
-#: What becomes of a fire abandoned because its node died mid-run: left so (``skip``) or run again
-#: as a further attempt (``rerun``, docs/triggers.md#on-abandon).
-ON_ABANDON = ("skip", "rerun")
 #: The most further expressions (``also``) and exclusions (``exclude``) of one schedule.
 MAX_EXPRESSIONS = 20
-#: What a schedule does with a fire that comes due while its own previous run is active
-#: (docs/triggers.md#overlap): ``skip`` it (the default), let one (``buffer_one``) or every one
-#: (``buffer_all``) wait for the run's end, stop the run and start the new fire
-#: (``cancel_other``), or run them side by side (``allow``, bounded by ``max_concurrent``).
-OVERLAP = ("skip", "buffer_one", "buffer_all", "cancel_other", "allow")
+
+
+class Choice(enum.StrEnum):
+    """A string enum whose error for an unknown value lists the valid ones."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        raise ValueError(f"{value!r} is not a valid {cls.__name__}; choose one of: {', '.join(m.value for m in cls)}")
+
+    @classmethod
+    def choices(cls) -> tuple[str, ...]:
+        """The values, in declaration order (a command line's ``choices``, an error's list)."""
+        return tuple(m.value for m in cls)
+
+    @classmethod
+    def of(cls, name: str, value: object) -> Self:
+        """``value``, a member or its text, as the member: how a schedule option given as text
+        (``overlap="skip"``) is read.
+
+        :raises ValueError: naming the field ``name`` and listing the choices
+        """
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value)
+            except ValueError:
+                pass  # said below, naming the field
+        raise ValueError(f"{name}: one of {', '.join(cls.choices())}, got {value!r}")
+
+
+class Overlap(Choice):
+    """What a schedule does with a fire that comes due while its own previous run is active
+    (docs/triggers.md#overlap)."""
+
+    #: The fire is skipped (the default).
+    SKIP = "skip"
+    #: The latest such fire waits for the run's end; older ones are skipped.
+    BUFFER_ONE = "buffer_one"
+    #: Every such fire waits, oldest first (within the misfire grace, at most ``max_catchup``).
+    BUFFER_ALL = "buffer_all"
+    #: The run is stopped and the latest fire starts.
+    CANCEL_OTHER = "cancel_other"
+    #: The fire runs beside the earlier runs, up to ``max_concurrent`` at once.
+    ALLOW = "allow"
+
+    @property
+    def runs_beside(self) -> bool:
+        """Its fires start while earlier runs go on: the schedule is released as a run starts,
+        admitted by ``max_concurrent``, and its fires are not retried."""
+        return self is Overlap.ALLOW
+
+    @property
+    def planned(self) -> bool:
+        """The end of a run plans the fires that came due during it
+        (:func:`tickwork.engine.overlap.plan_overlap`) rather than skipping them."""
+        return self in _PLANNED
+
+    @property
+    def keeps_every(self) -> bool:
+        """Every fire that came due during a run waits, not only the latest."""
+        return self is Overlap.BUFFER_ALL
+
+    @property
+    def cancels(self) -> bool:
+        """A run is stopped when the schedule's next fire comes due."""
+        return self is Overlap.CANCEL_OTHER
+
+
+_PLANNED = frozenset({Overlap.BUFFER_ONE, Overlap.BUFFER_ALL, Overlap.CANCEL_OTHER})
+
+
+class OnFinish(Choice):
+    """What becomes of a schedule once it ran ``max_runs`` times."""
+
+    #: Kept, shown finished, with no next fire.
+    KEEP = "keep"
+    #: Removed with its history.
+    REMOVE = "remove"
+
+    @property
+    def removes(self) -> bool:
+        return self is OnFinish.REMOVE
+
+
+class OnAbandon(Choice):
+    """What becomes of a fire abandoned because its node died mid-run (docs/triggers.md#on-abandon)."""
+
+    #: Left so: the history says ``abandoned``.
+    SKIP = "skip"
+    #: Run again as a further attempt, inside the misfire grace and the retry budget
+    #: (:func:`rerun_refusal`).
+    RERUN = "rerun"
+
+    @property
+    def reruns(self) -> bool:
+        return self is OnAbandon.RERUN
+
+
 #: How a backfill's fires of one schedule run beside one another (docs/cluster.md#backfill):
 #: ``buffer_all`` (the default) one at a time, oldest first, each once no run of the schedule is
 #: running; ``allow`` side by side, up to the schedule's ``max_concurrent`` (unbounded when unset).
-BACKFILL_OVERLAP = ("buffer_all", "allow")
+BACKFILL_OVERLAP = (Overlap.BUFFER_ALL.value, Overlap.ALLOW.value)
 
 
 def backfill_takeable(overlaps: list[str], running: int, max_concurrent: int | None) -> int:
@@ -63,13 +152,14 @@ def backfill_takeable(overlaps: list[str], running: int, max_concurrent: int | N
     taken = 0
     for overlap in overlaps:
         active = running + taken
-        if overlap == "allow":
+        beside = Overlap(overlap).runs_beside
+        if beside:
             if max_concurrent is not None and active >= max_concurrent:
                 break
         elif active > 0:
             break
         taken += 1
-        if overlap != "allow":
+        if not beside:
             break  # a buffer_all fire runs alone: the next waits for its end
     return taken
 
@@ -111,14 +201,6 @@ class StartVerdict(enum.Enum):
 #: The most runs ``max_concurrent`` and ``concurrency_limit`` allow at once, and the longest key.
 MAX_CONCURRENT = 10_000
 MAX_CONCURRENCY_KEY = 200
-
-
-class Choice(enum.StrEnum):
-    """A string enum whose error for an unknown value lists the valid ones."""
-
-    @classmethod
-    def _missing_(cls, value: object) -> Any:
-        raise ValueError(f"{value!r} is not a valid {cls.__name__}; choose one of: {', '.join(m.value for m in cls)}")
 
 
 class RunStatus(Choice):
@@ -291,7 +373,7 @@ class ScheduleSpec:
     :param exclude: expressions whose times do not fire (``*-12-25``, ``Sat,Sun``, cron): see
         docs/triggers.md#several-expressions-and-exclusions
     :param overlap: what a fire due while the schedule's previous run is still active does
-        (:data:`OVERLAP`; docs/triggers.md#overlap); ``allow`` starts it while earlier runs go on,
+        (:class:`Overlap`; docs/triggers.md#overlap); ``allow`` starts it while earlier runs go on,
         up to ``max_concurrent`` at once across the cluster
     :param max_concurrent: with ``overlap = "allow"``, the most runs of this schedule at once;
         ``None``: no bound. An ``allow`` schedule's fires are not retried (``retries`` applies
@@ -323,9 +405,9 @@ class ScheduleSpec:
     also: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     max_runs: int | None = None
-    on_finish: str = "keep"
-    on_abandon: str = "skip"
-    overlap: str = "skip"
+    on_finish: OnFinish = OnFinish.KEEP
+    on_abandon: OnAbandon = OnAbandon.SKIP
+    overlap: Overlap = Overlap.SKIP
     max_concurrent: int | None = None
     concurrency_key: str | None = None
     concurrency_limit: int | None = None
@@ -359,10 +441,9 @@ class ScheduleSpec:
         _check_count("pause_after_failures", self.pause_after_failures, 1, MAX_PAUSE_AFTER_FAILURES)
         _check_count("max_catchup", self.max_catchup, 0, MAX_CATCHUP)
         _check_count("max_runs", self.max_runs, 1, MAX_RUNS)
-        if self.on_finish not in ON_FINISH:
-            raise ValueError(f"on_finish: one of {', '.join(ON_FINISH)}, got {self.on_finish!r}")
-        if self.on_abandon not in ON_ABANDON:
-            raise ValueError(f"on_abandon: one of {', '.join(ON_ABANDON)}, got {self.on_abandon!r}")
+        # Given as text (``on_finish="remove"``) they are held as the members; the error lists the choices.
+        object.__setattr__(self, "on_finish", OnFinish.of("on_finish", self.on_finish))
+        object.__setattr__(self, "on_abandon", OnAbandon.of("on_abandon", self.on_abandon))
         if not isinstance(self.jitter, timedelta) or not timedelta(0) <= self.jitter <= MAX_JITTER:
             raise ValueError(f"jitter: must be from 0 s to {MAX_JITTER.days} day, got {_seconds(self.jitter)}")
         grace = self.misfire_grace
@@ -388,8 +469,7 @@ class ScheduleSpec:
 
     def _check_concurrency(self) -> None:
         """``overlap``, ``max_concurrent`` and the concurrency key (docs/triggers.md#overlap)."""
-        if self.overlap not in OVERLAP:
-            raise ValueError(f"overlap: one of {', '.join(OVERLAP)}, got {self.overlap!r}")
+        object.__setattr__(self, "overlap", Overlap.of("overlap", self.overlap))
         _check_count("max_concurrent", self.max_concurrent, 1, MAX_CONCURRENT)
         _check_count("concurrency_limit", self.concurrency_limit, 1, MAX_CONCURRENT)
         # Like max_catchup without misfire policy all, max_concurrent without overlap allow and
@@ -404,7 +484,7 @@ class ScheduleSpec:
     def concurrent(self) -> bool:
         """Whether its fires are admitted by a concurrency count (``overlap = "allow"`` or a
         concurrency key): see :meth:`tickwork.abc.Store.admit`."""
-        return self.overlap == "allow" or self.concurrency_key is not None
+        return self.overlap.runs_beside or self.concurrency_key is not None
 
     @property
     def plain(self) -> bool:
@@ -787,7 +867,7 @@ class Admission:
         """The schedule's own bound: ``max_concurrent`` of an ``allow`` schedule (a ``skip``
         schedule holds its claim while it runs: one at a time anyway)."""
         spec = self.claim.spec
-        return spec.max_concurrent if spec.overlap == "allow" else None
+        return spec.max_concurrent if spec.overlap.runs_beside else None
 
     def refusal(self, running: int, keyed: int) -> str | None:
         """Why the fire may not start with ``running`` other runs of its schedule and ``keyed``

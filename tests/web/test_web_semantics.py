@@ -66,8 +66,9 @@ def test_the_form_sets_the_concurrency_options_and_the_pages_show_them(tmp_path:
         }
         assert c.post("/new", data=fields).status_code == 303
         page = html.unescape(c.get("/schedules/wide").text)
-        assert "allow, at most 3 runs at once" in page
-        assert "billing</code>, at most 2 runs at once" in page
+        # As `tickwork jobs show` words them (tickwork.scheduling.options.shown), the note below.
+        assert '<dt>Overlap</dt><dd>allow <div class="sub">at most 3 at once; not retried</div></dd>' in page
+        assert "<dt>Concurrency</dt><dd>key billing, at most 2 at once</dd>" in page
         body = c.get("/api/schedules/wide").json()
         assert (body["overlap"], body["max_concurrent"], body["concurrency_key"], body["concurrency_limit"]) == (
             "allow",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..scheduling.options import spec_json
 from ..structures import (
     FaultKind,
     MisfirePolicy,
@@ -174,33 +175,13 @@ class ScheduleInfo:
             "failures": self.failures,
             "run_count": self.run_count,
             "finished": self.finished,
-            **options_json(self.spec),
+            # The rarer options, every one (``null``: unset), each written by its own codec.
+            **spec_json(self.spec),
         }
 
 
 def pause_json(pause: Pause) -> dict[str, Any]:
     return {"note": pause.note, "by": pause.by, "at": iso_z(pause.at), "until": iso_z(pause.until)}
-
-
-def options_json(spec: ScheduleSpec) -> dict[str, Any]:
-    """The rarer options (docs/triggers.md#schedule-options), every one (``null``: unset)."""
-    return {
-        "pause_after_failures": spec.pause_after_failures,
-        "jitter": spec.jitter.total_seconds(),
-        "start_at": iso_z(spec.start_at),
-        "end_at": iso_z(spec.end_at),
-        "misfire_grace": None if spec.misfire_grace is None else spec.misfire_grace.total_seconds(),
-        "max_catchup": spec.max_catchup,
-        "max_runs": spec.max_runs,
-        "on_finish": spec.on_finish,
-        "on_abandon": spec.on_abandon,
-        "also": list(spec.also),
-        "exclude": list(spec.exclude),
-        "overlap": spec.overlap,
-        "max_concurrent": spec.max_concurrent,
-        "concurrency_key": spec.concurrency_key,
-        "concurrency_limit": spec.concurrency_limit,
-    }
 
 
 @dataclass(frozen=True)

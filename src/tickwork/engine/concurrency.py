@@ -71,7 +71,7 @@ class Concurrency:
             grace=grace_of(spec, self.settings.misfire_grace),
             max_catchup=spec.max_catchup,
         )
-        release = spec.overlap == "allow"
+        release = spec.overlap.runs_beside
         admission = Admission(claim, release=release, next_fire=plan.next_fire, skipped=plan.skipped)
         try:
             refused = self.store.admit(self.settings.node_id, admission)

@@ -12,7 +12,7 @@ from ..structures import MAX_RETRIES, Claim, Fault, FaultKind, Finish, MisfirePo
 from .clock import DatabaseClock
 from .faults import OnceLogger, describe
 from .nextfires import NextFires
-from .overlap import PLANNED, WaitingFires, plan_overlap
+from .overlap import WaitingFires, plan_overlap
 from .planning import NextAfter, grace_of, plan_next_fire, plan_retry
 from .retries import RetryQueue
 from .settings import EngineSettings
@@ -151,7 +151,7 @@ class FollowUps:
         """The end of ``claim`` with the next fire time and the skipped ones (planning.py; a
         schedule whose overlap is not ``skip``: overlap.py)."""
         # Overlap is about the time a run took: a fire that did not run plans as any other.
-        if claim.spec.overlap in PLANNED and outcome.status is not RunStatus.SKIPPED:
+        if claim.spec.overlap.planned and outcome.status is not RunStatus.SKIPPED:
             plan = plan_overlap(
                 next_after,
                 overlap=claim.spec.overlap,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from ..abc import Executor
-from ..structures import Claim, Finish, Outcome, iso_z
+from ..structures import Claim, Finish, Outcome, Overlap, iso_z
 from .planning import FirePlan, NextAfter
 from .settings import MAX_SKIPPED_RECORDS
 
@@ -35,14 +35,11 @@ MAX_WAITING = 1000
 #: are not all recorded, as :func:`~tickwork.engine.planning.plan_next_fire` jumps).
 MAX_WALK = 100_000
 
-#: The overlap choices planned here (``skip`` is planning.py's; ``allow`` is not run by this version).
-PLANNED = frozenset({"buffer_one", "buffer_all", "cancel_other"})
-
 
 def plan_overlap(
     next_after: NextAfter,
     *,
-    overlap: str,
+    overlap: Overlap,
     scheduled_for: datetime,
     claimed_at: datetime,
     now: datetime,
@@ -59,10 +56,11 @@ def plan_overlap(
     latest; never more than :data:`MAX_WAITING`), the oldest first; older ones are skipped. With
     nothing passed the next fire is the trigger's next one, as for ``skip``.
     """
-    if overlap == "buffer_all":
+    overlap = Overlap(overlap)  # a caller's text too
+    if not overlap.planned:
+        raise ValueError(f"overlap {overlap.value!r} is not planned here")
+    if overlap.keeps_every:
         return _plan_all(next_after, scheduled_for, now, grace, max_catchup, max_skipped)
-    if overlap not in PLANNED:
-        raise ValueError(f"overlap {overlap!r} is not planned here")
     passed: list[datetime] = []
     latest: datetime | None = None
     nxt = next_after(scheduled_for)
@@ -79,8 +77,8 @@ def plan_overlap(
     if latest is None:
         return FirePlan(nxt)
     late = (claimed_at - scheduled_for).total_seconds()
-    then = "waits for it" if overlap == "buffer_one" else "replaces it"
-    note = f"overlap {overlap}: only the latest due fire, {iso_z(latest)}, {then}"
+    then = "replaces it" if overlap.cancels else "waits for it"
+    note = f"overlap {overlap.value}: only the latest due fire, {iso_z(latest)}, {then}"
     skipped = []
     for t in passed:
         if t > claimed_at:

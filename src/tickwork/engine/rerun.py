@@ -18,9 +18,6 @@ from .planning import grace_of
 
 log = logging.getLogger("tickwork.engine")
 
-#: The spec value that asks for reruns.
-RERUN = "rerun"
-
 
 class Reruns:
     """Opens the rerun of an abandoned fire for the claims that come back without a run id.
@@ -36,7 +33,7 @@ class Reruns:
     @staticmethod
     def wanted(claim: Claim) -> bool:
         """Whether ``claim`` (of a fire the history has already) may be a rerun."""
-        return claim.run_id is None and claim.spec.on_abandon == RERUN
+        return claim.run_id is None and claim.spec.on_abandon.reruns
 
     def start(self, claim: Claim) -> Claim | None:
         """``claim`` as the fire's next attempt with its run id, or ``None``: not rerun (the fire

@@ -196,10 +196,10 @@ class Runs:
             admitted = self.concurrency.admit(claim, next_after, now)
             if admitted is not True:
                 return admitted  # skipped (a bound reached), or taken over
-            detached = claim.spec.overlap == "allow"
+            detached = claim.spec.overlap.runs_beside
             started_at = None  # the store recorded the admission's time as its start
         call = self._hand_over(claim, executor, started_at, mono_claimed, now_mono, detached=detached)
-        if claim.spec.overlap == "cancel_other":
+        if claim.spec.overlap.cancels:
             self.cancels.watch(claim, executor, next_after, now, now_mono)
         return call
 

@@ -1,10 +1,15 @@
 """A schedule's options, declared once: their names, defaults, how each is read from a Python,
-TOML or JSON value and from command-line text, and their help.
+TOML or JSON value and from command-line text, how each is written as JSON and shown to a person,
+and their help.
 
 A schedule is its name, expression and target plus these options. The decorators
 (``@tickwork.cron(..., retries=2)``), :meth:`tickwork.Admin.add` and :meth:`~tickwork.Admin.update`,
 ``tickwork jobs add|update`` and the schedule files of ``jobs add --from`` all read them from
 :data:`OPTIONS`; a new option is one more entry there (and a :class:`~tickwork.ScheduleSpec` field).
+The rarer options (:data:`STORED`) are also stored, listed and shown from there: the stores'
+``options`` column (:func:`stored_json`, :func:`stored_fields`), the admin API's JSON
+(:func:`spec_json`: ``jobs list|show --json``, the dashboard's JSON API), ``tickwork jobs show``
+and the dashboard's schedule page (:func:`shown`).
 """
 
 from __future__ import annotations
@@ -14,11 +19,22 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from datetime import datetime, timedelta
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from ..errors import ConfigError
-from ..structures import ON_ABANDON, ON_FINISH, OVERLAP, MisfirePolicy, ScheduleSpec, parse_iso
+from ..structures import (
+    OPTION_FIELDS,
+    Choice,
+    MisfirePolicy,
+    OnAbandon,
+    OnFinish,
+    Overlap,
+    ScheduleSpec,
+    iso_z,
+    parse_iso,
+)
 from .durations import duration, seconds_in
+from .firetimes import jitter_offset
 
 #: The :class:`ScheduleSpec` defaults: the options' defaults are written there, once.
 _SPEC_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(ScheduleSpec) if f.default is not MISSING}
@@ -38,6 +54,19 @@ def _arguments(where: str, value: object) -> dict[str, Any]:
 def _misfire(where: str, value: object) -> MisfirePolicy | None:
     # MisfirePolicy's own error lists the choices; it is kept word for word.
     return None if value is None else MisfirePolicy(str(value))
+
+
+def _choice(kind: type[Choice]) -> Callable[[str, object], Choice]:
+    """A member of ``kind`` from itself or its text; the error lists the choices as
+    :class:`ScheduleSpec`'s does (:meth:`~tickwork.structures.Choice.of`)."""
+
+    def convert(where: str, value: object) -> Choice:
+        try:
+            return kind.of(where, value)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    return convert
 
 
 def _moment(where: str, value: object) -> datetime:
@@ -115,6 +144,146 @@ positive_seconds = _seconds(positive=True)
 non_negative_seconds = _seconds(positive=False)
 
 
+# How each value is written as JSON (its reader is the option's ``convert``: JSON out and back
+# gives the same value). ``None`` is ``null`` for every option (:meth:`Option.dump`).
+
+
+def _json_plain(value: Any) -> Any:
+    """Numbers, text, booleans: as they are."""
+    return value
+
+
+def _json_mapping(value: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(value)
+
+
+def _json_seconds(value: timedelta) -> float:
+    return value.total_seconds()
+
+
+def _json_time(value: datetime) -> str:
+    return iso_z(value)
+
+
+def _json_list(value: Sequence[str]) -> list[str]:
+    return list(value)
+
+
+def _json_choice(value: Choice) -> str:
+    return value.value
+
+
+class Described(Protocol):
+    """What an option's display reads: the schedule's spec and its counts
+    (:class:`tickwork.admin.info.ScheduleInfo` is one)."""
+
+    @property
+    def spec(self) -> ScheduleSpec: ...
+
+    @property
+    def run_count(self) -> int: ...
+
+    @property
+    def failures(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One option as a person reads it, on ``tickwork jobs show`` and on the dashboard's page of
+    the schedule (each lays it out its own way: ``label: value (note)``, or the note below).
+
+    :param label: what the option is, in lower case (``misfire grace``)
+    :param value: its value as words, a time (each surface writes times its way) or expressions
+        (listed)
+    :param note: what it means for this schedule (``now 2``), or ``""``
+    """
+
+    label: str
+    value: str | datetime | tuple[str, ...]
+    note: str = ""
+
+    def line(self) -> str:
+        """The value and the note as one line of text (``jobs show``)."""
+        value = self.value
+        if isinstance(value, datetime):
+            text = iso_z(value)
+        elif isinstance(value, tuple):
+            text = "; ".join(value)
+        else:
+            text = value
+        return f"{text} ({self.note})" if self.note else text
+
+
+def _secs(value: timedelta) -> str:
+    return f"{value.total_seconds():g}s"
+
+
+def _show_pause_after(d: Described) -> Shown | None:
+    count = d.spec.pause_after_failures
+    return None if count is None else Shown("pause after", f"{count} failed fires in a row", f"now {d.failures}")
+
+
+def _show_jitter(d: Described) -> Shown | None:
+    if not d.spec.jitter:
+        return None
+    offset = jitter_offset(d.spec.name, d.spec.jitter).total_seconds()
+    return Shown("jitter", _secs(d.spec.jitter), f"this schedule's offset: +{offset:.3f} s on every fire")
+
+
+def _show_start(d: Described) -> Shown | None:
+    return None if d.spec.start_at is None else Shown("starts", d.spec.start_at)
+
+
+def _show_end(d: Described) -> Shown | None:
+    return None if d.spec.end_at is None else Shown("ends", d.spec.end_at)
+
+
+def _show_grace(d: Described) -> Shown | None:
+    grace = d.spec.misfire_grace
+    return None if grace is None else Shown("misfire grace", _secs(grace))
+
+
+def _show_catchup(d: Described) -> Shown | None:
+    count = d.spec.max_catchup
+    return None if count is None else Shown("max catch-up", f"{count} missed fires")
+
+
+def _show_max_runs(d: Described) -> Shown | None:
+    spec = d.spec
+    if spec.max_runs is None:
+        return None
+    return Shown("max runs", f"{spec.max_runs}, then {spec.on_finish.value}", f"ran {d.run_count}")
+
+
+def _show_on_abandon(d: Described) -> Shown | None:
+    if not d.spec.on_abandon.reruns:
+        return None
+    return Shown("on abandon", d.spec.on_abandon.value, "a fire abandoned with its node runs again")
+
+
+def _show_also(d: Described) -> Shown | None:
+    return Shown("also at", d.spec.also) if d.spec.also else None
+
+
+def _show_exclude(d: Described) -> Shown | None:
+    return Shown("except", d.spec.exclude) if d.spec.exclude else None
+
+
+def _show_overlap(d: Described) -> Shown | None:
+    spec = d.spec
+    if spec.overlap is Overlap.SKIP:  # the default, not listed
+        return None
+    if not spec.overlap.runs_beside:
+        return Shown("overlap", spec.overlap.value)
+    bound = "no bound" if spec.max_concurrent is None else f"at most {spec.max_concurrent} at once"
+    return Shown("overlap", spec.overlap.value, f"{bound}; not retried")
+
+
+def _show_concurrency(d: Described) -> Shown | None:
+    key = d.spec.concurrency_key
+    return None if key is None else Shown("concurrency", f"key {key}, at most {d.spec.concurrency_limit or 1} at once")
+
+
 @dataclass(frozen=True)
 class Option:
     """One option of a schedule.
@@ -131,6 +300,12 @@ class Option:
     :param in_code: whether the decorators take it (``kind`` is the decorator; a declared job
         takes no arguments)
     :param aliases: other keywords accepted for it (``timezone``, the decorators' first spelling)
+    :param to_json: field value -> its JSON value (``None`` aside: :meth:`dump`); ``convert``
+        reads it back (:meth:`load`)
+    :param show: the option as a person reads it (:class:`Shown`), ``None`` when it is at its
+        default; for the options of :data:`STORED`
+    :param shown_with: the option whose ``show`` shows this one too (``max_concurrent`` with
+        ``overlap``), for a stored option without a ``show`` of its own
     """
 
     name: str
@@ -147,10 +322,26 @@ class Option:
     aliases: tuple[str, ...] = ()
     #: Given several times on the command line (``--exclude A --exclude B``): a list.
     repeatable: bool = False
+    to_json: Callable[[Any], Any] = _json_plain
+    show: Callable[[Described], Shown | None] | None = None
+    shown_with: str | None = None
 
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+    def dump(self, value: Any) -> Any:
+        """The field's ``value`` as JSON (``None``: ``null``)."""
+        return None if value is None else self.to_json(value)
+
+    def load(self, value: object) -> Any:
+        """The field's value from JSON as :meth:`dump` wrote it (``null``: the default).
+
+        :raises tickwork.errors.ConfigError: naming the option
+        """
+        if value is None:
+            value = self.default
+        return None if value is None else self.convert(self.name, value)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -194,6 +385,7 @@ OPTIONS: tuple[Option, ...] = (
         "JSON object of keyword arguments for the target",
         metavar="JSON",
         in_code=False,
+        to_json=_json_mapping,
     ),
     Option(
         "timeout",
@@ -204,6 +396,7 @@ OPTIONS: tuple[Option, ...] = (
         "soft timeout of a run",
         f"default {_SPEC_DEFAULTS['timeout'].total_seconds():g}",
         metavar="SECONDS",
+        to_json=_json_seconds,
     ),
     Option(
         "retries",
@@ -224,6 +417,7 @@ OPTIONS: tuple[Option, ...] = (
         "wait before the first retry, doubled after each",
         f"default {_SPEC_DEFAULTS['retry_backoff'].total_seconds():g}",
         metavar="SECONDS",
+        to_json=_json_seconds,
     ),
     Option(
         "misfire",
@@ -233,7 +427,8 @@ OPTIONS: tuple[Option, ...] = (
         str,
         "what to do with missed fire times",
         "default: scheduler.misfire",
-        choices=tuple(p.value for p in MisfirePolicy),
+        choices=MisfirePolicy.choices(),
+        to_json=_json_choice,
     ),
     # On the command line a pair of switches (jobs add --disabled, jobs update --enable|--disable).
     Option("enabled", "enabled", _SPEC_DEFAULTS["enabled"], _as_is, None, "whether it fires at all"),
@@ -247,6 +442,7 @@ OPTIONS: tuple[Option, ...] = (
         "pause it after N consecutive failed fires (each after its retries)",
         "default: never",
         metavar="N",
+        show=_show_pause_after,
     ),
     Option(
         "jitter",
@@ -257,9 +453,31 @@ OPTIONS: tuple[Option, ...] = (
         "move every fire later by a fixed offset in [0, jitter) taken from the name",
         "default 0",
         metavar="SECONDS",
+        to_json=_json_seconds,
+        show=_show_jitter,
     ),
-    Option("start_at", "start_at", None, _moment, _iso_text, "no fire before this time", metavar="TIME"),
-    Option("end_at", "end_at", None, _moment, _iso_text, "no fire after this time", metavar="TIME"),
+    Option(
+        "start_at",
+        "start_at",
+        None,
+        _moment,
+        _iso_text,
+        "no fire before this time",
+        metavar="TIME",
+        to_json=_json_time,
+        show=_show_start,
+    ),
+    Option(
+        "end_at",
+        "end_at",
+        None,
+        _moment,
+        _iso_text,
+        "no fire after this time",
+        metavar="TIME",
+        to_json=_json_time,
+        show=_show_end,
+    ),
     Option(
         "misfire_grace",
         "misfire_grace",
@@ -269,6 +487,8 @@ OPTIONS: tuple[Option, ...] = (
         "seconds a fire may be late and still run",
         "default: scheduler.misfire_grace",
         metavar="SECONDS",
+        to_json=_json_seconds,
+        show=_show_grace,
     ),
     Option(
         "max_catchup",
@@ -279,6 +499,7 @@ OPTIONS: tuple[Option, ...] = (
         "with misfire policy all: the most missed fires replayed",
         "default: no cap",
         metavar="N",
+        show=_show_catchup,
     ),
     Option(
         "max_runs",
@@ -289,27 +510,32 @@ OPTIONS: tuple[Option, ...] = (
         "end after N fires that ran (succeeded, failed or timed out)",
         "default: no end",
         metavar="N",
+        show=_show_max_runs,
     ),
     Option(
         "on_finish",
         "on_finish",
         _SPEC_DEFAULTS["on_finish"],
-        _as_is,
+        _choice(OnFinish),
         str,
         "what becomes of it after max_runs: keep (shown finished) or remove",
         f"default {_SPEC_DEFAULTS['on_finish']}",
-        choices=ON_FINISH,
+        choices=OnFinish.choices(),
+        to_json=_json_choice,
+        shown_with="max_runs",
     ),
     # on_abandon (issue #33, item 7): a fire abandoned with its node, run again or not.
     Option(
         "on_abandon",
         "on_abandon",
         _SPEC_DEFAULTS["on_abandon"],
-        _as_is,
+        _choice(OnAbandon),
         str,
         "a fire abandoned because its node died mid-run: skip it or rerun it (a further attempt, inside the grace)",
         f"default {_SPEC_DEFAULTS['on_abandon']}",
-        choices=ON_ABANDON,
+        choices=OnAbandon.choices(),
+        to_json=_json_choice,
+        show=_show_on_abandon,
     ),
     Option(
         "also",
@@ -320,6 +546,8 @@ OPTIONS: tuple[Option, ...] = (
         "a further trigger expression (repeat the option for several): fires at any of them",
         metavar="EXPRESSION",
         repeatable=True,
+        to_json=_json_list,
+        show=_show_also,
     ),
     Option(
         "exclude",
@@ -330,18 +558,22 @@ OPTIONS: tuple[Option, ...] = (
         "times that do not fire, e.g. '*-12-25' or 'Sat,Sun' (repeat the option for several)",
         metavar="EXPRESSION",
         repeatable=True,
+        to_json=_json_list,
+        show=_show_exclude,
     ),
     # Concurrency (docs/triggers.md#overlap): how many runs may go on at once, across the cluster.
     Option(
         "overlap",
         "overlap",
         _SPEC_DEFAULTS["overlap"],
-        _as_is,
+        _choice(Overlap),
         str,
         "a fire due while the previous run is active: skip it, buffer_one / buffer_all wait for "
         "the run's end, cancel_other stops the run, allow runs it alongside (see --max-concurrent)",
         f"default {_SPEC_DEFAULTS['overlap']}",
-        choices=OVERLAP,
+        choices=Overlap.choices(),
+        to_json=_json_choice,
+        show=_show_overlap,
     ),
     Option(
         "max_concurrent",
@@ -352,6 +584,7 @@ OPTIONS: tuple[Option, ...] = (
         "with overlap allow: the most runs of this schedule at once across the cluster",
         "default: no bound",
         metavar="N",
+        shown_with="overlap",
     ),
     Option(
         "concurrency_key",
@@ -362,6 +595,7 @@ OPTIONS: tuple[Option, ...] = (
         "a name shared by several schedules: at most --concurrency-limit runs of them at once",
         "default: none",
         metavar="KEY",
+        show=_show_concurrency,
     ),
     Option(
         "concurrency_limit",
@@ -372,6 +606,7 @@ OPTIONS: tuple[Option, ...] = (
         "with a concurrency key: the most runs carrying it at once across the cluster",
         "default 1",
         metavar="N",
+        shown_with="concurrency_key",
     ),
 )
 
@@ -382,6 +617,10 @@ NAMES: tuple[str, ...] = tuple(BY_NAME)
 CODE_NAMES: tuple[str, ...] = tuple(o.name for o in OPTIONS if o.in_code)
 #: Other spellings of options: alias -> name.
 ALIASES: dict[str, str] = {alias: o.name for o in OPTIONS for alias in o.aliases}
+#: The rarer options (docs/triggers.md#schedule-options): stored together in the stores'
+#: ``options`` column, listed together in the admin API's JSON and shown, when set, by
+#: ``tickwork jobs show`` and the dashboard. Read at each call (a test adds one).
+STORED: tuple[Option, ...] = tuple(o for o in OPTIONS if o.field in OPTION_FIELDS)
 
 
 class ScheduleOptions(TypedDict, total=False):
@@ -405,11 +644,11 @@ class ScheduleOptions(TypedDict, total=False):
     misfire_grace: float | timedelta | str | None
     max_catchup: int | None
     max_runs: int | None
-    on_finish: str
-    on_abandon: str
+    on_finish: str | OnFinish
+    on_abandon: str | OnAbandon
     also: Sequence[str] | str
     exclude: Sequence[str] | str
-    overlap: str
+    overlap: str | Overlap
     max_concurrent: int | None
     concurrency_key: str | None
     concurrency_limit: int | None
@@ -433,11 +672,11 @@ class CodeOptions(TypedDict, total=False):
     misfire_grace: float | timedelta | str | None
     max_catchup: int | None
     max_runs: int | None
-    on_finish: str
-    on_abandon: str
+    on_finish: str | OnFinish
+    on_abandon: str | OnAbandon
     also: Sequence[str] | str
     exclude: Sequence[str] | str
-    overlap: str
+    overlap: str | Overlap
     max_concurrent: int | None
     concurrency_key: str | None
     concurrency_limit: int | None
@@ -478,3 +717,41 @@ def values(options: Mapping[str, Any]) -> dict[str, Any]:
 def of_spec(spec: ScheduleSpec) -> dict[str, Any]:
     """Every option's value in ``spec`` (what ``Admin.update`` keeps when not given)."""
     return {o.name: getattr(spec, o.field) for o in OPTIONS}
+
+
+def stored_json(spec: ScheduleSpec) -> dict[str, Any] | None:
+    """The stored options ``spec`` sets away from their defaults, as JSON under their names (the
+    stores' ``options`` column); ``None`` when it sets none."""
+    out: dict[str, Any] = {}
+    for option in STORED:
+        value = getattr(spec, option.field)
+        if value != option.default:
+            out[option.name] = option.dump(value)
+    return out or None
+
+
+def stored_fields(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The :class:`ScheduleSpec` fields of a JSON object :func:`stored_json` wrote: every stored
+    option, those it does not hold at their defaults. A key that is no option (one a newer
+    tickwork wrote) is passed over.
+
+    :raises tickwork.errors.ConfigError: for a value its option cannot read
+    """
+    return {o.field: o.load(stored[o.name]) if o.name in stored else o.default for o in STORED}
+
+
+def spec_json(spec: ScheduleSpec) -> dict[str, Any]:
+    """Every stored option of ``spec`` under its name, as JSON (``null``: unset): what the admin
+    API's JSON adds to a schedule's (``jobs list|show --json``, the dashboard's JSON API)."""
+    return {o.name: o.dump(getattr(spec, o.field)) for o in STORED}
+
+
+def shown(described: Described) -> list[Shown]:
+    """The stored options the schedule sets, as a person reads them (``jobs show``, the
+    dashboard), in the table's order."""
+    out: list[Shown] = []
+    for option in STORED:
+        line = None if option.show is None else option.show(described)
+        if line is not None:
+            out.append(line)
+    return out

@@ -105,8 +105,8 @@ class Pausing(SQLCore):
             self._statement("runs/count", self._run_count_statement), [{"b_id": f.claim.schedule_id} for f in ran]
         )
         ends = [{"b_id": f.claim.schedule_id, "b_limit": f.claim.spec.max_runs} for f in ran]
-        kept = [e for e, f in zip(ends, ran, strict=True) if f.claim.spec.on_finish != "remove"]
-        removed = [e for e, f in zip(ends, ran, strict=True) if f.claim.spec.on_finish == "remove"]
+        kept = [e for e, f in zip(ends, ran, strict=True) if not f.claim.spec.on_finish.removes]
+        removed = [e for e, f in zip(ends, ran, strict=True) if f.claim.spec.on_finish.removes]
         if kept:
             conn.execute(self._statement("runs/finish", self._finish_statement), kept)
         for table in (runs, backfills):

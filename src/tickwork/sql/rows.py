@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Row, case, false, literal, true
 
+from ..scheduling.options import stored_fields, stored_json
 from ..structures import (
     FaultKind,
     MisfirePolicy,
@@ -20,8 +21,6 @@ from ..structures import (
     Schedule,
     ScheduleSpec,
     ScheduleState,
-    iso_z,
-    parse_iso,
 )
 from .schema import UTCDateTime, schedules
 
@@ -78,63 +77,13 @@ def _seconds(value: float) -> timedelta:
     return timedelta(seconds=value)
 
 
-#: The ``options`` column's fields at their defaults: what a NULL there stands for.
-_NO_OPTIONS: dict[str, Any] = {
-    "pause_after_failures": None,
-    "jitter": timedelta(0),
-    "start_at": None,
-    "end_at": None,
-    "misfire_grace": None,
-    "max_catchup": None,
-    "also": (),
-    "exclude": (),
-    "max_runs": None,
-    "on_finish": "keep",
-    "on_abandon": "skip",
-    "overlap": "skip",
-    "max_concurrent": None,
-    "concurrency_key": None,
-    "concurrency_limit": None,
-}
-
-
-def options_json(spec: ScheduleSpec) -> dict[str, Any] | None:
-    """The ``options`` column of ``spec``: the options it sets away from their defaults (seconds
-    for durations, ISO 8601 for times), ``None`` when it sets none."""
-    out: dict[str, Any] = {}
-    for name, default in _NO_OPTIONS.items():
-        value = getattr(spec, name)
-        if value == default:
-            continue
-        if isinstance(value, timedelta):
-            value = value.total_seconds()
-        elif isinstance(value, datetime):
-            value = iso_z(value)
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[name] = value
-    return out or None
-
-
-def _options(stored: Any) -> dict[str, Any]:
-    """The spec fields of a stored ``options`` value (JSON text from a claim, or decoded)."""
-    if stored is None:
-        return _NO_OPTIONS
+def _options(stored: Any) -> dict[str, Any] | None:
+    """The spec fields of a stored ``options`` value (JSON text from a claim, or decoded), each
+    read by its option's codec (:func:`tickwork.scheduling.options.stored_fields`); ``None`` for
+    none (NULL)."""
     if isinstance(stored, str | bytes):
         stored = json.loads(stored)
-    if stored is None:
-        return _NO_OPTIONS
-    out = dict(_NO_OPTIONS)
-    for name, value in stored.items():
-        if name in ("jitter", "misfire_grace"):
-            out[name] = timedelta(seconds=value)
-        elif name in ("start_at", "end_at"):
-            out[name] = parse_iso(value)
-        elif name in ("also", "exclude"):
-            out[name] = tuple(value)
-        elif name in out:
-            out[name] = value
-    return out
+    return None if stored is None else stored_fields(stored)
 
 
 def spec_from_row(r: Mapping[Any, Any]) -> ScheduleSpec:
@@ -156,9 +105,9 @@ def spec_from_row(r: Mapping[Any, Any]) -> ScheduleSpec:
         "retries": r["retries"],
         "retry_backoff": _seconds(r["retry_backoff_s"]),
     }
-    options = r["options"]
+    options = _options(r["options"])
     if options is not None:
-        fields.update(_options(options))
+        fields.update(options)
     return ScheduleSpec.stored(fields)
 
 
@@ -215,7 +164,7 @@ def spec_values(spec: ScheduleSpec) -> dict[str, Any]:
         "retries": spec.retries,
         "retry_backoff_s": spec.retry_backoff.total_seconds(),
         "enabled": spec.enabled,
-        "options": options_json(spec),
+        "options": stored_json(spec),
     }
 
 

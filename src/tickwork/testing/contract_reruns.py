@@ -7,14 +7,16 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ..abc import Store
-from ..structures import Claim, Finish, Outcome, RunStatus, ScheduleSpec
+from ..structures import Claim, Finish, OnAbandon, Outcome, RunStatus, ScheduleSpec
 
 HOUR = 3600.0
 HOUR_DELTA = timedelta(hours=1)
 
 
 def _spec(name: str) -> ScheduleSpec:
-    return ScheduleSpec(name=name, trigger_kind="cron", expression="0 3 * * *", target="m:f", on_abandon="rerun")
+    return ScheduleSpec(
+        name=name, trigger_kind="cron", expression="0 3 * * *", target="m:f", on_abandon=OnAbandon.RERUN
+    )
 
 
 def _claim(store: Store, node: str, name: str) -> Claim:
@@ -30,7 +32,7 @@ def _abandoned_by(store: Store, node: str, name: str) -> Claim:
     assert store.release_node(node, f"node {node} is dead") == 1
     again = _claim(store, "n9", name)
     assert again.run_id is None and again.scheduled_for == first.scheduled_for
-    assert again.spec.on_abandon == "rerun"  # stored and claimed as given
+    assert again.spec.on_abandon is OnAbandon.RERUN  # stored and claimed as given, as the member
     return again
 
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from ..abc import Executor, Store
 from ..config.tables import SchedulerConfig
-from ..engine.overlap import PLANNED, plan_overlap
+from ..engine.overlap import plan_overlap
 from ..engine.planning import grace_of
 from ..engine.rerun import Reruns
 from ..errors import ConfigError
@@ -234,7 +234,7 @@ class SchedulerHarness:
         if claim.spec.concurrent:
             # Admitted under its bounds as a node admits it (docs/triggers.md#overlap).
             nxt, skipped = _next_fire(claim, self.clock())
-            allow = claim.spec.overlap == "allow"
+            allow = claim.spec.overlap.runs_beside
             refused = self.store.admit(self.node_id, Admission(claim, allow, nxt, tuple(skipped)))
             if refused == ADMISSION_FENCED:
                 return []
@@ -298,7 +298,7 @@ class SchedulerHarness:
     def _end(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:
         now = self.clock()
         trigger = fire_times(claim.spec)
-        if claim.spec.overlap in PLANNED and outcome.status is not RunStatus.SKIPPED:
+        if claim.spec.overlap.planned and outcome.status is not RunStatus.SKIPPED:
             # As a node plans it (docs/triggers.md#overlap): a fire that came due while the run
             # went on (the job moved the fake clock) waits, and runs on this advance().
             plan = plan_overlap(

@@ -47,7 +47,7 @@ class MemoryCounts:
         row.run_count += 1
         if row.run_count < limit:
             return False
-        if f.claim.spec.on_finish == "remove":
+        if f.claim.spec.on_finish.removes:
             return True
         row.choose_next_fire(None)
         row.fire_requested_at = None

@@ -10,8 +10,8 @@ from typing import Any
 from ...admin.api import Admin
 from ...admin.info import ScheduleInfo
 from ...plugin.tracebacks import for_people
-from ...scheduling.firetimes import jitter_offset
 from ...scheduling.localtime import local_time
+from ...scheduling.options import shown
 from ...structures import FaultKind, ScheduleState
 from ..argtypes import count
 from ..output import Column, Listing, duration, iso_z, one_line, short_time
@@ -164,7 +164,8 @@ class JobsShow(AdminCommand):
             ("timeout", f"{info.timeout:g}s"),
             ("retries", f"{info.retries} (backoff {info.retry_backoff:g}s, doubled)"),
             ("misfire", info.misfire.value if info.misfire else "default (scheduler.misfire)"),
-            *_options(info),
+            # The rarer options it sets, each as its option shows it (docs/triggers.md#schedule-options).
+            *((o.label, o.line()) for o in shown(info)),
             ("declared in", info.module or "- (run-time schedule)"),
             (
                 "last run",
@@ -210,41 +211,6 @@ def _paused(info: ScheduleInfo) -> str:
     by = f" by {pause.by}" if pause.by else ""
     until = "until resumed" if pause.until is None else f"until {iso_z(pause.until)}"
     return f"{one_line(pause.note, 200)!r}{by} at {iso_z(pause.at)}, {until}"
-
-
-def _options(info: ScheduleInfo) -> list[tuple[str, Any]]:
-    """The rarer options that ``info`` sets (docs/triggers.md#schedule-options)."""
-    spec = info.spec
-    out: list[tuple[str, Any]] = []
-    if spec.overlap == "allow":
-        bound = "no bound" if spec.max_concurrent is None else f"at most {spec.max_concurrent} at once"
-        out.append(("overlap", f"{spec.overlap} ({bound}; not retried)"))
-    elif spec.overlap != "skip":
-        out.append(("overlap", spec.overlap))
-    if spec.misfire_grace is not None:
-        out.append(("misfire grace", f"{spec.misfire_grace.total_seconds():g}s"))
-    if spec.max_catchup is not None:
-        out.append(("max catch-up", spec.max_catchup))
-    if spec.jitter:
-        offset = jitter_offset(spec.name, spec.jitter).total_seconds()
-        out.append(("jitter", f"{spec.jitter.total_seconds():g}s (this schedule: +{offset:.3f}s)"))
-    if spec.also:
-        out.append(("also at", "; ".join(spec.also)))
-    if spec.exclude:
-        out.append(("except", "; ".join(spec.exclude)))
-    if spec.start_at is not None:
-        out.append(("start at", iso_z(spec.start_at)))
-    if spec.end_at is not None:
-        out.append(("end at", iso_z(spec.end_at)))
-    if spec.max_runs is not None:
-        out.append(("max runs", f"{spec.max_runs}, then {spec.on_finish} (ran {info.run_count})"))
-    if spec.on_abandon != "skip":
-        out.append(("on abandon", f"{spec.on_abandon} (a fire abandoned with its node runs again)"))
-    if spec.pause_after_failures is not None:
-        out.append(("pause after", f"{spec.pause_after_failures} failed fires in a row (now {info.failures})"))
-    if spec.concurrency_key is not None:
-        out.append(("concurrency", f"key {spec.concurrency_key}, at most {spec.concurrency_limit or 1} at once"))
-    return out
 
 
 class JobsTrigger(AdminCommand):

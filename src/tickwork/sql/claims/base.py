@@ -123,7 +123,7 @@ CLAIMED_COLUMNS: tuple[ColumnElement[Any], ...] = (
     schedules.c.misfire,
     schedules.c.retries,
     schedules.c.retry_backoff_s,
-    # NULL for a schedule that sets none of the rarer options (sql/rows.py options_json).
+    # NULL for a schedule that sets none of the rarer options (scheduling/options.py stored_json).
     cast(schedules.c.options, Text).label("options"),
 )
 
