@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from tickwork.abc import Executor
 from tickwork.plugin import Registry, hookimpl
-from tickwork_handoff.unavailable import unavailable
+from tickwork_handoff.unavailable import installed, unavailable
 
 from .settings import CelerySettings
 
 
 def executor_class() -> type[Executor]:
     try:
+        if not installed("celery", "kombu"):
+            raise ModuleNotFoundError("the client library is not installed", name="celery")
         from .executor import CeleryExecutor
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.partition(".")[0] not in ("celery", "kombu"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -34,3 +36,12 @@ def unavailable(name: str, hint: str, options: type[Section]) -> type[Executor]:
 
     Unavailable.__name__ = Unavailable.__qualname__ = f"{name.capitalize()}ExecutorUnavailable"
     return Unavailable
+
+
+def installed(*modules: str) -> bool:
+    """Whether every one of ``modules`` (top-level names) can be imported, asked without importing
+    it: the executors import their client library when they start, so a command that never starts
+    one does not pay for the import."""
+    # An imported module is asked no more: kombu and celery replace theirs with lazy module
+    # objects whose __spec__ is None, which find_spec refuses.
+    return all(module in sys.modules or importlib.util.find_spec(module) is not None for module in modules)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from tickwork.abc import Executor
 from tickwork.plugin import Registry, hookimpl
-from tickwork_handoff.unavailable import unavailable
+from tickwork_handoff.unavailable import installed, unavailable
 
 from .settings import RQSettings
 
 
 def executor_class() -> type[Executor]:
     try:
+        if not installed("rq", "redis"):
+            raise ModuleNotFoundError("the client library is not installed", name="rq")
         from .executor import RQExecutor
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.partition(".")[0] not in ("rq", "redis"):
