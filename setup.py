@@ -4,7 +4,7 @@ Nothing is listed by hand: a hand-kept list drifts (a wheel once shipped without
 ``tickwork.engine`` and could not be imported). The core is found under ``src/``, the built-in
 plugins under ``plugins/`` and the migrations under ``alembic/``, installed as
 ``tickwork._migrations``. This file exists because ``[tool.setuptools.packages.find]`` cannot add
-a package whose directory is mapped to another name. ``tests/test_wheel.py`` builds the wheel and
+a package whose directory is mapped to another name. ``tests/system/test_wheel.py`` builds the wheel and
 the sdist and runs them outside the checkout.
 """
 

@@ -23,7 +23,7 @@ schedules' misfire policy (default: the node's, ``skip``: of the fire times a sc
 claim during the outage, one runs late and the others are recorded ``skipped``; ``all`` runs each
 within ``misfire_grace``). ``--keep DIR`` keeps the nodes' logs; ``ends DIR...`` reads kept logs
 and prints how long after their fire time the runs' ends were written. The harness is the test suite's
-(tests/test_cluster.py, tests/test_failover.py).
+(tests/system/test_cluster.py, tests/system/test_failover.py).
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlalchemy import func, select, update
-from tests.servers.postgres import POSTGRES
-from tests.test_cluster import node_config, seed, start_node
-from tests.test_failover import SCHEDULES, Run, executions, history, missing, ran_share, whole_second
+from tests.support.cluster import QUICK_REAP, node_config, seed, start_node
+from tests.support.failover import SCHEDULES, Run, executions, history, missing, ran_share, whole_second
+from tests.support.servers.postgres import POSTGRES
 
 from tickwork.sql.schema import runs, schedules
 from tickwork_postgres.store import PostgresStore
@@ -81,11 +81,8 @@ PRESENCE = {"on": True}
 
 def config(work: Path, url: str, node: str) -> Path:
     """The test suite's node configuration, with ``[membership] presence`` as asked."""
-    path = node_config(work, url, node)
-    if not PRESENCE["on"]:
-        # [membership] is the file's last table.
-        path.write_text(path.read_text() + "presence = false\n")
-    return path
+    membership = None if PRESENCE["on"] else {"presence": False}
+    return node_config(work, url, node, scheduler=QUICK_REAP, store={"claim": "skip-locked"}, membership=membership)
 
 
 def cluster(
@@ -96,7 +93,7 @@ def cluster(
         with store.engine.begin() as conn:
             conn.execute(update(schedules).values(misfire=misfire))
     (work / "fires.txt").touch()
-    # Each run that returns leaves "n scheduled_for" here (tests/cluster_jobs.py).
+    # Each run that returns leaves "n scheduled_for" here (tests/support/cluster_jobs.py).
     os.environ["CLUSTER_DONE"] = str(work / "done.txt")
     # Started for longer than asked, stopped (SIGTERM) ``seconds`` after the first run: on a busy
     # machine a node takes up to 10-15 s to start, and the kills are timed from the first run.

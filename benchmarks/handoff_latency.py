@@ -1,5 +1,5 @@
 """Fire-to-task latency of the hand-off executors: one node on PostgreSQL hands N every-second
-schedules to real workers for T seconds; the tasks log when they start (tests/handoff/jobs.py).
+schedules to real workers for T seconds; the tasks log when they start (tests/support/handoff/jobs.py).
 
     python benchmarks/handoff_latency.py --executor celery --broker amqp://guest:guest@127.0.0.1:5672//
     python benchmarks/handoff_latency.py --executor rq --broker redis://127.0.0.1:6379/0
@@ -8,7 +8,7 @@ schedules to real workers for T seconds; the tasks log when they start (tests/ha
 Prints how many fires were expected, handed off, skipped (previous hand-off not final) and run,
 and the latency from the scheduled time to the task's start (p50, p95, max): the engine's claim,
 the publish and its confirmation, the broker, the worker's pick-up and its ``started`` report.
-Uses the test suite's queue applications (tests/handoff/) and a throwaway database on the
+Uses the test suite's queue applications (tests/support/handoff/) and a throwaway database on the
 PostgreSQL at ``--pg`` (dropped at the end).
 """
 
@@ -27,7 +27,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.handoff import harness
+from tests.support.handoff import harness
 
 from tickwork.structures import RunStatus
 from tickwork_postgres.store import PostgresStore
@@ -36,9 +36,9 @@ from tickwork_postgres.store import PostgresStore
 WARM_UP = 6.0
 
 TARGETS = {
-    "celery": ("handoff.work", {"app": "tests.handoff.celery_app:app"}),
-    "rq": ("tests.handoff.rq_jobs.work", {}),
-    "dramatiq": ("tests.handoff.dramatiq_app:work", {"broker": "tests.handoff.dramatiq_app:broker"}),
+    "celery": ("handoff.work", {"app": "tests.support.handoff.celery_app:app"}),
+    "rq": ("tests.support.handoff.rq_jobs.work", {}),
+    "dramatiq": ("tests.support.handoff.dramatiq_app:work", {"broker": "tests.support.handoff.dramatiq_app:broker"}),
 }
 
 

@@ -25,7 +25,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.handoff import harness
+from tests.support.handoff import harness
 
 from tickwork_postgres.store import PostgresStore
 
@@ -52,7 +52,9 @@ def run_beat(tmp: Path, args: argparse.Namespace, queue: str, env: dict[str, str
         for i in range(args.schedules)
     )
     (tmp / "beatconf.py").write_text(
-        textwrap.dedent("from tests.handoff.celery_app import app\n\napp.conf.beat_schedule = {\n") + entries + "\n}\n"
+        textwrap.dedent("from tests.support.handoff.celery_app import app\n\napp.conf.beat_schedule = {\n")
+        + entries
+        + "\n}\n"
     )
     env = dict(env, HANDOFF_LOG=str(log), PYTHONPATH=f"{harness.REPO}:{tmp}")
     worker = harness.celery_worker(queue, env, tmp / "beat-worker.log")
@@ -75,7 +77,7 @@ def run_beat(tmp: Path, args: argparse.Namespace, queue: str, env: dict[str, str
 def run_tickwork(tmp: Path, args: argparse.Namespace, queue: str, url: str, broker: str) -> tuple[int, float]:
     config = harness.write_config(
         tmp / "n1.toml", {"plugin": "postgres", "url": url}, "n1", "celery",
-        {"app": "tests.handoff.celery_app:app", "queue": queue},
+        {"app": "tests.support.handoff.celery_app:app", "queue": queue},
     )  # fmt: skip
     log = tmp / "tickwork.jsonl"
     env = harness.env_for(config, log, HANDOFF_BROKER=broker)

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.celerybeat_helpers import stored, tw
+from tests.support.celerybeat_helpers import stored, tw
 
 APP = """
 from datetime import timedelta

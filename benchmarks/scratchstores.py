@@ -64,7 +64,7 @@ def fill_schedules(store: SQLStore, count: int) -> None:
     """``count`` enabled daily cron schedules ``job-0000000``..., their next fires spread over a day."""
     now = store.now()
     rows = [
-        spec_values(ScheduleSpec(f"job-{i:07d}", "cron", "0 3 * * *", "tests.jobs_for_tests:record"))
+        spec_values(ScheduleSpec(f"job-{i:07d}", "cron", "0 3 * * *", "tests.support.jobs_for_tests:record"))
         | {"next_fire": T0 + timedelta(seconds=i % 86400), "created_at": now, "updated_at": now}
         for i in range(count)
     ]

@@ -4,47 +4,25 @@ strategy, so the contract suite runs against all of them (APScheduler's pattern)
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Callable, Generator, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests import planted
+from tests.support import planted
+from tests.support.stores import CONTRACT_PARAMS, T0, make_store
 from tickwork.abc import Store
 from tickwork.sql.store import SQLStore
-from tickwork.testing import FakeClock, MemoryStore
-from tickwork_mysql.store import MySQLStore
-from tickwork_postgres.store import PostgresStore
+from tickwork.testing import FakeClock
 from tickwork_sqlite.store import SQLiteStore
 
 pytest_plugins = [
-    "tests.servers.postgres",
-    "tests.servers.mysql",
-    "tests.servers.configs",
-    "tests.servers.redis",
-    "tests.servers.rabbitmq",
+    "tests.support.servers.postgres",
+    "tests.support.servers.mysql",
+    "tests.support.servers.configs",
+    "tests.support.servers.redis",
+    "tests.support.servers.rabbitmq",
 ]
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-__all__ = ["T0", "FakeClock"]
-
-
-class Ticker:
-    """A settable monotonic clock (seconds), for engines whose waits a test steps by hand."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> float:
-        self.now += seconds
-        return self.now
 
 
 @pytest.fixture
@@ -64,18 +42,6 @@ def clock() -> FakeClock:
     return FakeClock(T0)
 
 
-STORE_PARAMS = [
-    *(pytest.param(("sqlite", c), id=f"sqlite-{c}") for c in SQLiteStore.claim_strategies),
-    *(pytest.param(("postgres", c), id=f"postgres-{c}") for c in PostgresStore.claim_strategies),
-    *(pytest.param(("mysql", c), id=f"mysql-{c}") for c in MySQLStore.claim_strategies),
-]
-
-
-#: Every store the contract runs on: the in-memory specification first, then each SQL store x
-#: claim strategy (the SQL ones are also the stores the multi-process tests share).
-CONTRACT_PARAMS = [pytest.param(("memory", "lock"), id="memory-lock"), *STORE_PARAMS]
-
-
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite database file holding tickwork's schema at head, migrated once a session; tests
@@ -85,26 +51,6 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store.upgrade()
     store.close()
     return path
-
-
-def make_store(kind: str, claim: str, request: pytest.FixtureRequest, tmp_path: Path, **kw: object) -> Store:
-    """A migrated, open store of ``kind``: the SQL ones on a copy of the session's migrated
-    template database (the migrations are tested on empty ones in test_migrations.py)."""
-    store: Store
-    if kind == "memory":
-        store = MemoryStore(claim=claim, **kw)  # type: ignore[arg-type]
-        store.upgrade()
-    elif kind == "sqlite":
-        path = tmp_path / "tickwork.db"
-        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-        store = SQLiteStore(str(path), claim=claim, **kw)  # type: ignore[arg-type]
-    elif kind == "mysql":
-        store = MySQLStore(request.getfixturevalue("mysql_migrated_url"), claim=claim, **kw)  # type: ignore[arg-type]
-    else:
-        url = planted.with_password(request.getfixturevalue("postgres_migrated_url"))
-        store = PostgresStore(url, claim=claim, **kw)  # type: ignore[arg-type]
-    store.open()
-    return store
 
 
 @pytest.fixture(params=CONTRACT_PARAMS)

@@ -204,7 +204,7 @@ class PostgresStore(ServerStore):
     ) -> str:
         """PostgreSQL's plan (``EXPLAIN``, not run) for the statement :meth:`claim_due` sends with
         these arguments, with its parameters bound as they are sent: a diagnostic for what a
-        claim costs as the table grows (benchmarks/explain_due_query.py, tests/test_claim_plans.py).
+        claim costs as the table grows (benchmarks/explain_due_query.py, tests/plugins/postgres/test_claim_plans.py).
 
         :raises ValueError: for a claim strategy that does not claim with one statement built
             ahead (those that read first or claim in several statements)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.paths import REPO
 from tickwork.abc import Executor
 from tickwork.config import ConfigTables, Integer, Section, Text, parse
 from tickwork.config.reference import render
@@ -179,7 +180,7 @@ def test_a_third_party_plugin_s_options_are_rendered_into_the_reference(manager:
 
 
 def test_the_reference_renders_every_built_in_plugin_s_options() -> None:
-    text = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
     for name in (
         "store.sqlite",
         "store.postgres",

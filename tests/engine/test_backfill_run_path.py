@@ -14,7 +14,7 @@ import pytest
 
 from tests import fenced_jobs
 from tests import jobs_for_tests as jobs
-from tests.conftest import T0, FakeClock, Ticker
+from tests.support.stores import T0, Ticker
 from tests.test_engine import add, runs
 from tests.test_fenced_body_start import DeclaredDead
 from tickwork.abc import BodyFence, Executor, Membership
@@ -22,6 +22,7 @@ from tickwork.engine import Engine, EngineSettings
 from tickwork.engine.listener import EngineListener
 from tickwork.sql.store import SQLStore
 from tickwork.structures import Finish, JobCall, Outcome, RunStatus, ScheduleState
+from tickwork.testing import FakeClock
 from tickwork_local.executor import LocalExecutor
 from tickwork_membership.single import SingleMembership
 
@@ -186,7 +187,7 @@ def test_a_backfilled_run_with_no_retries_left_fails_once(
 def test_a_backfilled_body_starts_under_the_start_fence(sqlite_store: SQLStore, clock: FakeClock) -> None:
     """One worker, busy with a backfilled run; the next one waits in its queue, the node is
     declared dead meanwhile: that body never starts, and nothing is written for it."""
-    add(sqlite_store, "held", "0 * * * *", target="tests.fenced_jobs:held", arguments={"name": "b"})
+    add(sqlite_store, "held", "0 * * * *", target="tests.support.fenced_jobs:held", arguments={"name": "b"})
     sqlite_store.queue_backfill("held", [YESTERDAY, YESTERDAY + timedelta(hours=1)], overlap="allow")
     one_worker = LocalExecutor(max_workers=1)
     one_worker.start()

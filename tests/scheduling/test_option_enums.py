@@ -24,7 +24,7 @@ from tickwork.structures import (
     backfill_takeable,
 )
 
-RECORD = "tests.jobs_for_tests:record"
+RECORD = "tests.support.jobs_for_tests:record"
 
 #: Each choice's answers, written out by hand: (runs_beside, planned, keeps_every, cancels).
 OVERLAP_BEHAVIOUR = {

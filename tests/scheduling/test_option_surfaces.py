@@ -19,16 +19,15 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 from starlette.testclient import TestClient
-from tests.web.webhelpers import RECORD, write_config
 
 import tickwork
 import tickwork_web
+from tests.support.paths import REPO
+from tests.support.webhelpers import RECORD, write_config
 from tickwork.cli import main
 from tickwork.scheduling import options
 from tickwork.scheduling.options import BY_NAME, STORED, Described, Shown, shown
 from tickwork.sql.schema import schedules
-
-REPO = Path(__file__).resolve().parents[2]
 
 #: Every stored option away from its default, as a user gives them.
 EVERY_OPTION: dict[str, Any] = {

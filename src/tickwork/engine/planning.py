@@ -2,7 +2,7 @@
 
 Nothing here touches a store, a thread or a clock: the engine passes "now" in (Procrastinate's
 ``periodic.py`` style, with ``at=`` parameters), so every rule is unit-tested on its own
-(tests/test_planning.py). Rules: docs/deployment-sync.md#skips and docs/cluster.md.
+(tests/engine/test_planning.py). Rules: docs/deployment-sync.md#skips and docs/cluster.md.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ class BucketFilters:
         found = ownership.or_overdue.get(steal_after)
         if found is None:
             # An OR of the two tests: the claim still reads the due index in fire-time order and
-            # tests each row (tests/test_claim_plans.py). The value is bound in the expression
+            # tests each row (tests/plugins/postgres/test_claim_plans.py). The value is bound in the expression
             # for strategies that execute it as built.
             since = self._plus_seconds(self._now(), -bindparam("steal_after", steal_after, type_=Float))
             found = ownership.or_overdue[steal_after] = or_(ownership.owned, schedules.c.next_fire <= since)

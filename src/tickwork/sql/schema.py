@@ -1,5 +1,5 @@
 """The declared schema (SQLAlchemy Core metadata). Alembic migrations must produce exactly this;
-``tests/test_migrations.py`` checks that they never drift apart."""
+``tests/sql/test_migrations.py`` checks that they never drift apart."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Tests of ``plugins/tickwork_local``."""

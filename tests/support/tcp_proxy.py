@@ -1,0 +1,140 @@
+"""A TCP proxy a test can cut and restore: an outage of a shared server (a broker other sessions
+use) for the clients of one test only, without stopping the server.
+
+:meth:`TcpProxy.cut` closes every connection through it (each side sees the other end close, as
+when a server process dies) and stops listening (new connections are refused, as by a host whose
+server is down); :meth:`TcpProxy.restore` listens again on the same port. The server itself
+notices its clients gone and acts as on their death (RabbitMQ requeues what they held
+unacknowledged).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+from tests.support.servers.base import LOCALHOST, free_port
+
+#: How often the accepting thread looks whether it should stop listening.
+ACCEPT_POLL_S = 0.1
+CHUNK = 65536
+#: How long :meth:`TcpProxy.restore` keeps trying to bind the port again (a connection in
+#: TIME_WAIT or a client's ephemeral port may hold it for a moment).
+REBIND_S = 10.0
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:``port`` to ``upstream``; a daemon thread per direction of a connection."""
+
+    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+        self.upstream = (upstream_host, upstream_port)
+        self.port = free_port()
+        self._lock = threading.Lock()
+        self._sockets: set[socket.socket] = set()
+        self._listener: socket.socket | None = None
+        self._acceptor: threading.Thread | None = None
+        #: Connections accepted so far (a test can tell its clients went through the proxy).
+        self.accepted = 0
+
+    def start(self) -> TcpProxy:
+        self._listen()
+        return self
+
+    def cut(self) -> None:
+        """Refuse new connections and close every open one."""
+        listener, self._listener = self._listener, None
+        # The open connections at once, under the lock the acceptor registers new ones with: one
+        # accepted meanwhile sees the listener gone and is closed by the acceptor itself.
+        with self._lock:
+            open_sockets, self._sockets = self._sockets, set()
+        for sock in open_sockets:
+            _close(sock)
+        self._stop_listening(listener)
+
+    def restore(self) -> None:
+        """Accept connections again on the same port."""
+        deadline = time.monotonic() + REBIND_S
+        while True:
+            try:
+                self._listen()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def close(self) -> None:
+        self.cut()
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind((LOCALHOST, self.port))
+            listener.listen(64)
+        except OSError:
+            listener.close()
+            raise
+        listener.settimeout(ACCEPT_POLL_S)
+        self._listener = listener
+        self._acceptor = threading.Thread(target=self._accept, args=(listener,), name="tcp-proxy-accept", daemon=True)
+        self._acceptor.start()
+
+    def _stop_listening(self, listener: socket.socket | None) -> None:
+        acceptor, self._acceptor = self._acceptor, None
+        if listener is None:
+            return
+        # The acceptor sees it is no longer the current listener within ACCEPT_POLL_S; closing the
+        # socket while accept() waits on it is not reliably noticed by that thread, so wait first.
+        if acceptor is not None:
+            acceptor.join(5)
+        listener.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while self._listener is listener:
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            try:
+                server = socket.create_connection(self.upstream, timeout=5)
+            except OSError:
+                _close(client)
+                continue
+            server.settimeout(None)
+            with self._lock:
+                if self._listener is not listener:  # cut meanwhile
+                    _close(client)
+                    _close(server)
+                    return
+                self._sockets.update((client, server))
+                self.accepted += 1
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(source, sink), name="tcp-proxy-pump", daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(CHUNK):
+                sink.sendall(data)
+        except OSError:
+            pass
+        # One side ended (or the proxy was cut): end both, as a dead peer would.
+        with self._lock:
+            self._sockets.discard(source)
+            self._sockets.discard(sink)
+        _close(source)
+        _close(sink)
+
+
+def _close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        sock.close()

@@ -1,0 +1,1 @@
+"""Whole-cluster, fault, chaos and end-to-end tests: real processes exercising many packages at once."""

@@ -1,0 +1,1 @@
+"""Tests of the root package's own modules (``tickwork/structures.py``, ``errors.py``)."""
