@@ -116,6 +116,8 @@ class CeleryExecutor(HandoffExecutor):
     def _load_app(self) -> Celery:
         if self._app is None:
             app = load(self.app_reference, "[executor.celery] app")
+            from celery import Celery
+
             if not isinstance(app, Celery):
                 raise ConfigError(f"[executor.celery] app: {self.app_reference!r} is not a Celery application")
             self._app = app

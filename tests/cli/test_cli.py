@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Tickwork, error_of, write_config
+from tests.support.cli import Tickwork, error_of, run_due_once, stored, write_config
 from tests.support.cli import jobs_module as jobs_module  # the fixtures
 from tests.support.cli import tw as tw
 from tests.support.cli import workdir as workdir
@@ -21,19 +21,13 @@ from tickwork.cli.output import duration, short_time
 from tickwork.config import load
 from tickwork.node import Node
 from tickwork.scheduling.localtime import local_time
-from tickwork.structures import MisfirePolicy, Schedule
+from tickwork.sql import migrations
+from tickwork.structures import MisfirePolicy
 from tickwork_sqlite.store import SQLiteStore
 
 NODE_ID = "cli-test-node"
-
-
-def stored(name: str, path: str = "tickwork.db") -> Schedule:
-    store = SQLiteStore(path)
-    store.open()
-    try:
-        return store.get(name)
-    finally:
-        store.close()
+#: The revision `db upgrade` migrates to (the newest migration).
+HEAD = migrations.head_revision()
 
 
 def db_now(path: str = "tickwork.db") -> datetime:
@@ -43,17 +37,6 @@ def db_now(path: str = "tickwork.db") -> datetime:
         return store.now()
     finally:
         store.close()
-
-
-def run_due_once(config: str | None = None) -> Node:
-    """Start a node in-process, claim and run what is due now, and shut it down (waits for the runs)."""
-    node = Node(load(config))
-    node.open()
-    try:
-        node.engine.tick()
-    finally:
-        node.shutdown()
-    return node
 
 
 def listed(tw: Tickwork) -> dict[str, dict[str, object]]:
@@ -552,12 +535,12 @@ def test_db_upgrade_creates_and_then_keeps_the_schema(tw: Tickwork, workdir: Pat
     result = tw("db", "upgrade")
     assert (result.code, result.out) == (
         0,
-        "created the tickwork schema in SQLite database 'tickwork.db' (revision 0010)\n",
+        f"created the tickwork schema in SQLite database 'tickwork.db' (revision {HEAD})\n",
     )
     result = tw("db", "upgrade")
     assert (result.code, result.out) == (
         0,
-        "SQLite database 'tickwork.db' is already at the latest schema (revision 0010); nothing to do\n",
+        f"SQLite database 'tickwork.db' is already at the latest schema (revision {HEAD}); nothing to do\n",
     )
     assert (workdir / "tickwork.db").is_file()
 
@@ -642,7 +625,8 @@ def test_tickwork_config_environment_variable_is_used(
 ) -> None:
     config = write_config(workdir / "elsewhere.toml", '[store]\npath = "from-env.db"\n')
     monkeypatch.setenv("TICKWORK_CONFIG", str(config))
-    assert tw("db", "upgrade").out == "created the tickwork schema in SQLite database 'from-env.db' (revision 0010)\n"
+    created = tw("db", "upgrade").out
+    assert created == f"created the tickwork schema in SQLite database 'from-env.db' (revision {HEAD})\n"
     assert not (workdir / "tickwork.db").exists()
 
 

@@ -29,6 +29,9 @@ from tickwork.scheduling.localtime import local_time
 from tickwork.sql import migrations
 from tickwork_sqlite.store import SQLiteStore
 
+#: The newest migration's revision.
+HEAD = migrations.head_revision()
+
 TICKWORK = [sys.executable, "-m", "tickwork"]
 RECORD = "tests.support.jobs_for_tests:record"
 BOOM = "tests.support.jobs_for_tests:boom"
@@ -348,7 +351,7 @@ def test_history_filters_by_status_time_and_node(
 
 def test_db_current_and_upgrade_sql(capsys: pytest.CaptureFixture[str], config_for: ConfigFor, workdir: Path) -> None:
     write(workdir / "pg.toml", config_for("postgres").toml())
-    head = "0010"
+    head = migrations.head_revision()
     current = tw(capsys, "db", "current", "-c", "pg.toml")
     assert current.code == 1
     assert current.out.endswith(f"has no tickwork schema yet; `tickwork db upgrade` creates revision {head}\n")
@@ -379,13 +382,13 @@ def test_db_upgrade_says_it_migrated(capsys: pytest.CaptureFixture[str], workdir
     current = tw(capsys, "db", "current")
     assert current == Result(
         1,
-        "SQLite database 'tickwork.db' is at revision 0001; this tickwork needs 0010: run `tickwork db upgrade` "
+        f"SQLite database 'tickwork.db' is at revision 0001; this tickwork needs {HEAD}: run `tickwork db upgrade` "
         "(or `tickwork db upgrade --sql` for the SQL)\n",
         "",
     )
     assert "ALTER TABLE tickwork_schedules ADD COLUMN" in tw(capsys, "db", "upgrade", "--sql").out
     upgraded = tw(capsys, "db", "upgrade")
-    assert upgraded.out == "migrated SQLite database 'tickwork.db' from revision 0001 to 0010\n"
+    assert upgraded.out == f"migrated SQLite database 'tickwork.db' from revision 0001 to {HEAD}\n"
 
 
 # -- declaration and configuration errors --------------------------------------------------------

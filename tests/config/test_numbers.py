@@ -34,10 +34,14 @@ pytestmark = pytest.mark.usefixtures("workdir")
         (
             "store",
             'plugin = "sqlite"\npoll_interval = 0',
-            "store: poll_interval: must be a finite number seconds >= 0.01",
+            "store.poll_interval: must be a finite number >= 0.01 and <= 60, got 0",
         ),
-        ("store", 'plugin = "sqlite"\nbusy_timeout = -5', "store: busy_timeout: must be a finite number seconds >= 0"),
-        ("store", 'plugin = "sqlite"\nbatch_size = 0', "store: batch_size: must be an integer from 1 to 100000, got 0"),
+        (
+            "store",
+            'plugin = "sqlite"\nbusy_timeout = -5',
+            "store.busy_timeout: must be a finite number >= 0 and <= 3600, got -5",
+        ),
+        ("store", 'plugin = "sqlite"\nbatch_size = 0', "store.batch_size: must be an integer from 1 to 100000, got 0"),
         ("membership", 'plugin = "hashring"\nheartbeat_interval = nan', "membership.heartbeat_interval: must be"),
         ("membership", 'plugin = "hashring"\nvnodes = 0', "membership.vnodes: must be an integer from 1 to 10000"),
         (

@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests import fenced_jobs
-from tests import jobs_for_tests as jobs
+from tests.support import fenced_jobs
+from tests.support import jobs_for_tests as jobs
+from tests.support.engines import DeclaredDead, add, runs
 from tests.support.stores import T0, Ticker
-from tests.test_engine import add, runs
-from tests.test_fenced_body_start import DeclaredDead
 from tickwork.abc import BodyFence, Executor, Membership
 from tickwork.engine import Engine, EngineSettings
 from tickwork.engine.listener import EngineListener

@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.test_cli import run_due_once, stored
+from tests.support.cli import run_due_once, stored
 from tickwork import schedules as admin
 from tickwork.admin.info import ScheduleInfo
 from tickwork.cli import main

@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -29,11 +28,11 @@ from sqlalchemy import select
 
 from tests.support import fenced_jobs
 from tests.support.cluster import node_config
+from tests.support.engines import DeclaredDead
 from tests.support.local_helpers import WAIT_S, Recorder
 from tests.support.paths import REPO
 from tests.support.stores import T0
 from tickwork import schedules as admin
-from tickwork.abc import Membership, Store
 from tickwork.engine import Engine, EngineSettings
 from tickwork.engine.fence import NOT_STARTED, StartFence
 from tickwork.sql.schema import runs, schedules
@@ -219,38 +218,6 @@ def test_a_frozen_node_starts_no_queued_body_after_its_run_was_abandoned(postgre
 
 
 # -- the local executor and one engine, driven by hand ---------------------------------------------
-
-
-class DeclaredDead(Membership):
-    """A membership that can be told the node was declared dead (its rejoin count moves) or is
-    unsure of itself (its heartbeat stale), as the heartbeat membership finds after a freeze.
-    ``unsure_asked`` is set once it was asked twice while unsure: a worker is waiting on it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-        self.is_healthy = True
-        self.unsure_asked = threading.Event()
-        self._asked_unsure = 0
-
-    def start(self, store: Store, node_id: str) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def owned_buckets(self) -> None:
-        return None
-
-    def healthy(self) -> bool:
-        if not self.is_healthy:
-            self._asked_unsure += 1
-            if self._asked_unsure >= 2:
-                self.unsure_asked.set()
-        return self.is_healthy
-
-    def rejoins(self) -> int:
-        return self.count
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 from sqlalchemy import create_engine, insert, inspect, select
 
-from tests.test_migrations import url as url  # the fixture: every database
 from tickwork.sql import migrations
 from tickwork.sql.schema import schedules
 

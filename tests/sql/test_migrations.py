@@ -4,25 +4,13 @@ upgrade from empty, downgrade to nothing, upgrade again (Procrastinate's migrati
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
-import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, insert, inspect, select, update
 
 from tickwork.sql import migrations
 from tickwork.sql.schema import UTCDateTime, backfills, metadata, nodes, schedules
-from tickwork_mysql.store import sqlalchemy_url
-
-
-@pytest.fixture(params=["sqlite", "postgres", "mysql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'm.db'}"
-    if request.param == "mysql":
-        return sqlalchemy_url(request.getfixturevalue("mysql_url"))
-    return str(request.getfixturevalue("postgres_url"))
 
 
 def _tables(engine_url: str) -> set[str]:

@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 
 from tickwork.cli import main
+from tickwork.config import load
+from tickwork.node import Node
+from tickwork.structures import Schedule
+from tickwork_sqlite.store import SQLiteStore
 
 # A job module with a unique name (declared jobs are registered per module name for the process).
 JOBS_MODULE = f"cli_test_jobs_{uuid.uuid4().hex[:8]}"
@@ -99,3 +103,23 @@ def error_of(result: Result, code: int) -> str:
 def write_config(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     return path
+
+
+def stored(name: str, path: str = "tickwork.db") -> Schedule:
+    store = SQLiteStore(path)
+    store.open()
+    try:
+        return store.get(name)
+    finally:
+        store.close()
+
+
+def run_due_once(config: str | None = None) -> Node:
+    """Start a node in-process, claim and run what is due now, and shut it down (waits for the runs)."""
+    node = Node(load(config))
+    node.open()
+    try:
+        node.engine.tick()
+    finally:
+        node.shutdown()
+    return node

@@ -4,6 +4,7 @@ and what they ran (``runs``)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.support import jobs_for_tests as jobs
 from tickwork import schedules as admin
+from tickwork.abc import Membership, Store
 from tickwork.engine import Engine, EngineSettings
 from tickwork.sql.store import SQLStore
 from tickwork.structures import RunRecord, ScheduleSpec
@@ -104,3 +106,35 @@ class SwitchableMembership(SingleMembership):
 
     def healthy(self) -> bool:
         return self.ok and super().healthy()
+
+
+class DeclaredDead(Membership):
+    """A membership that can be told the node was declared dead (its rejoin count moves) or is
+    unsure of itself (its heartbeat stale), as the heartbeat membership finds after a freeze.
+    ``unsure_asked`` is set once it was asked twice while unsure: a worker is waiting on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+        self.is_healthy = True
+        self.unsure_asked = threading.Event()
+        self._asked_unsure = 0
+
+    def start(self, store: Store, node_id: str) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def owned_buckets(self) -> None:
+        return None
+
+    def healthy(self) -> bool:
+        if not self.is_healthy:
+            self._asked_unsure += 1
+            if self._asked_unsure >= 2:
+                self.unsure_asked.set()
+        return self.is_healthy
+
+    def rejoins(self) -> int:
+        return self.count

@@ -319,6 +319,10 @@ class URL(Text):
         if not text.strip():
             raise ConfigError(self.missing(where))
         scheme = text.partition("://")[0].lower() if "://" in text else ""
+        written = text.partition(":")[0]
+        if not scheme and ":" in text and written.isidentifier():
+            # "postgresql:/db" or "postgresql:db": a scheme, without the two slashes.
+            raise ConfigError(f"{where}: {written + ':'!r} must be followed by '//' (e.g. {self.example})")
         if self.schemes and scheme not in self.schemes:
             # Never the URL itself: after ${NAME} expansion it may hold a password.
             given = f"{scheme!r}://..." if scheme else "no scheme://"

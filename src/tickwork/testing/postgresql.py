@@ -93,7 +93,9 @@ def postgres_store(
     """
     # The registered class, as a node builds its store: the core never imports a plugin by name.
     cls = default_manager().stores.get("postgres")
-    store = cls(postgres_url(source, dbname=dbname), claim=claim, clock=clock)  # type: ignore[call-arg]
+    # Options left out take the store's defaults (None is not a value of a declared setting).
+    options = {"claim": claim} if claim is not None else {}
+    store = cls(postgres_url(source, dbname=dbname), clock=clock, **options)  # type: ignore[call-arg]
     store.upgrade()
     store.open()
     return store

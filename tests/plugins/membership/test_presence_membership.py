@@ -93,5 +93,5 @@ def test_without_presence_nothing_is_held_or_asked(clock: FakeClock) -> None:
 
 
 def test_presence_must_be_a_boolean() -> None:
-    with pytest.raises(ConfigError, match=r"membership\.presence must be true or false"):
+    with pytest.raises(ConfigError, match=r"membership\.presence: expected bool, got str 'yes'"):
         SingleMembership(presence="yes")  # type: ignore[arg-type]
