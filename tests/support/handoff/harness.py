@@ -153,11 +153,12 @@ def tails(paths: Sequence[Path], chars: int = 3000) -> str:
 def celery_worker(queue: str, env: dict[str, str], out: Path, *, pool: str = "threads", concurrency: int = 6,
                   name: str = "w1") -> subprocess.Popen[bytes]:  # fmt: skip
     """``celery -A tests.support.handoff.celery_app worker`` on ``queue``, started as a user starts it;
-    returns once it is ready to consume."""
+    returns once it is ready to consume. Its node name holds the queue's: two tests' workers of the
+    same name would share (and fight over) one remote-control queue on the broker."""
     before = out.read_text(errors="replace").count("ready.") if out.exists() else 0
     process = start(
         [str(BIN / "celery"), "-A", "tests.support.handoff.celery_app", "worker", "-Q", queue, "-P", pool,
-         "-c", str(concurrency), "-n", f"{name}@%h", "--without-gossip", "--without-mingle",
+         "-c", str(concurrency), "-n", f"{name}-{queue}@%h", "--without-gossip", "--without-mingle",
          "--loglevel=INFO"],
         env,
         out,
