@@ -125,8 +125,7 @@ def build(table: dict[str, Any]) -> JobQueueExecutor:
         (
             # A one-character typo, after ${PW} was expanded: the password must not be echoed.
             {"url": f"postgresql:/app:{planted.PASSWORD}@db/app"},
-            "executor.jobqueue: url: 'postgresql:' must be followed by '//' "
-            "(expected sqlite:///PATH or postgresql://user:password@host/db)",
+            "executor.jobqueue.url: 'postgresql:' must be followed by '//' (e.g. sqlite:///jobs.db)",
         ),
         (
             {"url": f"postgresql://app:{planted.PASSWORD}@db:54x2/app"},
