@@ -2,15 +2,17 @@
 
 An editable install finds sub-packages by directory, so it hides packaging mistakes: a wheel once
 shipped without ``tickwork.engine`` and could not be imported. Here the wheel and the sdist are
-built (``python -m build``), checked (``twine check``), and each is installed into a fresh virtual
-environment in a temporary directory, where every module of the core and of every built-in plugin
-is imported, ``tickwork --version`` runs, and the example node runs with its jobs firing. Nothing
+built once per session (``python -m build``), checked (``twine check``), and installed into a
+fresh virtual environment in a temporary directory, the wheel first and then the sdist over it;
+after each, every module of the core and of every built-in plugin is imported, ``tickwork
+--version`` runs, and the example node runs with its jobs firing. Nothing
 from the checkout is on ``sys.path`` there: the commands run from the temporary directory with a
 clean environment, and the test asserts where ``tickwork`` was imported from.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -55,11 +57,9 @@ print(" ".join(imported))
 """
 
 
-@pytest.fixture(scope="module")
-def dist_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _build(out: Path) -> None:
     """The sdist, and the wheel built from it (``python -m build``: a file missing from the sdist
-    fails the wheel too, and nothing is built inside the checkout)."""
-    out = tmp_path_factory.mktemp("dist")
+    fails the wheel too, and nothing is built inside the checkout), checked by twine."""
     build = subprocess.run(
         [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
         capture_output=True,
@@ -74,6 +74,21 @@ def dist_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=120,
     )
     assert twine.returncode == 0, twine.stdout + twine.stderr
+
+
+@pytest.fixture(scope="session")
+def dist_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built artifacts, built once per test session: xdist's workers share the session's base
+    directory, and the first to take the lock builds (a build costs ~15 s)."""
+    shared = tmp_path_factory.getbasetemp().parent
+    out = shared / "dist"
+    with open(shared / "dist.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "built").exists():
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            _build(out)
+            (out / "built").touch()
     return out
 
 
@@ -84,12 +99,11 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _venv_with(artifact: Path, where: Path) -> Path:
-    """A fresh virtual environment under ``where`` with ``artifact`` and the extras installed."""
-    venv = where / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+def _pip_install(venv: Path, where: Path, *args: str) -> None:
+    """``pip install`` into ``venv``, run by the suite's own pip (``--python``): the new
+    environment needs no pip of its own. ``--no-compile``: the imports below compile what they use."""
     install = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"tickwork[{EXTRAS}] @ {artifact.as_uri()}"],
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile", *args],
         capture_output=True,
         text=True,
         timeout=900,
@@ -97,7 +111,6 @@ def _venv_with(artifact: Path, where: Path) -> Path:
         env=_clean_env(),
     )
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
-    return venv
 
 
 def test_wheel_carries_types_templates_and_migrations(dist_dir: Path) -> None:
@@ -125,41 +138,57 @@ def test_wheel_carries_types_templates_and_migrations(dist_dir: Path) -> None:
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("kind", ["whl", "tar.gz"])
-def test_installed_package_imports_and_runs_outside_the_checkout(dist_dir: Path, tmp_path: Path, kind: str) -> None:
-    (artifact,) = dist_dir.glob(f"*.{kind}")
-    venv = _venv_with(artifact, tmp_path)
+def _check_installed(venv: Path, where: Path, kind: str) -> None:
+    """Every module imports from ``venv``, ``tickwork --version`` runs, and the README's first
+    command runs the example node with its jobs firing."""
     python = str(venv / "bin" / "python")
     env = _clean_env()
 
     imported = subprocess.run(
-        [python, "-c", IMPORT_ALL, *NOT_IMPORTABLE], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+        [python, "-c", IMPORT_ALL, *NOT_IMPORTABLE], capture_output=True, text=True, timeout=300, cwd=where, env=env
     )
-    assert imported.returncode == 0, imported.stderr[-3000:]
+    assert imported.returncode == 0, f"{kind}: " + imported.stderr[-3000:]
     location, count, names = imported.stdout.splitlines()[:3]
-    assert Path(location).is_relative_to(venv), f"tickwork was imported from {location}, not the new environment"
+    assert Path(location).is_relative_to(venv), f"{kind}: tickwork was imported from {location}, not the new venv"
     modules = names.split()
     for name in ("tickwork.engine.loop", "tickwork.plugin.specs", "tickwork_sqlite.plugin", "tickwork_web.application"):
-        assert name in modules
-    assert int(count) > 150
+        assert name in modules, kind
+    assert int(count) > 150, kind
 
     version = subprocess.run(
-        [str(venv / "bin" / "tickwork"), "--version"], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env
+        [str(venv / "bin" / "tickwork"), "--version"], capture_output=True, text=True, timeout=60, cwd=where, env=env
     )
-    assert version.returncode == 0, version.stderr
-    assert tickwork.__version__ in version.stdout
+    assert version.returncode == 0, f"{kind}: " + version.stderr
+    assert tickwork.__version__ in version.stdout, kind
 
     # The README's first command, with the installed package: the example node on SQLite.
-    shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("*.db*", "__pycache__"))
+    work = where / kind
+    shutil.copytree(ROOT / "examples", work / "examples", ignore=shutil.ignore_patterns("*.db*", "__pycache__"))
     run = subprocess.run(
         [str(venv / "bin" / "tickwork"), "run", "--config", "examples/tickwork.toml", "--for", "6"],
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=tmp_path,
+        cwd=work,
         env=env,
     )
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-    assert "demo.heartbeat: every 5 seconds" in run.stdout, run.stdout + run.stderr
-    assert "ModuleNotFoundError" not in run.stderr
+    assert run.returncode == 0, f"{kind}: " + run.stdout[-2000:] + run.stderr[-3000:]
+    assert "demo.heartbeat: every 5 seconds" in run.stdout, f"{kind}: " + run.stdout + run.stderr
+    assert "ModuleNotFoundError" not in run.stderr, kind
+
+
+@pytest.mark.slow
+def test_installed_wheel_and_sdist_import_and_run_outside_the_checkout(dist_dir: Path, tmp_path: Path) -> None:
+    """The wheel, installed with every extra the plugins import into a fresh environment, then the
+    sdist installed over it (``--no-deps --force-reinstall``: pip builds it again from source, and
+    the dependencies the wheel brought are already there, so they are installed once)."""
+    (wheel,) = dist_dir.glob("*.whl")
+    (sdist,) = dist_dir.glob("*.tar.gz")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+
+    _pip_install(venv, tmp_path, f"tickwork[{EXTRAS}] @ {wheel.as_uri()}")
+    _check_installed(venv, tmp_path, "whl")
+
+    _pip_install(venv, tmp_path, "--no-deps", "--force-reinstall", f"tickwork @ {sdist.as_uri()}")
+    _check_installed(venv, tmp_path, "tar.gz")
