@@ -7,7 +7,7 @@ that fails with the install command as soon as a config or a schedule uses it.
 from __future__ import annotations
 
 from tickwork.abc import Executor
-from tickwork.plugin import Registry, hookimpl
+from tickwork.plugin import Deferred, Registry, hookimpl
 from tickwork_handoff.unavailable import installed, unavailable
 
 from .settings import CelerySettings
@@ -28,4 +28,4 @@ def executor_class() -> type[Executor]:
 @hookimpl
 def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
     """Register the ``celery`` executor."""
-    registry.add("celery", executor_class())
+    registry.add("celery", Deferred(executor_class, section=CelerySettings))

@@ -12,7 +12,7 @@ from typing import Any
 
 from tickwork.abc import Executor
 from tickwork.errors import ConfigError
-from tickwork.plugin import Registry, hookimpl
+from tickwork.plugin import Deferred, Registry, hookimpl
 from tickwork.structures import JobCall, Outcome
 
 from .settings import HTTPSettings
@@ -52,4 +52,4 @@ def executor_class() -> type[Executor]:
 @hookimpl
 def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
     """Register the ``http`` executor."""
-    registry.add("http", executor_class())
+    registry.add("http", Deferred(executor_class, section=HTTPSettings))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from tickwork.abc import Executor
-from tickwork.plugin import Registry, hookimpl
+from tickwork.plugin import Deferred, Registry, hookimpl
 
-from .executor import JobQueueExecutor
+from .settings import JobQueueSettings
 
 
 @hookimpl
 def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
     """Register the ``jobqueue`` executor."""
-    registry.add("jobqueue", JobQueueExecutor)
+    registry.add("jobqueue", Deferred("tickwork_jobqueue.executor:JobQueueExecutor", section=JobQueueSettings))

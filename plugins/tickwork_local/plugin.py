@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from tickwork.abc import Executor
-from tickwork.plugin import Registry, hookimpl
+from tickwork.plugin import Deferred, Registry, hookimpl
 
-from .executor import LocalExecutor
+from .settings import LocalSettings
 
 
 @hookimpl
 def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
-    registry.add("local", LocalExecutor)
+    registry.add("local", Deferred("tickwork_local.executor:LocalExecutor", section=LocalSettings))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from tickwork.abc import Membership
-from tickwork.plugin import Registry, hookimpl
+from tickwork.plugin import Deferred, Registry, hookimpl
 
-from .hashring import HashRingMembership
+from .settings import HashRingSettings
 from .single import AllMembership, SingleMembership
 
 
@@ -13,4 +13,4 @@ from .single import AllMembership, SingleMembership
 def tickwork_register_memberships(registry: Registry[type[Membership]]) -> None:
     registry.add("single", SingleMembership)
     registry.add("all", AllMembership)
-    registry.add("hashring", HashRingMembership)
+    registry.add("hashring", Deferred("tickwork_membership.hashring:HashRingMembership", section=HashRingSettings))

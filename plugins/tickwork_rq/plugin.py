@@ -7,7 +7,7 @@ with the install command as soon as a config or a schedule uses it.
 from __future__ import annotations
 
 from tickwork.abc import Executor
-from tickwork.plugin import Registry, hookimpl
+from tickwork.plugin import Deferred, Registry, hookimpl
 from tickwork_handoff.unavailable import installed, unavailable
 
 from .settings import RQSettings
@@ -28,4 +28,4 @@ def executor_class() -> type[Executor]:
 @hookimpl
 def tickwork_register_executors(registry: Registry[type[Executor]]) -> None:
     """Register the ``rq`` executor."""
-    registry.add("rq", executor_class())
+    registry.add("rq", Deferred(executor_class, section=RQSettings))

@@ -45,7 +45,7 @@ docs/plugins.md is the guide, with a store, an executor and a command worked thr
 from __future__ import annotations
 
 from .command import Command, CommandGroup
-from .registry import Registry
+from .registry import Deferred, Registry
 from .specs import hookimpl, hookspec
 
-__all__ = ["Command", "CommandGroup", "Registry", "hookimpl", "hookspec"]
+__all__ = ["Command", "CommandGroup", "Deferred", "Registry", "hookimpl", "hookspec"]

@@ -119,8 +119,8 @@ class PluginManager:
             ("membership", self.memberships),
         )
         for kind, registry in kinds:
-            for name, cls in registry:
-                self.config_tables.add_options(kind, name, cls.section)
+            for name in registry.names():
+                self.config_tables.add_options(kind, name, registry.section_of(name))
 
     def _register(self, name: str, plugin: object) -> None:
         self._pm.register(plugin, name=name)

@@ -1,10 +1,7 @@
-"""The SQL side of tickwork: schema, the shared store, claim strategies, migrations."""
+"""The SQL side of tickwork: schema, the shared store, claim strategies, migrations.
+
+Alembic is imported by :mod:`.migrations` only, when a migration is run or the schema's revision
+is checked: a command that opens no store (``tickwork --help``, ``config check``) never loads it.
+"""
 
 from __future__ import annotations
-
-from .quiet import quiet_alembic
-
-# Importing Alembic logs "setup plugin ..." at INFO; an application that configured logging
-# before importing tickwork's stores should not see that.
-with quiet_alembic():
-    import alembic.command  # noqa: F401

@@ -5,13 +5,17 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
 from .quiet import quiet_alembic as _quiet
+
+# Importing Alembic logs "setup plugin ..." at INFO; an application that configured logging
+# before opening a store should not see that.
+with _quiet():
+    from alembic import command
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
 
 VERSION_TABLE = "tickwork_alembic_version"
 
