@@ -69,6 +69,8 @@ from typing import IO, Any, ClassVar, Generic, NamedTuple, TypeVar
 import pytest
 from sqlalchemy.engine import URL, make_url
 
+from tickwork.sql.migrations import VERSION_TABLE
+
 MODES = ("auto", "existing", "throwaway")
 LOCALHOST = "127.0.0.1"
 SERVICE_USER = "tickwork-db"
@@ -201,6 +203,16 @@ class Provider(ABC, Generic[S]):
         """Create tickwork's schema in the empty database ``dbname`` (its store's ``upgrade``)."""
 
     @abstractmethod
+    @abstractmethod
+    def schema_of(self, server: S, dbname: str) -> tuple[object, ...]:
+        """What the schema of ``dbname`` is made of (tables, columns, indexes, the migrations'
+        version): a database whose schema differs from its template's is not used again."""
+
+    @abstractmethod
+    def empty_tables(self, server: S, dbname: str, keep: str) -> None:
+        """End the connections still open to ``dbname`` and delete every row (identities restarted)
+        of every table but ``keep``."""
+
     def clone_database(self, server: S, template: str, dbname: str) -> None:
         """Create ``dbname`` as a copy of ``template`` (schema and rows), which nobody uses."""
 
@@ -324,12 +336,43 @@ class Provider(ABC, Generic[S]):
             self.create_database(server, template)
             self.migrate(server, template)
             self._templates[server] = template
-        dbname = new_database_name()
-        self.clone_database(server, template, dbname)
+        spare = self._spares.setdefault(server, [])
+        if spare:
+            dbname = spare.pop()
+        else:
+            dbname = new_database_name()
+            self.clone_database(server, template, dbname)
         try:
             yield dbname
         finally:
+            self._put_back(server, template, dbname)
+
+    def _put_back(self, server: S, template: str, dbname: str) -> None:
+        """Empty ``dbname`` for the next test of this process, or drop it when its schema is no
+        longer the template's (a test altered it) or it cannot be emptied. Emptying its tables
+        costs a tenth of dropping it and copying the template again (~0.25 s on PostgreSQL, more
+        on MySQL, where a copy is a CREATE TABLE per table)."""
+        schemas: dict[str, tuple[object, ...]] = self.__dict__.setdefault("_template_schemas", {})
+        try:
+            if template not in schemas:
+                schemas[template] = self.schema_of(server, template)
+            self.empty_tables(server, dbname, keep=VERSION_TABLE)
+            reusable = self.schema_of(server, dbname) == schemas[template]
+        except Exception:  # e.g. a lock a killed session still held; a new copy is always right
+            reusable = False
+        if reusable:
+            self._spares.setdefault(server, []).append(dbname)
+        else:
             self.drop_database(server, dbname)
+
+    def drop_spares(self, server: S) -> None:
+        for dbname in self._spares.pop(server, []):
+            self.drop_database(server, dbname)
+
+    @property
+    def _spares(self) -> dict[S, list[str]]:
+        spares: dict[S, list[str]] = self.__dict__.setdefault("_spare_names", {})
+        return spares
 
     @property
     def _templates(self) -> dict[S, str]:
@@ -346,6 +389,8 @@ class Provider(ABC, Generic[S]):
         try:
             yield server
         finally:
+            with contextlib.suppress(Exception):
+                self.drop_spares(server)
             template = self._templates.pop(server, None)
             if template is not None:
                 with contextlib.suppress(Exception):  # a server that died meanwhile has nothing to drop

@@ -29,6 +29,7 @@ import pymysql
 import pytest
 
 from tests.support.servers.base import PROBE_TIMEOUT_S, Programs, Provider, Server
+from tickwork.sql.migrations import VERSION_TABLE
 from tickwork_mysql.store import MySQLStore
 
 __all__ = ["MYSQL", "MySQLServer", "mysql_migrated_url", "mysql_server", "mysql_url"]
@@ -125,13 +126,45 @@ class MySQLProvider(Provider[MySQLServer]):
     def drop_database(self, server: MySQLServer, dbname: str) -> None:
         with contextlib.closing(server.connect()) as conn, conn.cursor() as cur:
             # A connection left in a transaction would hold a metadata lock DROP waits on for a year.
-            cur.execute(
-                "SELECT id FROM information_schema.processlist WHERE db = %s AND id <> CONNECTION_ID()", (dbname,)
-            )
-            for (thread,) in cur.fetchall():
-                with contextlib.suppress(pymysql.Error):  # it may have ended meanwhile
-                    cur.execute(f"KILL {int(thread)}")
+            self._kill_sessions(cur, dbname)
             cur.execute(f"DROP DATABASE IF EXISTS `{dbname}`")
+
+    @staticmethod
+    def _kill_sessions(cur: pymysql.cursors.Cursor, dbname: str) -> None:
+        cur.execute("SELECT id FROM information_schema.processlist WHERE db = %s AND id <> CONNECTION_ID()", (dbname,))
+        for (thread,) in cur.fetchall():
+            with contextlib.suppress(pymysql.Error):  # it may have ended meanwhile
+                cur.execute(f"KILL {int(thread)}")
+
+    def schema_of(self, server: MySQLServer, dbname: str) -> tuple[object, ...]:
+        with contextlib.closing(server.connect()) as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT table_name, column_name, column_type, is_nullable, column_default, extra"
+                " FROM information_schema.columns WHERE table_schema = %s ORDER BY 1, 2",
+                (dbname,),
+            )
+            columns = tuple(cur.fetchall())
+            cur.execute(
+                "SELECT table_name, index_name, seq_in_index, column_name, non_unique"
+                " FROM information_schema.statistics WHERE table_schema = %s ORDER BY 1, 2, 3",
+                (dbname,),
+            )
+            indexes = tuple(cur.fetchall())
+            cur.execute(f"SELECT * FROM `{dbname}`.`{VERSION_TABLE}`")
+            version = tuple(cur.fetchall())
+        return (columns, indexes, version)
+
+    def empty_tables(self, server: MySQLServer, dbname: str, keep: str) -> None:
+        with contextlib.closing(server.connect(dbname)) as conn, conn.cursor() as cur:
+            self._kill_sessions(cur, dbname)
+            # DELETE and a reset counter: TRUNCATE makes each table again (a DDL statement each).
+            cur.execute("SET SESSION foreign_key_checks = 0, lock_wait_timeout = 5, innodb_lock_wait_timeout = 5")
+            cur.execute("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'")
+            for table, _ in cur.fetchall():
+                if table != keep:
+                    cur.execute(f"DELETE FROM `{table}`")
+                    cur.execute(f"ALTER TABLE `{table}` AUTO_INCREMENT = 1")
+            conn.commit()
 
 
 MYSQL = MySQLProvider()

@@ -32,6 +32,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from tests.support.servers.base import PROBE_TIMEOUT_S, Programs, Provider, Server
+from tickwork.sql.migrations import VERSION_TABLE
 from tickwork_postgres.store import PostgresStore
 
 __all__ = ["POSTGRES", "PostgresServer", "postgres_migrated_url", "postgres_server", "postgres_url"]
@@ -123,6 +124,45 @@ class PostgresProvider(Provider[PostgresServer]):
                 sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(dbname), sql.Identifier(template))
             )
             self._no_commit_wait(conn, dbname)
+
+    def schema_of(self, server: PostgresServer, dbname: str) -> tuple[object, ...]:
+        with psycopg.connect(server.conninfo(dbname), autocommit=True, connect_timeout=10) as conn:
+            columns = conn.execute(
+                "SELECT table_schema, table_name, column_name, data_type, is_nullable, column_default"
+                " FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
+                " ORDER BY 1, 2, 3"
+            ).fetchall()
+            indexes = conn.execute(
+                "SELECT schemaname, indexname, indexdef FROM pg_indexes"
+                " WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2"
+            ).fetchall()
+            routines = conn.execute(
+                "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+                " WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')"
+            ).fetchall()
+            version = conn.execute(sql.SQL("SELECT * FROM {}").format(sql.Identifier(VERSION_TABLE))).fetchall()
+        return (tuple(columns), tuple(indexes), tuple(routines), tuple(version))
+
+    def empty_tables(self, server: PostgresServer, dbname: str, keep: str) -> None:
+        with self._admin(server) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                (dbname,),
+            )
+        with psycopg.connect(server.conninfo(dbname), autocommit=True, connect_timeout=10) as conn:
+            # A test's sessions were ended above; a lock one of them held is gone with it, so this
+            # waits for nothing (a bound all the same, not to hang a worker on a surprise).
+            conn.execute("SET lock_timeout = '5s'")
+            tables = [
+                sql.Identifier(schema, name)
+                for schema, name in conn.execute(
+                    "SELECT schemaname, tablename FROM pg_tables"
+                    " WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND tablename <> %s",
+                    (keep,),
+                ).fetchall()
+            ]
+            if tables:
+                conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(sql.SQL(", ").join(tables)))
 
     def drop_database(self, server: PostgresServer, dbname: str) -> None:
         name = sql.Identifier(dbname)
