@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -46,6 +46,8 @@ class ScheduleDetail:
     last_error: RunRecord | None
     skipped: list[RunRecord]
     chart: Chart | None = None
+    #: Why each of ``next_fires`` is not at its trigger's time (a holiday moved it), or ``""``.
+    moved: list[str] = field(default_factory=list)
 
     @property
     def fires(self) -> list[Fire]:
@@ -95,10 +97,12 @@ def schedule_detail(admin: Admin, name: str, statuses: list[RunStatus]) -> Sched
     now = admin.store().now()
     recent = admin.history(schedule=name, limit=CHART_ROWS)
     start, end = window_of(recent, now)
+    upcoming = admin.next_fires_explained(name, NEXT_FIRES)
     return ScheduleDetail(
         now=now,
         info=info,
-        next_fires=admin.next_fires(name, NEXT_FIRES),
+        next_fires=[moment for moment, _ in upcoming],
+        moved=[why for _, why in upcoming],
         history=admin.history(schedule=name, status=statuses or None, limit=HISTORY_ROWS),
         last_error=next(iter(admin.history(schedule=name, status=sorted(FAILING), limit=1)), None),
         skipped=admin.history(schedule=name, status=RunStatus.SKIPPED, limit=SKIPPED_ROWS),
@@ -181,6 +185,8 @@ def detail_json(detail: ScheduleDetail) -> dict[str, Any]:
     return {
         **schedule_json(detail.info),
         "next_fires": [iso_z(t) for t in detail.next_fires],
+        # Beside each next fire: why a holiday rule moved it ("" when it did not; docs/holidays.md).
+        "next_fires_moved": list(detail.moved),
         "last_run": None if detail.info.last_run is None else run_json(detail.info.last_run),
         "last_error": None if detail.last_error is None else run_json(detail.last_error),
         "skipped": [run_json(r) for r in detail.skipped],

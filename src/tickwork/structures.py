@@ -38,6 +38,8 @@ MAX_CATCHUP = 10_000
 MAX_RUNS = 1_000_000_000
 #: The most further expressions (``also``) and exclusions (``exclude``) of one schedule.
 MAX_EXPRESSIONS = 20
+#: The longest ``holidays`` value (a calendar spec such as ``DE-BE`` or a ``[calendars.NAME]`` name).
+MAX_CALENDAR_NAME = 100
 
 
 class Choice(enum.StrEnum):
@@ -135,6 +137,18 @@ class OnAbandon(Choice):
     @property
     def reruns(self) -> bool:
         return self is OnAbandon.RERUN
+
+
+class OnHoliday(Choice):
+    """What becomes of a fire that falls on a holiday or a non-workday of the schedule's
+    ``holidays`` calendar (docs/holidays.md)."""
+
+    #: Dropped: recorded as skipped, with the holiday in its reason (the default).
+    SKIP = "skip"
+    #: Moved to the same local time on the next business day.
+    NEXT = "next"
+    #: Moved to the same local time on the previous business day.
+    PREVIOUS = "previous"
 
 
 #: How a backfill's fires of one schedule run beside one another (docs/cluster.md#backfill):
@@ -381,6 +395,10 @@ class ScheduleSpec:
     :param concurrency_key: a name several schedules share: at most ``concurrency_limit`` runs
         of the schedules carrying it at once across the cluster
     :param concurrency_limit: with ``concurrency_key``, that bound (default 1)
+    :param holidays: a business-day calendar (``"DE-BE"``: a country and optional subdivision of
+        the ``holidays`` package, or the name of a ``[calendars.NAME]`` table): see docs/holidays.md
+    :param on_holiday: what a fire on a day that is no business day of ``holidays`` does
+        (:class:`OnHoliday`)
     """
 
     name: str
@@ -411,6 +429,8 @@ class ScheduleSpec:
     max_concurrent: int | None = None
     concurrency_key: str | None = None
     concurrency_limit: int | None = None
+    holidays: str | None = None
+    on_holiday: OnHoliday = OnHoliday.SKIP
 
     def __post_init__(self) -> None:
         for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
@@ -463,6 +483,15 @@ class ScheduleSpec:
             if len(value) > MAX_EXPRESSIONS or not all(isinstance(e, str) and e.strip() for e in value):
                 raise ValueError(f"{name}: at most {MAX_EXPRESSIONS} non-empty expressions, got {list(value)!r}")
             object.__setattr__(self, name, tuple(value))
+        object.__setattr__(self, "on_holiday", OnHoliday.of("on_holiday", self.on_holiday))
+        calendar = self.holidays
+        if calendar is not None and (
+            not isinstance(calendar, str) or not calendar.strip() or len(calendar) > MAX_CALENDAR_NAME
+        ):
+            raise ValueError(
+                f"holidays: a calendar such as 'DE-BE' or a [calendars.NAME] name of at most "
+                f"{MAX_CALENDAR_NAME} characters, got {calendar!r}"
+            )
         if self.start_at is not None and self.end_at is not None and self.end_at < self.start_at:
             raise ValueError(f"end_at: must not be before start_at ({iso_z(self.end_at)} < {iso_z(self.start_at)})")
         self._check_concurrency()
@@ -489,13 +518,14 @@ class ScheduleSpec:
     @property
     def plain(self) -> bool:
         """Whether it uses none of the options that change its fire times (jitter, bounds, several
-        expressions, exclusions)."""
+        expressions, exclusions, a holiday calendar)."""
         return (
             self.jitter == _NO_JITTER
             and self.start_at is None
             and self.end_at is None
             and not self.also
             and not self.exclude
+            and self.holidays is None
         )
 
     @classmethod
@@ -526,7 +556,16 @@ class ScheduleSpec:
         """Everything that decides its fire times: the trigger and the options that move, bound,
         add to or exclude them. A schedule whose ``times_key`` changes gets its next fire
         recomputed from now (a jitter added takes effect at once, not after the next fire)."""
-        return (*self.trigger_key, self.jitter, self.start_at, self.end_at, self.also, self.exclude)
+        return (
+            *self.trigger_key,
+            self.jitter,
+            self.start_at,
+            self.end_at,
+            self.also,
+            self.exclude,
+            self.holidays,
+            self.on_holiday,
+        )
 
     def same_definition(self, other: ScheduleSpec) -> bool:
         """True when ``other`` declares the same schedule (ignores nothing but identity)."""
@@ -552,6 +591,8 @@ OPTION_FIELDS = frozenset(
         "max_concurrent",
         "concurrency_key",
         "concurrency_limit",
+        "holidays",
+        "on_holiday",
     }
 )
 _BASE_FIELDS = _SPEC_FIELDS - OPTION_FIELDS

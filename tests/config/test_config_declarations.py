@@ -163,7 +163,7 @@ def test_a_plugin_declares_a_table_the_parser_checks(manager: PluginManager) -> 
         parse({"throwawy": {}}, tables=tables)
     # Without the plugin the table is unknown.
     with pytest.raises(
-        ConfigError, match=r"unknown table or key 'throwaway'; known: executor, health, logging, membership"
+        ConfigError, match=r"unknown table or key 'throwaway'; known: calendars, executor, health, logging, membership"
     ):
         parse({"throwaway": {}})
 

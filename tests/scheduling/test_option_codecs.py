@@ -13,7 +13,7 @@ import pytest
 
 from tickwork.scheduling.options import BY_NAME, OPTIONS, STORED, spec_json, stored_fields, stored_json
 from tickwork.sql.rows import spec_from_row, spec_values
-from tickwork.structures import MisfirePolicy, OnAbandon, OnFinish, Overlap, ScheduleSpec
+from tickwork.structures import MisfirePolicy, OnAbandon, OnFinish, OnHoliday, Overlap, ScheduleSpec
 
 #: Values of each option as a spec holds them, odd ones included. A new option without any
 #: fails test_every_option_has_samples.
@@ -42,6 +42,8 @@ SAMPLES: dict[str, list[Any]] = {
     "max_concurrent": [None, 1, 10_000],
     "concurrency_key": [None, "billing", "ключ, ß und 😀"],
     "concurrency_limit": [None, 1, 10_000],
+    "holidays": [None, "DE-BE", "US", "company"],
+    "on_holiday": list(OnHoliday),
 }
 
 BASE = {"name": "every", "trigger_kind": "cron", "expression": "0 3 * * *", "target": "m:f"}
@@ -73,6 +75,8 @@ def _every_option_set() -> ScheduleSpec:
         max_concurrent=3,
         concurrency_key="billing",
         concurrency_limit=2,
+        holidays="DE-BE",
+        on_holiday=OnHoliday.NEXT,
     )
 
 

@@ -46,6 +46,8 @@ EVERY_OPTION: dict[str, Any] = {
     "max_concurrent": 3,
     "concurrency_key": "billing",
     "concurrency_limit": 2,
+    "holidays": "DE-BE",
+    "on_holiday": "next",
 }
 
 #: What a person reads for them, in the table's order (the labels of jobs show and the page).
@@ -62,6 +64,7 @@ LABELS = [
     "except",
     "overlap",
     "concurrency",
+    "holidays",
 ]
 
 

@@ -62,6 +62,8 @@ SAMPLES: dict[str, Sample] = {
     "max_concurrent": Sample(3, ["--max-concurrent", "3"], 3),
     "concurrency_key": Sample("billing", ["--concurrency-key", "billing"], "billing"),
     "concurrency_limit": Sample(2, ["--concurrency-limit", "2"], 2),
+    "holidays": Sample("DE-BE", ["--holidays", "DE-BE"], "DE-BE"),
+    "on_holiday": Sample("next", ["--on-holiday", "next"], "next"),
 }
 
 

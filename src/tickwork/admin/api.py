@@ -28,7 +28,7 @@ from ..config.files import Config, load, parse
 from ..errors import DatabaseMissingError, ScheduleNotFoundError
 from ..plugin.assembly import build_membership, build_store
 from ..plugin.manager import PluginManager, plugin_manager_for
-from ..scheduling.firetimes import fire_times
+from ..scheduling.firetimes import FireTimes, fire_times
 from ..scheduling.validation import SpecBuilder
 from ..structures import RunRecord, RunStatus, ScheduleState, utc
 from .backfill import Backfills
@@ -203,20 +203,40 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
 
         :raises tickwork.ScheduleNotFoundError: if there is no such schedule
         """
+        return [moment for moment, _ in self.next_fires_explained(name, n)]
+
+    def next_fires_explained(self, name: str, n: int = 10) -> builtins.list[tuple[datetime, str]]:
+        """:meth:`next_fires`, each with why it is not at its trigger's time: ``"moved from
+        2026-05-01T09:00:00+02:00: 2026-05-01 is Labor Day (DE-BE)"`` for a fire its holiday
+        rule moved (docs/holidays.md), ``""`` for the others.
+
+        :raises tickwork.ScheduleNotFoundError: if there is no such schedule
+        """
         if n < 0:
             raise ValueError(f"n: must be >= 0, got {n}")
         store = self.store()
         schedule = store.get(name)
         spec = schedule.spec
-        # Jitter and bounds included: the times the schedule fires at (docs/triggers.md#schedule-options).
-        trigger = fire_times(spec, self.manager)
-        out: builtins.list[datetime] = []
-        current = schedule.next_fire if spec.enabled else None
-        if current is None:
-            current = trigger.next_after(store.now())
-        while current is not None and len(out) < n:
-            out.append(utc(current))
-            current = trigger.next_after(current)
+        # Jitter, bounds and holidays included: the times the schedule fires at (docs/triggers.md#schedule-options).
+        fires = fire_times(spec, self.manager)
+
+        def following(after: datetime) -> tuple[datetime, str] | None:
+            if isinstance(fires, FireTimes):
+                return fires.fire_after(after)
+            moment = fires.next_after(after)
+            return None if moment is None else (moment, "")
+
+        out: builtins.list[tuple[datetime, str]] = []
+        stored = schedule.next_fire if spec.enabled else None
+        if stored is None:
+            found = following(store.now())
+        else:
+            # The stored next fire (a "run now" may have moved it): its note if the rule put it there.
+            again = following(stored - timedelta(microseconds=1))
+            found = (stored, again[1] if again is not None and again[0] == stored else "")
+        while found is not None and len(out) < n:
+            out.append((utc(found[0]), found[1]))
+            found = following(found[0])
         return out
 
     def in_flight(self) -> dict[str, int]:

@@ -20,10 +20,12 @@ from ..errors import ConfigError, ConfigProblems
 from .checks import did_you_mean
 from .declarations import PluginChoice, Section
 from .tables import (
+    CALENDARS,
     CORE_TABLES,
     EXECUTOR,
     MEMBERSHIP,
     STORE,
+    CalendarConfig,
     ConfigTables,
     HealthConfig,
     LoggingConfig,
@@ -48,6 +50,8 @@ class Config:
     store: PluginChoice = field(default_factory=STORE.default)
     membership: PluginChoice = field(default_factory=MEMBERSHIP.default)
     executors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The ``[calendars.NAME]`` tables by name (docs/holidays.md).
+    calendars: Mapping[str, CalendarConfig] = field(default_factory=dict)
     blocked_plugins: tuple[str, ...] = ()
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     health: HealthConfig = field(default_factory=HealthConfig)
@@ -197,6 +201,7 @@ def parse_core(data: Mapping[str, Any], source: Path | None = None) -> Config:
             lambda: MEMBERSHIP.from_toml(src, _table(src, data, "membership")), MEMBERSHIP.default()
         ),
         executors=problems.collect(lambda: EXECUTOR.from_toml(src, _table(src, data, "executor")), {}),
+        calendars=problems.collect(lambda: CALENDARS.from_toml(src, _table(src, data, "calendars")), {}),
         blocked_plugins=read(PluginsConfig, "plugins").block,
         logging=read(LoggingConfig, "logging"),
         health=read(HealthConfig, "health"),

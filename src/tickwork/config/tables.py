@@ -16,10 +16,18 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigProblems
 from ..structures import MisfirePolicy
+from .calendars import (
+    COUNTRY_SPEC,
+    CalendarDefinition,
+    check_country,
+    parse_dates,
+    parse_workdays,
+)
 from .declarations import (
     Choice,
     ChoiceTable,
@@ -27,7 +35,9 @@ from .declarations import (
     Integer,
     NamedTables,
     Number,
+    OptionalText,
     Section,
+    Setting,
     Strings,
     Table,
     Text,
@@ -349,12 +359,97 @@ MEMBERSHIP = ChoiceTable(
 
 EXECUTOR = NamedTables("executor")
 
+
+S = TypeVar("S", bound=Section)
+
+
+class CalendarConfig(Section, table="calendars"):
+    """One ``[calendars.NAME]`` table: a business-day calendar that schedules name in their
+    ``holidays`` option (docs/holidays.md). Needs the ``tickwork[holidays]`` extra when it names
+    a country."""
+
+    country = OptionalText(
+        nonblank=True,
+        help="Country whose public holidays are days off: the holidays package's code (`DE`, `US`, `GB`).",
+        details="Not set: no public holidays, only `extra` and the days outside `workdays`.",
+    )
+    subdiv = OptionalText(
+        nonblank=True,
+        help="Subdivision of `country` whose holidays apply too, as the holidays package names it (`BE`, `NY`).",
+    )
+    extra = Strings(items="dates (YYYY-MM-DD)", help='Further days off, e.g. `["2026-12-24", "2026-12-31"]`.')
+    workdays = OptionalText(
+        nonblank=True,
+        shown_default="the country's working week (Mon..Fri without `country`)",
+        help="The working week: `Mon..Fri`, `Sun..Thu` or `Mon,Tue,Thu`.",
+        details="Set, it replaces the country's weekend, and the weekend days a country declares worked no "
+        "longer count as workdays.",
+    )
+
+    def validate(self, where: Callable[[str], str]) -> None:
+        if self.subdiv is not None and self.country is None:
+            raise ConfigError(f"{where('subdiv')}: needs a country")
+        if self.country is not None:
+            check_country(where("country"), self.country, self.subdiv)
+        parse_dates(where("extra"), self.extra)
+        if self.workdays is not None:
+            parse_workdays(where("workdays"), self.workdays)
+
+    def definition(self, name: str) -> CalendarDefinition:
+        """The calendar this table declares under ``name``."""
+        return CalendarDefinition(
+            name,
+            self.country,
+            self.subdiv,
+            parse_dates(f"calendars.{name}.extra", self.extra),
+            None if self.workdays is None else parse_workdays(f"calendars.{name}.workdays", self.workdays),
+        )
+
+
+class NamedSections(Generic[S]):
+    """``[TABLE.NAME]`` tables, any number, each with the keys of one :class:`Section`
+    (``[calendars.company]``)."""
+
+    def __init__(self, section: type[S]) -> None:
+        self.section = section
+        self.table = section.table
+
+    def settings(self) -> dict[str, Setting[Any]]:
+        return self.section.settings()
+
+    def from_toml(self, source: str, raw: Mapping[str, Any]) -> dict[str, S]:
+        tables: dict[str, S] = {}
+        problems = []
+        for name, value in raw.items():
+            if not isinstance(value, dict):
+                raise ConfigError(f"{source}: {self.table}.{name}: must be a table ([{self.table}.{name}])")
+            if COUNTRY_SPEC.fullmatch(name):
+                raise ConfigError(
+                    f"{source}: {self.table}.{name}: the name looks like a country calendar ('DE', 'DE-BE'), which "
+                    "a schedule's holidays would name instead; use a lower-case name such as 'company'"
+                )
+            try:
+                tables[name] = self.section.from_toml(source, value, table=f"{self.table}.{name}")
+            except ConfigProblems as exc:
+                problems += exc.problems
+            except ConfigError as exc:
+                problems.append(str(exc))
+        if len(problems) == 1:
+            raise ConfigError(problems[0])
+        if problems:
+            raise ConfigProblems(f"{source}: [{self.table}] has {len(problems)} problems", problems)
+        return tables
+
+
+CALENDARS = NamedSections(CalendarConfig)
+
 #: The core's tables by name, in the reference's order. A plugin may not declare one of these.
 CORE_TABLES: dict[str, Table] = {
     "scheduler": SchedulerConfig,
     "store": STORE,
     "membership": MEMBERSHIP,
     "executor": EXECUTOR,
+    "calendars": CALENDARS,
     "plugins": PluginsConfig,
     "logging": LoggingConfig,
     "health": HealthConfig,

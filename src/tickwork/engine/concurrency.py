@@ -20,7 +20,7 @@ from ..errors import StoreError
 from ..structures import ADMISSION_FENCED, Admission, Claim, Finish, MisfirePolicy, Outcome, RunStatus
 from .counters import Counters
 from .listener import EngineListener
-from .planning import NextAfter, grace_of, plan_next_fire
+from .planning import NextAfter, grace_of, plan_next_fire, with_holidays
 from .runlog import log_run_ends
 from .settings import EngineSettings
 
@@ -71,6 +71,7 @@ class Concurrency:
             grace=grace_of(spec, self.settings.misfire_grace),
             max_catchup=spec.max_catchup,
         )
+        plan = with_holidays(plan, next_after, claim.scheduled_for)
         release = spec.overlap.runs_beside
         admission = Admission(claim, release=release, next_fire=plan.next_fire, skipped=plan.skipped)
         try:

@@ -13,7 +13,7 @@ from .clock import DatabaseClock
 from .faults import OnceLogger, describe
 from .nextfires import NextFires
 from .overlap import WaitingFires, plan_overlap
-from .planning import NextAfter, grace_of, plan_next_fire, plan_retry
+from .planning import NextAfter, grace_of, plan_next_fire, plan_retry, with_holidays
 from .retries import RetryQueue
 from .settings import EngineSettings
 
@@ -172,6 +172,7 @@ class FollowUps:
                 grace=grace_of(claim.spec, self.settings.misfire_grace),
                 max_catchup=claim.spec.max_catchup,
             )
+        plan = with_holidays(plan, next_after, claim.scheduled_for)
         # Built without the frozen dataclass's __init__: one per fire (structures.assembled).
         return assembled(
             Finish,

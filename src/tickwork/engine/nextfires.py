@@ -34,18 +34,36 @@ class NextFires:
         # Twice per fire (start and end): the registry lookup, the compile cache and the period
         # check's cache each hash the trigger; one dict keyed by three strings is cheaper.
         key: tuple[object, ...] = (spec.trigger_kind, spec.expression, spec.timezone)
-        moved = spec.start_at is not None or spec.end_at is not None or spec.jitter or spec.also or spec.exclude
+        moved = (
+            spec.start_at is not None
+            or spec.end_at is not None
+            or spec.jitter
+            or spec.also
+            or spec.exclude
+            or spec.holidays is not None
+        )
         if moved:
             # The options are the schedule's own (the jitter offset comes from its name).
-            key += (spec.name, spec.jitter, spec.start_at, spec.end_at, spec.also, spec.exclude)
+            key += (
+                spec.name,
+                spec.jitter,
+                spec.start_at,
+                spec.end_at,
+                spec.also,
+                spec.exclude,
+                spec.holidays,
+                spec.on_holiday,
+            )
         next_after = self._cache.get(key)
         if next_after is None:
             trigger = checked_period(
                 get_trigger(spec.trigger_kind, spec.expression, spec.timezone, self.manager), after
             )
-            next_after = LastAnswer(
-                FireTimes.of(trigger, spec, self.manager).next_after if moved else trigger.next_after
-            )
+            if moved:
+                fires = FireTimes.of(trigger, spec, self.manager)
+                next_after = LastAnswer(fires.next_after, fires.dropped if fires.holidays is not None else None)
+            else:
+                next_after = LastAnswer(trigger.next_after)
             if len(self._cache) >= TRIGGER_CACHE_SIZE:
                 self._cache.clear()
             self._cache[key] = next_after

@@ -20,6 +20,9 @@ from .settings import MAX_SKIPPED_RECORDS
 MAX_RETRY_DELAY = 86400.0
 
 NextAfter = Callable[[datetime], datetime | None]
+#: The fire times in ``(after, before)`` a holiday rule drops, with reasons, at most ``limit``
+#: (:meth:`tickwork.scheduling.firetimes.FireTimes.dropped`).
+Dropped = Callable[[datetime, datetime | None, int], list[tuple[datetime, str]]]
 
 
 class LastAnswer:
@@ -28,12 +31,14 @@ class LastAnswer:
     question in turn (a burst of 30,000 no-op runs: 3 % of a node's engine thread was cron
     searches for one answer). Not thread-safe: one per engine loop."""
 
-    __slots__ = ("_after", "_answer", "_next_after")
+    __slots__ = ("_after", "_answer", "_next_after", "dropped")
 
-    def __init__(self, next_after: NextAfter) -> None:
+    def __init__(self, next_after: NextAfter, dropped: Dropped | None = None) -> None:
         self._next_after = next_after
         self._after: datetime | None = None
         self._answer: datetime | None = None
+        #: The fires its holiday rule drops (``None``: a schedule without ``holidays``).
+        self.dropped = dropped
 
     def __call__(self, after: datetime) -> datetime | None:
         if after != self._after:
@@ -89,6 +94,23 @@ def plan_next_fire(
         nxt = _capped(next_after, nxt, now, max_catchup, skipped, max_skipped)
     # Built without the frozen dataclass's __init__: one per fire (structures.assembled).
     return assembled(FirePlan, {"next_fire": nxt, "skipped": tuple(skipped)})
+
+
+def with_holidays(
+    plan: FirePlan, next_after: NextAfter, scheduled_for: datetime, max_skipped: int = MAX_SKIPPED_RECORDS
+) -> FirePlan:
+    """``plan`` with the fire times between ``scheduled_for`` and its next fire that the
+    schedule's holiday rule drops added to its skipped ones, in time order (docs/holidays.md:
+    recorded when the engine plans past them, with the holiday in the reason). ``plan`` itself
+    for a schedule without ``holidays``."""
+    dropped = next_after.dropped if isinstance(next_after, LastAnswer) else None
+    if dropped is None:
+        return plan
+    room = max_skipped - len(plan.skipped)
+    found = dropped(scheduled_for, plan.next_fire, room) if room > 0 else []
+    if not found:
+        return plan
+    return FirePlan(plan.next_fire, tuple(sorted((*plan.skipped, *found), key=lambda item: item[0])))
 
 
 def _capped(

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..abc import Executor, Membership, Store
+from ..config.calendars import use_calendars
 from ..config.files import Config, check_tables, config_from
 from ..engine import Engine, EngineSettings
 from ..errors import ConfigError
@@ -69,6 +70,8 @@ class Node(AsyncEmbedding):
     ) -> None:
         self.config = config
         self.manager = manager or plugin_manager_for(config)
+        # Its schedules' ``holidays`` may name the configuration's [calendars.NAME] tables.
+        use_calendars(config.calendars)
         self.store = store or build_store(config, self.manager)
         self.membership = membership or build_membership(config, self.manager)
         self.executors = executors if executors is not None else build_executors(config, self.manager)

@@ -188,6 +188,8 @@ def effective(explicit: str | os.PathLike[str] | None = None) -> tuple[Config, d
         if kind in choices:
             keys.insert(0, _shown(choices[kind].plugin, "plugin", plugin, raw))
         tables[table] = keys
+    for name, calendar in config.calendars.items():
+        tables[f"calendars.{name}"] = _section_keys(calendar, _raw_table(data, "calendars", name))
     for name, section in manager.config_tables.plugin_tables.items():
         tables[name] = _section_keys(config.table(section), _raw_table(data, name))
     return config, tables

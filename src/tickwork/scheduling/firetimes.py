@@ -1,5 +1,6 @@
 """A schedule's fire times: its trigger's and those of its further expressions (``also``), less
-those its exclusions match (``exclude``), moved by its ``jitter`` and kept within its
+those its exclusions match (``exclude``), dropped or moved off the days off of its ``holidays``
+calendar (``on_holiday``; docs/holidays.md), moved by its ``jitter`` and kept within its
 ``start_at`` and ``end_at`` (docs/triggers.md#schedule-options).
 
 Everything that computes a schedule's fire times (the first fire when it is written, the engine
@@ -11,14 +12,16 @@ itself, so its fire times cost what they did before the options existed.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from ..abc import Trigger
+from ..config.calendars import Calendar, calendar
 from ..errors import TriggerError
 from ..plugin.manager import PluginManager
-from ..structures import ScheduleSpec
+from ..structures import OnHoliday, ScheduleSpec
 from .triggers import MIN_PERIOD, PERIOD_SAMPLES, detect_kind, get_trigger
 
 _MICRO = timedelta(microseconds=1)
@@ -65,15 +68,34 @@ class Exclusion:
         return end if hit is not None and hit < end else None
 
 
+@dataclass(frozen=True)
+class HolidayRule:
+    """A schedule's ``holidays`` calendar and ``on_holiday`` policy, judged on local days of ``zone``."""
+
+    calendar: Calendar
+    policy: OnHoliday
+    zone: ZoneInfo
+
+    @classmethod
+    def of(cls, spec: ScheduleSpec) -> HolidayRule | None:
+        """``spec``'s rule; ``None`` without ``holidays``.
+
+        :raises tickwork.errors.ConfigError: an unknown calendar, or the package missing
+        """
+        if spec.holidays is None:
+            return None
+        return cls(calendar(spec.holidays), spec.on_holiday, ZoneInfo(spec.timezone))
+
+
 class FireTimes:
     """``next_after`` of a schedule whose options change its trigger's fire times.
 
     The triggers' fire times merged (a time two give is one fire), less those an exclusion
-    matches; each fire ``t`` left becomes ``t + offset``; only those within ``[start_at, end_at]``
-    fire.
+    matches; those on a day off of the holiday calendar dropped or moved (:meth:`outcome`);
+    each fire ``t`` left becomes ``t + offset``; only those within ``[start_at, end_at]`` fire.
     """
 
-    __slots__ = ("end_at", "exclusions", "offset", "start_at", "triggers")
+    __slots__ = ("end_at", "exclusions", "holidays", "offset", "start_at", "triggers")
 
     def __init__(
         self,
@@ -84,12 +106,14 @@ class FireTimes:
         end_at: datetime | None = None,
         also: Sequence[Trigger] = (),
         exclusions: Sequence[Exclusion] = (),
+        holidays: HolidayRule | None = None,
     ) -> None:
         self.triggers = (trigger, *also)
         self.offset = offset
         self.start_at = start_at
         self.end_at = end_at
         self.exclusions = tuple(exclusions)
+        self.holidays = holidays
 
     @classmethod
     def of(cls, trigger: Trigger, spec: ScheduleSpec, manager: PluginManager | None = None) -> FireTimes:
@@ -104,6 +128,7 @@ class FireTimes:
             end_at=spec.end_at,
             also=[compiled(e, spec.timezone, manager) for e in spec.also],
             exclusions=[Exclusion(excluding(e, spec.timezone, manager), spec.timezone) for e in spec.exclude],
+            holidays=HolidayRule.of(spec),
         )
 
     def nominal_after(self, after: datetime) -> datetime | None:
@@ -120,17 +145,106 @@ class FireTimes:
             after = max(first, max(ends) - _MICRO)
         raise TriggerError(f"the exclusions match more than {MAX_EXCLUDED_IN_A_ROW:,} days or minutes in a row")
 
-    def next_after(self, after: datetime) -> datetime | None:
-        """The first fire strictly after ``after`` (``None``: never again)."""
+    def outcome(self, nominal: datetime) -> tuple[datetime | None, str]:
+        """Where the fire of ``nominal`` (a time :meth:`nominal_after` gave) goes under the
+        holiday rule, and why: ``(nominal, "")`` on a business day; ``(None, reason)`` when it
+        is dropped; ``(moved, reason)`` when it moves to the same local time on the next or
+        previous business day. A move that would land on or past the day of the regular fire
+        after it (``next``) or before it (``previous``) is dropped: one fire a day at most, and
+        the fires keep their order."""
+        rule = self.holidays
+        if rule is None:
+            return nominal, ""
+        local = nominal.astimezone(rule.zone)
+        off = rule.calendar.day_off(local.date())
+        if off is None:
+            return nominal, ""
+        if rule.policy is OnHoliday.SKIP:
+            return None, f"on_holiday skip: {off}"
+        forward = rule.policy is OnHoliday.NEXT
+        day = rule.calendar.business_day(local.date(), 1 if forward else -1)
+        moved = local.replace(year=day.year, month=day.month, day=day.day).astimezone(nominal.tzinfo)
+        start = datetime(day.year, day.month, day.day, tzinfo=rule.zone)
+        if forward:
+            regular = self.nominal_after(nominal)
+            end = (start + timedelta(days=1)).replace(tzinfo=rule.zone)
+            if regular is not None and regular < end:
+                return None, (
+                    f"on_holiday next: {off}; moved to {day.isoformat()} it would not come before the day of "
+                    f"the next regular fire ({regular.astimezone(rule.zone).isoformat()})"
+                )
+        else:
+            regular = self.nominal_after(start - _MICRO)
+            if regular is not None and regular < nominal:
+                return None, (
+                    f"on_holiday previous: {off}; moved to {day.isoformat()} it would not come after the day "
+                    f"of the previous regular fire ({regular.astimezone(rule.zone).isoformat()})"
+                )
+        return moved, f"moved from {local.isoformat()}: {off}"
+
+    def _holiday_after(self, after: datetime) -> tuple[datetime, str] | None:
+        """The first fire after ``after`` of the holiday rule, before the offset, with its note."""
+        current = after
+        for _ in range(MAX_EXCLUDED_IN_A_ROW):
+            nominal = self.nominal_after(current)
+            if nominal is None:
+                return None
+            moved, note = self.outcome(nominal)
+            # A fire moved to the previous business day may land at or before ``after``: passed.
+            if moved is not None and moved > after:
+                return moved, note
+            current = nominal
+        raise TriggerError(f"holidays: more than {MAX_EXCLUDED_IN_A_ROW:,} fires in a row fall on days off")
+
+    def fire_after(self, after: datetime) -> tuple[datetime, str] | None:
+        """The first fire strictly after ``after`` and why it is not at its regular time (``""``:
+        it is), or ``None``: never again."""
         if self.start_at is not None and after < self.start_at:
             after = self.start_at - _MICRO  # the first fire at or after start_at
-        nominal = self.nominal_after(after - self.offset)
-        if nominal is None:
+        if self.holidays is None:
+            nominal = self.nominal_after(after - self.offset)
+            found = None if nominal is None else (nominal, "")
+        else:
+            found = self._holiday_after(after - self.offset)
+        if found is None:
             return None
-        moment = nominal + self.offset
+        moment = found[0] + self.offset
         if self.end_at is not None and moment > self.end_at:
             return None
-        return moment
+        return moment, found[1]
+
+    def next_after(self, after: datetime) -> datetime | None:
+        """The first fire strictly after ``after`` (``None``: never again)."""
+        found = self.fire_after(after)
+        return None if found is None else found[0]
+
+    def fires_after(self, after: datetime) -> Iterator[tuple[datetime, str]]:
+        """The fires after ``after``, each with why it moved (``""``: it did not)."""
+        found = self.fire_after(after)
+        while found is not None:
+            yield found
+            found = self.fire_after(found[0])
+
+    def dropped(self, after: datetime, before: datetime | None, limit: int) -> list[tuple[datetime, str]]:
+        """The fire times in ``(after, before)`` (``before`` ``None``: no bound) that the holiday
+        rule drops, each with its reason: at most ``limit`` (what the engine records as skipped
+        when it plans past them)."""
+        out: list[tuple[datetime, str]] = []
+        if self.holidays is None:
+            return out
+        current = after - self.offset
+        for _ in range(MAX_EXCLUDED_IN_A_ROW):
+            nominal = self.nominal_after(current)
+            if nominal is None or len(out) >= limit:
+                break
+            moment = nominal + self.offset
+            if (before is not None and moment >= before) or (self.end_at is not None and moment > self.end_at):
+                break
+            moved, reason = self.outcome(nominal)
+            if moved is None and (self.start_at is None or moment >= self.start_at):
+                out.append((moment, reason))
+            current = nominal
+        return out
 
 
 def compiled(expression: str, zone: str, manager: PluginManager | None) -> Trigger:
@@ -175,11 +289,28 @@ def check_merged_period(fires: FireTimes, after: datetime, samples: int = PERIOD
 
 def fire_times(spec: ScheduleSpec, manager: PluginManager | None = None) -> Trigger | FireTimes:
     """What gives ``spec``'s fire times (``.next_after(after)``): the compiled trigger, or a
-    :class:`FireTimes` around it when ``spec`` sets jitter, bounds, further expressions or
-    exclusions.
+    :class:`FireTimes` around it when ``spec`` sets jitter, bounds, further expressions,
+    exclusions or a holiday calendar.
 
     :raises tickwork.errors.PluginNotFoundError: if the kind is not registered
     :raises tickwork.errors.TriggerError: if an expression is invalid
+    :raises tickwork.errors.ConfigError: an unknown holiday calendar, or the package missing
     """
     trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager)
     return trigger if spec.plain else FireTimes.of(trigger, spec, manager)
+
+
+def holiday_skips(
+    spec: ScheduleSpec,
+    after: datetime,
+    before: datetime | None,
+    limit: int,
+    manager: PluginManager | None = None,
+) -> list[tuple[datetime, str]]:
+    """The fire times of ``spec`` in ``(after, before)`` its holiday rule drops, with their
+    reasons (at most ``limit``): what the engine and the test harness record as skipped once a
+    fire is planned past them. Nothing for a schedule without ``holidays``."""
+    if spec.holidays is None:
+        return []
+    fires = fire_times(spec, manager)
+    return fires.dropped(after, before, limit) if isinstance(fires, FireTimes) else []

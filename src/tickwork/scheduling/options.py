@@ -21,6 +21,7 @@ from dataclasses import MISSING, dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypedDict
 
+from ..config.calendars import country_definition
 from ..errors import ConfigError
 from ..structures import (
     OPTION_FIELDS,
@@ -28,6 +29,7 @@ from ..structures import (
     MisfirePolicy,
     OnAbandon,
     OnFinish,
+    OnHoliday,
     Overlap,
     ScheduleSpec,
     iso_z,
@@ -267,6 +269,30 @@ def _show_also(d: Described) -> Shown | None:
 
 def _show_exclude(d: Described) -> Shown | None:
     return Shown("except", d.spec.exclude) if d.spec.exclude else None
+
+
+def _calendar(where: str, value: object) -> str:
+    """A calendar: a country spec is checked against the ``holidays`` package now (declaration
+    or add time); a ``[calendars.NAME]`` name when the schedule is checked against its
+    configuration (:class:`~tickwork.scheduling.validation.SpecBuilder`) or its fire times are
+    computed."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: expected a calendar such as 'DE-BE' or a [calendars.NAME] name, got {value!r}")
+    country_definition(where, value)
+    return value
+
+
+def _show_holidays(d: Described) -> Shown | None:
+    calendar = d.spec.holidays
+    if calendar is None:
+        return None
+    policy = d.spec.on_holiday
+    meaning = {
+        OnHoliday.SKIP: "a fire on a day off is skipped",
+        OnHoliday.NEXT: "a fire on a day off moves to the next business day",
+        OnHoliday.PREVIOUS: "a fire on a day off moves to the previous business day",
+    }[policy]
+    return Shown("holidays", f"{calendar}, on holiday {policy.value}", meaning)
 
 
 def _show_overlap(d: Described) -> Shown | None:
@@ -608,6 +634,32 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
         shown_with="concurrency_key",
     ),
+    # Business days (issue #44; docs/holidays.md): needs the tickwork[holidays] extra.
+    Option(
+        "holidays",
+        "holidays",
+        None,
+        _calendar,
+        str,
+        "a business-day calendar: a country and subdivision of the holidays package (DE, DE-BE, US-NY) "
+        "or a [calendars.NAME] table; see --on-holiday",
+        "default: none",
+        metavar="CALENDAR",
+        show=_show_holidays,
+    ),
+    Option(
+        "on_holiday",
+        "on_holiday",
+        _SPEC_DEFAULTS["on_holiday"],
+        _choice(OnHoliday),
+        str,
+        "a fire on a holiday or non-workday of --holidays: skip it, or move it to the next or previous "
+        "business day at the same local time",
+        f"default {_SPEC_DEFAULTS['on_holiday']}",
+        choices=OnHoliday.choices(),
+        to_json=_json_choice,
+        shown_with="holidays",
+    ),
 )
 
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -652,6 +704,8 @@ class ScheduleOptions(TypedDict, total=False):
     max_concurrent: int | None
     concurrency_key: str | None
     concurrency_limit: int | None
+    holidays: str | None
+    on_holiday: str | OnHoliday
 
 
 class CodeOptions(TypedDict, total=False):
@@ -680,6 +734,8 @@ class CodeOptions(TypedDict, total=False):
     max_concurrent: int | None
     concurrency_key: str | None
     concurrency_limit: int | None
+    holidays: str | None
+    on_holiday: str | OnHoliday
 
 
 def given(options: Mapping[str, Any], *, allowed: Iterable[str] = NAMES, what: str = "option") -> dict[str, Any]:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Unpack
 
 from ..abc import Executor
+from ..config.calendars import use_calendars
 from ..config.files import Config
 from ..errors import ConfigError
 from ..plugin.assembly import build_executors
@@ -29,6 +30,8 @@ class SpecBuilder:
         self.config = config
         self.manager = manager
         self._executors: dict[str, Executor] | None = None
+        # A schedule's ``holidays`` may name one of its [calendars.NAME] tables (docs/holidays.md).
+        use_calendars(config.calendars)
 
     def build(
         self,
@@ -70,6 +73,9 @@ class SpecBuilder:
         fires = fire_times(spec, self.manager)  # the trigger, and the further expressions and exclusions
         if spec.also and isinstance(fires, FireTimes):
             check_merged_period(fires, datetime.now(UTC))
+        if spec.holidays is not None:
+            # A calendar whose days off drop every fire is refused now, not parked at its first fire.
+            fires.next_after(datetime.now(UTC))
         if run_by_nodes is not None and run_by_nodes(spec.executor):
             here = self.configured().get(spec.executor)
             if here is not None:

@@ -14,14 +14,15 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Protocol
 
 from ..abc import Executor, Store
-from ..config.tables import SchedulerConfig
+from ..config.calendars import use_calendars
+from ..config.tables import CALENDARS, SchedulerConfig
 from ..engine.overlap import plan_overlap
 from ..engine.planning import grace_of
 from ..engine.rerun import Reruns
@@ -29,7 +30,7 @@ from ..errors import ConfigError
 from ..plugin.manager import default_manager, load_object
 from ..plugin.runcontext import current_run
 from ..scheduling.declare import DeclaredJob, declared_in
-from ..scheduling.firetimes import fire_times
+from ..scheduling.firetimes import fire_times, holiday_skips
 from ..scheduling.sync import first_fire, resume_expired
 from ..structures import ADMISSION_FENCED, Admission, Claim, Finish, JobCall, Outcome, RunStatus, ScheduleSpec
 from .clock import DEFAULT_START, FakeClock
@@ -97,6 +98,8 @@ class SchedulerHarness:
     :param node_id: the node name written into claims and history
     :param executor_options: options of the ``local`` executor, as in ``[executor.local]``
         (``mode``, ``max_workers``, ``allowed_modules``)
+    :param calendars: the ``[calendars.NAME]`` tables that the jobs' ``holidays`` may name, as
+        in the configuration (``{"company": {"country": "DE", "extra": ["2026-12-24"]}}``)
 
     Close it (or use it as a context manager) to stop the executor's threads.
     """
@@ -110,7 +113,11 @@ class SchedulerHarness:
         clock: FakeClock | None = None,
         node_id: str = "harness",
         executor_options: dict[str, Any] | None = None,
+        calendars: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
+        if calendars is not None:
+            tables = CALENDARS.from_toml("calendars", {name: dict(table) for name, table in calendars.items()})
+            use_calendars(tables)
         self.clock = clock or FakeClock(start)
         self.node_id = node_id
         #: A node's default ``scheduler.misfire_grace`` (an abandoned fire's rerun window).
@@ -311,7 +318,8 @@ class SchedulerHarness:
                 max_catchup=claim.spec.max_catchup,
                 max_skipped=MAX_SKIPPED,
             )
-            finish = Finish(claim, outcome, plan.next_fire, plan.skipped, finished_at=now, started_at=started_at)
+            passed = _by_time(plan.skipped, holiday_skips(claim.spec, claim.scheduled_for, plan.next_fire, MAX_SKIPPED))
+            finish = Finish(claim, outcome, plan.next_fire, passed, finished_at=now, started_at=started_at)
             self.store.finish(self.node_id, [finish])
             return
         nxt, skipped = _next_fire(claim, now)
@@ -328,4 +336,12 @@ def _next_fire(claim: Claim, now: datetime) -> tuple[datetime | None, list[tuple
     while nxt is not None and nxt <= now and len(skipped) < MAX_SKIPPED:
         skipped.append((nxt, "due while the previous run was still active"))
         nxt = trigger.next_after(nxt)
-    return nxt, skipped
+    # As the engine: the fires the holiday rule drops on the way, with their reasons (docs/holidays.md).
+    dropped = holiday_skips(claim.spec, claim.scheduled_for, nxt, MAX_SKIPPED - len(skipped))
+    return nxt, list(_by_time(tuple(skipped), dropped))
+
+
+def _by_time(
+    skipped: tuple[tuple[datetime, str], ...], dropped: list[tuple[datetime, str]]
+) -> tuple[tuple[datetime, str], ...]:
+    return tuple(sorted((*skipped, *dropped), key=lambda item: item[0])) if dropped else skipped

@@ -6,28 +6,21 @@ import argparse
 import itertools
 import json
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from ...config.calendars import calendar, use_calendars
 from ...config.files import Config
 from ...errors import ConfigError
 from ...plugin.command import Command
 from ...plugin.manager import plugin_manager_for
-from ...scheduling.firetimes import Exclusion, FireTimes, compiled, excluding, jitter_offset
+from ...scheduling.firetimes import Exclusion, FireTimes, HolidayRule, compiled, excluding, jitter_offset
 from ...scheduling.localtime import local_time
 from ...scheduling.options import non_negative_seconds
 from ...scheduling.triggers import check_fires, detect_kind, get_trigger
+from ...structures import OnHoliday
 from ..argtypes import count, parse_time, usage
 from ..output import iso_z
-
-
-def _times(fires: FireTimes, after: datetime) -> Iterator[datetime]:
-    current: datetime | None = after
-    while current is not None:
-        current = fires.next_after(current)
-        if current is not None:
-            yield current
 
 
 class NextCommand(Command):
@@ -61,6 +54,18 @@ class NextCommand(Command):
         )
         parser.add_argument("--start-at", type=parse_time, metavar="TIME", help="no fire before this time")
         parser.add_argument("--end-at", type=parse_time, metavar="TIME", help="no fire after this time")
+        parser.add_argument(
+            "--holidays",
+            metavar="CALENDAR",
+            help="a business-day calendar: DE, DE-BE, US-NY (the holidays package) or a [calendars.NAME] table",
+        )
+        parser.add_argument(
+            "--on-holiday",
+            choices=OnHoliday.choices(),
+            default=OnHoliday.SKIP.value,
+            help="a fire on a day off of --holidays: skip it or move it to the next or previous business day "
+            "(default skip)",
+        )
 
     def run(self, args: argparse.Namespace, config: Config) -> int:
         # Lookups without an explicit manager then use this one, the process's.
@@ -75,36 +80,39 @@ class NextCommand(Command):
             raise ConfigError("next: --jitter needs --name: the offset is taken from the schedule's name")
         kind = args.kind or detect_kind(args.expression, manager)
         zone = args.tz or "UTC"
+        use_calendars(config.calendars)
+        holidays = None
+        if args.holidays is not None:
+            rule = calendar(args.holidays, "--holidays")
+            holidays = HolidayRule(rule, OnHoliday(args.on_holiday), ZoneInfo(zone))
         trigger = get_trigger(kind, args.expression, zone, manager)
         # Refused as `jobs add` refuses it: "fires 0 times" would not say why.
         check_fires(trigger)
         offset = jitter_offset(args.name, timedelta(seconds=args.jitter)) if args.jitter else timedelta(0)
         if offset:
             print(f"tickwork: jitter offset of {args.name!r}: +{offset.total_seconds():.6f}s", file=sys.stderr)
-        times = list(
-            itertools.islice(
-                _times(
-                    FireTimes(
-                        trigger,
-                        offset=offset,
-                        start_at=args.start_at,
-                        end_at=args.end_at,
-                        also=[compiled(e, zone, manager) for e in args.also],
-                        exclusions=[Exclusion(excluding(e, zone, manager), zone) for e in args.exclude],
-                    ),
-                    after,
-                ),
-                args.n,
-            )
+        fires = FireTimes(
+            trigger,
+            offset=offset,
+            start_at=args.start_at,
+            end_at=args.end_at,
+            also=[compiled(e, zone, manager) for e in args.also],
+            exclusions=[Exclusion(excluding(e, zone, manager), zone) for e in args.exclude],
+            holidays=holidays,
         )
-        for value in times:
+        times = list(itertools.islice(fires.fires_after(after), args.n))
+        for value, moved in times:
             if args.json:
                 # The local time as ISO-8601 with the zone's offset, beside the UTC one.
                 local = {"local_time": value.astimezone(ZoneInfo(args.tz)).isoformat()} if args.tz else {}
-                print(json.dumps({"fire_time": iso_z(value), **local}))
+                why = {"moved": moved} if moved else {}
+                print(json.dumps({"fire_time": iso_z(value), **local, **why}))
             else:
                 # Without a zone, plain ISO-8601 UTC: `next` is also read by scripts.
                 print(local_time(value, args.tz) if args.tz else iso_z(value))
+                if moved:
+                    # stdout stays one fire time per line: why it moved goes beside, on stderr.
+                    print(f"tickwork: {iso_z(value)}: {moved}", file=sys.stderr)
         if len(times) < args.n:
             # stdout stays machine-readable: only fire times, one per line.
             print(f"tickwork: {args.expression!r} fires {len(times)} time(s) after {iso_z(after)}", file=sys.stderr)
