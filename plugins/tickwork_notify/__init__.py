@@ -1,1 +1,2 @@
-"""The ``notify`` plugin: health changes of schedules to a webhook (Slack-compatible) and e-mail."""
+"""The ``notify`` plugin: health announcements of schedules (firing, repeat, resolved) to a webhook
+(Slack-compatible) and e-mail."""

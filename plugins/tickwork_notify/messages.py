@@ -6,11 +6,25 @@ from collections.abc import Sequence
 from email.message import EmailMessage
 from typing import Any
 
-from tickwork.structures import HealthChange
+from tickwork.structures import AlertKind, HealthChange, iso_z
+
+
+def headline(change: HealthChange) -> str:
+    """``flaky is failing``, ``resolved: flaky is healthy``, ``flaky is still failing``."""
+    state = change.new.state.value
+    if change.kind is AlertKind.REPEAT:
+        return f"{change.schedule} is still {state}"
+    if change.kind is AlertKind.RESOLVED:
+        return f"resolved: {change.schedule} is {state}"
+    return f"{change.schedule} is {state}"
 
 
 def line(change: HealthChange) -> str:
-    return f"{change.schedule} is {change.new.state.value} (was {change.old.value}): {change.new.reason}"
+    if change.kind is AlertKind.REPEAT:
+        when = f"since {iso_z(change.since, 'seconds')}"
+    else:
+        when = f"was {change.old.value}"
+    return f"{headline(change)} ({when}): {change.new.reason}"
 
 
 def webhook_body(change: HealthChange, left_out: int = 0) -> dict[str, Any]:
@@ -24,8 +38,7 @@ def webhook_body(change: HealthChange, left_out: int = 0) -> dict[str, Any]:
 def email(changes: Sequence[HealthChange], sender: str, recipients: Sequence[str], left_out: int = 0) -> EmailMessage:
     message = EmailMessage()
     if len(changes) == 1:
-        c = changes[0]
-        message["Subject"] = f"tickwork: {c.schedule} is {c.new.state.value}"
+        message["Subject"] = f"tickwork: {headline(changes[0])}"
     else:
         message["Subject"] = f"tickwork: {len(changes)} schedules changed health"
     message["From"] = sender

@@ -1,8 +1,9 @@
 """Hook implementations of the ``notify`` plugin.
 
-It does nothing unless the node's config has a ``[notify]`` table; then every health change the
-cluster's health sweep reports (``tickwork_health_changed``, called on one node only) is sent to
-the configured webhook and e-mail recipients. See docs/notify.md.
+It does nothing unless the node's config has a ``[notify]`` table; then every announcement the
+cluster's health sweep makes (``tickwork_health_changed``: firing, repeat, resolved, changed;
+once per cluster, the last one kept in the database) is sent to the configured webhook and e-mail
+recipients. See docs/notify.md.
 """
 
 from __future__ import annotations

@@ -1011,6 +1011,13 @@ class Health(Choice):
     PAUSED = "paused"
     PARKED = "parked"
 
+    @property
+    def alerting(self) -> bool:
+        """Whether a schedule in this state needs someone's attention: every state but
+        ``healthy`` and ``paused`` (a pause by tickwork itself after failures does too: see
+        :attr:`ScheduleHealth.alerting`). Named by exclusion, so a state added later alerts."""
+        return self not in (Health.HEALTHY, Health.PAUSED)
+
 
 @dataclass(frozen=True)
 class ScheduleHealth:
@@ -1020,9 +1027,12 @@ class ScheduleHealth:
     :param reason: why, in words (for healthy ones: the last success)
     :param last_success: when its latest successful run finished
     :param last_failure: when its latest failed or timed-out run finished
-    :param consecutive_failures: failed or timed-out runs since the latest success (up to
-        :data:`RECENT_RUNS` counted)
+    :param consecutive_failures: failed or timed-out runs since the latest success, all of
+        them (not only those of the recent window)
     :param usual_duration: median seconds of its recent successful runs, ``None`` without any
+    :param alerting: whether it needs someone's attention (``None``: as its state says,
+        :attr:`Health.alerting`); a schedule tickwork paused after failures is ``paused`` and alerting
+    :param pause: why it is paused, when it is (the note, who, since and until when)
     """
 
     state: Health
@@ -1031,12 +1041,19 @@ class ScheduleHealth:
     last_failure: datetime | None = None
     consecutive_failures: int = 0
     usual_duration: float | None = None
+    alerting: bool = None  # type: ignore[assignment]  # set from the state when not given
+    pause: Pause | None = None
+
+    def __post_init__(self) -> None:
+        if self.alerting is None:
+            object.__setattr__(self, "alerting", self.state.alerting)
 
     @property
     def healthy(self) -> bool:
         return self.state is Health.HEALTHY
 
     def as_json(self) -> dict[str, Any]:
+        # The pause is not repeated here: the schedule's own JSON has it (``pause``).
         return {
             "state": self.state.value,
             "reason": self.reason,
@@ -1044,6 +1061,7 @@ class ScheduleHealth:
             "last_failure": iso_z(self.last_failure),
             "consecutive_failures": self.consecutive_failures,
             "usual_duration": self.usual_duration,
+            "alerting": self.alerting,
         }
 
 
@@ -1052,15 +1070,91 @@ class HealthChange:
     """A schedule's health changed (what ``tickwork_health_changed`` receives).
 
     :param schedule: the schedule's name
-    :param old: its state before
+    :param old: its state before (for a ``repeat``: the same state as ``new``)
     :param new: its state now, with the reason and the facts (:class:`ScheduleHealth`)
     :param at: when the change was seen (database clock)
+    :param kind: what the announcement is (:class:`AlertKind`); not given: ``firing`` when the new
+        state is alerting, ``resolved`` when the old one was, else ``changed``
+    :param since: since when the schedule is in this state, as first announced (a ``repeat``
+        tells it; else ``at``)
     """
 
     schedule: str
     old: Health
     new: ScheduleHealth
     at: datetime
+    kind: AlertKind = None  # type: ignore[assignment]  # derived from the states when not given
+    since: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind is None:
+            if self.new.alerting:
+                kind = AlertKind.FIRING
+            elif self.old.alerting:
+                kind = AlertKind.RESOLVED
+            else:
+                kind = AlertKind.CHANGED
+            object.__setattr__(self, "kind", kind)
+        if self.since is None:
+            object.__setattr__(self, "since", self.at)
 
     def as_json(self) -> dict[str, Any]:
-        return {"schedule": self.schedule, "old": self.old.value, "at": iso_z(self.at), **self.new.as_json()}
+        return {
+            "schedule": self.schedule,
+            "old": self.old.value,
+            "at": iso_z(self.at),
+            "kind": self.kind.value,
+            "since": iso_z(self.since),
+            **self.new.as_json(),
+        }
+
+
+class AlertKind(Choice):
+    """What a :class:`HealthChange` announces, as Alertmanager says it."""
+
+    #: The schedule entered a state that needs attention (or moved between two such states).
+    FIRING = "firing"
+    #: It left a state that needed attention for one that does not.
+    RESOLVED = "resolved"
+    #: Still in the same state that needs attention, announced again after ``[health] repeat_interval``.
+    REPEAT = "repeat"
+    #: Between two states that need no attention (``healthy`` and ``paused``).
+    CHANGED = "changed"
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """The health state last announced for a schedule (``tickwork_health_changed``), kept by
+    the store so that every node, and a node after a restart, knows what was already said.
+
+    :param schedule_id: the schedule
+    :param state: the announced state's value (text: a state a newer tickwork wrote stays readable)
+    :param alerting: whether that state needed attention (:attr:`ScheduleHealth.alerting`)
+    :param since: when this state was first announced
+    :param at: when it was last announced (a repeat moves it)
+    :param version: the fence: each announcement moves it on, and one lands only on the version read
+    """
+
+    schedule_id: int
+    state: str
+    alerting: bool
+    since: datetime
+    at: datetime
+    version: int
+
+
+@dataclass(frozen=True)
+class AnnouncementClaim:
+    """One announcement to record (:meth:`tickwork.abc.Store.claim_announcements`): ``state`` at
+    ``at`` (the sweep's database clock), on top of ``before`` (``None``: nothing was announced for
+    the schedule yet). A repeat keeps ``before.since``; any other claim starts it at ``at``."""
+
+    schedule_id: int
+    state: str
+    alerting: bool
+    before: Announcement | None
+    at: datetime
+    repeat: bool = False
+
+    def __post_init__(self) -> None:
+        _check_aware("at", self.at)

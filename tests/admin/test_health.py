@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import REPO
+from tests.support.probe import check, counts_of, lines_of
 from tests.support.servers.configs import ConfigFor
 from tickwork.admin.api import Admin, connect
 from tickwork.admin.health import Health, HealthPolicy
@@ -30,19 +31,6 @@ def wait_for(what: str, condition: Callable[[], bool]) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
         time.sleep(0.1)
-
-
-def check(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``tickwork check`` in a process of its own, as a probe would run it."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "tickwork", "check", "-c", str(config), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=WAIT_S,
-        check=False,
-    )
 
 
 class World:
@@ -84,15 +72,6 @@ def world(request: pytest.FixtureRequest, config_for: ConfigFor, tmp_path: Path)
         w.admin.close()
 
 
-def lines_of(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
-    """``STATE NAME: REASON`` lines by name -> state."""
-    out = {}
-    for line in result.stdout.splitlines():
-        state, rest = line.split(" ", 1)
-        out[rest.split(":", 1)[0]] = state
-    return out
-
-
 def test_failing_and_paused_then_all_recover(world: World) -> None:
     flag = world.tmp / "broken"
     flag.write_text("")
@@ -121,17 +100,32 @@ def test_failing_and_paused_then_all_recover(world: World) -> None:
 
     result = check(world.toml)
     assert result.returncode == 1, result.stderr
-    assert lines_of(result) == {"flaky": "failing", "forgotten": "paused"}
-    as_json = [json.loads(line) for line in check(world.toml, "--json").stdout.splitlines()]
-    assert {o["name"]: o["state"] for o in as_json} == {"flaky": "failing", "forgotten": "paused"}
+    # Disabled on purpose: listed and counted apart; the failing one fails the check.
+    assert lines_of(result) == {"flaky": "failing", "forgotten": "disabled"}
+    assert counts_of(result).startswith("3 schedules: 1 healthy, 1 unhealthy, 0 paused, 1 disabled")
+    *as_json, summary = [json.loads(line) for line in check(world.toml, "--json").stdout.splitlines()]
+    assert {o["name"]: (o["state"], o["group"], o["fails_check"]) for o in as_json} == {
+        "flaky": ("failing", "unhealthy", True),
+        "forgotten": ("paused", "disabled", False),
+    }
+    assert summary["summary"] == {
+        "schedules": 3,
+        "healthy": 1,
+        "unhealthy": 1,
+        "paused": 0,
+        "disabled": 1,
+        "strict": False,
+        "ok": False,
+    }
     only = check(world.toml, "--schedule", "steady")
-    assert (only.returncode, only.stdout) == (0, "")
+    assert (only.returncode, only.stdout) == (0, "1 schedule: 1 healthy, 0 unhealthy, 0 paused, 0 disabled\n")
 
     flag.unlink()
     world.admin.enable("forgotten")
     wait_for("flaky to succeed", lambda: world.health("flaky") is Health.HEALTHY)
     recovered = check(world.toml)
-    assert (recovered.returncode, recovered.stdout) == (0, ""), recovered.stderr
+    assert (recovered.returncode, lines_of(recovered)) == (0, {}), recovered.stderr
+    assert counts_of(recovered) == "3 schedules: 3 healthy, 0 unhealthy, 0 paused, 0 disabled"
     assert "last success" in world.admin.get("flaky").health.reason  # type: ignore[union-attr]
 
 
@@ -153,7 +147,7 @@ def test_a_schedule_whose_only_node_stopped_becomes_overdue(world: World) -> Non
     assert lines_of(result) == {"every-second": "overdue"}
     # Within a margin of an hour it is not overdue.
     relaxed = check(world.toml, "--overdue-margin", "1h")
-    assert (relaxed.returncode, relaxed.stdout) == (0, "")
+    assert (relaxed.returncode, lines_of(relaxed)) == (0, {})
 
     world.start()
     wait_for("a node to run it again", lambda: world.health("every-second", margin) is Health.HEALTHY)

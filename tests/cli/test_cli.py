@@ -247,6 +247,7 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
             "last_failure": None,
             "consecutive_failures": 0,
             "usual_duration": None,
+            "alerting": False,
         },
         "pause": None,
         "failures": 0,

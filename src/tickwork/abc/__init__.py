@@ -25,6 +25,7 @@ from ..structures import (
     Outcome,
     StartVerdict,
 )
+from .healthrecords import HealthRecords
 from .storeroles import ClaimLedger, NodeRegistry, RunHistory
 
 
@@ -219,7 +220,7 @@ class Membership(ABC):
         return None
 
 
-class Store(RunHistory, ClaimLedger, NodeRegistry):
+class Store(RunHistory, ClaimLedger, NodeRegistry, HealthRecords):
     """Persists schedules, claims and the run history.
 
     A store keeps the invariants of docs/claim-protocol.md: at most one first attempt per

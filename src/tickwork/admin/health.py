@@ -4,11 +4,13 @@ keeps (the schedule row and its recent runs) and the database clock. See docs/ob
 The state is the first of these that holds:
 
 * ``parked``: a node could not handle the schedule (``fault`` is set); it fires no more
-* ``paused``: the schedule is disabled
+* ``paused``: the schedule is disabled (its reason says by whom, until when and why, when it
+  was paused with a note); paused by tickwork after ``pause_after_failures``, it is also alerting
 * ``overdue``: its next fire passed more than ``overdue_margin`` ago and no node claimed it
   (its nodes are down, or too busy); a skipped fire is recorded and moves the next fire on, so
   it does not count
 * ``failing``: its last ``max_failures`` or more finished runs failed or timed out in a row
+  (the count is the whole streak since the last success, not only the recent runs read)
 * ``late``: a run is in progress for longer than ``late_factor`` times the median of its recent
   successful runs plus ``overdue_margin``
 * ``healthy``: none of these
@@ -25,8 +27,10 @@ from ..abc import Store
 from ..config.files import Config
 from ..structures import (
     FAILING,
+    PAUSED_BY_TICKWORK,
     Health,
     HealthChange,
+    Pause,
     RunRecord,
     RunStatus,
     Schedule,
@@ -46,7 +50,8 @@ __all__ = [
     "is_overdue",
 ]
 
-#: Runs read per schedule: the window of consecutive failures and of the usual duration.
+#: Runs read per schedule: the window of the usual duration. A window holding no success is
+#: not the whole failure streak: :func:`health_of` then counts the streak's rest in the store.
 RECENT_RUNS = 20
 
 
@@ -108,6 +113,33 @@ def _one_line(text: str | None, width: int = 120) -> str:
     return first if len(first) <= width else first[: width - 3] + "..."
 
 
+def _pause_words(pause: Pause | None) -> str:
+    """``paused by ana at ... until ...: "the note"``, or ``disabled`` for a schedule disabled
+    without a pause (``jobs disable``, ``enabled = false``)."""
+    if pause is None:
+        return "disabled"
+    words = "paused"
+    if pause.by:
+        words += f" by {pause.by}"
+    if pause.at is not None:
+        words += f" at {iso_z(pause.at, 'seconds')}"
+    words += " until resumed" if pause.until is None else f" until {iso_z(pause.until, 'seconds')}"
+    return f"{words}: {pause.note}" if pause.note else words
+
+
+def streak_of(recent: Sequence[RunRecord]) -> tuple[int, bool]:
+    """The failed or timed-out runs in a row at the head of ``recent`` (latest first), and
+    whether a success ended the streak within them (else it may go on beyond the window)."""
+    failures = 0
+    for run in recent:
+        if run.status in FAILING:
+            failures += 1
+        elif run.status is RunStatus.SUCCEEDED:
+            return failures, True
+        # running, skipped and abandoned runs neither break nor extend the streak
+    return failures, False
+
+
 def assess(
     schedule: Schedule,
     recent: Sequence[RunRecord],
@@ -115,16 +147,12 @@ def assess(
     last_failure: RunRecord | None,
     now: datetime,
     policy: HealthPolicy,
+    streak: int | None = None,
 ) -> ScheduleHealth:
     """The health of ``schedule`` from its ``recent`` runs (latest first), its latest successful
-    and failed runs (``None``: none recorded) and ``now`` by the database clock."""
-    failures = 0
-    for run in recent:
-        if run.status in FAILING:
-            failures += 1
-        elif run.status is RunStatus.SUCCEEDED:
-            break
-        # running, skipped and abandoned runs neither break nor extend the streak
+    and failed runs (``None``: none recorded) and ``now`` by the database clock. ``streak``: the
+    failed runs since the latest success, counted in the store (``None``: counted in ``recent``)."""
+    failures = streak_of(recent)[0] if streak is None else streak
     durations = [
         (run.finished_at - run.started_at).total_seconds()
         for run in recent
@@ -132,7 +160,7 @@ def assess(
     ]
     usual = statistics.median(durations) if durations else None
 
-    def verdict(state: Health, reason: str) -> ScheduleHealth:
+    def verdict(state: Health, reason: str, alerting: bool | None = None) -> ScheduleHealth:
         return ScheduleHealth(
             state,
             reason,
@@ -140,6 +168,8 @@ def assess(
             last_failure=None if last_failure is None else _ended(last_failure),
             consecutive_failures=failures,
             usual_duration=usual,
+            alerting=state.alerting if alerting is None else alerting,
+            pause=schedule.pause if state is Health.PAUSED else None,
         )
 
     if last_success is not None:
@@ -150,7 +180,11 @@ def assess(
     if schedule.fault is not None:
         return verdict(Health.PARKED, f"a node could not handle it: {_one_line(schedule.fault)}")
     if not spec.enabled:
-        return verdict(Health.PAUSED, f"disabled; {summary}")
+        pause = schedule.pause
+        # Paused on purpose (by a person, a sync) it needs nobody; paused by tickwork because
+        # it kept failing, it does.
+        by_tickwork = pause is not None and pause.by == PAUSED_BY_TICKWORK
+        return verdict(Health.PAUSED, f"{_pause_words(pause)}; {summary}", alerting=by_tickwork)
     if is_overdue(True, schedule.state, schedule.next_fire, now, policy.overdue_margin):
         assert schedule.next_fire is not None  # overdue only with one
         reason = (
@@ -191,9 +225,25 @@ def health_of(
     # for the schedules where they are not (one more indexed read each).
     successes = _latest(store, schedules, recent, [RunStatus.SUCCEEDED])
     failures = _latest(store, schedules, recent, sorted(FAILING))
+    streaks = _long_streaks(store, schedules, recent, successes)
     return {
-        s.id: assess(s, recent.get(s.id, []), successes.get(s.id), failures.get(s.id), now, policy) for s in schedules
+        s.id: assess(s, recent.get(s.id, []), successes.get(s.id), failures.get(s.id), now, policy, streaks.get(s.id))
+        for s in schedules
     }
+
+
+def _long_streaks(
+    store: Store, schedules: Sequence[Schedule], recent: dict[int, list[RunRecord]], successes: dict[int, RunRecord]
+) -> dict[int, int]:
+    """The whole failure streak of the schedules whose recent window holds no success and is
+    full (the streak may go on before it): counted in the store, one indexed count each. The
+    others' streak is in their window."""
+    out: dict[int, int] = {}
+    for schedule in schedules:
+        runs = recent.get(schedule.id, [])
+        if len(runs) >= RECENT_RUNS and not streak_of(runs)[1]:
+            out[schedule.id] = store.count_failures_since(schedule, successes.get(schedule.id))
+    return out
 
 
 def _latest(

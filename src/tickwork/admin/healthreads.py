@@ -1,11 +1,12 @@
-"""The health reads of :class:`tickwork.Admin` that look at many schedules: ``check`` and the
-``health=`` filter of ``list``/``count``."""
+"""The health reads of :class:`tickwork.Admin` that look at many schedules: ``check``, ``probe``
+(``tickwork check``) and the ``health=`` filter of ``list``/``count``."""
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..abc import Store
 from ..structures import Schedule, ScheduleState
@@ -14,6 +15,48 @@ from .info import ScheduleInfo
 
 #: Schedules whose health is read in one go (one transaction of a few statements each).
 HEALTH_BATCH = 500
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What ``tickwork check`` reports (:meth:`HealthReads.probe`): every schedule checked is
+    healthy, or in one of three groups.
+
+    :param schedules: how many were checked
+    :param healthy: how many of them are healthy
+    :param unhealthy: those that need attention (:attr:`ScheduleHealth.alerting`: failing,
+        overdue, late, parked, paused by tickwork after failures, ...)
+    :param paused: those paused on purpose (``jobs pause``, with a note)
+    :param disabled: those disabled on purpose without a pause (``jobs disable``, ``enabled = false``)
+    :param strict: whether paused and disabled ones fail the check too
+    """
+
+    schedules: int
+    healthy: int
+    unhealthy: tuple[ScheduleInfo, ...]
+    paused: tuple[ScheduleInfo, ...]
+    disabled: tuple[ScheduleInfo, ...]
+    strict: bool = False
+
+    @property
+    def failing_check(self) -> tuple[ScheduleInfo, ...]:
+        """The schedules that make the check fail."""
+        return self.unhealthy + (self.paused + self.disabled if self.strict else ())
+
+    @property
+    def ok(self) -> bool:
+        return not self.failing_check
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "schedules": self.schedules,
+            "healthy": self.healthy,
+            "unhealthy": len(self.unhealthy),
+            "paused": len(self.paused),
+            "disabled": len(self.disabled),
+            "strict": self.strict,
+            "ok": self.ok,
+        }
 
 
 class HealthReads:
@@ -35,13 +78,45 @@ class HealthReads:
         :raises tickwork.ScheduleNotFoundError: if one of ``names`` names no schedule
         """
         store = self.store()
-        if names is not None:
-            chosen = [store.get(name) for name in dict.fromkeys(names)]
-        else:
-            # One read of every schedule, not pages by offset: a page boundary in next-fire order
-            # moves while nodes fire, and a schedule could be missed or seen twice.
-            chosen = store.find_schedules()
+        chosen = self._chosen(store, names)
         return self._infos(store, chosen, policy or self.health_policy, lambda h: h is not Health.HEALTHY)
+
+    def probe(
+        self, names: Iterable[str] | None = None, *, policy: HealthPolicy | None = None, strict: bool = False
+    ) -> CheckReport:
+        """What ``tickwork check`` tells a probe: the schedules (all of them, or those ``names``)
+        counted as healthy, unhealthy, paused or disabled. A schedule paused or disabled on purpose
+        fails the check only when ``strict``; one paused by tickwork after failures always does.
+
+        :raises tickwork.ScheduleNotFoundError: if one of ``names`` names no schedule
+        """
+        store = self.store()
+        chosen = self._chosen(store, names)
+        others = self._infos(store, chosen, policy or self.health_policy, lambda h: h is not Health.HEALTHY)
+        groups: dict[str, builtins.list[ScheduleInfo]] = {"unhealthy": [], "paused": [], "disabled": []}
+        for info in others:
+            health = info.health
+            assert health is not None  # _infos computes it
+            if health.alerting or health.state is not Health.PAUSED:
+                groups["unhealthy"].append(info)
+            else:
+                groups["paused" if health.pause is not None else "disabled"].append(info)
+        return CheckReport(
+            schedules=len(chosen),
+            healthy=len(chosen) - len(others),
+            unhealthy=tuple(groups["unhealthy"]),
+            paused=tuple(groups["paused"]),
+            disabled=tuple(groups["disabled"]),
+            strict=strict,
+        )
+
+    @staticmethod
+    def _chosen(store: Store, names: Iterable[str] | None) -> builtins.list[Schedule]:
+        if names is not None:
+            return [store.get(name) for name in dict.fromkeys(names)]
+        # One read of every schedule, not pages by offset: a page boundary in next-fire order
+        # moves while nodes fire, and a schedule could be missed or seen twice.
+        return store.find_schedules()
 
     def _by_health(
         self,

@@ -320,6 +320,15 @@ class HealthConfig(Section, table="health"):
         details="One live node (the lowest node id) sweeps every schedule; see "
         "[observability.md](observability.md#health-changes).",
     )
+    repeat_interval = Number(
+        4 * 3600.0,
+        low=0,
+        high=YEAR,
+        help="Seconds after which a schedule still in a state that needs attention (`failing`, `overdue`, ...) "
+        "is announced again (`tickwork_health_changed`, `[notify]`); 0: never again.",
+        details="Counted from the last announcement, kept in the database, so a node restart or a new sweeping "
+        "node neither repeats early nor forgets. See [notify.md](notify.md#state-based-announcements).",
+    )
 
 
 class StoreSettings(Section, table="store"):

@@ -1,13 +1,19 @@
-"""The health sweep behind ``tickwork_health_changed``: one live node notices when a schedule
-changes health state and tells the plugins, once per change across the cluster.
+"""The health sweep behind ``tickwork_health_changed``: one live node compares each schedule's
+health with the state last announced for it, kept in the store, and tells the plugins what
+changed, once per change across the cluster, like Alertmanager:
 
-Who sweeps: the live node with the lowest id, as each node's membership sees the live nodes. No
-table records what was reported (the schema stays as it is), so the sweeping node keeps the
-last states in memory: its first sweep after it took the role only records them. A change that
-happens while the role moves (the sweeper stopped or died) is therefore not reported, and none
-is reported twice; a short split view of the live nodes (two nodes each believing they are the
-lowest for a heartbeat or two) can at worst report a change from both. See
-docs/observability.md#health-changes.
+* a schedule entering a state that needs attention (``failing``, ``overdue``, ...) is announced
+  (``firing``), also one already in it when the first sweep sees it (a new cluster, a new table);
+* leaving it is announced (``resolved``); a change between two quiet states (``healthy`` and
+  ``paused``) too (``changed``), but a schedule first seen quiet is only recorded;
+* one still in it is announced again every ``[health] repeat_interval`` (``repeat``).
+
+Who sweeps: the live node with the lowest id, as each node's membership sees the live nodes.
+What was announced is in the store (``tickwork_health_announcements``), written by a conditional
+write on the version read: a node announces only what its write moved on, so two nodes that
+both believe they sweep (a split view for a heartbeat or two, a takeover) never both announce,
+a restart announces nothing again, and a change during a takeover is announced by the next
+sweeper. See docs/observability.md#health-changes.
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..admin.health import HealthPolicy, health_of
 from ..admin.healthreads import HEALTH_BATCH
-from ..structures import Health, HealthChange
+from ..structures import AlertKind, Announcement, AnnouncementClaim, Health, HealthChange, Schedule, ScheduleHealth
 
 if TYPE_CHECKING:
     from .node import Node
@@ -36,7 +43,8 @@ class HealthWatch:
         self._report = report
         self._interval = node.config.health.watch_interval
         self._policy = HealthPolicy.of(node.config)
-        self._last: dict[str, Health] | None = None
+        repeat = node.config.health.repeat_interval
+        self._repeat = timedelta(seconds=repeat) if repeat > 0 else None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"tickwork-health-{node.node_id}", daemon=True)
 
@@ -67,35 +75,62 @@ class HealthWatch:
                 log.warning("health sweep failed: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
     def sweep(self) -> list[HealthChange]:
-        """One sweep: the changes since the previous one (reported), or nothing when another
-        node sweeps or this is the first sweep since this node took the role."""
+        """One sweep: the announcements this node claimed (reported), or nothing when another
+        node sweeps."""
         node = self._node
         members = node.members()
         if not members or min(members) != node.node_id:
-            self._last = None  # when the role comes back, start from a fresh baseline
             return []
         store = node.store
         schedules = store.find_schedules()
         now = store.now()
-        current: dict[str, Health] = {}
         changes: list[HealthChange] = []
         for start in range(0, len(schedules), HEALTH_BATCH):
             part = schedules[start : start + HEALTH_BATCH]
             assessed = health_of(store, part, self._policy)
-            for schedule in part:
-                health = assessed[schedule.id]
-                current[schedule.name] = health.state
-                before = None if self._last is None else self._last.get(schedule.name)
-                # A schedule added since the last sweep is reported only when it is not healthy.
-                old = Health.HEALTHY if before is None else before
-                if self._last is not None and health.state is not old:
-                    changes.append(HealthChange(schedule.name, old, health, now))
-        self._last = current
+            announced = store.announcements([s.id for s in part])
+            planned = [self._plan(s, assessed[s.id], announced.get(s.id), now) for s in part]
+            due = [p for p in planned if p is not None]
+            if due:
+                landed = store.claim_announcements([claim for claim, _ in due])
+                changes += [change for (_, change), ok in zip(due, landed, strict=True) if ok and change is not None]
         if changes:
             log.info(
                 "%d schedule(s) changed health: %s",
                 len(changes),
-                ", ".join(f"{c.schedule} {c.old.value}->{c.new.state.value}" for c in changes[:10]),
+                ", ".join(f"{c.schedule} {c.old.value}->{c.new.state.value} ({c.kind})" for c in changes[:10]),
             )
             self._report(changes)
         return changes
+
+    def _plan(
+        self, schedule: Schedule, health: ScheduleHealth, before: Announcement | None, now: datetime
+    ) -> tuple[AnnouncementClaim, HealthChange | None] | None:
+        """What to record for ``schedule`` and what to announce once it landed (``None``:
+        record only), or ``None`` when its announcement stands."""
+        state = health.state
+        if before is None:
+            # First sight: a state that needs attention is announced; a quiet one is the baseline.
+            claim = AnnouncementClaim(schedule.id, state.value, health.alerting, None, now)
+            firing = HealthChange(schedule.name, Health.HEALTHY, health, now, kind=AlertKind.FIRING)
+            return claim, firing if health.alerting else None
+        if before.state != state.value or before.alerting != health.alerting:
+            if health.alerting:
+                kind = AlertKind.FIRING
+            else:
+                kind = AlertKind.RESOLVED if before.alerting else AlertKind.CHANGED
+            claim = AnnouncementClaim(schedule.id, state.value, health.alerting, before, now)
+            return claim, HealthChange(schedule.name, _state(before.state), health, now, kind=kind)
+        if health.alerting and self._repeat is not None and now - before.at >= self._repeat:
+            claim = AnnouncementClaim(schedule.id, state.value, True, before, now, repeat=True)
+            return claim, HealthChange(schedule.name, state, health, now, kind=AlertKind.REPEAT, since=before.since)
+        return None
+
+
+def _state(value: str) -> Health:
+    """A stored state; one this tickwork does not know (written by a newer node of a cluster
+    being upgraded) reads as ``healthy``, so the change away from it is still announced."""
+    try:
+        return Health(value)
+    except ValueError:
+        return Health.HEALTHY

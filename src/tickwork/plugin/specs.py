@@ -276,21 +276,23 @@ def tickwork_store_error(node_id: str, error: Exception) -> None:
 
 @hookspec
 def tickwork_health_changed(node_id: str, changes: Sequence[HealthChange]) -> None:
-    """Schedules changed health state (``healthy``, ``late``, ``failing``, ``overdue``,
-    ``paused``, ``parked``; see docs/observability.md).
+    """Schedules' health to announce (states ``healthy``, ``late``, ``failing``, ``overdue``,
+    ``paused``, ``parked``, ...; see docs/observability.md), as Alertmanager would: each
+    :class:`~tickwork.structures.HealthChange` has a ``kind``: ``firing`` (a state that needs
+    attention began, also one that was already there when the sweep first saw the schedule),
+    ``resolved`` (it ended), ``repeat`` (still there after ``[health] repeat_interval``; ``since``
+    says since when) or ``changed`` (between ``healthy`` and ``paused``).
 
     :param node_id: the node that saw the changes: the one live node (the lowest id) that sweeps
         the schedules' health every ``[health] watch_interval`` seconds
-    :param changes: one :class:`~tickwork.structures.HealthChange` per schedule whose state
-        differs from the previous sweep, with the old state and the new one with its reason;
-        never empty
+    :param changes: one :class:`~tickwork.structures.HealthChange` per schedule to announce,
+        with the old state and the new one with its reason; never empty
 
     Only nodes where an implementation of :func:`tickwork_watch_health` answers true sweep.
-    Called once per change across the cluster while the sweeping node stays the same; when
-    another node takes over (the sweeper stopped or died), its first sweep only records the
-    states, so a change during the takeover is not reported, and none is reported twice. Called
-    from the sweep's own thread; hand slow work (a webhook, an e-mail) to your own thread. The
-    return value is ignored.
+    Called once per announcement across the cluster: what was announced is kept in the store,
+    claimed by a conditional write, so a node that restarts or takes over the sweep announces
+    nothing twice and misses nothing. Called from the sweep's own thread; hand slow work (a
+    webhook, an e-mail) to your own thread. The return value is ignored.
     """
 
 

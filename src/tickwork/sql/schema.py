@@ -280,6 +280,27 @@ backfills = Table(
     UniqueConstraint("schedule_id", "scheduled_for", name="uq_tickwork_backfills_fire"),
 )
 
+# The health state last announced per schedule (tickwork_health_changed; migration 0012), so that
+# a change is announced once per cluster and not again after a restart. `version` is the fence:
+# a node announces only when its conditional write moved it on (sql/healthrecords.py).
+health_announcements = Table(
+    "tickwork_health_announcements",
+    metadata,
+    Column(
+        "schedule_id",
+        Id,
+        ForeignKey("tickwork_schedules.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("state", String(16), nullable=False),
+    Column("alerting", Boolean, nullable=False),
+    # When this state was first announced (a repeat keeps it), and when it was last announced.
+    Column("since", UTCDateTime, nullable=False),
+    Column("announced_at", UTCDateTime, nullable=False),
+    Column("version", BigInteger, nullable=False, server_default="0"),
+)
+
 nodes = Table(
     "tickwork_nodes",
     metadata,

@@ -22,6 +22,7 @@ one job each:
 - :mod:`.pausing` (pauses, failures counted) and :mod:`.backfilling` (the backfill queue);
 - :mod:`.rerunning`: reruns of fires abandoned with their node (``on_abandon = "rerun"``).
 - :mod:`.concurrency`: admitting fires under ``max_concurrent`` and concurrency keys.
+- :mod:`.healthrecords`: the announced health states and the whole failure streak of a schedule.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .claiming import Claiming
 from .concurrency import Concurrency
 from .ending import Ending
 from .handoffs import Handoffs
+from .healthrecords import HealthRecordsSQL
 from .historyqueries import HistoryQueries
 from .presence import Presence
 from .rerunning import Rerunning
@@ -43,7 +45,16 @@ from .storecore import SQLCore
 
 
 class SQLStore(
-    ScheduleWriting, Claiming, Concurrency, Ending, Presence, HistoryQueries, Handoffs, Backfilling, Rerunning
+    ScheduleWriting,
+    Claiming,
+    Concurrency,
+    Ending,
+    Presence,
+    HistoryQueries,
+    Handoffs,
+    Backfilling,
+    Rerunning,
+    HealthRecordsSQL,
 ):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""

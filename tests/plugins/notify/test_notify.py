@@ -1,6 +1,7 @@
 """The notify plugin with three real nodes on one store: a loopback webhook receiver (verifying
 with the reference ``standardwebhooks`` package) and an SMTP server (``aiosmtpd``) started here
-get exactly one notification per health change; ``tickwork notify test``; the rate limit."""
+get exactly one notification per health change (firing, resolved, changed); what a repeat and a
+resolved announcement say; ``tickwork notify test``; the rate limit."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from email import message_from_bytes, policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,7 +29,8 @@ from tests.support.servers.base import free_port
 from tickwork.config import parse
 from tickwork.node import Node
 from tickwork.plugin.manager import PluginManager
-from tickwork.structures import HealthChange
+from tickwork.structures import AlertKind, Health, HealthChange, ScheduleHealth
+from tickwork_notify import messages
 from tickwork_notify.senders import RateLimit
 
 SECRET = "whsec_" + base64.b64encode(b"tickwork-notify-test-key-5c1e9a7").decode()
@@ -164,12 +167,14 @@ def test_three_nodes_send_one_notification_per_change(
     assert "RuntimeError: failing while broken exists" in failing["text"]
     assert failing["tickwork"]["consecutive_failures"] == 1
     assert {b["tickwork"]["left_out"] for b in receiver.bodies} == {0}
+    assert [b["tickwork"]["kind"] for b in receiver.bodies] == ["firing", "resolved", "changed"]
+    assert receiver.bodies[1]["text"].startswith("tickwork: resolved: flaky is healthy (was failing): last success at ")
     # The same changes by e-mail (a message per sweep that saw changes), each once.
     wait_for("the e-mails", lambda: len(box.lines()) == 3)
-    assert [line.split(":")[0] for line in box.lines()] == [
-        "flaky is failing (was healthy)",
-        "flaky is healthy (was failing)",
-        "flaky is paused (was healthy)",
+    assert [line.split(" (was ")[0] for line in box.lines()] == [
+        "flaky is failing",
+        "resolved: flaky is healthy",
+        "flaky is paused",
     ]
     assert {tuple(rcpt) for rcpt, _ in box.messages} == {("ops@example.com",)}
     assert box.messages[0][1]["Subject"] == "tickwork: flaky is failing"
@@ -202,6 +207,33 @@ def test_notify_test_sends_to_each_destination(
     missing = subprocess.run(command, env=unset, capture_output=True, text=True, timeout=WAIT_S, check=False)
     assert missing.returncode == 2
     assert "notify.secret_env: the environment variable 'TICKWORK_NOTIFY_TEST_SECRET' is not set" in missing.stderr
+
+
+def test_each_kind_of_announcement_says_what_it_is() -> None:
+    began = datetime(2026, 11, 29, 1, 0, 0, 250_000, tzinfo=UTC)
+    now = began + timedelta(hours=4)
+    failing = ScheduleHealth(Health.FAILING, "39 failures in a row, never succeeded", consecutive_failures=39)
+    healthy = ScheduleHealth(Health.HEALTHY, "last success at 2026-11-29T05:00:02Z")
+    firing = HealthChange("billing", Health.HEALTHY, failing, began)
+    repeat = HealthChange("billing", Health.FAILING, failing, now, kind=AlertKind.REPEAT, since=began)
+    resolved = HealthChange("billing", Health.FAILING, healthy, now)
+    assert (firing.kind, resolved.kind) == (AlertKind.FIRING, AlertKind.RESOLVED)
+    assert messages.line(firing) == "billing is failing (was healthy): 39 failures in a row, never succeeded"
+    assert messages.line(repeat) == (
+        "billing is still failing (since 2026-11-29T01:00:00Z): 39 failures in a row, never succeeded"
+    )
+    assert messages.line(resolved) == "resolved: billing is healthy (was failing): last success at 2026-11-29T05:00:02Z"
+    body = messages.webhook_body(repeat)
+    assert body["tickwork"]["kind"] == "repeat"
+    assert body["tickwork"]["since"] == "2026-11-29T01:00:00.250000Z"
+    assert body["tickwork"]["consecutive_failures"] == 39
+    subjects = [messages.email([c], "t@example.com", ["ops@example.com"])["Subject"] for c in (repeat, resolved)]
+    assert subjects == ["tickwork: billing is still failing", "tickwork: resolved: billing is healthy"]
+    # A pause by hand is a change, not an alert; one by tickwork after failures is an alert.
+    by_hand = ScheduleHealth(Health.PAUSED, "paused by ana ...")
+    by_tickwork = ScheduleHealth(Health.PAUSED, "paused by tickwork ...", alerting=True)
+    assert HealthChange("billing", Health.HEALTHY, by_hand, now).kind is AlertKind.CHANGED
+    assert HealthChange("billing", Health.FAILING, by_tickwork, now).kind is AlertKind.FIRING
 
 
 def test_the_rate_limit_counts_what_it_left_out() -> None:

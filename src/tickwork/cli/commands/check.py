@@ -1,7 +1,8 @@
-"""``tickwork check``: exit 0 when every schedule is healthy, 1 otherwise, naming the others.
+"""``tickwork check``: exit 0 when no schedule needs attention, 1 otherwise, naming them.
 
 Made for probes that only read an exit status and a line or two: a Kubernetes CronJob, a Nagios
-check, a cron job that mails its output, a CI step.
+check, a cron job that mails its output, a CI step. A schedule paused or disabled on purpose is
+listed and counted apart, and fails the check only with ``--strict``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 from ...admin.api import Admin
+from ...admin.healthreads import CheckReport
+from ...admin.info import ScheduleInfo, pause_json
 from ...scheduling.durations import DurationError, seconds_in
 from ..argtypes import count
 from ..exitcodes import EXIT_STATE
@@ -29,10 +32,12 @@ def _seconds(text: str) -> float:
 
 
 class CheckCommand(AdminCommand):
-    help = "exit 0 when every schedule is healthy, 1 naming those that are not"
+    help = "exit 0 when no schedule needs attention, 1 naming those that do"
     description = (
-        "Check the health of the schedules (see docs/observability.md): exit 0 when every one is "
-        "healthy, 1 otherwise with one line per unhealthy schedule (STATE NAME REASON)."
+        "Check the health of the schedules (see docs/observability.md): exit 0 when none needs "
+        "attention, 1 otherwise. One line per schedule that is not healthy (STATE NAME: REASON), "
+        "then the counts: healthy, unhealthy, paused, disabled. A schedule paused or disabled on "
+        "purpose does not fail the check unless --strict."
     )
 
     @classmethod
@@ -56,6 +61,12 @@ class CheckCommand(AdminCommand):
             help="overdue when a fire passed unclaimed for longer than this, e.g. 90s, 5m "
             "(default: [health] overdue_margin, 60s)",
         )
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="schedules paused or disabled on purpose fail the check too (by default they are "
+            "listed and counted, and do not)",
+        )
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
         policy = admin.health_policy
@@ -63,11 +74,38 @@ class CheckCommand(AdminCommand):
             policy = replace(policy, max_failures=args.max_failures)
         if args.overdue_margin is not None:
             policy = replace(policy, overdue_margin=timedelta(seconds=args.overdue_margin))
-        unhealthy = admin.check(args.schedule, policy=policy)
-        for info in unhealthy:
-            assert info.health is not None  # check() computes it
-            if args.json:
-                print(json.dumps({"name": info.name, **info.health.as_json()}))
-            else:
-                print(f"{info.health.state.value} {info.name}: {info.health.reason}")
-        return EXIT_STATE if unhealthy else 0
+        report = admin.probe(args.schedule, policy=policy, strict=args.strict)
+        groups = (("unhealthy", report.unhealthy), ("paused", report.paused), ("disabled", report.disabled))
+        for group, infos in groups:
+            for info in infos:
+                _print(info, group, report, args.json)
+        summary = report.summary()
+        if args.json:
+            print(json.dumps({"summary": summary}))
+        else:
+            print(_summary_line(report))
+        return 0 if report.ok else EXIT_STATE
+
+
+def _print(info: ScheduleInfo, group: str, report: CheckReport, as_json: bool) -> None:
+    health = info.health
+    assert health is not None  # probe() computes it
+    fails = group == "unhealthy" or report.strict
+    if as_json:
+        pause = None if info.pause is None else pause_json(info.pause)
+        print(json.dumps({"name": info.name, "group": group, "fails_check": fails, **health.as_json(), "pause": pause}))
+    else:
+        # "disabled" for a schedule disabled without a pause: its health state is "paused" too.
+        label = "disabled" if group == "disabled" else health.state.value
+        print(f"{label} {info.name}: {health.reason}")
+
+
+def _summary_line(report: CheckReport) -> str:
+    s = report.summary()
+    line = (
+        f"{s['schedules']} schedule{'s' if s['schedules'] != 1 else ''}: {s['healthy']} healthy, "
+        f"{s['unhealthy']} unhealthy, {s['paused']} paused, {s['disabled']} disabled"
+    )
+    if (s["paused"] or s["disabled"]) and not report.strict:
+        line += " (paused and disabled ones do not fail the check; --strict makes them)"
+    return line
