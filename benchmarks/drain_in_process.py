@@ -6,6 +6,8 @@ thread's own CPU time and the garbage collector's share can be read directly::
 
     python benchmarks/drain_in_process.py 60000
     python benchmarks/drain_in_process.py 60000 --import mymodule   # try a change first
+    python benchmarks/drain_in_process.py 60000 --otel              # with an [otel] table
+    python benchmarks/drain_in_process.py 60000 --block otel        # without the otel plugin
 
 One JSON line: ``engine_us_per_fire`` is the CPU time of the thread running the loop (it is the
 bottleneck of a SQLite node: a fire cannot go faster than this), ``process_us_per_fire`` adds the
@@ -22,6 +24,7 @@ import json
 import resource
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from tickwork.node import Node, build_store
@@ -65,6 +68,8 @@ def main() -> None:
     parser.add_argument("schedules", type=int, help="schedules due at once")
     parser.add_argument("--claim", default="optimistic", help="SQLite claim strategy")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE")
+    parser.add_argument("--otel", action="store_true", help="an [otel] table (exporters: the OTEL_* variables)")
+    parser.add_argument("--block", action="append", default=[], metavar="PLUGIN", help="[plugins] block")
     args = parser.parse_args()
     for module in args.imports:
         importlib.import_module(module)
@@ -86,8 +91,16 @@ def main() -> None:
             start_batch_window=0.015,
             steal_after=0.25,
             metrics=False,
+            executor=None,
+            executor_options="{}",
         )
         config = build_config(node_args)
+        if args.otel:
+            from tickwork_otel.settings import OtelConfig
+
+            config = replace(config, plugin_tables={**config.plugin_tables, "otel": OtelConfig()})
+        if args.block:
+            config = replace(config, blocked_plugins=tuple(args.block))
         manager = plugin_manager_for(config)
         store = build_store(config, manager)
         store.open()

@@ -23,6 +23,7 @@ from typing import Any
 from celery import Celery, Task, signals
 from celery.exceptions import Ignore, Retry, TimeLimitExceeded, WorkerLostError
 
+from tickwork.plugin import tracing
 from tickwork.plugin.runcontext import RunContext, running
 from tickwork.plugin.tracebacks import format_exception
 from tickwork_handoff import identity
@@ -79,6 +80,12 @@ def _headers(request: Any) -> Mapping[str, Any]:
     return {**{k: v for k, v in extra.items() if k in _NAMES}, **found}
 
 
+def _header(request: Any, name: str) -> object:
+    """One header of the message (a trace context's ``traceparent``, ...), wherever the protocol put it."""
+    found = getattr(request, name, None)
+    return found if found is not None else (getattr(request, "headers", None) or {}).get(name)
+
+
 def _wrap(task: Task, reporter: ProcessReporter) -> None:
     if getattr(task, "_tickwork_wrapped", False):
         return
@@ -109,7 +116,8 @@ def _run_reported(
     if not rep.begin(context, retry=bool(request.retries), redelivered=bool(delivery.get("redelivered"))):
         raise Ignore()
     try:
-        with running(context):
+        # A span in the trace of the node's publish when this worker traces (an [otel] table).
+        with running(context), tracing.task_span(context, functools.partial(_header, request), "celery"):
             result = original(*args, **kwargs)
     except Retry as exc:
         rep.retrying(context, str(exc.message or exc.exc or exc))

@@ -16,11 +16,13 @@ dict), else ``$TICKWORK_CONFIG``, else ``./tickwork.toml``.
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from typing import Any
 
 import dramatiq
 from dramatiq.middleware import Middleware, SkipMessage
 
+from tickwork.plugin import tracing
 from tickwork.plugin.runcontext import RunContext, running
 from tickwork.plugin.tracebacks import format_exception
 from tickwork_handoff import identity
@@ -49,16 +51,22 @@ class TickworkMiddleware(Middleware):
             raise SkipMessage(f"run {context.run_id} of {context.schedule} already started or ended")
         scope = running(context)
         scope.__enter__()
-        self._local.current = (context, scope)
+        # A span in the trace of the node's publish when this worker traces (an [otel] table).
+        span = tracing.task_span(context, message.options[OPTION].get, "dramatiq")
+        span.__enter__()
+        self._local.current = (context, scope, span)
 
     def after_process_message(
         self, broker: dramatiq.Broker, message: Any, *, result: Any = None, exception: BaseException | None = None
     ) -> None:
-        current: tuple[RunContext, running] | None = getattr(self._local, "current", None)
+        current: tuple[RunContext, running, AbstractContextManager[object]] | None = getattr(
+            self._local, "current", None
+        )
         if current is None:
             return
         self._local.current = None
-        context, scope = current
+        context, scope, span = current
+        span.__exit__(type(exception) if exception is not None else None, exception, None)
         scope.__exit__(None, None, None)
         reporter = self.reporter.get()
         if exception is None:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from tickwork.abc import Executor
 from tickwork.config import Section
 from tickwork.errors import ExecutorError
+from tickwork.plugin import tracing
 from tickwork.plugin.calls import ReportOnce
 from tickwork.structures import JobCall, Outcome, RunStatus, iso_z
 
@@ -97,7 +98,12 @@ class HandoffExecutor(Executor):
         if done.cancelled():  # shutdown(wait=False) dropped it before a thread took it
             report(Outcome(RunStatus.FAILED, error=f"not handed off: the {self.name} executor shut down first"))
 
-    def _hand_off(self, call: JobCall, report: ReportOnce) -> None:
+    def _hand_off(self, call: JobCall, once: ReportOnce) -> None:
+        def report(outcome: Outcome) -> None:
+            # How the hand-off ended, for a tracing plugin's metrics (nothing without one).
+            tracing.handed_off(call, self.name, outcome.status.value)
+            once(outcome)
+
         try:
             if self.no_overlap:
                 pending = store_of(call.node_id).pending_handoff(call.schedule, self.report_timeout)
@@ -116,7 +122,10 @@ class HandoffExecutor(Executor):
             return
         message = message_id_of(call)
         try:
-            where = self.publish(call, message, headers(call))
+            # The publish span of a tracing plugin (none without one), whose context the message
+            # carries to the worker in its headers (W3C traceparent).
+            with tracing.publishing(call, self.name) as trace:
+                where = self.publish(call, message, {**headers(call), **trace})
         except Exception as exc:
             # A broker outage is this attempt's failure (retried under the schedule's retries),
             # never the node's.

@@ -7,7 +7,9 @@ the node died after publishing, so the message is the only trace of the fire), t
 runs once: the second delivery finds the run started or ended and is refused.
 
 The worker finds tickwork's database in a tickwork configuration: the path or dict given to the
-integration's ``install()``, else ``$TICKWORK_CONFIG``, else ``./tickwork.toml`` (as the CLI).
+integration's ``install()``, else ``$TICKWORK_CONFIG``, else ``./tickwork.toml`` (as the CLI). With an
+``[otel]`` table there, the worker records a span per task in the trace the message carries
+(:mod:`tickwork_otel.worker`).
 """
 
 from __future__ import annotations
@@ -142,4 +144,9 @@ class ProcessReporter:
 
                 admin = connect(self.config)
                 self._made = (os.getpid(), Reporter(admin.store(write=True), wait_for_node=self.wait_for_node))
+                # The worker's spans, when the configuration has an [otel] table (OpenTelemetry
+                # is imported only then).
+                from tickwork_otel.worker import enable
+
+                enable(admin.config)
             return self._made[1]

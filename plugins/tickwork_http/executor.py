@@ -24,7 +24,7 @@ import httpx
 
 from tickwork.abc import Executor
 from tickwork.errors import ConfigError, ExecutorError
-from tickwork.plugin import signature
+from tickwork.plugin import signature, tracing
 from tickwork.structures import JobCall, Outcome, RunStatus
 
 from . import bodies, logfilter, outcomes, payload
@@ -359,6 +359,8 @@ class HTTPExecutor(Executor):
         assert self._client is not None
         body = payload.body_for(call, budget)
         headers = payload.headers_for(call, body, self._keys, self.headers)
+        # The run's trace context (traceparent) when a tracing plugin traces the node's runs.
+        headers.update(tracing.trace_headers(call))
         url = httpx.URL(call.target)
         auth: httpx.BasicAuth | None = None
         if url.userinfo:

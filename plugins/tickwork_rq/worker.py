@@ -32,6 +32,7 @@ from typing import Any
 import rq
 from rq.exceptions import AbandonedJobError
 
+from tickwork.plugin import tracing
 from tickwork.plugin.runcontext import running
 from tickwork.plugin.tracebacks import format_exception
 from tickwork_handoff import identity
@@ -60,7 +61,8 @@ class Job(rq.job.Job):
         if not rep.begin(context, redelivered=self._ran_before()):
             return None
         try:
-            with running(context):
+            # A span in the trace of the node's publish when this worker traces (an [otel] table).
+            with running(context), tracing.task_span(context, self.meta.get, "rq"):
                 result = super().perform()
         except BaseException as exc:
             rep.failed(context, format_exception(exc))

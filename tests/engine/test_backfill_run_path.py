@@ -45,9 +45,13 @@ class Recorder(EngineListener):
     def __init__(self) -> None:
         self.started: list[JobCall] = []
         self.finished: list[Finish] = []
+        self.retried: list[Finish] = []
 
     def runs_started(self, runs: Sequence[JobCall]) -> None:
         self.started.extend(runs)
+
+    def retries_planned(self, ended: Sequence[Finish]) -> None:
+        self.retried.extend(ended)
 
     def runs_finished(self, results: Sequence[Finish]) -> None:
         self.finished.extend(results)
@@ -167,6 +171,11 @@ def test_a_failed_backfilled_run_is_retried_per_the_schedule_s_retries(
         (YESTERDAY, 3, RunStatus.SUCCEEDED),
     ]
     assert [c.attempt for c in recorder.started] == [1, 2, 3] and all(c.backfill for c in recorder.started)
+    # The attempts that were retried are told as such (their retry is due when the queue takes it).
+    assert [(f.claim.attempt, f.outcome.status, f.next_fire) for f in recorder.retried] == [
+        (1, RunStatus.FAILED, None),
+        (2, RunStatus.FAILED, None),
+    ]
     assert engine.backfills.in_flight == 0
     schedule = sqlite_store.get("fails_twice")
     assert schedule.state is ScheduleState.IDLE and schedule.next_fire == T0 + timedelta(hours=1)

@@ -22,6 +22,7 @@ SAMPLE: dict[str, object] = {
     "runs": (),
     "results": (),
     "skipped": (SkippedFire("job", datetime(2026, 1, 1, tzinfo=UTC), "missed"),),
+    "ended": (),
     "count": 3,
     "seconds": 0.25,
     "error": RuntimeError("database away"),
@@ -29,7 +30,14 @@ SAMPLE: dict[str, object] = {
 
 
 def test_the_events_are_the_listener_s_public_methods() -> None:
-    assert list(ENGINE_EVENTS) == ["runs_started", "runs_finished", "fires_skipped", "claimed", "store_error"]
+    assert list(ENGINE_EVENTS) == [
+        "runs_started",
+        "runs_finished",
+        "fires_skipped",
+        "retries_planned",
+        "claimed",
+        "store_error",
+    ]
     assert ENGINE_EVENTS["claimed"] == ("count", "seconds")
 
 
@@ -100,6 +108,10 @@ class EveryHook:
     @hookimpl
     def tickwork_fires_skipped(self, node_id: str, skipped: Sequence[SkippedFire]) -> None:
         self.calls.append(("fires_skipped", {"node_id": node_id, "skipped": skipped}))
+
+    @hookimpl
+    def tickwork_retries_planned(self, node_id: str, ended: Sequence[Finish]) -> None:
+        self.calls.append(("retries_planned", {"node_id": node_id, "ended": ended}))
 
     @hookimpl
     def tickwork_claimed(self, node_id: str, count: int, seconds: float) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from tests.support import jobs_for_tests as jobs
-from tests.support.engines import add, make_engine, step
+from tests.support.engines import add, make_engine, step, step_until_attempts
 from tests.support.stores import T0
 from tickwork.engine.listener import EngineListener, SkippedFire
 from tickwork.sql.store import SQLStore
@@ -20,6 +20,7 @@ class Recorder(EngineListener):
         self.finished: list[list[Finish]] = []
         self.skipped: list[list[SkippedFire]] = []
         self.claims: list[int] = []
+        self.retries: list[list[Finish]] = []
 
     def runs_started(self, runs: Sequence[JobCall]) -> None:
         self.started.append(list(runs))
@@ -32,6 +33,9 @@ class Recorder(EngineListener):
 
     def claimed(self, count: int, seconds: float) -> None:
         self.claims.append(count)
+
+    def retries_planned(self, ended: Sequence[Finish]) -> None:
+        self.retries.append(list(ended))
 
 
 class Exploding(EngineListener):
@@ -108,3 +112,27 @@ def test_a_raising_listener_is_ignored(sqlite_store: SQLStore, clock: FakeClock)
     assert jobs.calls == ["record"]
     (run,) = sqlite_store.history()
     assert run.status is RunStatus.SUCCEEDED
+
+
+def test_a_failed_attempt_with_a_retry_left_is_reported_as_a_planned_retry(
+    sqlite_store: SQLStore, clock: FakeClock
+) -> None:
+    jobs.attempts.clear()
+    add(sqlite_store, "fails_twice", "0 * * * *", retries=3, retry_backoff=timedelta(seconds=0.05))
+    recorder = Recorder()
+    engine, executor = make_engine(sqlite_store, clock, lookahead=0)
+    engine.listener = recorder
+    try:
+        clock.advance(3600)
+        step_until_attempts(engine, 3)
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()
+    retried = [f for batch in recorder.retries for f in batch]
+    assert [(f.claim.attempt, f.outcome.status) for f in retried] == [(1, RunStatus.FAILED), (2, RunStatus.FAILED)]
+    assert isinstance(retried[0].outcome.exception, RuntimeError)
+    assert all(f.next_fire is not None and f.finished_at is not None and f.next_fire > f.finished_at for f in retried)
+    # Only the attempt that ended the fire comes through runs_finished; each attempt started.
+    ended = [f for batch in recorder.finished for f in batch]
+    assert [(f.claim.attempt, f.outcome.status) for f in ended] == [(3, RunStatus.SUCCEEDED)]
+    assert sorted(c.attempt for batch in recorder.started for c in batch) == [1, 2, 3]

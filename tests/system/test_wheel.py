@@ -27,7 +27,7 @@ from tests.support.paths import REPO as ROOT
 
 #: The extras whose packages the plugins' modules import (the ``bench`` extra's matplotlib and
 #: py-spy are imported only when a chart or a profile is asked for).
-EXTRAS = "postgres,mysql,http,metrics,web,testing,celery,rq,dramatiq"
+EXTRAS = "postgres,mysql,http,metrics,web,testing,celery,rq,dramatiq,otel"
 #: Modules that run something when imported: ``python -m`` entry points and Alembic's env script.
 NOT_IMPORTABLE = ("__main__", "tickwork._migrations.env")
 

@@ -4,13 +4,15 @@ the way), or, when planning either fails, parking the schedule with the error.""
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from ..abc import Store
 from ..errors import StoreError
 from ..structures import MAX_RETRIES, Claim, Fault, FaultKind, Finish, MisfirePolicy, Outcome, RunStatus, assembled
 from .clock import DatabaseClock
 from .faults import OnceLogger, describe
+from .listener import EngineListener
 from .nextfires import NextFires
 from .overlap import WaitingFires, plan_overlap
 from .planning import NextAfter, grace_of, plan_next_fire, plan_retry, with_holidays
@@ -35,8 +37,11 @@ class FollowUps:
         clock: DatabaseClock,
         retries: RetryQueue,
         next_fires: NextFires,
+        listener: Callable[[], EngineListener] = EngineListener,
     ) -> None:
         self.store = store
+        #: Told of each retry planned (the engine's current listener: tests replace it on a live engine).
+        self.listener = listener
         self.settings = settings
         self.clock = clock
         self.retries = retries
@@ -106,6 +111,8 @@ class FollowUps:
             except StoreError:
                 pass  # recorded as a plain failure through the buffered path
             else:
+                # Its retry is due when the backfill's queue takes it again: no time to tell.
+                self.listener().retries_planned([Finish(claim, outcome, None, started_at=started_at)])
                 return None  # ended and queued again, or no longer running: nothing more to write
         # finished_at None: the store writes the end by its own clock (Store.end_attempt).
         return Finish(claim, outcome, None, started_at=started_at)
@@ -143,6 +150,8 @@ class FollowUps:
         except StoreError:
             return False  # record it as a plain failure through the buffered path
         self.retries.add(claim, delay, mono_claimed)
+        ended = Finish(claim, outcome, now + timedelta(seconds=delay), finished_at=now, started_at=started_at)
+        self.listener().retries_planned([ended])
         return True
 
     def finish_for(

@@ -42,6 +42,13 @@ class EngineListener:
     def fires_skipped(self, skipped: Sequence[SkippedFire]) -> None:
         """Fire times were recorded as skipped (misfire policy, still running, already recorded)."""
 
+    def retries_planned(self, ended: Sequence[Finish]) -> None:
+        """Failed attempts were written ended and their fires will be tried again: one
+        :class:`Finish` per attempt, its ``next_fire`` the time the retry is due (database clock;
+        ``None`` for a backfilled fire, retried when the backfill's queue takes it again).
+        These ends never come through :meth:`runs_finished`; the retry's start comes through
+        :meth:`runs_started` with the next attempt number."""
+
     def claimed(self, count: int, seconds: float) -> None:
         """One claim statement returned ``count`` claims after ``seconds`` (0 claims included)."""
 

@@ -102,7 +102,12 @@ class Engine:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self.follow_ups = FollowUps(
-            store=store, settings=settings, clock=self.clock, retries=self.retries, next_fires=NextFires(manager)
+            store=store,
+            settings=settings,
+            clock=self.clock,
+            retries=self.retries,
+            next_fires=NextFires(manager),
+            listener=lambda: self.listener,
         )
         self.runs = Runs(
             settings=settings,

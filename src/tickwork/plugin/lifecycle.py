@@ -23,6 +23,7 @@ LIFECYCLE_HOOKS = (
     "tickwork_runs_started",
     "tickwork_runs_finished",
     "tickwork_fires_skipped",
+    "tickwork_retries_planned",
     "tickwork_membership_changed",
     "tickwork_claimed",
     "tickwork_store_error",

@@ -236,6 +236,23 @@ def tickwork_fires_skipped(node_id: str, skipped: Sequence[SkippedFire]) -> None
 
 
 @hookspec
+def tickwork_retries_planned(node_id: str, ended: Sequence[Finish]) -> None:
+    """Failed attempts were written ended, and their fires will be retried (``retries``).
+
+    :param node_id: the node that will retry them
+    :param ended: one :class:`~tickwork.structures.Finish` per failed attempt, with the ``claim``
+        (``run_id``, ``attempt``), the ``outcome`` (``error``, and ``exception`` when the job
+        raised in this process), ``started_at`` and ``finished_at``; its ``next_fire`` is when the
+        retry is due (database clock; ``None`` for a backfilled fire, retried when the backfill's
+        queue takes it again). Never empty. These ends never come through
+        :func:`tickwork_runs_finished`; the retry's start comes through
+        :func:`tickwork_runs_started`, with the next attempt number.
+
+    Called from the engine's thread as each retry is planned. The return value is ignored.
+    """
+
+
+@hookspec
 def tickwork_membership_changed(node_id: str, members: Sequence[str], owned: Sequence[int] | None) -> None:
     """The live nodes or this node's share changed (and once at start).
 
