@@ -97,6 +97,9 @@ class CeleryExecutor(HandoffExecutor):
     """
 
     name: ClassVar[str] = "celery"
+    worker_side: ClassVar[str] = (
+        "`tickwork_celery.worker.install(app)` in the module that defines the Celery app the workers run"
+    )
     section = CelerySettings
     settings: CelerySettings
 

@@ -52,6 +52,7 @@ class DramatiqExecutor(HandoffExecutor):
     """
 
     name: ClassVar[str] = "dramatiq"
+    worker_side: ClassVar[str] = "`tickwork_dramatiq.worker.install(broker)` where the workers' broker is set up"
     section = DramatiqSettings
     settings: DramatiqSettings
 

@@ -23,7 +23,7 @@ from tickwork.config import Section
 from tickwork.errors import ExecutorError
 from tickwork.plugin import tracing
 from tickwork.plugin.calls import ReportOnce
-from tickwork.structures import JobCall, Outcome, RunStatus, iso_z
+from tickwork.structures import HANDOFF_BLOCKED, HANDOFF_STUCK, JobCall, Outcome, RunStatus, handoff_stuck, iso_z
 
 from .identity import headers, message_id_of
 from .nodes import store_of
@@ -38,17 +38,22 @@ class HandoffExecutor(Executor):
     :param options: the keys of the subclass's :attr:`section`, which extends
         :class:`~tickwork_handoff.settings.HandoffSettings` (``report_timeout``: seconds after its
         hand-off, or its start on a worker, a run that no worker reported on stops blocking its
-        schedule and is recorded ``timed_out``; ``no_overlap``, ``publish_timeout``, ``threads``)
+        schedule and is recorded ``timed_out``; ``pickup_timeout``: seconds after its hand-off a
+        run no worker started is marked stuck, by :mod:`.pickup`; ``no_overlap``,
+        ``publish_timeout``, ``threads``)
     """
 
     #: The executor's name in messages (``celery``, ``rq``, ``dramatiq``).
     name: ClassVar[str] = "handoff"
+    #: How the workers get the worker-side integration, for the stuck hand-off warning.
+    worker_side: ClassVar[str] = "the worker-side integration of docs/handoff.md"
     section: ClassVar[type[Section]] = HandoffSettings
     settings: HandoffSettings
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.report_timeout = self.settings.report_timeout
+        self.pickup_timeout = self.settings.pickup_timeout
         self.publish_timeout = self.settings.publish_timeout
         self.no_overlap = self.settings.no_overlap
         self.threads = self.settings.threads
@@ -108,11 +113,18 @@ class HandoffExecutor(Executor):
             if self.no_overlap:
                 pending = store_of(call.node_id).pending_handoff(call.schedule, self.report_timeout)
                 if pending is not None:
+                    # A stuck one is said so on every skip behind it: health reads the latest skip
+                    # when the stuck run has left its window of recent runs.
+                    stuck = (
+                        f"; {HANDOFF_STUCK}no worker reported it started"
+                        if handoff_stuck(pending.status, pending.error)
+                        else ""
+                    )
                     report(
                         Outcome(
                             RunStatus.SKIPPED,
-                            error=f"previous hand-off (run {pending.id}, scheduled for "
-                            f"{iso_z(pending.scheduled_for)}) is still {pending.status.value}",
+                            error=f"{HANDOFF_BLOCKED}(run {pending.id}, scheduled for "
+                            f"{iso_z(pending.scheduled_for)}) is still {pending.status.value}{stuck}",
                         )
                     )
                     return

@@ -1,4 +1,5 @@
-"""The open store of every node of this process, by node id, for the hand-off executors.
+"""The open store of every node of this process, by node id, for the hand-off executors; and the
+node's stuck hand-off watch (:mod:`.pickup`), started and stopped with the node.
 
 An executor is built from its config table alone; the store it checks previous hand-offs in is
 the store of the node that runs the fire (``JobCall.node_id``), which this plugin learns from the
@@ -17,8 +18,11 @@ from tickwork.plugin import hookimpl
 if TYPE_CHECKING:
     from tickwork.abc import RunningNode, Store
 
+    from .pickup import PickupWatch
+
 _lock = threading.Lock()
 _stores: dict[str, Store] = {}
+_watches: dict[str, PickupWatch] = {}
 
 
 def store_of(node_id: str) -> Store:
@@ -35,11 +39,32 @@ def store_of(node_id: str) -> Store:
 
 @hookimpl
 def tickwork_node_started(node_id: str, config: Config, node: RunningNode) -> None:
+    # Deferred: the executor module imports store_of from this one.
+    from .executor import HandoffExecutor
+    from .pickup import PickupWatch
+
+    handoffs = [e for e in node.executors.values() if isinstance(e, HandoffExecutor)]
+    watch = PickupWatch(node_id, node.store, handoffs) if handoffs else None
     with _lock:
         _stores[node_id] = node.store
+        if watch is not None:
+            _watches[node_id] = watch
+    if watch is not None:
+        watch.start()
+
+
+@hookimpl
+def tickwork_node_stopping(node_id: str) -> None:
+    with _lock:
+        watch = _watches.pop(node_id, None)
+    if watch is not None:
+        watch.stop()
 
 
 @hookimpl
 def tickwork_node_stopped(node_id: str) -> None:
     with _lock:
         _stores.pop(node_id, None)
+        watch = _watches.pop(node_id, None)
+    if watch is not None:
+        watch.stop()

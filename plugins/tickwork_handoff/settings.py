@@ -25,6 +25,15 @@ class HandoffSettings(Section):
         "`timed_out`.",
         details="Longer than the longest queue wait plus task.",
     )
+    pickup_timeout = Number(
+        60,
+        low=0.001,
+        high=MAX_SECONDS,
+        help="Seconds after which a hand-off no worker reported started is logged as stuck and its schedule's "
+        "health becomes `stuck`.",
+        details="The run keeps its place (report_timeout still ends it); `tickwork jobs release NAME` ends it at "
+        "once. Longer than the usual wait in the queue.",
+    )
     no_overlap = Flag(
         True,
         help="Skip a fire while the schedule's previous hand-off is not final.",

@@ -34,6 +34,7 @@ class RQExecutor(HandoffExecutor):
     """
 
     name: ClassVar[str] = "rq"
+    worker_side: ClassVar[str] = "`rq worker -w tickwork_rq.worker.Worker -j tickwork_rq.worker.Job`"
     section = RQSettings
     settings: RQSettings
 

@@ -1,5 +1,6 @@
 """The actions, shared by the API and the browser forms, each logged with who and when: run now,
-enable, disable and remove on one schedule or on a selection, and creating or editing one.
+enable, disable and remove on one schedule or on a selection, releasing one schedule's stuck
+hand-off (its history row names who released it), and creating or editing one.
 
 The log line goes to the ``tickwork.web.actions`` logger at INFO (``tickwork web`` prints INFO by
 default), one per schedule, also for a selection (which is marked ``(selection of N)``), and at
@@ -29,6 +30,8 @@ from .limits import capped, capped_name
 log = logging.getLogger("tickwork.web.actions")
 
 ACTIONS = ("trigger", "enable", "disable", "remove")
+#: The actions on one schedule: those, and releasing its stuck hand-offs (never a selection's).
+ONE_ACTIONS = (*ACTIONS, "release")
 #: Why a schedule declared in code is not changed here (the form and the API).
 DECLARED = (
     "schedule {name!r} is declared in code ({module}); change the declaration there: "
@@ -72,6 +75,7 @@ def perform(admin: Admin, action: str, name: str, who: str, address: str) -> Sch
         "enable": admin.enable,
         "disable": admin.disable,
         "remove": admin.remove,
+        "release": lambda name: _release(admin, name, who),
     }
     try:
         info = methods[action](name)
@@ -80,6 +84,13 @@ def perform(admin: Admin, action: str, name: str, who: str, address: str) -> Sch
         raise
     audit(action, name, who, address)
     return info
+
+
+def _release(admin: Admin, name: str, who: str) -> ScheduleInfo:
+    """Release ``name``'s hand-offs no worker started, the history naming ``who``."""
+    if not admin.release(name, by=who):
+        raise TickworkError(f"nothing to release: {name} has no hand-off waiting for a worker")
+    return admin.get(name)
 
 
 @dataclass

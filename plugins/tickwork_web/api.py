@@ -28,7 +28,7 @@ from tickwork.errors import (
 )
 
 from . import data
-from .actions import ACTIONS, DECLARED, audit, perform
+from .actions import DECLARED, ONE_ACTIONS, audit, perform
 from .auth import clean_name
 from .limits import deep_message, too_deep
 from .queries import MAX_LIMIT, BadQuery, api_schedule_filter, integer, run_filter, statuses
@@ -148,8 +148,8 @@ async def _act(request: Request, action: str) -> Response:
 @errors_as_json
 async def act(request: Request) -> Response:
     action = request.path_params["action"]
-    if action not in ACTIONS or action == "remove":
-        return error(404, f"no such action {action!r}; actions: trigger, enable, disable (DELETE removes)")
+    if action not in ONE_ACTIONS or action == "remove":
+        return error(404, f"no such action {action!r}; actions: trigger, enable, disable, release (DELETE removes)")
     return await _act(request, action)
 
 

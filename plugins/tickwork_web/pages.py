@@ -16,7 +16,7 @@ from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreEr
 from tickwork.structures import RunStatus
 
 from . import data
-from .actions import ACTIONS, perform
+from .actions import ONE_ACTIONS, perform
 from .auth import COOKIE, SESSION_SECONDS, Session
 from .limits import capped
 from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter, statuses
@@ -34,6 +34,7 @@ DONE = {
     "enable": "Schedule enabled.",
     "disable": "Schedule disabled.",
     "remove": "Schedule removed.",
+    "release": "Stuck hand-off released: the next fire is handed off again.",
     "create": "Schedule created.",
     "edit": "Schedule saved.",
     "login": "Logged in: actions are available.",
@@ -250,8 +251,8 @@ def address_of(request: Request) -> str:
 
 async def act(request: Request) -> Response:
     name, action = request.path_params["name"], request.path_params["action"]
-    if action not in ACTIONS:
-        return problem(request, 404, f"no such action {action!r}; actions: {', '.join(ACTIONS)}")
+    if action not in ONE_ACTIONS:
+        return problem(request, 404, f"no such action {action!r}; actions: {', '.join(ONE_ACTIONS)}")
     checked = await checked_form(request)
     if isinstance(checked, Response):
         return checked

@@ -243,6 +243,18 @@ class RunStatus(Choice):
 #: A hand-off in these statuses is not final: its schedule's next hand-off is skipped meanwhile.
 HANDOFF_OPEN = frozenset({RunStatus.SUBMITTED, RunStatus.STARTED})
 
+#: How the error text of a ``submitted`` run starts once no worker reported it started within
+#: its executor's ``pickup_timeout`` (the hand-off executors' maintenance step writes it, once per
+#: run): the run's own row says it is stuck, so health reads it by the database's state alone.
+HANDOFF_STUCK = "stuck: "
+#: How the error text of a fire skipped because its schedule's previous hand-off is not final starts.
+HANDOFF_BLOCKED = "previous hand-off "
+
+
+def handoff_stuck(status: RunStatus, error: str | None) -> bool:
+    """Whether a run with this status and error is a hand-off no worker picked up in time."""
+    return status is RunStatus.SUBMITTED and (error or "").startswith(HANDOFF_STUCK)
+
 
 #: A schedule whose last recorded run ended with one of these is "failing" (admin filters, dashboard).
 FAILING = frozenset({RunStatus.FAILED, RunStatus.TIMED_OUT})
@@ -1007,6 +1019,8 @@ class Health(Choice):
     HEALTHY = "healthy"
     LATE = "late"
     FAILING = "failing"
+    #: Its latest hand-off was not reported started by any worker within ``pickup_timeout``.
+    STUCK = "stuck"
     OVERDUE = "overdue"
     PAUSED = "paused"
     PARKED = "parked"

@@ -76,7 +76,8 @@ def test_config_check_lists_every_problem_and_exits_2(tmp_path: Path) -> None:
         "bad.toml: membership.vnode: unknown option (did you mean `vnodes`?); known options: heartbeat_interval, "
         "node_ttl, owners, presence, vnodes",
         "bad.toml: executor.celery.report_timout: unknown option (did you mean `report_timeout`?); known options: "
-        "app, exchange, expires, no_overlap, priority, publish_timeout, queue, report_timeout, routing_key, threads",
+        "app, exchange, expires, no_overlap, pickup_timeout, priority, publish_timeout, queue, report_timeout, "
+        "routing_key, threads",
         "bad.toml: executor.grpc: unknown executor plugin 'grpc'; registered executor plugins: celery, dramatiq, "
         "http, jobqueue, local, rq",
         "bad.toml: 6 problems",
@@ -108,8 +109,8 @@ def test_a_mistyped_executor_key_is_refused_by_every_command(tmp_path: Path) -> 
     (tmp_path / "tickwork.toml").write_text('[executor.celery]\napp = "proj.celery:app"\nreport_timout = 5\n')
     expected = (
         "tickwork.toml: executor.celery.report_timout: unknown option (did you mean `report_timeout`?); "
-        "known options: app, exchange, expires, no_overlap, priority, publish_timeout, queue, report_timeout, "
-        "routing_key, threads"
+        "known options: app, exchange, expires, no_overlap, pickup_timeout, priority, publish_timeout, queue, "
+        "report_timeout, routing_key, threads"
     )
     for command in (["jobs", "list"], ["check"], ["config", "check"], ["config", "show"]):
         result = tickwork(*command, cwd=tmp_path)

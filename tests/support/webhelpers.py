@@ -80,7 +80,8 @@ def free_port() -> int:
 
 
 def environment(token: str | None) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # The checkout's src/ and plugins/ first: a second worktree's processes run its own code.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in (REPO, REPO / "src", REPO / "plugins"))}
     env.pop("TICKWORK_CONFIG", None)
     env.pop("TICKWORK_WEB_TOKEN", None)
     if token is not None:

@@ -27,6 +27,8 @@ import pytest
 from tests.support.paths import REPO
 
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+#: The checkout's src/ and plugins/ first: a second worktree's commands run its own code.
+PYTHONPATH = os.pathsep.join(str(p) for p in (REPO, REPO / "src", REPO / "plugins"))
 SHELL_BLOCK = re.compile(r"^```(bash|sh|shell|console)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -123,7 +125,7 @@ def outside_job_failures(stderr: str) -> str:
 
 
 def run_documented(args: list[str], sandbox: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TICKWORK_CONFIG": "examples/tickwork.toml", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "TICKWORK_CONFIG": "examples/tickwork.toml", "PYTHONPATH": PYTHONPATH}
     env.pop("TICKWORK_LOG_LEVEL", None)
     env.pop("COLUMNS", None)
     return subprocess.run(
@@ -158,7 +160,7 @@ def test_documented_command_is_valid(words: list[str], sandbox: Path) -> None:
         args = [*args, "--for", "1"]
     if args[:1] == ["bench"]:
         args = [*args, "--help"]
-    env = {**os.environ, "TICKWORK_CONFIG": "examples/tickwork.toml", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "TICKWORK_CONFIG": "examples/tickwork.toml", "PYTHONPATH": PYTHONPATH}
     env.pop("TICKWORK_LOG_LEVEL", None)
     done = subprocess.run(
         [sys.executable, "-m", "tickwork", *args], cwd=sandbox, env=env, capture_output=True, text=True, timeout=120

@@ -14,7 +14,7 @@ How a fire flows through them (see docs/architecture.md):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
@@ -296,6 +296,11 @@ class RunningNode(Protocol):
 
     @property
     def store(self) -> Store: ...
+
+    @property
+    def executors(self) -> Mapping[str, Executor]:
+        """The node's executors by configured name (a plugin's maintenance duty finds its own)."""
+        ...
 
     @property
     def in_flight(self) -> int:

@@ -652,6 +652,29 @@ class RunHistory(ScheduleCatalog):
         """
         raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
 
+    def mark_stuck_handoffs(self, executor: str, pickup_timeout: float, note: str, limit: int = 100) -> list[RunRecord]:
+        """Mark the hand-offs of ``executor``'s schedules that no worker reported started within
+        ``pickup_timeout`` seconds of their hand-off (database clock): a ``submitted`` run whose
+        error is empty gets ``note`` (which starts with
+        :data:`~tickwork.structures.HANDOFF_STUCK`) as its error and keeps its status. Each run
+        is marked once, fenced by its status and empty error, whatever the number of nodes
+        asking: the runs returned (at most ``limit``, as marked) are the ones this call marked.
+
+        :raises tickwork.errors.TickworkError: if this store cannot record hand-offs (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
+
+    def release_handoffs(self, schedule: str, reason: str) -> list[RunRecord]:
+        """End every ``submitted`` run of ``schedule`` as ``cancelled`` with ``reason`` as its
+        error (who released it and why), fenced by the status: a run a worker started meanwhile
+        is left alone, and a worker taking a released run's message later finds it ended and does
+        not run it. Returns the runs released, as released.
+
+        :raises tickwork.ScheduleNotFoundError: if there is no such schedule
+        :raises tickwork.errors.TickworkError: if this store cannot record hand-offs (the default)
+        """
+        raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
+
     def get_run(self, run_id: int) -> RunRecord | None:
         """The history row ``run_id``, or ``None`` if there is none (``tickwork history --show``).
         This default reads the whole history: a store with an index on run ids overrides it

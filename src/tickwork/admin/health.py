@@ -9,10 +9,14 @@ The state is the first of these that holds:
 * ``overdue``: its next fire passed more than ``overdue_margin`` ago and no node claimed it
   (its nodes are down, or too busy); a skipped fire is recorded and moves the next fire on, so
   it does not count
+* ``stuck``: its latest hand-off (Celery, RQ, Dramatiq) was not reported started by any worker
+  within the executor's ``pickup_timeout`` (the run's row says so: the executors' maintenance
+  step marks it), whether or not later fires were skipped behind it
 * ``failing``: its last ``max_failures`` or more finished runs failed or timed out in a row
   (the count is the whole streak since the last success, not only the recent runs read)
 * ``late``: a run is in progress for longer than ``late_factor`` times the median of its recent
-  successful runs plus ``overdue_margin``
+  successful runs plus ``overdue_margin``; or its latest fires were skipped because its previous
+  hand-off is still not final (a task running longer than the schedule's period)
 * ``healthy``: none of these
 """
 
@@ -27,6 +31,9 @@ from ..abc import Store
 from ..config.files import Config
 from ..structures import (
     FAILING,
+    HANDOFF_BLOCKED,
+    HANDOFF_OPEN,
+    HANDOFF_STUCK,
     PAUSED_BY_TICKWORK,
     Health,
     HealthChange,
@@ -36,6 +43,7 @@ from ..structures import (
     Schedule,
     ScheduleHealth,
     ScheduleState,
+    handoff_stuck,
     iso_z,
 )
 
@@ -140,6 +148,38 @@ def streak_of(recent: Sequence[RunRecord]) -> tuple[int, bool]:
     return failures, False
 
 
+def _blocked(run: RunRecord) -> bool:
+    return run.status is RunStatus.SKIPPED and (run.error or "").startswith(HANDOFF_BLOCKED)
+
+
+def _handoff_verdict(schedule: Schedule, recent: Sequence[RunRecord]) -> tuple[Health, str] | None:
+    """``stuck`` or ``late`` from the hand-off at the head of the history: the fires skipped
+    behind a hand-off that is not final count against health (a skip alone would not)."""
+    skipped = passed = 0
+    for run in recent:
+        # A fire being claimed right now is ``running`` until its executor checks the previous
+        # hand-off: looked past, or a probe would see the schedule healthy for that instant.
+        if run.status is not RunStatus.RUNNING and not _blocked(run):
+            break
+        passed += 1
+        skipped += run.status is RunStatus.SKIPPED
+    later = "" if not skipped else f"; {skipped}{'+' if passed == len(recent) else ''} later fire(s) skipped behind it"
+    release = f"; tickwork jobs release {schedule.name} releases it"
+    behind = recent[passed] if passed < len(recent) else None
+    if behind is not None and handoff_stuck(behind.status, behind.error):
+        since = "" if behind.finished_at is None else f" handed off at {iso_z(behind.finished_at)},"
+        said = _one_line((behind.error or "")[len(HANDOFF_STUCK) :], width=400)
+        return Health.STUCK, f"run {behind.id}{since} {said}{later}{release}"
+    latest_skip = next((run for run in recent[:passed] if _blocked(run)), None)
+    if behind is None and latest_skip is not None and f"; {HANDOFF_STUCK}" in (latest_skip.error or ""):
+        # Every run of the window is a skip: the latest one says what blocked it.
+        return Health.STUCK, f"{_one_line(latest_skip.error, width=400)}{later}{release}"
+    if skipped and (behind is None or behind.status in HANDOFF_OPEN):
+        latest = next(run for run in recent if _blocked(run))
+        return Health.LATE, _one_line(latest.error) + later
+    return None
+
+
 def assess(
     schedule: Schedule,
     recent: Sequence[RunRecord],
@@ -192,12 +232,19 @@ def assess(
             f"{policy.overdue_margin.total_seconds():g}s; {summary}"
         )
         return verdict(Health.OVERDUE, reason)
+    handoff = _handoff_verdict(schedule, recent)
+    if handoff is not None and handoff[0] is Health.STUCK:
+        return verdict(*handoff)
     if failures >= policy.max_failures:
-        latest = next(run for run in recent if run.status in FAILING)
+        # The streak is counted in the store: its latest failure may be older than the recent
+        # runs read (skipped fires after it), and then ``last_failure`` is it.
+        latest = next((run for run in recent if run.status in FAILING), last_failure)
         times = "1 failure" if failures == 1 else f"{failures} failures in a row"
-        reason = f"{times}, {_since_success(last_success)}; last: {latest.status.value}"
-        if latest.error:
-            reason += f": {_one_line(latest.error)}"
+        reason = f"{times}, {_since_success(last_success)}"
+        if latest is not None:
+            reason += f"; last: {latest.status.value}"
+            if latest.error:
+                reason += f": {_one_line(latest.error)}"
         return verdict(Health.FAILING, reason)
     running = next((run for run in recent if run.status is RunStatus.RUNNING and run.started_at is not None), None)
     if schedule.state is ScheduleState.RUNNING and running is not None and usual is not None:
@@ -208,6 +255,8 @@ def assess(
         if elapsed > allowed:
             reason = f"running for {elapsed:.0f}s on {running.node}, usually {usual:.1f}s (allowed {allowed:.0f}s)"
             return verdict(Health.LATE, reason)
+    if handoff is not None:
+        return verdict(*handoff)
     return verdict(Health.HEALTHY, summary)
 
 

@@ -16,7 +16,7 @@ from ..plugin.manager import PluginManager
 from ..scheduling import sync as schedules
 from ..scheduling.options import ALIASES, NAMES, ScheduleOptions, of_spec
 from ..scheduling.validation import SpecBuilder
-from ..structures import Pause, Schedule, ScheduleSpec, iso_z, utc
+from ..structures import Pause, RunRecord, Schedule, ScheduleSpec, iso_z, utc
 from .health import HealthPolicy, health_of
 from .info import ScheduleInfo
 from .liveexecutors import LiveExecutors
@@ -212,6 +212,22 @@ class ScheduleWrites:
         if not store.get(name).spec.enabled:
             raise TickworkError(f"schedule {name!r} is disabled; enable it first (tickwork jobs enable)")
         return self._info(store.fire_now(name))
+
+    def release(self, name: str, *, by: str | None = None) -> builtins.list[RunRecord]:
+        """Release the hand-offs of ``name`` no worker started (``submitted`` runs, a stuck one
+        among them): each ends ``cancelled``, its history row naming ``by`` (who released it),
+        and the schedule's next fire is handed off again. Fenced by the run's status: a run a
+        worker started meanwhile is not released, and a worker taking a released run's message
+        later does not run it (docs/handoff.md#stuck-hand-offs). Returns the runs released
+        (empty: nothing was waiting).
+
+        :raises tickwork.ScheduleNotFoundError: if there is no such schedule
+        """
+        reason = (
+            f"released by {by or 'an unnamed operator'}: no worker had reported it started; a worker "
+            "taking its message later does not run it"
+        )
+        return self.store(write=True).release_handoffs(name, reason)
 
     def remove(self, name: str) -> ScheduleInfo:
         """Delete a schedule and its history; returns it as it was. A schedule declared in code

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import and_, func, literal, select, update
 
+from ..errors import ScheduleNotFoundError
 from ..structures import HANDOFF_OPEN, RunRecord, RunStatus
 from ..structures import cap_error as cap
 from .retry import transient_retry
@@ -19,7 +20,8 @@ _OPEN = sorted(s.value for s in HANDOFF_OPEN)
 
 
 class Handoffs(SQLCore):
-    """:meth:`~tickwork.abc.Store.report_handoff` and :meth:`~tickwork.abc.Store.pending_handoff`."""
+    """:meth:`~tickwork.abc.Store.report_handoff`, :meth:`~tickwork.abc.Store.pending_handoff`,
+    :meth:`~tickwork.abc.Store.mark_stuck_handoffs` and :meth:`~tickwork.abc.Store.release_handoffs`."""
 
     @transient_retry
     def report_handoff(
@@ -69,3 +71,67 @@ class Handoffs(SQLCore):
                 .limit(1)
             ).first()
         return None if row is None else run_record(row)
+
+    def _runs_of(self, conn: Any, ids: list[int]) -> list[RunRecord]:
+        rows = conn.execute(
+            select(runs, schedules.c.name.label("schedule_name"))
+            .join(schedules, schedules.c.id == runs.c.schedule_id)
+            .where(runs.c.id.in_(ids))
+            .order_by(runs.c.id)
+        ).all()
+        return [run_record(row) for row in rows]
+
+    @transient_retry
+    def mark_stuck_handoffs(self, executor: str, pickup_timeout: float, note: str, limit: int = 100) -> list[RunRecord]:
+        submitted = RunStatus.SUBMITTED.value
+        # Submitted: finished_at is the hand-off, by the database clock.
+        cutoff = self._plus_seconds(self.now_expr(), literal(-float(pickup_timeout)))
+        with self._tx() as conn:
+            candidates = list(
+                conn.scalars(
+                    select(runs.c.id)
+                    .join(schedules, schedules.c.id == runs.c.schedule_id)
+                    .where(
+                        schedules.c.executor == executor,
+                        runs.c.status == submitted,
+                        runs.c.error.is_(None),
+                        runs.c.finished_at < cutoff,
+                    )
+                    .order_by(runs.c.id)
+                    .limit(limit)
+                )
+            )
+            marked: list[int] = []
+            for run_id in candidates:
+                # One fenced update per run (there are few): of two nodes marking at once, the
+                # one whose update lands logs the run, the other sees rowcount 0.
+                landed = conn.execute(
+                    update(runs)
+                    .where(runs.c.id == run_id, runs.c.status == submitted, runs.c.error.is_(None))
+                    .values(error=cap(note))
+                ).rowcount
+                if landed == 1:
+                    marked.append(run_id)
+            return self._runs_of(conn, marked) if marked else []
+
+    @transient_retry
+    def release_handoffs(self, schedule: str, reason: str) -> list[RunRecord]:
+        submitted = RunStatus.SUBMITTED.value
+        with self._tx() as conn:
+            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == schedule))
+            if schedule_id is None:
+                raise ScheduleNotFoundError(schedule)
+            candidates = list(
+                conn.scalars(select(runs.c.id).where(runs.c.schedule_id == schedule_id, runs.c.status == submitted))
+            )
+            released: list[int] = []
+            for run_id in candidates:
+                # The status is the fence: a worker's start that landed first keeps its run.
+                landed = conn.execute(
+                    update(runs)
+                    .where(runs.c.id == run_id, runs.c.status == submitted)
+                    .values(status=RunStatus.CANCELLED.value, finished_at=self.now_expr(), error=cap(reason))
+                ).rowcount
+                if landed == 1:
+                    released.append(run_id)
+            return self._runs_of(conn, released) if released else []

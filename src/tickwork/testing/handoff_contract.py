@@ -1,5 +1,6 @@
 """The hand-off part of the store contract (:class:`tickwork.testing.StoreContract` includes it):
-:meth:`~tickwork.abc.Store.report_handoff` and :meth:`~tickwork.abc.Store.pending_handoff`.
+:meth:`~tickwork.abc.Store.report_handoff`, :meth:`~tickwork.abc.Store.pending_handoff`,
+:meth:`~tickwork.abc.Store.mark_stuck_handoffs` and :meth:`~tickwork.abc.Store.release_handoffs`.
 
 Both are optional members of the Store interface: a store without them passes by refusing both
 with :class:`~tickwork.errors.TickworkError` (the default), which is then what is checked."""
@@ -11,15 +12,16 @@ from datetime import timedelta
 import pytest
 
 from ..abc import Store
-from ..errors import TickworkError
-from ..structures import Finish, Outcome, RunStatus, ScheduleSpec
+from ..errors import ScheduleNotFoundError, TickworkError
+from ..structures import HANDOFF_STUCK, Finish, Outcome, RunStatus, ScheduleSpec, handoff_stuck
 
 _WAITING = frozenset({RunStatus.SUBMITTED, RunStatus.ABANDONED})
 
 
-def _hand_off(store: Store, name: str) -> int:
+def _hand_off(store: Store, name: str, executor: str = "local") -> int:
     """Add ``name``, claim its fire and end the claim as a hand-off; the run's id."""
-    store.add(ScheduleSpec(name=name, trigger_kind="cron", expression="* * * * *", target="m:f"), store.now())
+    spec = ScheduleSpec(name=name, trigger_kind="cron", expression="* * * * *", target="m:f", executor=executor)
+    store.add(spec, store.now())
     (claim,) = store.claim_due("n1", limit=1, buckets=None)
     assert claim.run_id is not None
     later = store.now() + timedelta(minutes=1)
@@ -79,3 +81,52 @@ class HandoffContract:
         assert run.id == run_id and run.status is RunStatus.TIMED_OUT and "report_timeout" in (run.error or "")
         # A worker reporting after that is fenced out.
         assert store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING) == (False, RunStatus.TIMED_OUT)
+
+    def test_a_handoff_not_picked_up_is_marked_stuck_once(self, store: Store) -> None:
+        if not _supports_handoffs(store):
+            return
+        run_id = _hand_off(store, "d", executor="queue")
+        other = _hand_off(store, "e", executor="elsewhere")
+        note = f"{HANDOFF_STUCK}nobody took it"
+        assert store.mark_stuck_handoffs("queue", 3600, note) == []  # within the pickup window
+        # A negative timeout puts the deadline before the hand-off (the database clock decides).
+        (marked,) = store.mark_stuck_handoffs("queue", -5, note)
+        assert marked.id == run_id and marked.schedule == "d" and marked.status is RunStatus.SUBMITTED
+        assert handoff_stuck(marked.status, marked.error)
+        # Marked once: a second look (another node's) marks nothing, so nothing is logged twice.
+        assert store.mark_stuck_handoffs("queue", -5, note) == []
+        (run,) = store.history(schedule="e")
+        assert run.id == other and run.error is None  # another executor's hand-off is not its to mark
+        # The run is still the schedule's pending hand-off, and a late worker still starts it,
+        # which clears the mark.
+        pending = store.pending_handoff("d", 3600)
+        assert pending is not None and pending.id == run_id
+        assert store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING) == (True, RunStatus.STARTED)
+        (run,) = store.history(schedule="d")
+        assert not handoff_stuck(run.status, run.error) and run.error is None
+
+    def test_a_released_handoff_ends_and_a_late_worker_is_fenced_out(self, store: Store) -> None:
+        if not _supports_handoffs(store):
+            return
+        run_id = _hand_off(store, "f")
+        (released,) = store.release_handoffs("f", "released by alice")
+        assert released.id == run_id and released.status is RunStatus.CANCELLED
+        (run,) = store.history(schedule="f")
+        assert run.status is RunStatus.CANCELLED and run.error == "released by alice" and run.finished_at is not None
+        assert store.pending_handoff("f", 3600) is None  # the next fire is handed off again
+        # The worker that takes the message afterwards must not run it, nor change the row.
+        assert store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING) == (False, RunStatus.CANCELLED)
+        assert store.release_handoffs("f", "released by bob") == []
+        (run,) = store.history(schedule="f")
+        assert run.status is RunStatus.CANCELLED and run.error == "released by alice"
+        with pytest.raises(ScheduleNotFoundError):
+            store.release_handoffs("no-such-schedule", "released by alice")
+
+    def test_a_started_handoff_is_not_released(self, store: Store) -> None:
+        if not _supports_handoffs(store):
+            return
+        run_id = _hand_off(store, "g")
+        assert store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING) == (True, RunStatus.STARTED)
+        assert store.release_handoffs("g", "released by alice") == []
+        (run,) = store.history(schedule="g")
+        assert run.status is RunStatus.STARTED

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import timedelta
 
+from ..errors import ScheduleNotFoundError
 from ..structures import HANDOFF_OPEN, RunRecord, RunStatus, cap_error
 from .memory_tables import MemoryTables
 
@@ -49,3 +50,34 @@ class MemoryHandoffs(MemoryTables):
             if not left:
                 return None
             return max(left, key=lambda r: r.id).public(schedule)
+
+    def mark_stuck_handoffs(self, executor: str, pickup_timeout: float, note: str, limit: int = 100) -> list[RunRecord]:
+        with self._tx() as now:
+            cutoff = now - timedelta(seconds=pickup_timeout)
+            names = {sid: row.spec.name for sid, row in self._schedules.items() if row.spec.executor == executor}
+            marked: list[RunRecord] = []
+            for run in sorted(self._runs.values(), key=lambda r: r.id):
+                if len(marked) >= limit:
+                    break
+                if (
+                    run.schedule_id in names
+                    and run.status is RunStatus.SUBMITTED
+                    and run.error is None
+                    and run.finished_at is not None
+                    and run.finished_at < cutoff
+                ):
+                    run.error = cap_error(note)
+                    marked.append(run.public(names[run.schedule_id]))
+            return marked
+
+    def release_handoffs(self, schedule: str, reason: str) -> list[RunRecord]:
+        with self._tx() as now:
+            sid = self._by_name.get(schedule)
+            if sid is None:
+                raise ScheduleNotFoundError(schedule)
+            released: list[RunRecord] = []
+            for run in sorted(self._runs.values(), key=lambda r: r.id):
+                if run.schedule_id == sid and run.status is RunStatus.SUBMITTED:
+                    run.end(RunStatus.CANCELLED, reason, now)
+                    released.append(run.public(schedule))
+            return released

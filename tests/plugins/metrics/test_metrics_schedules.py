@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import tickwork
 from tickwork.abc import Store
-from tickwork.structures import bucket_of
+from tickwork.structures import Health, bucket_of
 from tickwork_membership.hashring import HashRingMembership
 
 WAIT_S = 60  # guard against a hung node; not a timing assertion
@@ -141,7 +141,7 @@ def test_series_are_bounded_and_the_alerts_fire_for_the_right_schedules(tmp_path
     ):
         assert {labels["schedule"] for labels, _ in samples[name]} == {ok, failing, stranded}
     assert samples["tickwork_schedule_series_left_out"] == [({}, 1.0)]
-    assert len(samples["tickwork_schedule_health"]) == BOUND * 6  # one series per state
+    assert len(samples["tickwork_schedule_health"]) == BOUND * len(Health)  # one series per state
 
     # The example rules of docs/observability.md, evaluated on the scraped values.
     last_success = by_schedule(samples, "tickwork_schedule_last_success_timestamp_seconds")

@@ -27,6 +27,8 @@ from tickwork.sql.store import SQLStore
 from tickwork.structures import RunStatus
 
 BIN = Path(sys.executable).parent
+#: The Celery app of the hand-off tests (with the worker side).
+APP = "tests.support.handoff.celery_app"
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,10 @@ def write_config(path: Path, store: dict[str, str], node_id: str, executor: str,
 
 
 def env_for(config: Path, log: Path, **extra: str) -> dict[str, str]:
-    return dict(os.environ, TICKWORK_CONFIG=str(config), HANDOFF_LOG=str(log), PYTHONPATH=str(REPO), **extra)
+    # The checkout's src/ and plugins/ first: a process started from a second worktree runs that
+    # worktree's code, not the one the virtualenv's editable install points to.
+    path = os.pathsep.join(str(p) for p in (REPO, REPO / "src", REPO / "plugins"))
+    return dict(os.environ, TICKWORK_CONFIG=str(config), HANDOFF_LOG=str(log), PYTHONPATH=path, **extra)
 
 
 def start(argv: Sequence[str], env: dict[str, str], out: Path) -> subprocess.Popen[bytes]:
@@ -151,13 +156,13 @@ def tails(paths: Sequence[Path], chars: int = 3000) -> str:
 
 
 def celery_worker(queue: str, env: dict[str, str], out: Path, *, pool: str = "threads", concurrency: int = 6,
-                  name: str = "w1") -> subprocess.Popen[bytes]:  # fmt: skip
-    """``celery -A tests.support.handoff.celery_app worker`` on ``queue``, started as a user starts it;
-    returns once it is ready to consume. Its node name holds the queue's: two tests' workers of the
-    same name would share (and fight over) one remote-control queue on the broker."""
+                  name: str = "w1", app: str = APP) -> subprocess.Popen[bytes]:  # fmt: skip
+    """``celery -A tests.support.handoff.celery_app worker`` (or ``app``) on ``queue``, started as a
+    user starts it; returns once it is ready to consume. Its node name holds the queue's: two tests'
+    workers of the same name would share (and fight over) one remote-control queue on the broker."""
     before = out.read_text(errors="replace").count("ready.") if out.exists() else 0
     process = start(
-        [str(BIN / "celery"), "-A", "tests.support.handoff.celery_app", "worker", "-Q", queue, "-P", pool,
+        [str(BIN / "celery"), "-A", app, "worker", "-Q", queue, "-P", pool,
          "-c", str(concurrency), "-n", f"{name}-{queue}@%h", "--without-gossip", "--without-mingle",
          "--loglevel=INFO"],
         env,

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from ...config.files import Config
 from ...plugin.command import Command, CommandGroup
-from .jobs_bulk import JobsBackfill, JobsDisable, JobsEnable, JobsPause, JobsRemove, JobsResume
+from .jobs_bulk import JobsBackfill, JobsDisable, JobsEnable, JobsPause, JobsRelease, JobsRemove, JobsResume
 from .jobs_edit import JobsAdd, JobsUpdate
 from .jobs_view import JobsList, JobsShow, JobsTrigger
 from .workdir import import_from_working_directory
@@ -28,6 +28,7 @@ class JobsCommand(CommandGroup):
         "resume": JobsResume,
         "backfill": JobsBackfill,
         "trigger": JobsTrigger,
+        "release": JobsRelease,
     }
 
     def run(self, args: argparse.Namespace, config: Config) -> int:

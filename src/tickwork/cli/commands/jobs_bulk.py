@@ -162,6 +162,25 @@ class JobsPause(AdminCommand):
         return 0
 
 
+class JobsRelease(AdminCommand):
+    help = "release a schedule's hand-offs no worker started (a stuck one), recorded with who released them"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("name", help="schedule name")
+
+    def act(self, args: argparse.Namespace, admin: Admin) -> int:
+        released = admin.release(args.name, by=_user())
+        if args.json:
+            print(json.dumps({"schedule": args.name, "released": [run.as_json() for run in released]}))
+        elif released:
+            for run in released:
+                print(f"released run {run.id} of {run.schedule} (scheduled for {iso_z(run.scheduled_for)})")
+        else:
+            print(f"nothing to release: {args.name} has no hand-off waiting for a worker", file=sys.stderr)
+        return 0 if released else 1
+
+
 def _user() -> str | None:
     """Who runs the command (the login name), for the pause's ``by``."""
     try:
