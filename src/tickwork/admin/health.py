@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 
 from ..abc import Store
 from ..config.files import Config
+from ..scheduling.localtime import local_time
 from ..structures import (
     FAILING,
     Health,
@@ -32,7 +33,6 @@ from ..structures import (
     Schedule,
     ScheduleHealth,
     ScheduleState,
-    iso_z,
 )
 
 __all__ = [
@@ -96,9 +96,12 @@ def _ended(run: RunRecord) -> datetime:
     return run.finished_at or run.started_at or run.scheduled_for
 
 
-def _since_success(last_success: RunRecord | None) -> str:
+def _since_success(last_success: RunRecord | None, timezone: str) -> str:
     # An absolute time, not "3m ago": a reason read twice is the same text (and compares equal).
-    return "never succeeded" if last_success is None else f"last success at {iso_z(_ended(last_success))}"
+    # In the schedule's zone with UTC beside it, whole seconds: what its expression means.
+    return (
+        "never succeeded" if last_success is None else f"last success at {local_time(_ended(last_success), timezone)}"
+    )
 
 
 def _one_line(text: str | None, width: int = 120) -> str:
@@ -142,8 +145,9 @@ def assess(
             usual_duration=usual,
         )
 
+    zone = schedule.spec.timezone
     if last_success is not None:
-        summary = _since_success(last_success)
+        summary = _since_success(last_success, zone)
     else:
         summary = "no runs yet" if not recent else "never succeeded"
     spec = schedule.spec
@@ -154,14 +158,14 @@ def assess(
     if is_overdue(True, schedule.state, schedule.next_fire, now, policy.overdue_margin):
         assert schedule.next_fire is not None  # overdue only with one
         reason = (
-            f"the fire due at {iso_z(schedule.next_fire)} was not run within "
+            f"the fire due at {local_time(schedule.next_fire, zone)} was not run within "
             f"{policy.overdue_margin.total_seconds():g}s; {summary}"
         )
         return verdict(Health.OVERDUE, reason)
     if failures >= policy.max_failures:
         latest = next(run for run in recent if run.status in FAILING)
         times = "1 failure" if failures == 1 else f"{failures} failures in a row"
-        reason = f"{times}, {_since_success(last_success)}; last: {latest.status.value}"
+        reason = f"{times}, {_since_success(last_success, zone)}; last: {latest.status.value}"
         if latest.error:
             reason += f": {_one_line(latest.error)}"
         return verdict(Health.FAILING, reason)
