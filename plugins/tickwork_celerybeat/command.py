@@ -85,8 +85,7 @@ class _Import(Command):
                 infos = admin.add_many(specs, replace=args.replace)
             except ScheduleExistsError as exc:
                 raise TickworkError(
-                    f"a schedule named {exc.name!r} already exists; nothing was imported "
-                    "(--replace replaces run-time schedules, --prefix names them apart)"
+                    f"{exc}; nothing was imported (--replace replaces run-time schedules, --prefix names them apart)"
                 ) from exc
         if args.json:
             for info in infos:

@@ -14,14 +14,15 @@ WARNING with the reason when refused, for example::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from tickwork.admin import Admin
 from tickwork.admin.info import ScheduleInfo
-from tickwork.errors import TickworkError
+from tickwork.errors import ConfigError, TickworkError
+from tickwork.scheduling.localtime import in_zone, local_time, read_when
 from tickwork.structures import iso_z
 
 from .forms import ScheduleForm
@@ -91,6 +92,83 @@ def _release(admin: Admin, name: str, who: str) -> ScheduleInfo:
     if not admin.release(name, by=who):
         raise TickworkError(f"nothing to release: {name} has no hand-off waiting for a worker")
     return admin.get(name)
+
+
+#: The actions of the schedule page that take fields of a form (or of the API's JSON body):
+#: each is the admin API's method of the same name, as the CLI calls it.
+FORM_ACTIONS = ("pause", "resume", "backfill", "rerun")
+
+
+def _field(fields: Mapping[str, Any], key: str) -> str:
+    value = fields.get(key)
+    return "" if value is None else str(value).strip()
+
+
+def _when(admin: Admin, info: ScheduleInfo, text: str, what: str, *, ahead: bool = False) -> datetime:
+    """A time of a form, as the CLI reads it: ISO-8601 (without an offset: in the schedule's
+    zone, which a browser's date-time field gives), or a duration (``2h``: from now, by the
+    database clock; an age for a backfill's range)."""
+    try:
+        value = read_when(text)
+    except ValueError as exc:
+        raise ConfigError(f"{what}: {exc}") from None
+    return in_zone(value, info.timezone, admin.store().now(), ahead=ahead)
+
+
+def perform_form(
+    admin: Admin, action: str, name: str, fields: Mapping[str, Any], who: str, address: str
+) -> tuple[ScheduleInfo, str]:
+    """One of :data:`FORM_ACTIONS` with its fields, logged as :func:`perform` logs: pause (``note``,
+    ``until``), resume, backfill (``from``, ``to``: blank is now) and rerun (``run``: the id of
+    a failed run; its fire runs again as its next attempt).
+
+    :return: the schedule as it is after, and what was done in words (the page's flash line)
+    :raises tickwork.TickworkError: what the admin API raises, or a field it cannot read
+    """
+    detail = ""
+    try:
+        if action == "pause":
+            info = admin.get(name)
+            note, until_text = _field(fields, "note"), _field(fields, "until")
+            if not note:
+                raise ConfigError("pause: a note saying why is required (it is shown with the schedule)")
+            until = _when(admin, info, until_text, "until", ahead=True) if until_text else None
+            info = admin.pause(name, note, until=until, by=who)
+            ends = (
+                "until resumed"
+                if info.pause is None or info.pause.until is None
+                else "until " + local_time(info.pause.until, info.timezone)
+            )
+            detail, said = f"(until {iso_z(until)})" if until else "", f"Paused {ends}."
+        elif action == "resume":
+            info = admin.resume(name)
+            said = f"Resumed; next fire {local_time(info.next_fire, info.timezone)}."
+        elif action == "backfill":
+            info = admin.get(name)
+            start = _when(admin, info, _field(fields, "from"), "from")
+            end_text = _field(fields, "to")
+            end = _when(admin, info, end_text, "to") if end_text else admin.store().now()
+            report = admin.backfill(name, start, end, rerun=_field(fields, "rerun") == "1")
+            detail = f"(from {iso_z(start)} to {iso_z(end)}: {len(report.queued)} queued)"
+            said = (
+                f"Backfill queued: {len(report.queued)} of the {len(report.times)} fire times "
+                f"({len(report.already)} in the history already)."
+            )
+        elif action == "rerun":
+            run_text = _field(fields, "run")
+            if not run_text.isdigit():
+                raise ConfigError(f"rerun: run must be a run id, not {run_text!r}")
+            report = admin.rerun(name, int(run_text))
+            info = admin.get(name)
+            detail = f"(run {run_text})"
+            said = f"Fire {local_time(report.times[0], info.timezone)} queued to run again."
+        else:
+            raise ConfigError(f"no such action {action!r}; actions: {', '.join(FORM_ACTIONS)}")
+    except Exception as exc:
+        audit(action, name, who, address, refused=str(exc), note=detail)
+        raise
+    audit(action, name, who, address, note=detail)
+    return info, said
 
 
 @dataclass

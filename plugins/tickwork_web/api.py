@@ -28,7 +28,7 @@ from tickwork.errors import (
 )
 
 from . import data
-from .actions import DECLARED, ONE_ACTIONS, audit, perform
+from .actions import DECLARED, FORM_ACTIONS, ONE_ACTIONS, audit, perform, perform_form
 from .auth import clean_name
 from .limits import deep_message, too_deep
 from .queries import MAX_LIMIT, BadQuery, api_schedule_filter, integer, run_filter, statuses
@@ -148,9 +148,33 @@ async def _act(request: Request, action: str) -> Response:
 @errors_as_json
 async def act(request: Request) -> Response:
     action = request.path_params["action"]
+    if action in FORM_ACTIONS:
+        return await _form_act(request, action)
     if action not in ONE_ACTIONS or action == "remove":
-        return error(404, f"no such action {action!r}; actions: trigger, enable, disable, release (DELETE removes)")
+        known = ", ".join((*(a for a in ONE_ACTIONS if a != "remove"), *FORM_ACTIONS))
+        return error(404, f"no such action {action!r}; actions: {known} (DELETE removes)")
     return await _act(request, action)
+
+
+async def _form_act(request: Request, action: str) -> Response:
+    """``POST /api/schedules/NAME/pause|resume|backfill|rerun`` with a JSON object of the
+    action's fields (``note``, ``until``; ``from``, ``to``, ``rerun``; ``run``), as the
+    dashboard's forms send them: the admin API's calls, audited like every action."""
+    who = authorize(request)
+    if isinstance(who, Response):
+        return who
+    try:
+        body = await _json_object(request) if await request.body() else {}
+    except BadBody as exc:
+        return error(exc.status, str(exc))
+    name = request.path_params["name"]
+    address = request.client.host if request.client else "-"
+    try:
+        info, said = await _dashboard(request).read(lambda admin: perform_form(admin, action, name, body, who, address))
+    except INVALID as exc:
+        return error(400, str(exc))
+    _dashboard(request).changed()
+    return JSONResponse({"action": action, "done": said, "schedule": data.schedule_json(info)})
 
 
 @errors_as_json

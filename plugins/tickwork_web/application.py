@@ -21,11 +21,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tickwork.admin import Admin, ConfigSource, load_config
+from tickwork.plugin.tracebacks import for_people
 
 from . import api, editing, pages
 from .adminpool import AdminPool
 from .auth import Guard, Throttle
 from .charts import Chart
+from .failures import failure_groups
 from .limits import BodyLimit
 from .memo import CHART_SECONDS, STRIP_SECONDS, Memo
 from .settings import WebSettings
@@ -61,6 +63,8 @@ class Dashboard:
             utc=utc_text, relative=relative, words=describe, quote=lambda s: quote(str(s), safe=""), zoned=zone_text
         )
         self.templates.filters["fires"] = fires
+        # Tracebacks as `history --show` prints them: without tickwork's own frames.
+        self.templates.filters.update(for_people=for_people, failure_groups=failure_groups)
         self.templates.globals.update(duration=duration, is_utc=is_utc)
 
     def changed(self) -> None:

@@ -15,7 +15,7 @@ from tickwork.admin import Admin
 from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreError
 
 from .actions import ACTIONS, DECLARED, MAX_SELECTION, perform_many, save
-from .forms import LABELS, TEXT_OPTIONS, ScheduleForm, kinds
+from .forms import ScheduleForm, grouped, kinds, label
 from .pages import address_of, checked_form, problem, redirect, render
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ def _form_page(
         status=status,
         form=form,
         creating=creating,
-        fields=TEXT_OPTIONS,
-        labels=LABELS,
+        groups=grouped(),
+        label=label,
         kinds=kind_names,
     )
 

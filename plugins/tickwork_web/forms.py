@@ -28,6 +28,8 @@ from .limits import deep_message, too_deep
 PREVIEW = 10
 #: The options the form shows as text or a choice (``enabled`` is a checkbox of its own).
 TEXT_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.text is not None)
+#: Every option's label in words; the form shows its key (``retry_backoff``, what ``jobs add``,
+#: the schedule file and the decorators call it) beside it as a hint.
 LABELS = {
     "kind": "Trigger kind",
     "tz": "Time zone",
@@ -35,9 +37,70 @@ LABELS = {
     "args": "Arguments (JSON object)",
     "timeout": "Timeout (seconds)",
     "retries": "Retries",
-    "retry_backoff": "Retry backoff (seconds)",
-    "misfire": "Misfire policy",
+    "retry_backoff": "Wait before the first retry (seconds)",
+    "misfire": "Missed fire times",
+    "pause_after_failures": "Pause after this many failures in a row",
+    "jitter": "Random delay of each fire (up to)",
+    "start_at": "First fire no earlier than",
+    "end_at": "Last fire no later than",
+    "misfire_grace": "How late a fire may still run (seconds)",
+    "max_catchup": "Most missed fires replayed",
+    "max_runs": "End after this many runs",
+    "on_finish": "Once it has ended",
+    "on_abandon": "A run lost with its node",
+    "also": "Also fire at",
+    "exclude": "Never fire at",
+    "overlap": "A fire due while the previous run is active",
+    "max_concurrent": "Most runs at once",
+    "concurrency_key": "Concurrency group",
+    "concurrency_limit": "Most runs of the group at once",
 }
+#: The form's sections, each with the options it holds, in order: when it fires, what it runs,
+#: the limits of its runs, and what happens when it fails. An option in none of them (one added
+#: later) is shown under "More options", so the form never hides one.
+GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (
+        "When",
+        "when it fires",
+        ("kind", "tz", "also", "exclude", "start_at", "end_at", "jitter", "misfire", "misfire_grace", "max_catchup"),
+    ),
+    ("What", "what it runs, and where", ("executor", "args")),
+    (
+        "Limits",
+        "how long, how often and how many at once",
+        (
+            "timeout",
+            "retries",
+            "retry_backoff",
+            "overlap",
+            "max_concurrent",
+            "concurrency_key",
+            "concurrency_limit",
+            "max_runs",
+            "on_finish",
+            "on_abandon",
+        ),
+    ),
+    ("Alerts", "when it fails", ("pause_after_failures",)),
+)
+
+
+def grouped(options: tuple[Option, ...] = ()) -> list[tuple[str, str, list[Option]]]:
+    """The form's sections with their options (``options``: the form's, by default
+    :data:`TEXT_OPTIONS`); the ones no section names come last, under "More options"."""
+    chosen = options or TEXT_OPTIONS
+    by_name = {o.name: o for o in chosen}
+    out = [(title, about, [by_name[n] for n in names if n in by_name]) for title, about, names in GROUPS]
+    placed = {n for _, _, names in GROUPS for n in names}
+    rest = [o for o in chosen if o.name not in placed]
+    if rest:
+        out.append(("More options", "", rest))
+    return out
+
+
+def label(option: Option) -> str:
+    """The option's label in words (its key, made readable, for one :data:`LABELS` lacks)."""
+    return LABELS.get(option.name, option.name.replace("_", " ").capitalize())
 
 
 #: The options whose text is a JSON document (its nesting is limited: :func:`.limits.too_deep`).

@@ -16,7 +16,7 @@ from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreEr
 from tickwork.structures import RunStatus
 
 from . import data
-from .actions import ONE_ACTIONS, perform
+from .actions import FORM_ACTIONS, ONE_ACTIONS, perform, perform_form
 from .auth import COOKIE, SESSION_SECONDS, Session
 from .limits import capped
 from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter, statuses
@@ -37,6 +37,10 @@ DONE = {
     "release": "Stuck hand-off released: the next fire is handed off again.",
     "create": "Schedule created.",
     "edit": "Schedule saved.",
+    "pause": "Schedule paused: it fires no more until resumed or its pause ends.",
+    "resume": "Schedule resumed: its next fire is computed from now.",
+    "backfill": "Backfill queued: a node owning the schedule runs the fire times, oldest first.",
+    "rerun": "The failed fire is queued to run again as its next attempt.",
     "login": "Logged in: actions are available.",
     "logout": "Logged out.",
 }
@@ -251,16 +255,22 @@ def address_of(request: Request) -> str:
 
 async def act(request: Request) -> Response:
     name, action = request.path_params["name"], request.path_params["action"]
-    if action not in ONE_ACTIONS:
-        return problem(request, 404, f"no such action {action!r}; actions: {', '.join(ONE_ACTIONS)}")
+    if action not in ONE_ACTIONS and action not in FORM_ACTIONS:
+        known = ", ".join((*ONE_ACTIONS, *FORM_ACTIONS))
+        return problem(request, 404, f"no such action {action!r}; actions: {known}")
     checked = await checked_form(request)
     if isinstance(checked, Response):
         return checked
-    session, _ = checked
+    session, form = checked
     board = _dashboard(request)
     address = address_of(request)
+    fields = {k: str(v) for k, v in form.items() if isinstance(v, str)}
     try:
-        await board.read(lambda admin: perform(admin, action, name, session.who, address))
+        if action in FORM_ACTIONS:
+            # The same admin API calls as `tickwork jobs pause|resume|backfill` make.
+            await board.read(lambda admin: perform_form(admin, action, name, fields, session.who, address))
+        else:
+            await board.read(lambda admin: perform(admin, action, name, session.who, address))
         board.changed()
     except ScheduleNotFoundError as exc:
         return problem(request, 404, str(exc))

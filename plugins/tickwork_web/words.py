@@ -51,6 +51,8 @@ class Fields:
     """When a trigger fires, as value sets; ``None`` for a day field means any day.
 
     :param weekdays: cron numbering, 0 = Sunday
+    :param both_days: a day must be in ``days`` and in ``weekdays`` (systemd calendar events);
+        ``False``: in either (cron)
     """
 
     seconds: frozenset[int]
@@ -59,6 +61,7 @@ class Fields:
     days: frozenset[int] | None
     months: frozenset[int] | None
     weekdays: frozenset[int] | None
+    both_days: bool = False
 
 
 def _plural(n: int, unit: str) -> str:
@@ -152,8 +155,29 @@ def _month_words(months: frozenset[int]) -> str:
     return _listed([_MONTHS[m - 1] for m in sorted(months)])
 
 
+#: The week of the month a seven-day window of days is (``Fri *-*-01..07``: the first Friday).
+_WEEKS = {1: "first", 8: "second", 15: "third", 22: "fourth"}
+
+
+def _nth_weekday(f: Fields) -> str | None:
+    """``the first Friday of the month`` for one weekday within one seven-day window of days
+    (what Celery's "first Friday" becomes on import: ``Fri *-*-01..07 09:00:00``); only where a
+    day must match both (a cron expression ORs them: every Friday and days 1-7)."""
+    if not f.both_days or f.days is None or f.weekdays is None or len(f.weekdays) != 1:
+        return None
+    first = min(f.days)
+    if first not in _WEEKS or f.days != frozenset(range(first, first + 7)):
+        return None
+    (day,) = f.weekdays
+    of = "the month" if f.months is None else _month_words(f.months)
+    return f"the {_WEEKS[first]} {_DAYS[day]} of {of}"
+
+
 def _day_words(f: Fields) -> str | None:
     """The days part: ``every day``, ``on weekdays``, ``on day 1 of every month`` ..."""
+    nth = _nth_weekday(f)
+    if nth is not None:
+        return f"on {nth}"
     if f.days is not None and f.weekdays is not None:
         return None  # both restricted: cron ORs them, systemd ANDs them; no short wording says which
     if f.months is not None and len(f.months) > _MAX_LISTED:
@@ -176,6 +200,8 @@ def fields_words(f: Fields) -> str | None:
         return None
     if days == "every day":
         return f"every day {time}" if time.startswith("at ") else time
+    if days.startswith("on the ") and time.startswith("at "):
+        return f"{days.removeprefix('on the ')} {time}"  # first Friday of the month at 09:00
     return f"{time} {days}"
 
 
@@ -242,6 +268,7 @@ def calendar_fields(expression: str) -> tuple[Fields, str] | None:
         days=None if days is not None and len(days) == 31 else days,
         months=None if months is not None and len(months) == 12 else months,
         weekdays=weekdays,
+        both_days=True,
     )
     zone = "UTC" if spec.utc else (spec.timezone or "")
     return fields, zone

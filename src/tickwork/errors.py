@@ -99,9 +99,15 @@ class ScheduleNotFoundError(TickworkError, LookupError):
 class ScheduleExistsError(TickworkError):
     """A schedule with the given name already exists."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *others: str) -> None:
+        #: The first taken name; :attr:`names`: every one of them (a write of several schedules
+        #: names all that are taken, not one per attempt).
         self.name = name
-        super().__init__(f"a schedule named {name!r} already exists")
+        self.names = [name, *others]
+        if others:
+            super().__init__(f"schedules named {', '.join(repr(n) for n in self.names)} already exist")
+        else:
+            super().__init__(f"a schedule named {name!r} already exists")
 
 
 class ExecutorError(TickworkError):

@@ -21,6 +21,7 @@ from tickwork.admin.api import Admin, connect
 from tickwork.admin.health import Health, HealthPolicy
 from tickwork.config import parse
 from tickwork.node import Node
+from tickwork.scheduling.localtime import local_time
 from tickwork.structures import ScheduleSpec
 
 WAIT_S = 60  # guard against a hung node; not a timing assertion
@@ -139,7 +140,8 @@ def test_a_schedule_whose_only_node_stopped_becomes_overdue(world: World) -> Non
     wait_for("overdue", lambda: world.health("every-second", margin) is Health.OVERDUE)
     info = world.admin.get("every-second")
     assert info.health is not None
-    assert info.health.reason.startswith(f"the fire due at {info.next_fire:%Y-%m-%dT%H:%M:%S}")
+    # In the schedule's zone (UTC here), whole seconds: 2026-11-26 10:04:05Z.
+    assert info.health.reason.startswith(f"the fire due at {local_time(info.next_fire, 'UTC')} ")
     assert "was not run within 1s; last success at " in info.health.reason
 
     result = check(world.toml, "--overdue-margin", "1s")

@@ -188,6 +188,19 @@ def test_a_name_already_taken_adds_nothing_and_replace_replaces(workdir: Path) -
     assert names(workdir) == ["bulk-0000", "bulk-0001", "bulk-0002"]
 
 
+def test_every_taken_name_is_named_with_its_line(workdir: Path) -> None:
+    for name in ("bulk-0000", "bulk-0002"):
+        assert tw(workdir, "jobs", "add", name, "0 5 * * *", RECORD).returncode == 0
+    (workdir / "many.jsonl").write_text(jsonl(3))
+    done = tw(workdir, "jobs", "add", "--from", "many.jsonl")
+    assert done.returncode == 1
+    assert done.stderr == (
+        "tickwork: error: many.jsonl: schedules named 'bulk-0000' (line 1), 'bulk-0002' (line 3) already exist; "
+        "nothing was added (--replace replaces run-time schedules)\n"
+    )
+    assert names(workdir) == ["bulk-0000", "bulk-0002"]
+
+
 def test_add_needs_positionals_or_a_file_not_both(workdir: Path) -> None:
     (workdir / "many.jsonl").write_text(jsonl(1))
     both = tw(workdir, "jobs", "add", "x", "0 3 * * *", RECORD, "--from", "many.jsonl")

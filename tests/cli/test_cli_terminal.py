@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -112,6 +113,26 @@ def test_a_narrow_terminal_keeps_the_names_and_drops_low_value_columns(workdir: 
     listed = run_cli(workdir, "jobs", "list", columns=120)
     assert "…" in listed  # the long schedule name is cut, not wrapped
     assert "2026" in listed or "20" in listed
+
+
+def test_jobs_list_at_80_columns_keeps_health_and_last_run_and_cuts_the_expression(workdir: Path) -> None:
+    expression = "Fri *-*-01..07 09:00:00"  # what the import writes for Celery's "first Friday"
+    run_cli(workdir, "jobs", "add", "first-friday", expression, "terminal_jobs:fine", "--kind", "calendar")
+    try:
+        header, *rows = run_cli(workdir, "jobs", "list", columns=80).splitlines()
+        assert all(len(line) <= 80 for line in [header, *rows]), "\n".join([header, *rows])
+        for column in ("NAME", "NEXT FIRE", "STATE", "HEALTH", "LAST RUN"):
+            assert column in header, header
+        assert not header.endswith("…")  # no column was cut off by cutting the whole line
+        [friday] = [r for r in rows if r.startswith("first-friday")]
+        assert expression not in friday and "…" in friday  # the expression gave way first
+        [failing] = [r for r in rows if r.startswith("reports.")]
+        # Not healthy (failing; overdue too once its node has been stopped a while), and why.
+        assert re.search(r" (failing|overdue) +failed \d+[smhd] ago$", failing), failing
+        wide = run_cli(workdir, "jobs", "list", "--wide", columns=80)
+        assert expression in wide  # --wide cuts nothing
+    finally:
+        run_cli(workdir, "jobs", "remove", "first-friday")
 
 
 def test_history_show_prints_the_traceback_without_tickworks_frames(workdir: Path) -> None:

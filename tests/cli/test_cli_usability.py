@@ -426,7 +426,10 @@ def test_a_job_module_that_raises_while_imported(workdir: Path) -> None:
 @pytest.mark.parametrize(
     ("decorator", "message"),
     [
-        ('@tickwork.cron("* * * * *", executor="htp")', "unknown executor 'htp' (registered executors: "),
+        (
+            '@tickwork.cron("* * * * *", executor="htp")',
+            "unknown executor 'htp' (did you mean 'http'?) (registered executors: ",
+        ),
         (
             '@tickwork.cron("* * * * *", executor="http")',
             "executor 'http' is not configured in tickwork.toml: add an [executor.http] table "

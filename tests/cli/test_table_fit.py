@@ -71,3 +71,15 @@ def test_wide_shows_every_column_in_full(table: tuple[list[Column], list[list[st
     lines = printed(columns, rows, width, wide=True)
     assert lines == printed(columns, rows, 10_000)
     assert lines[0].split() == [c.header for c in columns]
+
+
+def test_a_cut_first_column_gives_way_before_any_other_is_cut() -> None:
+    columns = [Column("NAME"), Column("EXPRESSION", shrink=4, cut_first=True), Column("TARGET", shrink=4)]
+    rows = [["n" * 10, "e" * 20, "t" * 20]]
+    # 54 wide naturally (10 + 20 + 20 and two gaps of 2): 10 too wide for 44.
+    _, line = printed(columns, rows, 44)
+    assert line.split() == ["n" * 10, "e" * 9 + "…", "t" * 20]
+    # Past its floor, the others are cut as before (the most over its floor first).
+    _, narrow = printed(columns, rows, 30)
+    cells = narrow.split()
+    assert cells[1] == "eee…" and cells[2].endswith("…") and len(narrow) <= 30

@@ -71,7 +71,8 @@ def test_a_newcomers_first_steps(project: Path) -> None:
         rf"INFO +tickwork.node:   job examples.demo.jobs.flaky: interval '7s' UTC, next fire {ISO}",
         rf"INFO +tickwork.node:   job examples.demo.jobs.every_minute: cron '\* \* \* \* \*' UTC, next fire {ISO}",
         r"INFO +tickwork.node: node (?P<node>\S+) stopped: it took \d+ fire\(s\) \(a retry counts once more\) and "
-        r"recorded the end of \d+; every run is in the history \(tickwork history --node (?P=node)\)",
+        r"recorded the end of \d+; every run is in the history \(tickwork history -c examples/tickwork\.toml "
+        r"--node (?P=node)\)",  # the config file it was given: the hint works when pasted
     ]
     records = node_records(node.stderr)
     # A fire claimed ahead of its time when the stop came is handed back, in plain words.

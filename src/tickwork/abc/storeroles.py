@@ -579,12 +579,14 @@ class RunHistory(ScheduleCatalog):
         return len(self.find_schedules(state=state, enabled=enabled, search=search, failing=failing, parked=parked))
 
     def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
-        """The most recently recorded run of each of these schedules that has one, by schedule id."""
+        """The last run of each of these schedules that has one, by schedule id: the latest
+        attempt of its latest fire time (a backfilled or rerun older fire, recorded later, is not
+        the last run)."""
         wanted = set(schedule_ids)
         names = {s.id: s.name for s in self.list_schedules() if s.id in wanted}
         out: dict[int, RunRecord] = {}
         for schedule_id, name in names.items():
-            records = self.history(limit=1, schedule=name)
+            records = self.find_runs(schedule=name, limit=1)
             if records:
                 out[schedule_id] = records[0]
         return out

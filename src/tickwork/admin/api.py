@@ -260,7 +260,7 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
 
     def history(
         self,
-        schedule: str | None = None,
+        schedule: str | Iterable[str] | None = None,
         status: str | RunStatus | Iterable[str | RunStatus] | None = None,
         since: datetime | timedelta | None = None,
         until: datetime | timedelta | None = None,
@@ -269,6 +269,7 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
     ) -> builtins.list[RunRecord]:
         """Runs, latest scheduled time first (the latest attempt first within one fire).
 
+        :param schedule: the runs of this schedule, or of these schedules (several names)
         :param status: one status or several (``failed``, ``timed_out``, ...)
         :param since: runs scheduled at or after this aware datetime, or this long before now by
             the database clock (a timedelta); ``until``: strictly before, the same way
@@ -278,16 +279,27 @@ class Admin(ScheduleWrites, HealthReads, Backfills):
         if limit < 1:
             raise ValueError(f"limit: must be >= 1, got {limit}")
         store = self.store()
-        if schedule is not None:
-            store.get(schedule)  # a typo'd name is an error, not an empty history
-        return store.find_runs(
-            schedule=schedule,
-            status=_enum_list(RunStatus, status),
-            since=_as_utc("since", since, store.now),
-            until=_as_utc("until", until, store.now),
-            node=node,
-            limit=limit,
+        names: builtins.list[str | None] = (
+            [schedule] if schedule is None or isinstance(schedule, str) else list(dict.fromkeys(schedule)) or [None]
         )
+        for name in names:
+            if name is not None:
+                store.get(name)  # a typo'd name is an error, not an empty history
+        found: builtins.list[RunRecord] = []
+        for name in names:
+            found += store.find_runs(
+                schedule=name,
+                status=_enum_list(RunStatus, status),
+                since=_as_utc("since", since, store.now),
+                until=_as_utc("until", until, store.now),
+                node=node,
+                limit=limit,
+            )
+        if len(names) == 1:
+            return found
+        # The latest `limit` of several schedules are among the latest `limit` of each.
+        found.sort(key=lambda r: (r.scheduled_for, r.attempt, r.id), reverse=True)
+        return found[:limit]
 
     def run(self, run_id: int) -> RunRecord | None:
         """One run of the history by its id (``RunRecord.id``), or ``None``."""

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..abc import Store
-from ..errors import ConfigError
+from ..errors import ConfigError, TickworkError
 from ..plugin.manager import PluginManager
 from ..scheduling.firetimes import fire_times
-from ..structures import BACKFILL_OVERLAP, RunStatus, iso_z, utc
+from ..structures import BACKFILL_OVERLAP, FAILING, RunStatus, iso_z, utc
 
 #: Most fire times one backfill queues (a mistyped range should not queue a million runs).
 MAX_BACKFILL = 10_000
@@ -126,6 +126,31 @@ class Backfills:
             queued = store.queue_backfill(name, times, rerun=rerun, overlap=overlap) if times else []
         chosen = set(queued)
         return BackfillReport(name, times, queued, [t for t in times if t not in chosen], dry_run, overlap, capped_to)
+
+    def rerun(self, name: str, run_id: int) -> BackfillReport:
+        """Run one failed (or timed-out) fire of schedule ``name`` again, as its next attempt:
+        the fire of run ``run_id``, queued as a one-fire backfill with ``rerun`` (a node owning
+        the schedule runs it; the history holds it as a further attempt of the same fire time).
+
+        :raises tickwork.ScheduleNotFoundError: if there is no such schedule
+        :raises tickwork.TickworkError: if the history holds no run ``run_id`` of ``name``, or the
+            latest attempt of its fire did not fail (it succeeded, is running, or was rerun already)
+        """
+        store = self.store(write=True)
+        store.get(name)
+        run = store.get_run(run_id)
+        if run is None or run.schedule != name:
+            raise TickworkError(f"no run {run_id} of schedule {name!r} in the history")
+        moment = utc(run.scheduled_for)
+        attempts = store.find_runs(schedule=name, since=moment, until=moment + timedelta(microseconds=1), limit=1)
+        latest = attempts[0] if attempts else run
+        if latest.status not in FAILING:
+            raise TickworkError(
+                f"the fire of {name} scheduled for {iso_z(moment)} is not failed: its latest attempt "
+                f"({latest.attempt}) is {latest.status.value}; only a failed or timed-out fire is run again"
+            )
+        queued = store.queue_backfill(name, [moment], rerun=True, overlap="buffer_all")
+        return BackfillReport(name, [moment], queued, [t for t in [moment] if t not in set(queued)], False)
 
     @staticmethod
     def _ran(store: Store, name: str, start: datetime, end: datetime, count: int) -> set[datetime]:

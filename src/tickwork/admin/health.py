@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 
 from ..abc import Store
 from ..config.files import Config
+from ..scheduling.localtime import local_time
 from ..structures import (
     FAILING,
     HANDOFF_BLOCKED,
@@ -109,9 +110,12 @@ def _ended(run: RunRecord) -> datetime:
     return run.finished_at or run.started_at or run.scheduled_for
 
 
-def _since_success(last_success: RunRecord | None) -> str:
+def _since_success(last_success: RunRecord | None, timezone: str) -> str:
     # An absolute time, not "3m ago": a reason read twice is the same text (and compares equal).
-    return "never succeeded" if last_success is None else f"last success at {iso_z(_ended(last_success))}"
+    # In the schedule's zone with UTC beside it, whole seconds: what its expression means.
+    return (
+        "never succeeded" if last_success is None else f"last success at {local_time(_ended(last_success), timezone)}"
+    )
 
 
 def _one_line(text: str | None, width: int = 120) -> str:
@@ -121,17 +125,17 @@ def _one_line(text: str | None, width: int = 120) -> str:
     return first if len(first) <= width else first[: width - 3] + "..."
 
 
-def _pause_words(pause: Pause | None) -> str:
-    """``paused by ana at ... until ...: "the note"``, or ``disabled`` for a schedule disabled
-    without a pause (``jobs disable``, ``enabled = false``)."""
+def _pause_words(pause: Pause | None, zone: str) -> str:
+    """``paused by ana at ... until ...: "the note"`` (times in the schedule's zone, UTC beside),
+    or ``disabled`` for a schedule disabled without a pause (``jobs disable``, ``enabled = false``)."""
     if pause is None:
         return "disabled"
     words = "paused"
     if pause.by:
         words += f" by {pause.by}"
     if pause.at is not None:
-        words += f" at {iso_z(pause.at, 'seconds')}"
-    words += " until resumed" if pause.until is None else f" until {iso_z(pause.until, 'seconds')}"
+        words += f" at {local_time(pause.at, zone)}"
+    words += " until resumed" if pause.until is None else f" until {local_time(pause.until, zone)}"
     return f"{words}: {pause.note}" if pause.note else words
 
 
@@ -212,8 +216,9 @@ def assess(
             pause=schedule.pause if state is Health.PAUSED else None,
         )
 
+    zone = schedule.spec.timezone
     if last_success is not None:
-        summary = _since_success(last_success)
+        summary = _since_success(last_success, zone)
     else:
         summary = "no runs yet" if not recent else "never succeeded"
     spec = schedule.spec
@@ -224,11 +229,11 @@ def assess(
         # Paused on purpose (by a person, a sync) it needs nobody; paused by tickwork because
         # it kept failing, it does.
         by_tickwork = pause is not None and pause.by == PAUSED_BY_TICKWORK
-        return verdict(Health.PAUSED, f"{_pause_words(pause)}; {summary}", alerting=by_tickwork)
+        return verdict(Health.PAUSED, f"{_pause_words(pause, zone)}; {summary}", alerting=by_tickwork)
     if is_overdue(True, schedule.state, schedule.next_fire, now, policy.overdue_margin):
         assert schedule.next_fire is not None  # overdue only with one
         reason = (
-            f"the fire due at {iso_z(schedule.next_fire)} was not run within "
+            f"the fire due at {local_time(schedule.next_fire, zone)} was not run within "
             f"{policy.overdue_margin.total_seconds():g}s; {summary}"
         )
         return verdict(Health.OVERDUE, reason)
@@ -240,7 +245,7 @@ def assess(
         # runs read (skipped fires after it), and then ``last_failure`` is it.
         latest = next((run for run in recent if run.status in FAILING), last_failure)
         times = "1 failure" if failures == 1 else f"{failures} failures in a row"
-        reason = f"{times}, {_since_success(last_success)}"
+        reason = f"{times}, {_since_success(last_success, zone)}"
         if latest is not None:
             reason += f"; last: {latest.status.value}"
             if latest.error:

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..scheduling.durations import DurationError, seconds_in
+from ..scheduling.localtime import read_when
 from ..scheduling.options import positive_seconds
 from ..structures import RunStatus, parse_iso
 
@@ -19,6 +20,17 @@ def parse_time(text: str) -> datetime:
         return parse_iso(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from None
+
+
+def parse_local(text: str) -> datetime | timedelta:
+    """``jobs backfill --from/--to``: an ISO-8601 time, or an age such as ``2h``, ``3d``
+    (returned as a timedelta: that long before the database's clock). A time without an offset
+    is returned naive: the command reads it in the schedule's zone
+    (:func:`tickwork.scheduling.localtime.in_zone`)."""
+    try:
+        return read_when(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time or an age like 30m, 2h, 3d: {text!r}") from None
 
 
 def parse_since(text: str) -> datetime | timedelta:
@@ -38,8 +50,9 @@ def parse_since(text: str) -> datetime | timedelta:
 
 
 def parse_ahead(text: str) -> datetime | timedelta:
-    """``jobs pause --until``: an ISO-8601 time, or a duration such as ``90s``, ``2h``, ``1d``
-    (returned as a timedelta: that long after the database's clock)."""
+    """``jobs pause --until``: an ISO-8601 time (naive without an offset: the command reads it in
+    the schedule's zone), or a duration such as ``90s``, ``2h``, ``1d`` (returned as a
+    timedelta: that long after the database's clock)."""
     try:
         ahead = seconds_in(text)
     except DurationError:
@@ -48,9 +61,12 @@ def parse_ahead(text: str) -> datetime | timedelta:
         if 0 < ahead < timedelta.max.total_seconds():
             return timedelta(seconds=ahead)
     try:
-        return parse_time(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"not an ISO-8601 time or a duration like 30m, 2h, 1d: {text!r}") from None
+        value = read_when(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, datetime):  # a zero or negative duration is neither
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time or a duration like 30m, 2h, 1d: {text!r}")
+    return value
 
 
 def count(minimum: int) -> Callable[[str], int]:

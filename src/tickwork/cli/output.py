@@ -32,6 +32,22 @@ def short_time(value: datetime | None) -> str:
     return f"{value.astimezone(UTC):%Y-%m-%d %H:%M:%S}Z"
 
 
+def age(value: datetime | None, now: datetime) -> str:
+    """How long before ``now`` ``value`` was, for a narrow table: ``12s ago``, ``4m ago``,
+    ``3h ago``, ``2d ago`` (``in 5m`` for a time to come); ``-`` for no value."""
+    if value is None:
+        return "-"
+    seconds = (now - value) / timedelta(seconds=1)
+    ahead, seconds = seconds < 0, abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            text = f"{int(seconds // size)}{unit}"
+            break
+    else:
+        text = f"{int(seconds)}s"
+    return f"in {text}" if ahead else f"{text} ago"
+
+
 def duration(start: datetime | None, end: datetime | None) -> str:
     """How long from ``start`` to ``end``, the way people say it: ``850ms``, ``12.3s``,
     ``4m05s``, ``2h03m``; ``-`` when either is missing."""
@@ -62,11 +78,14 @@ class Column:
     :param keep: how much the column is worth; the lowest go first when the row does not fit
         (:data:`ESSENTIAL` ones never go)
     :param shrink: the narrowest it may be cut to (with an ellipsis); ``None``: never cut
+    :param cut_first: cut down to its floor before any other column is cut (a column whose
+        start says enough, such as a long expression)
     """
 
     header: str
     keep: int = ESSENTIAL
     shrink: int | None = None
+    cut_first: bool = False
 
 
 def _ellipsis(stream: TextIO) -> str:
@@ -90,7 +109,8 @@ def _floor(column: Column, natural: int) -> int:
 def fit(columns: Sequence[Column], natural: Sequence[int], width: int) -> tuple[list[int], list[int]]:
     """Which columns to show and how wide, for a terminal ``width`` wide: all at their natural
     width when they fit; else the extras (``keep`` up to :data:`EXTRA`) dropped, then the
-    cuttable ones cut (the most over its floor first) when that is enough; else the least-kept
+    cuttable ones cut (those marked ``cut_first`` first, then the most over its floor) when
+    that is enough; else the least-kept
     droppable column dropped and the same again. Whatever is left may still be too
     wide (every column essential and uncuttable): the printer cuts each line at ``width``.
 
@@ -108,7 +128,11 @@ def fit(columns: Sequence[Column], natural: Sequence[int], width: int) -> tuple[
         cut_enough = sum(w - f for w, f in zip(widths, floors, strict=True)) >= excess
         if (cut_enough and not extras) or not droppable:
             while excess > 0:
-                k = max(range(len(shown)), key=lambda j: widths[j] - floors[j])
+                # The columns marked cut_first give way first, then the one most over its floor.
+                k = max(
+                    range(len(shown)),
+                    key=lambda j: (columns[shown[j]].cut_first and widths[j] > floors[j], widths[j] - floors[j]),
+                )
                 if widths[k] <= floors[k]:
                     break
                 widths[k] -= 1
@@ -137,6 +161,9 @@ class Listing:
     objects: Sequence[dict[str, Any]]
     empty: str
     wide: bool = False
+    #: The cells a terminal table shows when not ``wide``, row by row (shorter forms of ``rows``,
+    #: such as an age for a time); ``None``: ``rows``. A pipe and ``--wide`` get ``rows``.
+    terminal_rows: Sequence[Sequence[str]] | None = None
 
     @property
     def specs(self) -> list[Column]:
@@ -159,7 +186,8 @@ class Listing:
     def _table(self, stream: TextIO) -> None:
         specs = self.specs
         header = [c.header for c in specs]
-        table = [header, *([str(c) for c in row] for row in self.rows)]
+        rows = self.rows if self.wide or self.terminal_rows is None else self.terminal_rows
+        table = [header, *([str(c) for c in row] for row in rows)]
         natural = [max(len(row[i]) for row in table) for i in range(len(specs))]
         width = terminal_width()
         shown, widths = (list(range(len(specs))), natural) if self.wide else fit(specs, natural, width)

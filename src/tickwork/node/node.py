@@ -8,10 +8,12 @@ import contextlib
 import logging
 import os
 import secrets
+import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,11 +25,12 @@ from ..errors import ConfigError
 from ..plugin.assembly import build_executors, build_membership, build_store
 from ..plugin.lifecycle import LifecycleHooks
 from ..plugin.manager import PluginManager, plugin_manager_for
+from ..scheduling.declare import DeclaredJob
 from ..scheduling.sync import SyncReport
 from .banner import log_banner
 from .embedding import AsyncEmbedding
 from .hooklistener import HookListener
-from .jobsync import sync_declared
+from .jobsync import declared_jobs, sync_declared
 from .process import tune_gc
 from .registration import Registration
 from .shutdown import leave
@@ -128,6 +131,8 @@ class Node(AsyncEmbedding):
         """
         if self._stopped.is_set():
             raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
+        # The job modules first: one that fails to import must not leave a new database behind.
+        declared = declared_jobs(self.config, self.manager, self.executors)
         self.store.open()
         try:
             self._registration.check()
@@ -144,7 +149,7 @@ class Node(AsyncEmbedding):
             released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
             if released:
                 log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
-            reports = self.sync_jobs()
+            reports = self.sync_jobs(declared)
             self._registration.check()
             for executor in self.executors.values():
                 executor.start()
@@ -186,9 +191,10 @@ class Node(AsyncEmbedding):
 
             self._health_watch = HealthWatch.reporting_to_hooks(self)
 
-    def sync_jobs(self) -> list[SyncReport]:
-        """Sync the jobs declared in ``[scheduler] jobs`` into the store (:func:`.jobsync.sync_declared`)."""
-        return sync_declared(self.config, self.manager, self.store, self.executors)
+    def sync_jobs(self, declared: list[tuple[str, list[DeclaredJob]]] | None = None) -> list[SyncReport]:
+        """Sync the jobs declared in ``[scheduler] jobs`` into the store (:func:`.jobsync.sync_declared`;
+        ``declared``: what :func:`.jobsync.declared_jobs` found, else it is asked now)."""
+        return sync_declared(self.config, self.manager, self.store, self.executors, declared)
 
     def start(self) -> Node:
         """Open the node and run it in a background thread; returns once it runs.
@@ -296,11 +302,12 @@ class Node(AsyncEmbedding):
         # going at the stop is recorded when its claim is released): said so, and where to look.
         log.info(
             "node %s stopped: it took %d fire(s) (a retry counts once more) and recorded the end of %d; "
-            "every run is in the history (tickwork history --node %s)",
+            "every run is in the history (tickwork history%s --node %s)",
             self.node_id,
             self.engine.fired,
             self.engine.finished,
-            self.node_id,
+            config_option(self.config),
+            shlex.quote(self.node_id),
         )
         self._stopped.set()
 
@@ -374,3 +381,16 @@ class Node(AsyncEmbedding):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def config_option(config: Config) -> str:
+    """`` -c FILE`` for a command to reach this configuration's store, when the CLI would not
+    find the file by itself (it reads ``./tickwork.toml`` of the directory it runs in); empty for
+    that file and for the defaults. The hint a log line gives must work when pasted."""
+    if config.source is None:
+        return ""
+    source = Path(config.source)
+    with contextlib.suppress(OSError):
+        if source.resolve() == (Path.cwd() / "tickwork.toml").resolve():
+            return ""
+    return f" -c {shlex.quote(str(source))}"

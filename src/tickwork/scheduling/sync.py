@@ -67,19 +67,32 @@ def add_many(
         counts.update({s.name: s.run_count for s in stored})
         create: list[ScheduleSpec] = []
         replaced: list[ScheduleSpec] = []
+        # Every conflict at once: an import of 10 names with 3 taken says the 3, not one per try.
+        taken: list[str] = []
+        declared: list[Schedule] = []
         for spec in specs:
             current = by_name.get(spec.name)
             if current is None:
                 create.append(spec)
             elif not replace:
-                raise ScheduleExistsError(spec.name)
+                taken.append(spec.name)
             elif current.spec.module is not None:
-                raise TickworkError(
-                    f"schedule {spec.name!r} is declared in {current.spec.module}; "
-                    "change the declaration, not the stored copy"
-                )
+                declared.append(current)
             else:
                 replaced.append(spec)
+        if taken:
+            raise ScheduleExistsError(*taken)
+        if len(declared) == 1:
+            raise TickworkError(
+                f"schedule {declared[0].name!r} is declared in {declared[0].spec.module}; "
+                "change the declaration, not the stored copy"
+            )
+        if declared:
+            modules = sorted({str(s.spec.module) for s in declared})
+            raise TickworkError(
+                f"schedules {', '.join(repr(s.name) for s in declared)} are declared in code "
+                f"({', '.join(modules)}); change the declarations, not the stored copies"
+            )
         return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
 
     store.write_schedules(plan, _first_fires(manager, counts))

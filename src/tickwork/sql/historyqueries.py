@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    ScalarSelect,
     and_,
     bindparam,
     case,
@@ -64,12 +66,10 @@ class HistoryQueries(SQLCore):
         if parked is not None:
             conditions.append(schedules.c.fault.is_not(None) if parked else schedules.c.fault.is_(None))
         if failing is not None:
-            # "Last run" as last_runs() defines it: the schedule's highest run id.
-            latest = select(func.max(runs.c.id)).group_by(runs.c.schedule_id)
-            failed = select(runs.c.schedule_id).where(
-                runs.c.id.in_(latest), runs.c.status.in_(sorted(s.value for s in FAILING))
-            )
-            conditions.append(schedules.c.id.in_(failed) if failing else schedules.c.id.not_in(failed))
+            # "Last run" as last_runs() defines it: the latest attempt of the latest fire.
+            status = _latest_of_each("status")
+            failed = status.in_(sorted(s.value for s in FAILING))
+            conditions.append(failed if failing else or_(status.is_(None), ~failed))
         if state is not None:
             conditions.append(schedules.c.state == state.value)
         if enabled is not None:
@@ -132,16 +132,12 @@ class HistoryQueries(SQLCore):
         # In batches: one bound parameter per id, and PostgreSQL takes at most 65,535 per
         # statement (`jobs add --from FILE --replace` of 70,000 failed after its write).
         for batch in chunks(list(schedule_ids), LAST_RUNS_BATCH):
-            latest = (
-                select(func.max(runs.c.id))
-                .where(runs.c.schedule_id.in_(list(batch)))
-                .group_by(runs.c.schedule_id)
-                .scalar_subquery()
-            )
+            # From each schedule to its latest fire's latest attempt: not the highest run id,
+            # which a backfill of last week (or a rerun of an old fire) would make an old fire.
             query = (
                 select(runs, schedules.c.name.label("schedule_name"))
-                .join(schedules, schedules.c.id == runs.c.schedule_id)
-                .where(runs.c.id.in_(latest))
+                .select_from(schedules.join(runs, runs.c.id == _latest_of_each("id")))
+                .where(schedules.c.id.in_(list(batch)))
             )
             with self._tx() as conn:
                 found.update((r.schedule_id, run_record(r)) for r in conn.execute(query))
@@ -231,3 +227,19 @@ class HistoryQueries(SQLCore):
         with self._tx() as conn:
             result = conn.execute(self.operations.limited_delete(runs, old, limit))
         return int(result.rowcount or 0)
+
+
+def _latest_of_each(column: str) -> ScalarSelect[Any]:
+    """The runs ``column`` of the latest run of the enclosing query's ``schedules`` row: the
+    latest fire time, its latest attempt. Ordered as the fire index (``uq_tickwork_runs_fire``)
+    is, so the database can read it backwards one step per schedule (not measured here)."""
+    latest = runs.alias("latest_run")
+    return (
+        select(latest.c[column])
+        .where(latest.c.schedule_id == schedules.c.id)
+        # (schedule, fire time, attempt) is unique: no tie to break, and the order is the index's.
+        .order_by(latest.c.scheduled_for.desc(), latest.c.attempt.desc())
+        .limit(1)
+        .correlate(schedules)
+        .scalar_subquery()
+    )

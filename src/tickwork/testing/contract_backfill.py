@@ -96,5 +96,21 @@ class BackfillOverlapContract:
         store.end_attempt(following, OK)
         assert store.take_backfills("n1", limit=10, buckets=None) == []
 
+    def test_the_last_run_stays_the_latest_fire_after_a_backfill_of_older_ones(self, store: Store) -> None:
+        times = _hourly(store, "late")
+        store.fire_now("late")
+        [own] = [c for c in store.claim_due("n1", limit=10, buckets=None) if c.spec.name == "late"]
+        failed = Outcome(RunStatus.FAILED, error="boom")
+        assert store.finish("n1", [Finish(own, failed, store.now() + timedelta(hours=1))]) == [True]
+        store.queue_backfill("late", times[:2], overlap="allow")
+        for claim in store.take_backfills("n1", limit=10, buckets=None):
+            store.end_attempt(claim, OK)  # older fires, recorded after the newer one
+        schedule_id = store.get("late").id
+        last = store.last_runs([schedule_id])[schedule_id]
+        assert last.scheduled_for == own.scheduled_for and last.status is RunStatus.FAILED
+        # The failing filter reads the same last run: the fire now failed, whatever ran after it.
+        assert [s.name for s in store.find_schedules(failing=True)] == ["late"]
+        assert store.find_schedules(failing=False) == []
+
 
 __all__ = ["BackfillOverlapContract"]

@@ -177,7 +177,10 @@ def test_a_taken_name_refuses_the_import_and_replace_replaces(project: Path) -> 
     )
     again = tw(project, "import", "celery-beat", "proj.celery:app")
     assert again.returncode == 1
-    assert "already exists; nothing was imported" in again.stderr
+    assert "already exist; nothing was imported" in again.stderr
+    # Every taken name is named, not only the first one met.
+    taken = [n for n in before if n != "mine"]
+    assert len(taken) > 1 and all(repr(n) in again.stderr for n in taken), again.stderr
     assert stored(project) == before
     replaced = tw(project, "import", "celery-beat", "proj.celery:app", "--replace")
     assert replaced.returncode == 0, replaced.stderr

@@ -93,7 +93,7 @@ def test_create_edit_attempts_and_charts(fresh: Path, node: None, page: Page) ->
         page.get_by_label("Expression").fill("61 * * * *")
         page.get_by_label("Target").fill(BOOM)
         page.get_by_label("Retries", exact=True).fill("2")
-        page.get_by_label("Retry backoff (seconds)").fill("0")
+        page.get_by_label("Wait before the first retry (seconds)").fill("0")
         page.get_by_role("button", name="Preview next fires").click()
         expect(page.locator('[data-error="expression"]')).to_contain_text("minute")
         expect(page.get_by_label("Target")).to_have_value(BOOM)  # the rest of the form is kept

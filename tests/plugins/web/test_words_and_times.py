@@ -67,6 +67,15 @@ NOW = datetime(2026, 11, 24, 6, 30, tzinfo=UTC)
         ("calendar", "*:*:0.5", "calendar *:*:0.5"),
         ("calendar", "*:*:10..20", "calendar *:*:10..20"),  # seconds 10 to 20: no short wording
         ("calendar", "*:*:00..59/15", "every 15 seconds"),
+        # one weekday within one week of the month (systemd ANDs them): what the Celery import writes
+        ("calendar", "Fri *-*-01..07 09:00:00", "first Friday of the month at 09:00"),
+        ("calendar", "Mon *-*-08..14 08:30", "second Monday of the month at 08:30"),
+        ("calendar", "Tue *-*-22..28 18:00", "fourth Tuesday of the month at 18:00"),
+        ("calendar", "Fri *-01,07-01..07 09:00", "first Friday of January and July at 09:00"),
+        ("calendar", "Fri *-*-01..07 *:0/15", "every 15 minutes on the first Friday of the month"),
+        ("calendar", "Fri *-*-02..08 09:00", "calendar Fri *-*-02..08 09:00"),  # not a week of the month
+        ("calendar", "Mon,Fri *-*-01..07 09:00", "calendar Mon,Fri *-*-01..07 09:00"),
+        ("cron", "0 9 1-7 * 5", "cron 0 9 1-7 * 5"),  # cron ORs them: every Friday and days 1-7
         ("interval", "90s", "every 90 seconds"),
         ("interval", "every 1h30m", "every 1 hour 30 minutes"),
         ("interval", "1d @ 2026-01-01T03:00Z", "every 1 day from 2026-01-01T03:00Z"),

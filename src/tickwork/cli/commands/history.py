@@ -34,7 +34,12 @@ class HistoryCommand(AdminCommand):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--limit", type=count(1), default=20, metavar="N", help="at most N runs (default 20)")
-        parser.add_argument("--schedule", metavar="NAME", help="only runs of this schedule")
+        parser.add_argument(
+            "--schedule",
+            metavar="NAME",
+            action="append",
+            help="only runs of this schedule; repeat for several (--schedule a --schedule b)",
+        )
         parser.add_argument(
             "--status",
             type=statuses,

@@ -8,6 +8,7 @@ import getpass
 import json
 import sys
 from abc import abstractmethod
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -15,8 +16,9 @@ from ...admin.api import Admin
 from ...admin.info import ScheduleInfo
 from ...errors import ConfigError, ScheduleNotFoundError, TickworkError
 from ...scheduling import schedulefile
+from ...scheduling.localtime import in_zone, local_time
 from ...structures import BACKFILL_OVERLAP, iso_z
-from ..argtypes import parse_ahead, parse_time
+from ..argtypes import parse_ahead, parse_local
 from .admincommand import AdminCommand
 from .executornotes import enabled_notes
 from .jobs_view import declared_note, said
@@ -148,16 +150,24 @@ class JobsPause(AdminCommand):
             "--until",
             type=parse_ahead,
             metavar="TIME",
-            help="resume by itself then: an ISO-8601 time, or a duration from now (30m, 2h, 1d) by the database clock",
+            help="resume by itself then: an ISO-8601 time (read in the schedule's zone without an offset), or a "
+            "duration from now (30m, 2h, 1d) by the database clock",
         )
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
-        info = admin.pause(args.name, args.note, until=args.until, by=_user())
+        until = args.until
+        if isinstance(until, datetime) and until.tzinfo is None:
+            until = in_zone(until, admin.get(args.name).timezone, admin.store().now())
+        info = admin.pause(args.name, args.note, until=until, by=_user())
         if args.json:
             print(json.dumps(info.as_json()))
         else:
             pause = info.pause
-            until = "until resumed" if pause is None or pause.until is None else f"until {iso_z(pause.until)}"
+            until = (
+                "until resumed"
+                if pause is None or pause.until is None
+                else f"until {local_time(pause.until, info.timezone)}"
+            )
             print(f"paused {info.name} {until}")
         return 0
 
@@ -196,9 +206,21 @@ class JobsBackfill(AdminCommand):
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("name", help="schedule name")
         parser.add_argument(
-            "--from", dest="start", type=parse_time, required=True, metavar="TIME", help="first time (inclusive)"
+            "--from",
+            dest="start",
+            type=parse_local,
+            required=True,
+            metavar="TIME",
+            help="first time (inclusive): ISO-8601, read in the schedule's zone without an offset, or an age "
+            "(2h, 3d: that long ago)",
         )
-        parser.add_argument("--to", dest="end", type=parse_time, required=True, metavar="TIME", help="end (exclusive)")
+        parser.add_argument(
+            "--to",
+            dest="end",
+            type=parse_local,
+            metavar="TIME",
+            help="end (exclusive), as --from (default: now, by the database clock)",
+        )
         parser.add_argument("--dry-run", action="store_true", help="list the fire times; queue nothing")
         parser.add_argument("--rerun", action="store_true", help="also fires the history holds a run of")
         parser.add_argument(
@@ -210,15 +232,19 @@ class JobsBackfill(AdminCommand):
         )
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
-        report = admin.backfill(
-            args.name, args.start, args.end, dry_run=args.dry_run, rerun=args.rerun, overlap=args.overlap
-        )
+        zone = admin.get(args.name).timezone
+        now = admin.store().now()
+        start = in_zone(args.start, zone, now)
+        end = now if args.end is None else in_zone(args.end, zone, now)
+        report = admin.backfill(args.name, start, end, dry_run=args.dry_run, rerun=args.rerun, overlap=args.overlap)
         if args.json:
             print(json.dumps(report.as_json()))
             return 0
         if args.dry_run:
             for moment in report.times:
-                print(f"{iso_z(moment)}  {'would run' if moment in set(report.queued) else 'in the history'}")
+                print(
+                    f"{local_time(moment, zone)}  {'would run' if moment in set(report.queued) else 'in the history'}"
+                )
         if report.capped_to is not None:
             print(
                 f"--to capped at now ({iso_z(report.capped_to)}, database clock): a backfill never runs a fire "

@@ -92,11 +92,13 @@ class JobsAdd(AdminCommand):
         try:
             infos = admin.add_many(specs, replace=args.replace, check_nodes=args.check_nodes, live=live)
         except ScheduleExistsError as exc:
-            line = next(e.line for e in entries if e.fields.get("name") == exc.name)
-            raise TickworkError(
-                f"{path}:{line}: a schedule named {exc.name!r} already exists; nothing was added "
-                "(--replace replaces run-time schedules)"
-            ) from exc
+            lines = {str(e.fields.get("name")): e.line for e in entries}
+            if len(exc.names) == 1:
+                where = f"{path}:{lines[exc.name]}: a schedule named {exc.name!r} already exists"
+            else:
+                taken = ", ".join(f"{n!r} (line {lines[n]})" for n in exc.names)
+                where = f"{path}: schedules named {taken} already exist"
+            raise TickworkError(f"{where}; nothing was added (--replace replaces run-time schedules)") from exc
         if args.json:
             for info in infos:
                 print(json.dumps(info.as_json()))

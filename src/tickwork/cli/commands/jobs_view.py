@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime
 from typing import Any
 
 from ...admin.api import Admin
@@ -14,20 +15,22 @@ from ...scheduling.localtime import local_time
 from ...scheduling.options import shown
 from ...structures import FaultKind, ScheduleState
 from ..argtypes import count
-from ..output import Column, Listing, duration, iso_z, one_line, short_time
+from ..output import Column, Listing, age, duration, iso_z, one_line, short_time
 from .admincommand import AdminCommand
 
 #: ``jobs list``'s columns: what goes first on a narrow terminal, and how far each may be cut.
-#: Others' columns slot in here with a ``keep`` of their own.
+#: Others' columns slot in here with a ``keep`` of their own. HEALTH and LAST RUN are what an
+#: operator looks for (is anything failing?): they stay at 80 columns, and the expression (which
+#: ``jobs show`` gives in full) is cut first to make room.
 LIST_COLUMNS = (
-    Column("NAME", shrink=16),
+    Column("NAME", shrink=12),
     Column("KIND", keep=20),
-    Column("EXPRESSION", shrink=12),
+    Column("EXPRESSION", shrink=4, cut_first=True),
     Column("TZ", keep=40, shrink=10),
     Column("NEXT FIRE"),
     Column("STATE", shrink=10),
-    Column("HEALTH", keep=60),
-    Column("LAST RUN", keep=50),
+    Column("HEALTH"),
+    Column("LAST RUN"),
     Column("EXECUTOR", keep=10),  # an extra: most schedules run on the default one
     Column("TARGET", keep=30, shrink=16),
 )
@@ -39,7 +42,7 @@ def _state(info: ScheduleInfo) -> str:
     if info.fault:
         return f"parked: {info.fault}"
     if info.pause is not None:
-        return "paused" + ("" if info.pause.until is None else f" until {iso_z(info.pause.until)}")
+        return "paused" + ("" if info.pause.until is None else f" until {local_time(info.pause.until, info.timezone)}")
     if info.finished:
         return f"finished ({info.run_count} runs)"
     return info.state.value if info.enabled else "disabled"
@@ -60,10 +63,12 @@ def fix_for(info: ScheduleInfo) -> str:
     return f"fix the cause above (the node's log says more), then: {enable}"
 
 
-def _last(info: ScheduleInfo) -> str:
+def _last(info: ScheduleInfo, now: datetime | None = None) -> str:
+    """The last run's status and time (``now`` given: its age, the short form of a table)."""
     if info.last_run is None:
         return "-"
-    return f"{info.last_run.status.value} {short_time(info.last_run.scheduled_for)}"
+    when = info.last_run.scheduled_for
+    return f"{info.last_run.status.value} {short_time(when) if now is None else age(when, now)}"
 
 
 def next_fire(info: ScheduleInfo) -> str:
@@ -108,6 +113,23 @@ class JobsList(AdminCommand):
         infos = admin.list(
             state=args.state, enabled=args.enabled, search=args.search, limit=args.limit, offset=args.offset
         )
+        # A terminal's table says when in short forms: the zone is its own column, a run an age.
+        now = admin.store().now() if infos else None
+        terminal = [
+            [
+                i.name,
+                i.kind,
+                i.expression,
+                i.timezone,
+                local_time(i.next_fire, i.timezone, named=False),
+                _state(i),
+                _health(i),
+                _last(i, now),
+                i.executor,
+                i.target,
+            ]
+            for i in infos
+        ]
         filtered = any(v is not None for v in (args.state, args.enabled, args.search, args.limit)) or args.offset
         Listing(
             columns=LIST_COLUMNS,
@@ -129,6 +151,7 @@ class JobsList(AdminCommand):
             ],
             objects=[i.as_json() for i in infos],
             empty="no schedules match" if filtered else "no schedules",
+            terminal_rows=terminal,
         ).print(as_json=args.json)
         return 0
 
@@ -209,8 +232,8 @@ def _paused(info: ScheduleInfo) -> str:
     pause = info.pause
     assert pause is not None
     by = f" by {pause.by}" if pause.by else ""
-    until = "until resumed" if pause.until is None else f"until {iso_z(pause.until)}"
-    return f"{one_line(pause.note, 200)!r}{by} at {iso_z(pause.at)}, {until}"
+    until = "until resumed" if pause.until is None else f"until {local_time(pause.until, info.timezone)}"
+    return f"{one_line(pause.note, 200)!r}{by} at {local_time(pause.at, info.timezone)}, {until}"
 
 
 class JobsTrigger(AdminCommand):
