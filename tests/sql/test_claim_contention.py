@@ -42,6 +42,15 @@ def _worker(kind: str, where: str, claim: str, node: str, start: Any, out: Any) 
     out.put(seen)
 
 
+def _contexts() -> multiprocessing.context.ForkServerContext:
+    """Worker processes forked from one server process that imported tickwork and the stores once
+    (not the test process, whose threads a fork would copy half-way): 44 workers in this module
+    paid a fresh interpreter's imports each with ``spawn``."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__, "tickwork_sqlite.store", "tickwork_postgres.store", "tickwork_mysql.store"])
+    return ctx
+
+
 @pytest.mark.parametrize("store_kind", STORE_PARAMS)
 def test_contention(store_kind: tuple[str, str], request: pytest.FixtureRequest, tmp_path: Path) -> None:
     kind, claim = store_kind
@@ -53,7 +62,7 @@ def test_contention(store_kind: tuple[str, str], request: pytest.FixtureRequest,
             now - timedelta(milliseconds=200),
         )
     where = str(tmp_path / "tickwork.db") if kind == "sqlite" else store.url  # type: ignore[attr-defined]
-    ctx = multiprocessing.get_context("spawn")
+    ctx = _contexts()
     start = ctx.Event()
     out = ctx.Queue()
     procs = [ctx.Process(target=_worker, args=(kind, where, claim, f"w{n}", start, out)) for n in range(WORKERS)]
