@@ -24,11 +24,14 @@ from tickwork.errors import ConfigError, StoreError
 from tickwork.plugin.manager import default_manager
 from tickwork.sql.dburl import masked
 from tickwork.sql.engines import pooled_engine, sqlite_file_engine
-from tickwork.sql.schema import runs, schedules
+from tickwork.sql.schema import metadata, runs, schedules
 from tickwork.sql.store import SQLStore
 from tickwork.structures import bucket_of
 
 from .jobs import NOOP_TARGET
+
+#: Every table of the schema, emptied between cells (a table a later migration adds included).
+_TABLES = tuple(table.name for table in metadata.sorted_tables)
 
 #: Rows per INSERT batch when seeding.
 SEED_CHUNK = 5000
@@ -380,9 +383,7 @@ class PostgresScratch(Scratch):
                 "postgresql+psycopg://" + self.url.split("://", 1)[1], pool_size=2, pre_ping=True
             )
         with self.engine.begin() as conn:
-            conn.execute(
-                text("TRUNCATE tickwork_runs, tickwork_backfills, tickwork_schedules, tickwork_nodes RESTART IDENTITY")
-            )
+            conn.execute(text(f"TRUNCATE {', '.join(_TABLES)} RESTART IDENTITY"))
 
     def store_options(self) -> dict[str, Any]:
         return {"url": self.url}
@@ -471,7 +472,7 @@ class MySQLScratch(Scratch):
             # TRUNCATE (ids from 1 again) is refused on a table a foreign key points at, unless
             # the checks are off for this session.
             conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
-            for table in ("tickwork_runs", "tickwork_backfills", "tickwork_schedules", "tickwork_nodes"):
+            for table in _TABLES:
                 conn.execute(text(f"TRUNCATE TABLE {table}"))
             conn.execute(text("SET FOREIGN_KEY_CHECKS = 1"))
 

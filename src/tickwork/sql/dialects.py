@@ -76,4 +76,11 @@ def _load_plugins() -> None:
     _plugins_loaded = True
     from ..plugin.manager import default_manager  # deferred: the plugins import this module
 
-    default_manager()
+    stores = default_manager().stores
+    # Store plugins register their classes deferred: import each (its module declares its
+    # database); one whose driver is not installed declares nothing this process could use.
+    for name in stores.names():
+        try:
+            stores.get(name)
+        except ImportError:
+            continue

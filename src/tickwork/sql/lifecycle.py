@@ -6,11 +6,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from alembic.util.exc import CommandError
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from ..errors import SchemaOutdatedError, StoreError
-from . import migrations
+from . import migrations  # first: it imports Alembic quietly
+from .quiet import quiet_alembic
+
+with quiet_alembic():
+    from alembic.util.exc import CommandError
 
 if TYPE_CHECKING:
     from .storecore import SQLCore
