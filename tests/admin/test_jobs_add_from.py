@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import tickwork
+from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
 from tickwork.structures import Fault, Finish, Outcome, RunStatus
 from tickwork_postgres.store import PostgresStore
@@ -22,9 +22,7 @@ RECORD = "tests.support.jobs_for_tests:record"
 
 def tw(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-m", "tickwork", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+    done = run_tickwork(args, cwd=cwd, env=env)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 

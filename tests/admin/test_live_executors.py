@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import tickwork
+from tests.support.forkedcli import run_tickwork
 from tests.support.servers.configs import ConfigFor, StoreConfig
 from tickwork.admin.info import NodeInfo
 from tickwork.admin.liveexecutors import LiveExecutors
@@ -34,9 +35,7 @@ FIX = "configure [executor.http] on the nodes and restart them"
 
 def tickwork_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TICKWORK_") and k != "COLUMNS"}
-    return subprocess.run(
-        [sys.executable, "-m", "tickwork.cli", *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=60
-    )
+    return run_tickwork(args, cwd=workdir, env=env, timeout=60)
 
 
 @dataclass

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests.support.forkedcli import run_tickwork
 from tickwork.scheduling.localtime import local_time
 
 JOBS = """
@@ -32,14 +32,7 @@ def report() -> None:
 
 def tickwork(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TICKWORK_") and k != "COLUMNS"}
-    return subprocess.run(
-        [sys.executable, "-m", "tickwork.cli", *args],
-        cwd=workdir,
-        env=dict(env, PYTHONPATH=str(workdir)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_tickwork(args, cwd=workdir, env=dict(env, PYTHONPATH=str(workdir)), timeout=60)
 
 
 @pytest.fixture

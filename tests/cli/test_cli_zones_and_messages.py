@@ -10,13 +10,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 import tickwork
+from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
 from tickwork.cli import main
 from tickwork.config import load
@@ -153,9 +153,7 @@ def test_history_of_several_schedules_shows_each(sqlite_project: Path, capsys: p
 def tickwork_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{cwd}"}
     env.pop("TICKWORK_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tickwork", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+    return run_tickwork(args, cwd=cwd, env=env)
 
 
 def test_the_stop_line_names_the_config_file_it_was_given(tmp_path: Path) -> None:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
 
 
@@ -31,9 +30,7 @@ def tickwork(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Result
     path = os.pathsep.join(str(REPO / part) for part in ("src", "plugins", ""))
     environment = {**os.environ, "PYTHONPATH": path, **(env or {})}
     environment.pop("TICKWORK_CONFIG", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "tickwork", *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=120
-    )
+    done = run_tickwork(args, cwd=cwd, env=environment)
     assert "Traceback" not in done.stderr, done.stderr
     return Result(done.returncode, done.stdout, done.stderr)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.support.cli import run_due_once, stored
+from tests.support.forkedcli import run_tickwork
 from tickwork import schedules as admin
 from tickwork.admin.info import ScheduleInfo
 from tickwork.cli import main
@@ -45,9 +45,7 @@ def test_the_fix_follows_the_kind_not_the_words() -> None:
 
 def tickwork(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TICKWORK_") and k != "COLUMNS"}
-    return subprocess.run(
-        [sys.executable, "-m", "tickwork.cli", *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=60
-    )
+    return run_tickwork(args, cwd=workdir, env=env, timeout=60)
 
 
 def test_a_node_parks_a_schedule_on_a_missing_executor_with_its_kind_and_the_cli_reads_it(

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
 from tickwork.errors import ConfigError
 from tickwork.scheduling.firetimes import FireTimes, fire_times
@@ -29,13 +30,10 @@ AFTER = datetime(2026, 4, 15, tzinfo=UTC)
 def tw(*args: str) -> subprocess.CompletedProcess[str]:
     # Absolute: the command runs elsewhere (a directory without a tickwork.toml: the defaults).
     path = os.pathsep.join(str(REPO / p) for p in ("src", "plugins", "."))
-    return subprocess.run(
-        [sys.executable, "-m", "tickwork.cli", *args],
+    return run_tickwork(
+        args,
         env={**{k: v for k, v in os.environ.items() if k != "TICKWORK_CONFIG"}, "PYTHONPATH": path},
         cwd=REPO / "docs",  # a directory without a tickwork.toml: the defaults
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
 
 

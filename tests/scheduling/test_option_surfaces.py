@@ -10,8 +10,6 @@ import html
 import json
 import os
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from starlette.testclient import TestClient
 
 import tickwork
 import tickwork_web
+from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
 from tests.support.webhelpers import RECORD, write_config
 from tickwork.cli import main
@@ -71,13 +70,7 @@ LABELS = [
 def tw(config: Path, *args: str) -> str:
     """``tickwork ARGS`` as a subprocess importing what this process imports."""
     path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(REPO)) if p)
-    done = subprocess.run(
-        [sys.executable, "-m", "tickwork.cli", *args],
-        env={**os.environ, "PYTHONPATH": path, "TICKWORK_CONFIG": str(config)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_tickwork(args, cwd=os.getcwd(), env={**os.environ, "PYTHONPATH": path, "TICKWORK_CONFIG": str(config)})
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from sqlalchemy import create_engine, insert, select, text
 
 import tickwork
+from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
 from tickwork.sql import migrations
 from tickwork.sql.schema import runs, schedules
@@ -32,14 +32,7 @@ RECORD = "tests.support.jobs_for_tests:record"
 
 
 def tw(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tickwork.cli", *args],
-        cwd=workdir,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_tickwork(args, cwd=workdir, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
 
 
 def listed(workdir: Path) -> list[dict[str, object]]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
 from tickwork.scheduling.triggers import get_trigger
 
@@ -23,9 +23,7 @@ def tw(cwd: Path, *args: str, extra_path: tuple[Path, ...] = ()) -> subprocess.C
     """``tickwork ARGS`` in ``cwd``, finding the repository's tests and ``extra_path`` too."""
     path = os.pathsep.join(str(p) for p in (*extra_path, REPO))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": path, "HOME": str(cwd)}
-    done = subprocess.run(
-        [sys.executable, "-m", "tickwork", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+    done = run_tickwork(args, cwd=cwd, env=env)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 

@@ -11,7 +11,7 @@ such commands must not depend on the clock or the database (``next --after``, a 
 Two adjustments keep the run short, and both leave the documented arguments to be parsed:
 ``tickwork run`` gets ``--for 1`` (a node runs until stopped), and ``tickwork bench`` gets
 ``--help`` after its arguments (benchmarks are measured alone, not in the test suite).
-The README's examples name ``myapp.tasks:backup``; the directory holds that module.
+The examples name ``myapp.tasks:backup`` and ``myapp.jobs:payroll``; the directory holds them.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
 
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -119,6 +119,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "myapp").mkdir()
     (root / "myapp" / "__init__.py").write_text("", encoding="utf-8")
     (root / "myapp" / "tasks.py").write_text("def backup() -> None:\n    pass\n", encoding="utf-8")
+    (root / "myapp" / "jobs.py").write_text("def payroll() -> None:\n    pass\n", encoding="utf-8")
     return root
 
 
@@ -144,9 +145,7 @@ def run_documented(args: list[str], sandbox: Path) -> subprocess.CompletedProces
     env = {**os.environ, "TICKWORK_CONFIG": "examples/tickwork.toml", "PYTHONPATH": PYTHONPATH}
     env.pop("TICKWORK_LOG_LEVEL", None)
     env.pop("COLUMNS", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tickwork", *args], cwd=sandbox, env=env, capture_output=True, text=True, timeout=120
-    )
+    return run_tickwork(args, cwd=sandbox, env=env)
 
 
 def test_the_guides_have_transcripts() -> None:
@@ -172,8 +171,6 @@ def test_documented_command_is_valid(words: list[str], sandbox: Path) -> None:
         args = [*args, "--help"]
     env = {**os.environ, "TICKWORK_CONFIG": "examples/tickwork.toml", "PYTHONPATH": PYTHONPATH}
     env.pop("TICKWORK_LOG_LEVEL", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "tickwork", *args], cwd=sandbox, env=env, capture_output=True, text=True, timeout=120
-    )
+    done = run_tickwork(args, cwd=sandbox, env=env)
     assert "Traceback" not in outside_job_failures(done.stderr), done.stderr
     assert done.returncode != 2, f"{shlex.join(words)} exited 2: {done.stderr.strip()}"
