@@ -4,7 +4,8 @@ Call it where the application is defined (``app = Celery(...)``; ``install(app)`
 of the app then, for a message a tickwork node sent (its headers name the run):
 
 * runs only if the run moves to ``started`` (a redelivered message of a run that started or
-  ended is refused, acknowledged and not run: Celery's ``Ignore``);
+  ended is refused, acknowledged and not run: Celery's ``Ignore``), the start naming the worker
+  (its node name, ``celery@host``: the run's ``worker`` in the history);
 * runs with ``tickwork.current_run()`` returning the run's context;
 * records ``succeeded``, ``failed`` (with the traceback; also when its pool child was lost or hit
   the hard time limit) or, on ``self.retry()``, ``submitted`` again with the reason.
@@ -113,7 +114,13 @@ def _run_reported(
 ) -> Any:
     rep = reporter.get()
     delivery = getattr(request, "delivery_info", None) or {}
-    if not rep.begin(context, retry=bool(request.retries), redelivered=bool(delivery.get("redelivered"))):
+    if not rep.begin(
+        context,
+        retry=bool(request.retries),
+        redelivered=bool(delivery.get("redelivered")),
+        # The worker's node name (`celery@host`, or what its -n says): the one `celery inspect` shows.
+        worker=getattr(request, "hostname", None) or None,
+    ):
         raise Ignore()
     try:
         # A span in the trace of the node's publish when this worker traces (an [otel] table).

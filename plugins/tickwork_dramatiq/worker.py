@@ -5,7 +5,8 @@ tickwork node sent (its options name the run), the middleware:
 
 * lets the actor run only if the run moves to ``started`` (a message of a run that started or
   ended is skipped: Dramatiq's ``SkipMessage``, acknowledged and not run); a redelivered message
-  of a run still ``started`` (its worker died) records the run ``failed`` as lost;
+  of a run still ``started`` (its worker died) records the run ``failed`` as lost; the start
+  names the worker process, ``host:pid`` (the run's ``worker``);
 * runs it with ``tickwork.current_run()`` returning the run's context;
 * records ``succeeded`` or ``failed`` (with the traceback).
 
@@ -15,6 +16,8 @@ dict), else ``$TICKWORK_CONFIG``, else ``./tickwork.toml``.
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 from contextlib import AbstractContextManager
 from typing import Any
@@ -47,7 +50,7 @@ class TickworkMiddleware(Middleware):
         self._local.current = None
         if context is None:
             return
-        if not self.reporter.get().begin(context, redelivered=_redelivered(message)):
+        if not self.reporter.get().begin(context, redelivered=_redelivered(message), worker=worker_name()):
             raise SkipMessage(f"run {context.run_id} of {context.schedule} already started or ended")
         scope = running(context)
         scope.__enter__()
@@ -75,6 +78,13 @@ class TickworkMiddleware(Middleware):
             reporter.failed(context, format_exception(exception))
 
 
+def worker_name() -> str:
+    """This worker process as the history names it: ``host:pid``. Dramatiq gives its workers no
+    name of their own, and one ``dramatiq`` command forks several worker processes: the host
+    and the process id tell them apart (the pid is read per message: a fork has its own)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 def _redelivered(message: Any) -> bool:
     """Whether this delivery of a tickwork message is the broker's redelivery. RabbitMQ says so
     (``redelivered``: the consumer that held it unacknowledged went away). Dramatiq's Redis broker
@@ -94,4 +104,4 @@ def install(broker: dramatiq.Broker, config: ConfigSource = None, *, wait_for_no
     broker.add_middleware(TickworkMiddleware(config, wait_for_node=wait_for_node))
 
 
-__all__ = ["TickworkMiddleware", "install"]
+__all__ = ["TickworkMiddleware", "install", "worker_name"]

@@ -51,18 +51,25 @@ class Reporter:
         #: node records its hand-off within milliseconds, a dead node's release takes seconds).
         self.poll = poll
 
-    def begin(self, context: RunContext, *, retry: bool = False, redelivered: bool = False) -> bool:
+    def begin(
+        self, context: RunContext, *, retry: bool = False, redelivered: bool = False, worker: str | None = None
+    ) -> bool:
         """Mark the run ``started``; False when this delivery must not run (it ran, or ended).
 
         :param retry: the message is the queue's own retry of the run (it may arrive before the
             retrying worker moved the run back to ``submitted``)
         :param redelivered: the broker says the message was delivered before: a ``started`` run
             then lost its worker, and is recorded ``failed``
+        :param worker: the queue's name for the worker taking the message (``celery@host``, ...):
+            the run's :attr:`~tickwork.structures.RunRecord.worker` once the start lands (a
+            refused start does not write it, so a redelivery never renames the worker that ran it)
         """
         deadline = time.monotonic() + self.wait_for_node
         pause = 0.005
         while True:
-            landed, status = self.store.report_handoff(context.run_id, RunStatus.STARTED, expect=_WAITING)
+            landed, status = self.store.report_handoff(
+                context.run_id, RunStatus.STARTED, expect=_WAITING, worker=worker
+            )
             if landed:
                 return True
             # Running: the node has not recorded the hand-off yet. Submitted or abandoned: it

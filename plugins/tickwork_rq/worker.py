@@ -4,7 +4,7 @@
 For a job a tickwork node enqueued (its ``meta`` names the run), :class:`Job`:
 
 * runs it only if the run moves to ``started`` (a job of a run that started or ended is not run
-  again: it ends with no result);
+  again: it ends with no result), the start naming the RQ worker (the run's ``worker``);
 * runs it with ``tickwork.current_run()`` returning the run's context;
 * records ``succeeded`` or ``failed`` (with the traceback).
 
@@ -58,7 +58,8 @@ class Job(rq.job.Job):
         if context is None:
             return super().perform()
         rep = reporter.get()
-        if not rep.begin(context, redelivered=self._ran_before()):
+        # RQ names the worker performing the job just before perform() (`rq info` shows the name).
+        if not rep.begin(context, redelivered=self._ran_before(), worker=self.worker_name or None):
             return None
         try:
             # A span in the trace of the node's publish when this worker traces (an [otel] table).

@@ -311,6 +311,17 @@ def cap_error(text: str | None, limit: int = MAX_ERROR_CHARS) -> str | None:
     return text[: limit - 20] + f"... [{len(text) - limit + 20} chars cut]"
 
 
+#: The longest worker name a run keeps (``tickwork_runs.worker`` is 200 characters wide).
+MAX_WORKER_CHARS = 200
+
+
+def cap_worker(name: str) -> str:
+    """A queue worker's name as a run keeps it: at most :data:`MAX_WORKER_CHARS` characters (a
+    longer one, which no queue gives by default, is cut rather than refused: the report that
+    carries it must still land)."""
+    return name[:MAX_WORKER_CHARS]
+
+
 @overload
 def iso_z(value: datetime, timespec: str = "auto") -> str: ...
 @overload
@@ -966,6 +977,10 @@ class RunRecord:
     status: RunStatus
     error: str | None
     attempt: int = 1
+    #: For a hand-off (the Celery, RQ and Dramatiq executors), the queue's worker that reported
+    #: it started (``celery@host``, an RQ worker's name, ``host:pid`` for Dramatiq); ``None`` for
+    #: a run the node ran itself, or a hand-off no worker has started.
+    worker: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -976,6 +991,7 @@ class RunRecord:
             "finished_at": iso_z(self.finished_at),
             "status": self.status.value,
             "node": self.node,
+            "worker": self.worker,
             # The summary and the traceback apart: a script wants one or the other, not to split them.
             "error": split_error(self.error)[0],
             "traceback": split_error(self.error)[1],

@@ -630,13 +630,22 @@ class RunHistory(ScheduleCatalog):
     # Optional: a store without them cannot back a hand-off executor (the default raises).
 
     def report_handoff(
-        self, run_id: int, status: RunStatus, *, expect: Collection[RunStatus], error: str | None = None
+        self,
+        run_id: int,
+        status: RunStatus,
+        *,
+        expect: Collection[RunStatus],
+        error: str | None = None,
+        worker: str | None = None,
     ) -> tuple[bool, RunStatus | None]:
         """Record what a queue worker did with a handed-off run, fenced by the run's status: the
         run ``run_id`` moves to ``status`` only while its status is one of ``expect``, in one
         transaction. ``started`` stamps ``started_at`` (and clears ``finished_at``); any other
         status stamps ``finished_at``; both by the database clock. ``error`` replaces the run's
-        error text (capped like every error).
+        error text (capped like every error). ``worker``, when given, becomes the run's
+        :attr:`~tickwork.structures.RunRecord.worker` (capped by
+        :func:`~tickwork.structures.cap_worker`) in the same fenced write: a report that does not
+        land leaves it as it was; ``None`` leaves it as it was too.
 
         :return: whether it landed, and the run's status after the call (``None`` when no run
             has that id)

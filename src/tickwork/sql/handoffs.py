@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import and_, func, literal, select, update
 
 from ..errors import ScheduleNotFoundError
-from ..structures import HANDOFF_OPEN, RunRecord, RunStatus
+from ..structures import HANDOFF_OPEN, RunRecord, RunStatus, cap_worker
 from ..structures import cap_error as cap
 from .retry import transient_retry
 from .rows import run_record
@@ -25,7 +25,13 @@ class Handoffs(SQLCore):
 
     @transient_retry
     def report_handoff(
-        self, run_id: int, status: RunStatus, *, expect: Collection[RunStatus], error: str | None = None
+        self,
+        run_id: int,
+        status: RunStatus,
+        *,
+        expect: Collection[RunStatus],
+        error: str | None = None,
+        worker: str | None = None,
     ) -> tuple[bool, RunStatus | None]:
         now = self.now_expr()
         values: dict[str, Any] = {"status": status.value, "error": cap(error)}
@@ -33,6 +39,9 @@ class Handoffs(SQLCore):
             values.update(started_at=now, finished_at=None)
         else:
             values["finished_at"] = now
+        if worker is not None:
+            # In the same fenced update: a refused report names no worker.
+            values["worker"] = cap_worker(worker)
         with self._tx() as conn:
             # The status in the WHERE clause is the fence: of two workers holding the same message
             # (a redelivery), only one moves the run out of the expected status.

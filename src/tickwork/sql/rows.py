@@ -145,6 +145,7 @@ def run_record(r: Row[Any]) -> RunRecord:
         status=RunStatus(r.status),
         error=r.error,
         attempt=r.attempt,
+        worker=r.worker,
     )
 
 

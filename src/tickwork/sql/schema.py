@@ -212,6 +212,9 @@ runs = Table(
     # what the key's limit counts. '' for a run admitted without a key, NULL for runs never
     # admitted (every run of a schedule without overlap allow or a key).
     Column("concurrency_key", String(200), nullable=True),
+    # The queue worker that reported a hand-off started (Celery's ``celery@host``, ...): set only
+    # by a worker's report (sql/handoffs.py), NULL for every run a node ran itself.
+    Column("worker", String(200), nullable=True),
     # Invariant 1 of docs/claim-protocol.md, enforced by the database itself.
     UniqueConstraint("schedule_id", "scheduled_for", "attempt", name="uq_tickwork_runs_fire"),
     CheckConstraint(

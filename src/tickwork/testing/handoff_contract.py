@@ -130,3 +130,51 @@ class HandoffContract:
         assert store.release_handoffs("g", "released by alice") == []
         (run,) = store.history(schedule="g")
         assert run.status is RunStatus.STARTED
+
+    def test_the_worker_that_started_a_handoff_is_kept_and_a_refused_report_names_none(self, store: Store) -> None:
+        if not _supports_handoffs(store):
+            return
+        run_id = _hand_off(store, "h")
+        (run,) = store.history(schedule="h")
+        assert run.worker is None  # handed off, no worker has it yet
+        started = store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING, worker="celery@alpha")
+        assert started == (True, RunStatus.STARTED)
+        got = store.get_run(run_id)
+        assert got is not None and got.worker == "celery@alpha"
+        # A second delivery, taken by another worker, is refused: the row keeps the first worker.
+        refused = store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING, worker="celery@beta")
+        assert refused == (False, RunStatus.STARTED)
+        (run,) = store.history(schedule="h")
+        assert run.worker == "celery@alpha"
+        # The end report names no worker: it keeps the one that started it.
+        assert store.report_handoff(run_id, RunStatus.SUCCEEDED, expect={RunStatus.STARTED}) == (
+            True,
+            RunStatus.SUCCEEDED,
+        )
+        (run,) = store.history(schedule="h")
+        assert run.status is RunStatus.SUCCEEDED and run.worker == "celery@alpha"
+        assert run.as_json()["worker"] == "celery@alpha"
+        # A late end naming a worker (the run already ended) is refused and writes nothing.
+        late = store.report_handoff(run_id, RunStatus.FAILED, expect={RunStatus.STARTED}, worker="celery@gamma")
+        assert late == (False, RunStatus.SUCCEEDED)
+        (found,) = store.find_runs(schedule="h")
+        assert found.worker == "celery@alpha" and found.status is RunStatus.SUCCEEDED
+
+    def test_a_released_handoff_keeps_no_worker_a_late_worker_names(self, store: Store) -> None:
+        if not _supports_handoffs(store):
+            return
+        run_id = _hand_off(store, "i")
+        store.release_handoffs("i", "released by alice")
+        refused = store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING, worker="rq:worker-1")
+        assert refused == (False, RunStatus.CANCELLED)
+        (run,) = store.history(schedule="i")
+        assert run.worker is None and run.status is RunStatus.CANCELLED
+        # A long name (no queue gives one by default) is kept cut, not refused: the start lands.
+        other = _hand_off(store, "j")
+        long_name = "w" * 500
+        assert store.report_handoff(other, RunStatus.STARTED, expect=_WAITING, worker=long_name) == (
+            True,
+            RunStatus.STARTED,
+        )
+        (run,) = store.history(schedule="j")
+        assert run.worker is not None and long_name.startswith(run.worker) and 0 < len(run.worker) <= 200

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import timedelta
 
 from ..errors import ScheduleNotFoundError
-from ..structures import HANDOFF_OPEN, RunRecord, RunStatus, cap_error
+from ..structures import HANDOFF_OPEN, RunRecord, RunStatus, cap_error, cap_worker
 from .memory_tables import MemoryTables
 
 
@@ -15,7 +15,13 @@ class MemoryHandoffs(MemoryTables):
     """Hand-off reports fenced by the run's status, and the pending hand-off of a schedule."""
 
     def report_handoff(
-        self, run_id: int, status: RunStatus, *, expect: Collection[RunStatus], error: str | None = None
+        self,
+        run_id: int,
+        status: RunStatus,
+        *,
+        expect: Collection[RunStatus],
+        error: str | None = None,
+        worker: str | None = None,
     ) -> tuple[bool, RunStatus | None]:
         with self._tx() as now:
             run = self._runs.get(run_id)
@@ -24,6 +30,8 @@ class MemoryHandoffs(MemoryTables):
             if run.status not in expect:
                 return False, run.status
             run.status, run.error = status, cap_error(error)
+            if worker is not None:
+                run.worker = cap_worker(worker)
             if status is RunStatus.STARTED:
                 run.started_at, run.finished_at = now, None
             else:

@@ -112,6 +112,8 @@ class RunRow:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None
+    #: The queue worker that reported a hand-off started (``tickwork_runs.worker``).
+    worker: str | None = None
 
     @property
     def fire(self) -> tuple[int, datetime, int]:
@@ -134,4 +136,5 @@ class RunRow:
             status=self.status,
             error=self.error,
             attempt=self.attempt,
+            worker=self.worker,
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -88,6 +89,7 @@ def test_a_message_redelivered_after_its_worker_was_killed_does_not_run_the_fire
             lambda: [r.status for r in harness.history(store)] == [RunStatus.FAILED], 60, "the redelivery's report"
         )
         (run,) = harness.history(store)
+        recorded = store.get_run(run.id)
         time.sleep(2.0)  # room for a wrong second execution to show up in the log
         done = harness.executions(log)
     finally:
@@ -100,6 +102,9 @@ def test_a_message_redelivered_after_its_worker_was_killed_does_not_run_the_fire
     assert [(e["schedule"], e.get("phase")) for e in done] == [("slow", "start")], logs
     assert run.error == LOST, logs
     assert "not running slow" in (tmp_path / "w2.log").read_text(), logs
+    # The history names the worker that ran it (its Celery node name, -n w1-QUEUE@%h), not the
+    # one whose start was refused.
+    assert recorded is not None and recorded.worker == f"w1-{queue}@{socket.gethostname()}", logs
 
 
 def test_fires_are_skipped_while_a_slow_task_runs(redis_url: str, tmp_path: Path, config_for: ConfigFor) -> None:

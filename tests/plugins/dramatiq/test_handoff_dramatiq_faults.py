@@ -4,6 +4,7 @@ node. Real ``dramatiq`` workers, real brokers, tickwork's history and the tasks'
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -62,6 +63,7 @@ def test_a_message_redelivered_after_its_worker_was_killed_does_not_run_the_fire
             lambda: [r.status for r in harness.history(store)] == [RunStatus.FAILED], 60, "the redelivery's report"
         )
         (run,) = harness.history(store)
+        recorded = store.get_run(run.id)
         time.sleep(2.0)  # room for a wrong second execution to show up in the log
         done = harness.executions(log)
     finally:
@@ -74,6 +76,9 @@ def test_a_message_redelivered_after_its_worker_was_killed_does_not_run_the_fire
     assert [(e["schedule"], e.get("phase")) for e in done] == [("slow", "start")], logs
     assert run.error == LOST, logs
     assert "not running slow" in (tmp_path / "w2.log").read_text(), logs
+    # The history names the worker process that ran it (host:pid, the pid the task itself
+    # logged), not the second worker whose start was refused.
+    assert recorded is not None and recorded.worker == f"{socket.gethostname()}:{done[0]['pid']}", logs
 
 
 def test_fires_are_skipped_while_a_slow_dramatiq_task_runs(

@@ -150,7 +150,8 @@ def test_a_job_whose_worker_died_is_recorded_lost_and_a_requeue_does_not_run_it_
 
 
 def test_a_work_horse_killed_mid_job_is_recorded_lost(redis_url: str, tmp_path: Path, config_for: ConfigFor) -> None:
-    queue = _queue(redis_url, harness.queue_name())
+    name = harness.queue_name()
+    queue = _queue(redis_url, name)
     store_config = config_for("postgres", migrated=True)
     config, log, env = scenarios.single_node(tmp_path, store_config.store, queue)
     with harness.admin(config) as admin:
@@ -170,6 +171,7 @@ def test_a_work_horse_killed_mid_job_is_recorded_lost(redis_url: str, tmp_path: 
             lambda: [r.status for r in harness.history(store)] == [RunStatus.FAILED], 30, "the worker's report"
         )
         (run,) = harness.history(store)
+        recorded = store.get_run(run.id)
     finally:
         harness.stop(node)
         for worker in workers:
@@ -178,6 +180,8 @@ def test_a_work_horse_killed_mid_job_is_recorded_lost(redis_url: str, tmp_path: 
     logs = harness.tails([tmp_path / "rq1.log", tmp_path / "n1.log"])
     horse = f"RQ's work horse (pid {started['pid']}, signal {int(signal.SIGKILL)}) ended before the job reported"
     assert run.error == f"the worker running it was lost: {horse}", logs
+    # The history names the RQ worker that ran it (`rq worker -n rq1-QUEUE`), as `rq info` does.
+    assert recorded is not None and recorded.worker == f"rq1-{name}", logs
 
 
 def test_a_broker_outage_fails_attempts_and_never_stops_the_node(tmp_path: Path, config_for: ConfigFor) -> None:

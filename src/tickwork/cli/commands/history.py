@@ -26,6 +26,27 @@ COLUMNS = (
     Column("DURATION", keep=60),
     Column("ERROR", keep=70, shrink=12),
 )
+#: The queue worker that ran a hand-off, after NODE: only when a run listed has one (a cluster
+#: that hands nothing off never sees an empty column), and dropped before NODE when narrow.
+WORKER = Column("WORKER", keep=25, shrink=12)
+_AFTER_NODE = [c.header for c in COLUMNS].index("NODE") + 1
+
+
+def _cells(r: RunRecord, with_worker: bool) -> tuple[str, ...]:
+    cells = (
+        str(r.id),
+        short_time(r.scheduled_for),
+        r.schedule,
+        str(r.attempt),
+        r.status.value,
+        r.node or "-",
+        short_time(r.started_at),
+        duration(r.started_at, r.finished_at),
+        one_line(r.error),
+    )
+    if not with_worker:
+        return cells
+    return (*cells[:_AFTER_NODE], r.worker or "-", *cells[_AFTER_NODE:])
 
 
 class HistoryCommand(AdminCommand):
@@ -75,23 +96,12 @@ class HistoryCommand(AdminCommand):
             node=args.node,
             limit=args.limit,
         )
+        with_worker = any(r.worker for r in records)
+        columns = (*COLUMNS[:_AFTER_NODE], WORKER, *COLUMNS[_AFTER_NODE:]) if with_worker else COLUMNS
         Listing(
-            columns=COLUMNS,
+            columns=columns,
             wide=args.wide,
-            rows=[
-                (
-                    str(r.id),
-                    short_time(r.scheduled_for),
-                    r.schedule,
-                    str(r.attempt),
-                    r.status.value,
-                    r.node or "-",
-                    short_time(r.started_at),
-                    duration(r.started_at, r.finished_at),
-                    one_line(r.error),
-                )
-                for r in records
-            ],
+            rows=[_cells(r, with_worker) for r in records],
             objects=[r.as_json() for r in records],
             empty="no runs match",
         ).print(as_json=args.json)
@@ -112,6 +122,7 @@ class HistoryCommand(AdminCommand):
             ("attempt", str(record.attempt)),
             ("status", record.status.value),
             ("node", record.node or "-"),
+            *([("worker", record.worker)] if record.worker else []),
             ("started", iso_z(record.started_at)),
             ("finished", iso_z(record.finished_at)),
             ("took", duration(record.started_at, record.finished_at)),
