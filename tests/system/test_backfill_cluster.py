@@ -2,7 +2,9 @@
 with distinct fire identities, through the schedule's executor on the node owning it; a second
 identical backfill runs none, and ``--rerun`` runs them again as further attempts. By its
 ``--overlap``, a backfill's fires of a 1 s job run one at a time in fire-time order
-(``buffer_all``, the default) or side by side (``allow``), judged from the history's times."""
+(``buffer_all``, the default) or side by side (``allow``), judged from the history's times. A
+backfill of 400 fires on two nodes racing for the same schedules' queues, each end taking the
+next fire at once, runs every fire exactly once."""
 
 from __future__ import annotations
 
@@ -180,4 +182,45 @@ def test_a_backfills_overlap_decides_whether_its_fires_run_together(
             assert before.finished_at <= after.started_at
     else:
         assert most_at_once(runs) > 1
+    store.close()
+
+
+def test_a_backfill_of_many_fires_runs_each_once_at_the_engines_pace(tmp_path: Path, postgres_url: str) -> None:
+    """Two nodes that both attempt every schedule (hashring, two owners) race for the queue as
+    each end starts the next fire: every fire still runs once, and a buffer_all backfill's one
+    at a time, in fire-time order."""
+    store = PostgresStore(postgres_url)
+    store.upgrade()
+    store.open()
+    plan = {"buffered-1": ("buffer_all", 100), "buffered-2": ("buffer_all", 100), "allowed": ("allow", 200)}
+    for n, name in enumerate(plan):
+        target = "tests.support.cluster_jobs:work"
+        admin.add(
+            store,
+            ScheduleSpec(name=name, trigger_kind="cron", expression="0 * * * *", target=target, arguments={"n": n}),
+        )
+    end = store.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    configs = [node_config(tmp_path, postgres_url, f"n{i}") for i in (1, 2)]
+    fires = tmp_path / "fires.txt"
+    fires.touch()
+    env = dict(os.environ, CLUSTER_FIRES=str(fires))
+    for name, (overlap, count) in plan.items():
+        window = ("--from", iso_z(end - timedelta(hours=count)), "--to", iso_z(end))
+        tickwork(configs[0], "jobs", "backfill", name, *window, "--overlap", overlap)
+
+    def backfilled() -> list[RunRecord]:
+        return [r for r in store.history(limit=2000) if r.scheduled_for < end]
+
+    run_nodes(configs, env, 120.0, until=lambda: sum(r.status is RunStatus.SUCCEEDED for r in backfilled()) >= 400)
+    runs = backfilled()
+    assert Counter((r.schedule, r.scheduled_for) for r in runs) == Counter(
+        {(name, end - timedelta(hours=h)): 1 for name, (_, count) in plan.items() for h in range(1, count + 1)}
+    )
+    assert {(r.status, r.attempt) for r in runs} == {(RunStatus.SUCCEEDED, 1)}
+    executions = Counter(line.split()[0] for line in fires.read_text().splitlines())
+    assert executions == {"0": 100, "1": 100, "2": 200}  # each executed once
+    for name in ("buffered-1", "buffered-2"):
+        ordered = sorted((r for r in runs if r.schedule == name), key=lambda r: (r.started_at or end, r.id))
+        assert most_at_once(ordered) == 1
+        assert [r.scheduled_for for r in ordered] == sorted(r.scheduled_for for r in ordered)
     store.close()

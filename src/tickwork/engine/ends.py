@@ -48,6 +48,10 @@ class EndWriter:
         start): ends gathered then are written at once. Batching is for a load that keeps ends
         coming; an end held back on an idle node is only a wider window in which a node that
         dies leaves a finished run without its end (recorded ``abandoned`` by the others).
+    :param backfill_ended: called after the ends of backfilled runs were written (the next
+        queued fire may start now). Such an end is written at once, never held for company: it
+        is a statement of its own anyway (:meth:`Store.end_attempt`), and the backfill's next
+        fire waits for it.
     """
 
     def __init__(
@@ -63,6 +67,7 @@ class EndWriter:
         lead: float = 0.0,
         max_batch: int = 100,
         idle: Callable[[], bool] = lambda: False,
+        backfill_ended: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.node_id = node_id
@@ -74,6 +79,7 @@ class EndWriter:
         self._listener = listener
         self._released = released
         self._idle = idle
+        self._backfill_ended = backfill_ended
         self._unsaved: list[Finish] = []
         self._unparked: list[tuple[Finish, Fault]] = []
         #: Monotonic time by which the gathered ends must be written (None: nothing gathered).
@@ -122,7 +128,9 @@ class EndWriter:
             now = self.clock.estimate()
             until = 0.0 if now is None else (min(next_fires) - now).total_seconds() - self.lead
             write_by = min(write_by, now_mono + until)
-        if parks or len(self._unsaved) >= self.max_batch or (self.window > 0 and self._idle()):
+        # A backfilled run's end: see backfill_ended.
+        at_once = parks or len(self._unsaved) >= self.max_batch or any(f.claim.backfill for f in finishes)
+        if at_once or (self.window > 0 and self._idle()):
             # Idle: no other end can come within the window, so waiting for company only leaves
             # the end unwritten longer (a node killed meanwhile has these runs recorded abandoned).
             write_by = now_mono
@@ -215,6 +223,8 @@ class EndWriter:
             self.counters.finished += written
             self._report(backfills[:written])
             log_run_ends(self.node_id, backfills[:written], [True] * written)
+            if written:
+                self._backfill_ended()
         return others
 
     def _keep_busy(self, busy: list[Finish]) -> None:

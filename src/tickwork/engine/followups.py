@@ -38,8 +38,11 @@ class FollowUps:
         retries: RetryQueue,
         next_fires: NextFires,
         listener: Callable[[], EngineListener] = EngineListener,
+        backfill_ended: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
+        #: Called when a backfilled run's fire was queued again for its retry (it may start now).
+        self.backfill_ended = backfill_ended
         #: Told of each retry planned (the engine's current listener: tests replace it on a live engine).
         self.listener = listener
         self.settings = settings
@@ -113,6 +116,7 @@ class FollowUps:
             else:
                 # Its retry is due when the backfill's queue takes it again: no time to tell.
                 self.listener().retries_planned([Finish(claim, outcome, None, started_at=started_at)])
+                self.backfill_ended()
                 return None  # ended and queued again, or no longer running: nothing more to write
         # finished_at None: the store writes the end by its own clock (Store.end_attempt).
         return Finish(claim, outcome, None, started_at=started_at)

@@ -78,7 +78,9 @@ class Housekeeping:
         self._backfills = backfills
         self._backfilling = False
         if backfills is not None:
-            # Every second while there is backfill work, else as often as the reap: a backfill
+            # The fallback look (the end of one of this node's backfilled runs takes the next at
+            # once, Engine.tick): every second while there is backfill work, for ends it does not
+            # see (another node's, the schedule's own run), else as often as the reap: a backfill
             # queued on an idle cluster starts within a reap interval.
             self.services.append(Service("backfill", settings.reap_interval, self.backfill, after=self._backfill_after))
         self.pruner: HistoryPruner | None = None

@@ -95,6 +95,7 @@ class Engine:
             lead=settings.lookahead / 2,
             max_batch=settings.batch_size,
             idle=lambda: not self.in_flight and self.nothing_due_within(settings.end_batch_window),
+            backfill_ended=lambda: self.backfills.ended(),
         )
         self.housekeeping = Housekeeping(
             store, settings, self.tracked_claims, monotonic, manager, backfills=lambda: self.backfills.run()
@@ -108,6 +109,7 @@ class Engine:
             retries=self.retries,
             next_fires=NextFires(manager),
             listener=lambda: self.listener,
+            backfill_ended=lambda: self.backfills.ended(),
         )
         self.runs = Runs(
             settings=settings,
@@ -343,6 +345,16 @@ class Engine:
             self.runs.write_ends()
         if not healthy:
             return False
+        busy = self.claim_due()
+        if not busy:
+            # After the schedules' own due fires, and only when they left no backlog (a full
+            # batch): live work first, a backfill takes what is left (docs/cluster.md#backfill).
+            with self.watch.step("taking backfilled fires"):
+                self.backfills.run_if_wanted()
+        return busy
+
+    def claim_due(self) -> bool:
+        """Claim and dispatch what is due (part of :meth:`tick`); True when a full batch was claimed."""
         room = self.settings.max_in_flight - len(self.in_flight) - len(self.held_fires) - len(self.fenced_starts)
         if room <= 0 or not self.gate.is_open():
             return False

@@ -238,6 +238,7 @@ class Runs:
 
     def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:
         monotonic = self.clock.monotonic
+        backfill = flight.claim.backfill
 
         def on_done(outcome: Outcome) -> None:
             arrived = monotonic()
@@ -245,7 +246,9 @@ class Runs:
             # Reads of the loop's state from an executor thread: while the loop sleeps it changes
             # none of it; while it runs a pass (_looks_by 0) it collects the outcome anyway.
             last = self._quiet and self._done.qsize() >= len(self.in_flight)
-            if last or self._looks_by > arrived + self.ends.window:
+            # A backfilled run's end wakes the loop at once: the backfill's next fire waits for
+            # it (backfills.py), and its end is written on its own anyway (EndWriter).
+            if last or backfill or self._looks_by > arrived + self.ends.window:
                 self._wake.set()
 
         return on_done

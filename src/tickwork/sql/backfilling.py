@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, func, select, update
+from sqlalchemy import Connection, bindparam, case, delete, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import ScheduleNotFoundError
-from ..structures import Claim, Outcome, backfill_takeable, check_backfill_overlap, refuse_future_backfill
+from ..structures import Claim, Outcome, Overlap, backfill_takeable, check_backfill_overlap, refuse_future_backfill
 from ..structures import cap_error as cap
 from . import bulk
 from .retry import transient_retry
@@ -74,11 +74,18 @@ class Backfilling(SQLCore):
         # their runs are recorded (the delete's row count decides which node took one).
         with self._tx() as conn:
             first = func.min(backfills.c.scheduled_for)
+            # Only schedules that may start one now: a schedule with a running run waits unless
+            # it has an allow backfill. A pre-filter (each is checked again under its row's lock
+            # below): without it the `limit` schedules with the earliest queued fires are the ones
+            # whose backfill is running, and a node that looks as a run ends takes nothing.
+            runs_beside = func.max(case((backfills.c.overlap == Overlap.ALLOW.value, 1), else_=0)) == 1
+            running = exists().where(runs.c.schedule_id == backfills.c.schedule_id, runs.c.status == "running")
             waiting = (
                 select(backfills.c.schedule_id)
                 .join(schedules, schedules.c.id == backfills.c.schedule_id)
                 .where(backfills.c.scheduled_for <= self.now_expr())
                 .group_by(backfills.c.schedule_id)
+                .having(or_(runs_beside, ~running))
                 .order_by(first, backfills.c.schedule_id)
                 .limit(limit)
             )

@@ -52,6 +52,23 @@ class BackfillOverlapContract:
         [taken] = store.take_backfills("n1", limit=10, buckets=None)
         assert taken.scheduled_for == times[0]
 
+    def test_a_schedule_whose_backfill_runs_does_not_use_up_the_limit(self, store: Store) -> None:
+        """A node looks at the queue as each of its backfilled runs ends, often with room for
+        one: the schedules whose buffered fire is running (their queued fires the earliest) must
+        not take that room from one that may start now."""
+        early = _hourly(store, "running-early")
+        later = [t + timedelta(minutes=30) for t in _hourly(store, "waiting-later")]
+        store.queue_backfill("running-early", early)
+        store.queue_backfill("waiting-later", later)
+        [first] = store.take_backfills("n1", limit=1, buckets=None)
+        assert first.spec.name == "running-early"
+        [second] = store.take_backfills("n1", limit=1, buckets=None)
+        assert (second.spec.name, second.scheduled_for) == ("waiting-later", later[0])
+        assert store.take_backfills("n1", limit=1, buckets=None) == []  # both running
+        store.end_attempt(second, OK)
+        [third] = store.take_backfills("n1", limit=1, buckets=None)
+        assert (third.spec.name, third.scheduled_for) == ("waiting-later", later[1])
+
     def test_an_allow_backfill_is_taken_at_once_or_up_to_max_concurrent(self, store: Store) -> None:
         times = _hourly(store, "wide")
         assert store.queue_backfill("wide", times, overlap="allow") == times
