@@ -48,6 +48,18 @@ def registered_store(plugin: str, **options: Any) -> SQLStore:
     return store
 
 
+#: The tables a scratch database is emptied of between cells (ids from 1 again): the schedules and
+#: every table pointing at them, the nodes.
+SCRATCH_TABLES = (
+    "tickwork_runs",
+    "tickwork_backfills",
+    "tickwork_health_announcements",
+    "tickwork_schedule_versions",
+    "tickwork_schedules",
+    "tickwork_nodes",
+)
+
+
 @dataclass(frozen=True)
 class Armed:
     """Schedules made due: ``t0`` is the due instant, ``db_now`` the database clock when armed."""
@@ -380,9 +392,9 @@ class PostgresScratch(Scratch):
                 "postgresql+psycopg://" + self.url.split("://", 1)[1], pool_size=2, pre_ping=True
             )
         with self.engine.begin() as conn:
-            conn.execute(
-                text("TRUNCATE tickwork_runs, tickwork_backfills, tickwork_schedules, tickwork_nodes RESTART IDENTITY")
-            )
+            # Every table that points at the schedules too: PostgreSQL refuses to truncate a table
+            # a foreign key of an untruncated one references.
+            conn.execute(text(f"TRUNCATE {', '.join(SCRATCH_TABLES)} RESTART IDENTITY"))
 
     def store_options(self) -> dict[str, Any]:
         return {"url": self.url}
@@ -471,7 +483,7 @@ class MySQLScratch(Scratch):
             # TRUNCATE (ids from 1 again) is refused on a table a foreign key points at, unless
             # the checks are off for this session.
             conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
-            for table in ("tickwork_runs", "tickwork_backfills", "tickwork_schedules", "tickwork_nodes"):
+            for table in SCRATCH_TABLES:
                 conn.execute(text(f"TRUNCATE TABLE {table}"))
             conn.execute(text("SET FOREIGN_KEY_CHECKS = 1"))
 
