@@ -383,6 +383,8 @@ class PostgresScratch(Scratch):
                 "postgresql+psycopg://" + self.url.split("://", 1)[1], pool_size=2, pre_ping=True
             )
         with self.engine.begin() as conn:
+            # Every table that points at the schedules too: PostgreSQL refuses to truncate a table
+            # a foreign key of an untruncated one references.
             conn.execute(text(f"TRUNCATE {', '.join(_TABLES)} RESTART IDENTITY"))
 
     def store_options(self) -> dict[str, Any]:

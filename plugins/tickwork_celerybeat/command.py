@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tickwork.admin.api import Admin
+from tickwork.cli.commands.admincommand import operator
 from tickwork.cli.commands.workdir import import_from_working_directory
 from tickwork.errors import ConfigError, DatabaseMissingError, ScheduleExistsError, TickworkError
 from tickwork.plugin import Command, CommandGroup
@@ -82,7 +83,7 @@ class _Import(Command):
                 print(f"tickwork: dry run: nothing was written ({len(specs)} schedules)", file=sys.stderr)
                 return 0
             try:
-                infos = admin.add_many(specs, replace=args.replace)
+                infos = admin.add_many(specs, replace=args.replace, by=operator())
             except ScheduleExistsError as exc:
                 raise TickworkError(
                     f"{exc}; nothing was imported (--replace replaces run-time schedules, --prefix names them apart)"

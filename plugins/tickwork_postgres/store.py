@@ -115,7 +115,7 @@ class PostgresStore(ServerStore):
         # INSERT ... SELECT FROM unnest(arrays): one fixed statement (cached by SQLAlchemy and
         # prepared by psycopg) however many rows; a multi-row VALUES text is rebuilt and re-parsed
         # for every batch (measured: 18 ms per batch of 100, most of it client-side).
-        cols = ("schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status")
+        cols = ("schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status", "version")
         types: tuple[Any, ...] = (
             BigInteger,
             DateTime(timezone=True),
@@ -124,6 +124,7 @@ class PostgresStore(ServerStore):
             Text,
             DateTime(timezone=True),
             Text,
+            Integer,
         )
         src = (
             func.unnest(
@@ -181,6 +182,7 @@ class PostgresStore(ServerStore):
             claimed.c.claim_seq,
             bindparam("claim_node", type_=Text),
             claimed.c.claimed_at,
+            claimed.c.version,
         )
         recorded = (
             postgresql.insert(runs)

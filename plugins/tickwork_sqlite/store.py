@@ -232,6 +232,7 @@ class SQLiteStore(SQLStore):
             schedules.c.claim_seq,
             bindparam("node", type_=Text),
             schedules.c.claimed_at,
+            schedules.c.version,
         ).where(self.operations.one_of(schedules.c.id, "ids"), schedules.c.state == "running")
         return (
             sqlite.insert(runs)

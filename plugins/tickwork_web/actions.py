@@ -219,7 +219,7 @@ def save(admin: Admin, form: ScheduleForm, who: str, address: str, *, creating: 
     """Create or update the schedule of ``form`` and log it; ``None`` when the form has errors
     (an invalid form is logged as refused too: someone tried to change the schedule)."""
     action = "create" if creating else "edit"
-    info = form.save(admin, creating=creating)
+    info = form.save(admin, creating=creating, by=who)
     if info is None:
         reasons = [form.error] if form.error else [f"{k}: {v}" for k, v in form.errors.items()]
         audit(action, form.name or "-", who, address, refused="; ".join(r for r in reasons if r))

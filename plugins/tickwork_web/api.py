@@ -229,8 +229,9 @@ def _written(admin: Admin, action: str, name: str, who: str, address: str, write
 
 
 #: Keyword arguments of the admin API's writes that are not a schedule's fields: the API does not
-#: let a caller replace a schedule through a create or skip the live nodes' executor check.
-NOT_FIELDS = ("replace", "check_nodes")
+#: let a caller replace a schedule through a create, skip the live nodes' executor check or name
+#: another author for the version it writes (``by`` is the token's or session's name).
+NOT_FIELDS = ("replace", "check_nodes", "by")
 
 
 async def _write(
@@ -266,7 +267,9 @@ async def create(request: Request) -> Response:
             return error(400, f"{', '.join(missing)}: required, as text")
         fields = dict(body)
         name, expression, target = fields.pop("name"), fields.pop("expression"), fields.pop("target")
-        return _written(admin, "create", name, who, address, lambda: admin.add(name, expression, target, **fields))
+        return _written(
+            admin, "create", name, who, address, lambda: admin.add(name, expression, target, by=who, **fields)
+        )
 
     return await _write(request, "create", 201, work)
 
@@ -288,7 +291,7 @@ async def update(request: Request) -> Response:
         if "name" in body and body["name"] != name:
             return error(400, "name: a schedule cannot be renamed; create the new one and remove this one")
         fields = {key: value for key, value in body.items() if key != "name"}
-        return _written(admin, "edit", name, who, address, lambda: admin.update(name, **fields))
+        return _written(admin, "edit", name, who, address, lambda: admin.update(name, by=who, **fields))
 
     return await _write(request, "edit", 200, work)
 

@@ -10,7 +10,7 @@ from tickwork.admin import Admin
 from tickwork.admin.info import NodeInfo, ScheduleInfo
 from tickwork.plugin.assembly import build_membership
 from tickwork.scheduling.options import Shown, shown
-from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus, iso_z
+from tickwork.structures import BUCKETS, FAILING, RunRecord, RunStatus, ScheduleVersion, iso_z
 
 from .charts import Chart, chart, window_of
 from .memo import Memo
@@ -22,6 +22,8 @@ from .words import describe
 HISTORY_ROWS = 100
 SKIPPED_ROWS = 20
 NEXT_FIRES = 10
+#: The latest versions of its definition the schedule page lists.
+VERSION_ROWS = 20
 #: Runs a schedule's chart is drawn from (its most recent ones).
 CHART_ROWS = 500
 #: The overall chart's window, and the most runs read for it and for the summary strip.
@@ -48,6 +50,8 @@ class ScheduleDetail:
     chart: Chart | None = None
     #: Why each of ``next_fires`` is not at its trigger's time (a holiday moved it), or ``""``.
     moved: list[str] = field(default_factory=list)
+    #: The versions of its definition, the latest first (at most :data:`VERSION_ROWS`).
+    versions: list[ScheduleVersion] = field(default_factory=list)
 
     @property
     def fires(self) -> list[Fire]:
@@ -107,6 +111,7 @@ def schedule_detail(admin: Admin, name: str, statuses: list[RunStatus]) -> Sched
         last_error=next(iter(admin.history(schedule=name, status=sorted(FAILING), limit=1)), None),
         skipped=admin.history(schedule=name, status=RunStatus.SKIPPED, limit=SKIPPED_ROWS),
         chart=chart(recent, start, end),
+        versions=admin.versions(name)[::-1][:VERSION_ROWS],
     )
 
 
@@ -192,6 +197,7 @@ def detail_json(detail: ScheduleDetail) -> dict[str, Any]:
         "skipped": [run_json(r) for r in detail.skipped],
         "history": [run_json(r) for r in detail.history],
         "fires": [fire_json(f) for f in detail.fires],
+        "versions": [v.as_json() for v in detail.versions],
     }
 
 

@@ -216,15 +216,16 @@ class ScheduleForm:
             self.preview = preview(admin, self.spec, self.now)
         return options
 
-    def save(self, admin: Admin, *, creating: bool) -> ScheduleInfo | None:
-        """Check, then create or update the schedule; ``None`` (with the errors set) if refused."""
+    def save(self, admin: Admin, *, creating: bool, by: str | None = None) -> ScheduleInfo | None:
+        """Check, then create or update the schedule (its version written ``by`` whom); ``None``
+        (with the errors set) if refused."""
         options = self.check(admin, creating=creating)
         if not self.valid:
             return None
         try:
             if creating:
-                return admin.add(self.name, self.expression, self.target, **options)
-            return admin.update(self.name, expression=self.expression, target=self.target, **options)
+                return admin.add(self.name, self.expression, self.target, by=by, **options)
+            return admin.update(self.name, expression=self.expression, target=self.target, by=by, **options)
         except ScheduleExistsError as exc:
             self.errors["name"] = str(exc)
         except TriggerError as exc:

@@ -699,6 +699,9 @@ class Schedule:
     failures: int = 0
     #: The fires it ran (counted for ``max_runs`` only).
     run_count: int = 0
+    #: The number of its current definition (:class:`ScheduleVersion`); 0: not changed since
+    #: before versions were recorded (migration 0014), or a store that keeps none.
+    version: int = 0
 
     @property
     def finished(self) -> bool:
@@ -740,6 +743,9 @@ class Claim:
     run_id: int | None
     attempt: int = 1
     backfill_overlap: str | None = None
+    #: The schedule's version (:class:`ScheduleVersion`) the fire was claimed under: its runs
+    #: record it. ``None``: a store that keeps no versions.
+    version: int | None = None
 
     def __post_init__(self) -> None:
         _check_aware("scheduled_for", self.scheduled_for)
@@ -755,6 +761,7 @@ class Claim:
         claim_seq: int,
         claimed_at: datetime,
         run_id: int | None,
+        version: int | None = None,
     ) -> Claim:
         """A first attempt's claim as the store read it back (its times come aware from the
         store's column type), not checked again: one is built for every fire."""
@@ -769,6 +776,7 @@ class Claim:
                 "run_id": run_id,
                 "attempt": 1,
                 "backfill_overlap": None,
+                "version": version,
             },
         )
 
@@ -981,6 +989,9 @@ class RunRecord:
     #: it started (``celery@host``, an RQ worker's name, ``host:pid`` for Dramatiq); ``None`` for
     #: a run the node ran itself, or a hand-off no worker has started.
     worker: str | None = None
+    #: The schedule's version (:class:`ScheduleVersion`) this run fired under: the definition of
+    #: the schedule when the fire was claimed; ``None`` for runs recorded before versions were.
+    version: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -996,6 +1007,42 @@ class RunRecord:
             "error": split_error(self.error)[0],
             "traceback": split_error(self.error)[1],
             "attempt": self.attempt,
+            "version": self.version,
+        }
+
+
+@dataclass(frozen=True)
+class ScheduleVersion:
+    """One version of a schedule's definition (docs/cli.md#versions): written by the store in
+    the transaction of every write that changes the definition (adds, updates, a declaration's
+    sync, an import, a revert), never by a pause, resume, enable or disable, which change its
+    state.
+
+    :param schedule: the schedule's name
+    :param version: 1, 2, ... per schedule
+    :param at: when it was written (database clock)
+    :param by: who wrote it: an operator's name (the CLI's OS user, the dashboard's token or
+        session name), ``"code"`` for a declaration's sync; ``None`` when the caller named nobody
+    :param changes: each changed field of the definition: ``{"field": {"old": ..., "new": ...}}``
+        (JSON values; ``old`` is ``None`` for a schedule's first version)
+    :param definition: the whole definition after this version, as JSON: what a revert restores
+    """
+
+    schedule: str
+    version: int
+    at: datetime
+    by: str | None
+    changes: dict[str, dict[str, Any]]
+    definition: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "schedule": self.schedule,
+            "version": self.version,
+            "at": iso_z(self.at),
+            "by": self.by,
+            "changes": self.changes,
+            "definition": self.definition,
         }
 
 

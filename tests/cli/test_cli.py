@@ -253,6 +253,7 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
         "failures": 0,
         "run_count": 0,
         "finished": False,
+        "version": 1,
         "pause_after_failures": None,
         "jitter": 0.0,
         "start_at": None,

@@ -25,6 +25,7 @@ from ..structures import (
     SchedulePlan,
     ScheduleSpec,
     ScheduleState,
+    ScheduleVersion,
 )
 
 #: Most history rows :meth:`RunHistory.prune_history` deletes per call (each call one short transaction).
@@ -44,16 +45,23 @@ class ScheduleCatalog(StoreClock):
     admissions, and "run now"."""
 
     @abstractmethod
-    def add(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
-        """Create a schedule.
+    def add(self, spec: ScheduleSpec, next_fire: datetime | None, *, by: str | None = None) -> Schedule:
+        """Create a schedule, at version 1: in the same transaction, record that version
+        (:class:`~tickwork.structures.ScheduleVersion`: its definition and its changes from
+        nothing, by :func:`tickwork.scheduling.versions.changes`) written ``by`` whom.
 
         :raises tickwork.errors.ScheduleExistsError: if the name is taken
         """
 
     @abstractmethod
-    def update(self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True) -> Schedule:
+    def update(
+        self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True, by: str | None = None
+    ) -> Schedule:
         """Replace the definition of an existing schedule and (with ``retime``) set its next fire
-        time; ``retime=False`` keeps the stored one (``next_fire`` is then ignored).
+        time; ``retime=False`` keeps the stored one (``next_fire`` is then ignored). When the
+        definition (:func:`tickwork.scheduling.versions.definition`) changes, the schedule moves
+        to its next version, recorded in the same transaction with its changes, ``by`` whom;
+        ``enabled`` alone is state and makes none.
 
         A claim in flight is left alone, its claim and start state included: the run ends
         normally under its fence. A next fire set while a claim holds the schedule takes effect
@@ -110,8 +118,11 @@ class ScheduleCatalog(StoreClock):
         self,
         plan: Callable[[Sequence[Schedule]], SchedulePlan],
         next_fire: Callable[[ScheduleSpec, datetime], datetime | None],
+        *,
+        by: str | None = None,
     ) -> SchedulePlan:
-        """Write many schedules at once (deployment sync, ``Admin.add_many``).
+        """Write many schedules at once (deployment sync, ``Admin.add_many``); each created or
+        changed definition is a version written ``by`` whom (as :meth:`add` and :meth:`update`).
 
         ``plan`` is called once with every stored schedule and returns what to write; it may
         raise to write nothing. ``next_fire(spec, now)`` gives the first fire of a created or
@@ -126,17 +137,26 @@ class ScheduleCatalog(StoreClock):
         """
         applied = plan(self.list_schedules())
         for spec in applied.create:
-            self.add(spec, next_fire(spec, self.now()))
+            self.add(spec, next_fire(spec, self.now()), by=by)
         for spec in applied.update:
-            self.update(spec, None, retime=False)
+            self.update(spec, None, retime=False, by=by)
         for spec in applied.retrigger:
-            self.update(spec, next_fire(spec, self.now()))
+            self.update(spec, next_fire(spec, self.now()), by=by)
         for name in applied.remove:
             try:
                 self.remove(name)
             except ScheduleNotFoundError:
                 continue  # removed by another node writing the same plan
         return applied
+
+    def versions(self, name: str) -> list[ScheduleVersion]:
+        """The versions of schedule ``name``'s definition, oldest first (``tickwork jobs
+        versions``). A schedule stored before versions were recorded has none until it changes.
+
+        :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
+        :raises NotImplementedError: a store that keeps no versions (the default)
+        """
+        raise NotImplementedError(f"{type(self).__name__} keeps no schedule versions")
 
     def next_pause_end(self) -> float | None:
         """Seconds from the database clock until the earliest end of a pause (``until``; zero or

@@ -60,6 +60,9 @@ class ScheduleInfo:
     #: The fires it ran (counted only with ``max_runs``); ``finished``: it ran them all.
     run_count: int = 0
     finished: bool = False
+    #: The number of its current definition (:meth:`tickwork.Admin.versions`); 0: unchanged
+    #: since before versions were recorded.
+    version: int = 0
 
     @classmethod
     def of(cls, schedule: Schedule, last_run: RunRecord | None, health: ScheduleHealth | None = None) -> ScheduleInfo:
@@ -80,6 +83,7 @@ class ScheduleInfo:
             failures=schedule.failures,
             run_count=schedule.run_count,
             finished=schedule.finished,
+            version=schedule.version,
         )
 
     @property
@@ -175,6 +179,7 @@ class ScheduleInfo:
             "failures": self.failures,
             "run_count": self.run_count,
             "finished": self.finished,
+            "version": self.version,
             # The rarer options, every one (``null``: unset), each written by its own codec.
             **spec_json(self.spec),
         }

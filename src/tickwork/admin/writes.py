@@ -47,9 +47,11 @@ class ScheduleWrites:
         *,
         replace: bool = False,
         check_nodes: bool = True,
+        by: str | None = None,
         **options: Unpack[ScheduleOptions],
     ) -> ScheduleInfo:
-        """Validate and create a run-time schedule, first due at its next fire after now.
+        """Validate and create a run-time schedule, first due at its next fire after now: its
+        version 1, written ``by`` whom (an operator's name, kept with the version).
 
         The options are a schedule's (:data:`~tickwork.scheduling.options.OPTIONS`, the same as
         ``tickwork jobs add`` and schedule files take): ``kind`` (recognised from ``expression``
@@ -69,7 +71,7 @@ class ScheduleWrites:
         :raises tickwork.ConfigError, tickwork.TriggerError, tickwork.ExecutorError: invalid input
         :raises TypeError: for a keyword that is no option
         """
-        return self._write(self.spec(name, expression, target, check_nodes=check_nodes, **options), replace)
+        return self._write(self.spec(name, expression, target, check_nodes=check_nodes, **options), replace, by)
 
     def add_many(
         self,
@@ -78,6 +80,7 @@ class ScheduleWrites:
         replace: bool = False,
         check_nodes: bool = True,
         live: LiveExecutors | None = None,
+        by: str | None = None,
     ) -> builtins.list[ScheduleInfo]:
         """Add several schedules: each a :class:`ScheduleSpec` or a dict of :meth:`add`'s
         arguments. All are validated first, then written in one transaction with batched
@@ -86,6 +89,7 @@ class ScheduleWrites:
         :param check_nodes: as :meth:`add` takes it
         :param live: the live nodes to check against, as read once by :meth:`live_executors`
             (default: read now)
+        :param by: who writes them, kept with each version written (``jobs add --from``, an import)
         :raises tickwork.ScheduleExistsError: if a name is taken (and not ``replace``); nothing
             is written
         """
@@ -102,11 +106,11 @@ class ScheduleWrites:
         duplicates = sorted(n for n, c in counts.items() if c > 1)
         if duplicates:
             raise ConfigError(f"add_many: schedule names given more than once: {', '.join(duplicates)}")
-        written = schedules.add_many(self.store(write=True), checked, self.manager, replace=replace)
+        written = schedules.add_many(self.store(write=True), checked, self.manager, replace=replace, by=by)
         last = self.store().last_runs([s.id for s in written]) if replace else {}
         return [ScheduleInfo.of(s, last.get(s.id)) for s in written]
 
-    def _write(self, spec: ScheduleSpec, replace: bool) -> ScheduleInfo:
+    def _write(self, spec: ScheduleSpec, replace: bool, by: str | None) -> ScheduleInfo:
         store = self.store(write=True)
         if replace:
             try:
@@ -119,11 +123,13 @@ class ScheduleWrites:
                         f"schedule {spec.name!r} is declared in {current.spec.module}; "
                         "change the declaration, not the stored copy"
                     )
-                return self._info(schedules.update(store, spec, self.manager, recompute=True))
-        return self._info(schedules.add(store, spec, self.manager))
+                return self._info(schedules.update(store, spec, self.manager, recompute=True, by=by))
+        return self._info(schedules.add(store, spec, self.manager, by=by))
 
-    def update(self, name: str, *, check_nodes: bool = True, **fields: Any) -> ScheduleInfo:
-        """Change some fields of a schedule (the names :meth:`add` takes) and keep the rest.
+    def update(self, name: str, *, check_nodes: bool = True, by: str | None = None, **fields: Any) -> ScheduleInfo:
+        """Change some fields of a schedule (the names :meth:`add` takes) and keep the rest. A
+        change of its definition is its next version, written ``by`` whom; ``enabled`` alone
+        (state) makes none.
 
         The next fire time is recomputed from now when the trigger (expression, kind, zone)
         changes or the schedule is enabled; otherwise it is kept, so a pending "run now" stays.
@@ -145,7 +151,7 @@ class ScheduleWrites:
         spec = self.spec(name, module=current.module, check_nodes=check_nodes, **merged)
         trigger_changed = spec.times_key != current.times_key  # the trigger, or jitter, bounds, also, exclude
         recompute = trigger_changed or (spec.enabled and not current.enabled)
-        return self._info(schedules.update(store, spec, self.manager, recompute=recompute))
+        return self._info(schedules.update(store, spec, self.manager, recompute=recompute, by=by))
 
     def enable(self, name: str) -> ScheduleInfo:
         """Enable a schedule; its next fire is computed from now (time spent disabled is not caught up)."""

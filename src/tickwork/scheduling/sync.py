@@ -15,6 +15,7 @@ from ..structures import Pause, Schedule, SchedulePlan, ScheduleSpec
 from .declare import DeclaredJob
 from .firetimes import fire_times
 from .triggers import check_period, get_trigger
+from .versions import CODE
 
 log = logging.getLogger("tickwork.schedules")
 
@@ -26,30 +27,39 @@ def first_fire(spec: ScheduleSpec, now: datetime, manager: PluginManager | None 
     return fire_times(spec, manager).next_after(now)
 
 
-def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None) -> Schedule:
-    """Validate the trigger and create the schedule, first due at its next fire after now."""
+def add(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None, *, by: str | None = None) -> Schedule:
+    """Validate the trigger and create the schedule, first due at its next fire after now
+    (version 1, written ``by`` whom)."""
     next_fire = first_fire(spec, store.now(), manager) if spec.enabled else None
-    return store.add(spec, next_fire)
+    return store.add(spec, next_fire, by=by)
 
 
-def update(store: Store, spec: ScheduleSpec, manager: PluginManager | None = None, *, recompute: bool) -> Schedule:
-    """Replace a schedule's definition. With ``recompute`` (a new trigger, or enabling) the next
-    fire is the first after now; otherwise the stored one is kept, so a pending "run now" stays."""
+def update(
+    store: Store, spec: ScheduleSpec, manager: PluginManager | None = None, *, recompute: bool, by: str | None = None
+) -> Schedule:
+    """Replace a schedule's definition (a new version when it changed, written ``by`` whom).
+    With ``recompute`` (a new trigger, or enabling) the next fire is the first after now;
+    otherwise the stored one is kept, so a pending "run now" stays."""
     stored = store.get(spec.name)
     if not spec.enabled or _finished(stored.run_count, spec):
         # Checked as an enabled one is (a trigger whose exclusions match every fire, one firing
         # less than a second apart): refused now, not when it is enabled or its pause expires,
         # where it would fail the node's resume of every expired pause with it.
         first_fire(spec, store.now(), manager)
-        return store.update(spec, None)
+        return store.update(spec, None, by=by)
     if recompute or stored.next_fire is None:
-        return store.update(spec, first_fire(spec, store.now(), manager))
+        return store.update(spec, first_fire(spec, store.now(), manager), by=by)
     # Kept by the store, not written back from this read: a run may have ended meanwhile.
-    return store.update(spec, None, retime=False)
+    return store.update(spec, None, retime=False, by=by)
 
 
 def add_many(
-    store: Store, specs: Sequence[ScheduleSpec], manager: PluginManager | None = None, *, replace: bool = False
+    store: Store,
+    specs: Sequence[ScheduleSpec],
+    manager: PluginManager | None = None,
+    *,
+    replace: bool = False,
+    by: str | None = None,
 ) -> list[Schedule]:
     """Create run-time schedules in one :meth:`Store.write_schedules` call: all or none.
 
@@ -95,7 +105,7 @@ def add_many(
             )
         return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
 
-    store.write_schedules(plan, _first_fires(manager, counts))
+    store.write_schedules(plan, _first_fires(manager, counts), by=by)
     return _read_back(store, [spec.name for spec in specs])
 
 
@@ -222,7 +232,8 @@ def sync_module(
     - changed definitions are updated; the next fire time is kept unless the trigger changed, so
       a restart never double-fires;
     - ``enabled`` is run-time state: a declared job disabled from the CLI stays disabled;
-    - stored schedules of this module (or its submodules) that are no longer declared are removed.
+    - stored schedules of this module (or its submodules) that are no longer declared are removed;
+    - each created or changed definition is a version written by ``"code"``.
 
     Everything is compared in memory and written with :meth:`Store.write_schedules` (batched
     statements in one transaction for the SQL stores).
@@ -268,11 +279,11 @@ def sync_module(
     next_fire = _first_fires(manager, counts)
 
     try:
-        store.write_schedules(plan, next_fire)
+        store.write_schedules(plan, next_fire, by=CODE)
     except ScheduleExistsError:
         # A store without a serializing lock, and another node created some of these names
         # between our read and our write: plan again from what it wrote.
-        store.write_schedules(plan, next_fire)
+        store.write_schedules(plan, next_fire, by=CODE)
     log.info(
         "synced %s: %d created, %d updated, %d unchanged, %d removed",
         module,

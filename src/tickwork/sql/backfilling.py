@@ -193,6 +193,8 @@ class Backfilling(SQLCore):
             "node": node_id,
             "started_at": now,
             "status": "running",
+            # The definition the schedule has as the backfilled fire starts.
+            "version": select(schedules.c.version).where(schedules.c.id == schedule_id).scalar_subquery(),
         }
         if self.features.insert_ignore_returning:
             # A fire recorded meanwhile is skipped by the insert: no id comes back.

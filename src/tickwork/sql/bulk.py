@@ -4,16 +4,16 @@ transaction per schedule (20,000 declared jobs took ~110 s on PostgreSQL that wa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Boolean, Connection, bindparam, case, delete, select, update
+from sqlalchemy import Boolean, Connection, Integer, bindparam, case, delete, select, update
 
 from ..errors import ScheduleExistsError
 from ..structures import ScheduleSpec
 from .rows import next_fire_values
-from .schema import UTCDateTime, backfills, runs, schedules
+from .schema import UTCDateTime, backfills, runs, schedule_versions, schedules
 
 if TYPE_CHECKING:
     from .storecore import SQLCore
@@ -45,7 +45,10 @@ def insert_schedules(
     for batch in chunks(sorted(specs, key=lambda s: s.name)):
         # Read per batch: fire times are computed from the clock at the moment they are written.
         now = clock(store, conn)
-        rows = [values(s) | {"next_fire": next_fire(s, now), "created_at": now, "updated_at": now} for s in batch]
+        rows = [
+            values(s) | {"next_fire": next_fire(s, now), "created_at": now, "updated_at": now, "version": 1}
+            for s in batch
+        ]
         conn.execute(stmt, rows)
         wanted = {s.name: s.module for s in batch}
         found = conn.execute(select(schedules.c.name, schedules.c.module).where(schedules.c.name.in_(list(wanted))))
@@ -60,9 +63,12 @@ def update_schedules(
     specs: Sequence[ScheduleSpec],
     next_fire: NextFire | None,
     values: Callable[..., dict[str, Any]],
+    changed: Collection[str] = (),
 ) -> None:
     """Replace the definitions of ``specs``: next fire recomputed when ``next_fire`` is given,
-    kept otherwise. One executemany per batch; rows already removed are skipped."""
+    kept otherwise; the schedules named in ``changed`` (their definition changed) move to their
+    next version (:mod:`.versioning` records it). One executemany per batch; rows already
+    removed are skipped."""
     if not specs:
         return
     columns = list(values(specs[0]))
@@ -75,6 +81,7 @@ def update_schedules(
         .values(
             {c: bindparam(f"b_{c}") for c in columns}
             | {"updated_at": store.now_expr(), "fault": None, "fault_kind": None}
+            | {"version": schedules.c.version + bindparam("b_version_step", type_=Integer)}
             | _pause_cleared_if_enabled()
             | retimed
         )
@@ -84,6 +91,7 @@ def update_schedules(
         rows = []
         for spec in batch:
             row = {f"b_{k}": v for k, v in values(spec).items()} | {"b_key": spec.name}
+            row["b_version_step"] = 1 if spec.name in changed else 0
             if next_fire is not None:
                 row["b_next_fire"] = next_fire(spec, now)
             rows.append(row)
@@ -110,4 +118,6 @@ def delete_schedules(conn: Connection, names: Sequence[str]) -> None:
         # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
         conn.execute(delete(runs).where(runs.c.schedule_id.in_(ids.scalar_subquery())))
         conn.execute(delete(backfills).where(backfills.c.schedule_id.in_(ids.scalar_subquery())))
+        # Explicit for the same reason; versioning.forget's twin (it imports this module).
+        conn.execute(delete(schedule_versions).where(schedule_versions.c.schedule_id.in_(ids.scalar_subquery())))
         conn.execute(delete(schedules).where(schedules.c.name.in_(list(batch))))

@@ -10,6 +10,7 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Float,
+    Integer,
     Select,
     Update,
     bindparam,
@@ -187,6 +188,7 @@ class Claiming(SQLCore):
                     # A fire claimed ahead of its time has not started yet.
                     "started_at": None if r["next_fire"] > r["claimed_at"] else r["claimed_at"],
                     "status": "running",
+                    "version": r["version"],
                 }
                 for r in need
             ]
@@ -205,6 +207,7 @@ class Claiming(SQLCore):
                     claim_seq=r["claim_seq"],
                     claimed_at=r["claimed_at"],
                     run_id=run_ids.get(r["id"]),
+                    version=r["version"],
                 )
             )
         claims.sort(key=lambda c: (c.scheduled_for, c.schedule_id))
@@ -302,6 +305,7 @@ class Claiming(SQLCore):
             literal(node_id),
             self.now_expr(),
             literal("running"),
+            literal(claim.version, Integer),
         ).where(
             schedules.c.id == claim.schedule_id,
             schedules.c.claim_seq == claim.claim_seq,
@@ -316,7 +320,8 @@ class Claiming(SQLCore):
             run_id = conn.execute(
                 self.insert_ignore(runs)
                 .from_select(
-                    ["schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status"], fenced
+                    ["schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status", "version"],
+                    fenced,
                 )
                 .returning(runs.c.id)
             ).scalar()
@@ -357,6 +362,7 @@ class Claiming(SQLCore):
                 "node": node_id,
                 "started_at": now,
                 "status": "running",
+                "version": claim.version,
             }
             # A plain INSERT in a savepoint: a duplicate fails only this statement, and tells
             # "already recorded" apart from "inserted", which an upsert's row count does not

@@ -137,6 +137,7 @@ class Concurrency(Ending):
                         "status": RunStatus.SKIPPED.value,
                         "finished_at": claim.claimed_at,
                         "error": cap(reason),
+                        "version": claim.version,
                     }
                     for at, reason in admission.skipped
                 ],

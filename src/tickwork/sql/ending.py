@@ -196,6 +196,7 @@ class Ending(Pausing):
                     "status": RunStatus.SKIPPED.value,
                     "finished_at": f.finished_at or f.claim.claimed_at,
                     "error": reason,
+                    "version": f.claim.version,
                 }
                 for f in finishes
                 if f.claim.schedule_id in landed

@@ -14,7 +14,7 @@ from ..structures import FAILING, PAUSED_BY_TICKWORK, Finish, Pause, RunStatus, 
 from ..structures import cap_error as cap
 from .retry import transient_retry
 from .rows import next_fire_values, schedule_from_row
-from .schema import UTCDateTime, backfills, runs, schedules
+from .schema import UTCDateTime, backfills, runs, schedule_versions, schedules
 from .storecore import SQLCore
 
 #: A resumed (enabled) schedule keeps no pause and counts its failures afresh.
@@ -109,12 +109,12 @@ class Pausing(SQLCore):
         removed = [e for e, f in zip(ends, ran, strict=True) if f.claim.spec.on_finish.removes]
         if kept:
             conn.execute(self._statement("runs/finish", self._finish_statement), kept)
-        for table in (runs, backfills):
+        for table in (runs, backfills, schedule_versions):
             if removed:
                 conn.execute(self._remove_finished(table), removed)
         if removed:
             conn.execute(self._remove_finished(schedules), removed)
-        self.statements += 1 + bool(kept) + 3 * bool(removed)
+        self.statements += 1 + bool(kept) + 4 * bool(removed)
 
     @staticmethod
     def _run_count_statement() -> Update:

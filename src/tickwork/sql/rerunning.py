@@ -97,6 +97,7 @@ class Rerunning(SQLCore):
             "node": node_id,
             "started_at": now,
             "status": RunStatus.RUNNING.value,
+            "version": claim.version,
         }
         self.statements += 1
         # A plain INSERT in a savepoint: a duplicate fails only this statement (the uniqueness

@@ -130,6 +130,7 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
         else Pause(row.paused_note, by=row.paused_by, at=row.paused_at, until=row.paused_until),
         failures=row.failures,
         run_count=row.run_count,
+        version=row.version,
     )
 
 
@@ -146,6 +147,7 @@ def run_record(r: Row[Any]) -> RunRecord:
         error=r.error,
         attempt=r.attempt,
         worker=r.worker,
+        version=r.version,
     )
 
 

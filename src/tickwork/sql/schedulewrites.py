@@ -31,7 +31,7 @@ from ..structures import (
     SchedulePlan,
     ScheduleSpec,
 )
-from . import bulk
+from . import bulk, versioning
 from .pausing import PAUSE_CLEARED, pause_values
 from .retry import transient_retry
 from .rows import next_fire_values, schedule_from_row, spec_values
@@ -52,20 +52,23 @@ class ScheduleWriting(SQLCore):
             return None
         return conn.execute(select(schedules).where(schedules.c.name == name)).first()
 
-    def add(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+    def add(self, spec: ScheduleSpec, next_fire: datetime | None, *, by: str | None = None) -> Schedule:
         now = self.now_expr()
-        values = spec_values(spec) | {"next_fire": next_fire, "created_at": now, "updated_at": now}
+        values = spec_values(spec) | {"next_fire": next_fire, "created_at": now, "updated_at": now, "version": 1}
         returning = self.features.insert_returning
         try:
             with self._tx() as conn:
                 row = self._written(conn, insert(schedules).values(**values), spec.name, returning)
                 assert row is not None
+                versioning.record(self, conn, versioning.diffs([(spec, None)]), by)
                 self._notify(conn)
         except IntegrityError as exc:
             raise ScheduleExistsError(spec.name) from exc
         return schedule_from_row(row)
 
-    def update(self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True) -> Schedule:
+    def update(
+        self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True, by: str | None = None
+    ) -> Schedule:
         # A new definition is a fix: a parked schedule fires again. A next fire chosen while a
         # claim holds the row waits for the claim's release (next_fire_values).
         values = spec_values(spec) | {"updated_at": self.now_expr(), "fault": None, "fault_kind": None}
@@ -74,10 +77,19 @@ class ScheduleWriting(SQLCore):
         if spec.enabled:
             values |= PAUSE_CLEARED  # enabled: no longer paused
         with self._tx() as conn:
+            # The definition it replaces, locked until the version is written: two writers at
+            # once number their versions one after the other.
+            before = conn.execute(select(schedules).where(schedules.c.name == spec.name).with_for_update()).first()
+            if before is None:
+                raise ScheduleNotFoundError(spec.name)
+            changed = versioning.diffs([(spec, schedule_from_row(before).spec)])
+            if changed:
+                values |= {"version": schedules.c.version + 1}
             write = update(schedules).where(schedules.c.name == spec.name).values(**values)
             row = self._written(conn, write, spec.name, self.features.update_returning)
             if row is None:
                 raise ScheduleNotFoundError(spec.name)
+            versioning.record(self, conn, changed, by)
             self._notify(conn)
         return schedule_from_row(row)
 
@@ -86,6 +98,8 @@ class ScheduleWriting(SQLCore):
         self,
         plan: Callable[[Sequence[Schedule]], SchedulePlan],
         next_fire: Callable[[ScheduleSpec, datetime], datetime | None],
+        *,
+        by: str | None = None,
     ) -> SchedulePlan:
         # One transaction: the plan is made from rows that cannot change before it is written
         # (the dialect's lock serializes two nodes starting at once), and a refused plan writes
@@ -95,10 +109,15 @@ class ScheduleWriting(SQLCore):
                 self.lock_schedule_writes(conn)
                 stored = [schedule_from_row(r) for r in conn.execute(select(schedules).order_by(schedules.c.name))]
                 applied = plan(stored)
+                before = {s.name: s.spec for s in stored}
+                written: list[tuple[ScheduleSpec, ScheduleSpec | None]] = [(s, None) for s in applied.create]
+                written += [(s, before.get(s.name)) for s in (*applied.update, *applied.retrigger)]
+                changed = versioning.diffs(written)
                 bulk.insert_schedules(self, conn, applied.create, next_fire, spec_values)
-                bulk.update_schedules(self, conn, applied.update, None, spec_values)
-                bulk.update_schedules(self, conn, applied.retrigger, next_fire, spec_values)
+                bulk.update_schedules(self, conn, applied.update, None, spec_values, changed)
+                bulk.update_schedules(self, conn, applied.retrigger, next_fire, spec_values, changed)
                 bulk.delete_schedules(conn, applied.remove)
+                versioning.record(self, conn, changed, by)
                 if applied.create or applied.update or applied.retrigger or applied.remove:
                     self._notify(conn)
         except IntegrityError as exc:
@@ -139,6 +158,7 @@ class ScheduleWriting(SQLCore):
             # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
             conn.execute(delete(runs).where(runs.c.schedule_id == schedule_id))
             conn.execute(delete(backfills).where(backfills.c.schedule_id == schedule_id))
+            versioning.forget(conn, [schedule_id])
             conn.execute(delete(schedules).where(schedules.c.id == schedule_id))
             self._notify(conn)
 

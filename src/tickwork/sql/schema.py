@@ -152,6 +152,9 @@ schedules = Table(
     Column("paused_by", String(200), nullable=True),
     Column("paused_at", UTCDateTime, nullable=True),
     Column("paused_until", UTCDateTime, nullable=True),
+    # The number of the current definition (tickwork_schedule_versions; migration 0014), 0 for a
+    # schedule not changed since before versions were recorded. A claim copies it into the run.
+    Column("version", Integer, nullable=False, server_default="0"),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint("state IN ('idle', 'running')", name="state"),
@@ -215,6 +218,9 @@ runs = Table(
     # The queue worker that reported a hand-off started (Celery's ``celery@host``, ...): set only
     # by a worker's report (sql/handoffs.py), NULL for every run a node ran itself.
     Column("worker", String(200), nullable=True),
+    # The schedule's version the run fired under (copied from the schedule row by the claim);
+    # NULL for runs recorded before migration 0014.
+    Column("version", Integer, nullable=True),
     # Invariant 1 of docs/claim-protocol.md, enforced by the database itself.
     UniqueConstraint("schedule_id", "scheduled_for", "attempt", name="uq_tickwork_runs_fire"),
     CheckConstraint(
@@ -302,6 +308,27 @@ health_announcements = Table(
     Column("since", UTCDateTime, nullable=False),
     Column("announced_at", UTCDateTime, nullable=False),
     Column("version", BigInteger, nullable=False, server_default="0"),
+)
+
+# Every definition a schedule had (docs/cli.md#versions): written in the transaction of the write
+# that changed it (sql/versioning.py), deleted with the schedule. `changes` holds the changed
+# fields (old and new), `definition` the whole definition after it (what a revert restores).
+schedule_versions = Table(
+    "tickwork_schedule_versions",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column(
+        "schedule_id",
+        Id,
+        ForeignKey("tickwork_schedules.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("created_by", String(200), nullable=True),
+    Column("changes", JSON, nullable=False),
+    Column("definition", JSON, nullable=False),
+    UniqueConstraint("schedule_id", "version", name="uq_tickwork_schedule_versions_version"),
 )
 
 nodes = Table(

@@ -23,6 +23,7 @@ one job each:
 - :mod:`.rerunning`: reruns of fires abandoned with their node (``on_abandon = "rerun"``).
 - :mod:`.concurrency`: admitting fires under ``max_concurrent`` and concurrency keys.
 - :mod:`.healthrecords`: the announced health states and the whole failure streak of a schedule.
+- :mod:`.versioning`: the versions of schedules' definitions (written with each write, read back).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from .retry import transient_retry
 from .rows import UNHELD, next_fire_values, schedule_from_row, spec_from_row, spec_values, utcnow
 from .schedulewrites import ScheduleWriting
 from .storecore import SQLCore
+from .versioning import ScheduleVersions
 
 
 class SQLStore(
@@ -55,6 +57,7 @@ class SQLStore(
     Backfilling,
     Rerunning,
     HealthRecordsSQL,
+    ScheduleVersions,
 ):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""

@@ -112,7 +112,7 @@ class MemoryStore(
                         started_at=None if row.next_fire > now else now,
                     )
                 )
-                claims.append(Claim(row.id, row.spec, row.next_fire, row.claim_seq, now, run_id))
+                claims.append(Claim(row.id, row.spec, row.next_fire, row.claim_seq, now, run_id, version=row.version))
             return claims
 
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
@@ -152,6 +152,7 @@ class MemoryStore(
                     status=RunStatus.SKIPPED,
                     finished_at=f.finished_at or f.claim.claimed_at,
                     error=cap_error(reason),
+                    version=f.claim.version,
                 )
             )
         if self._count_run(row, f):
@@ -208,6 +209,7 @@ class MemoryStore(
                 node=node_id,
                 status=RunStatus.RUNNING,
                 started_at=now,
+                version=claim.version,
             )
             return self._insert_run(run)
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..structures import FAILING, PAUSED_BY_TICKWORK, Finish, Pause, RunStatus, failures_note
+from ..structures import FAILING, PAUSED_BY_TICKWORK, Finish, Pause, RunStatus, ScheduleVersion, failures_note
 from .memory_rows import RunRow, ScheduleRow
 
 
@@ -19,6 +19,7 @@ class MemoryCounts:
         _schedules: dict[int, ScheduleRow]
         _by_name: dict[str, int]
         _runs: dict[int, RunRow]
+        _versions: dict[int, list[ScheduleVersion]]
 
         def _delete_run(self, run_id: int) -> None: ...
         def _drop_backfills(self, schedule_id: int) -> None: ...
@@ -57,4 +58,5 @@ class MemoryCounts:
         for run in [r for r in self._runs.values() if r.schedule_id == row.id]:
             self._delete_run(run.id)
         del self._schedules[row.id], self._by_name[row.spec.name]
+        self._versions.pop(row.id, None)
         self._drop_backfills(row.id)

@@ -45,6 +45,8 @@ class ScheduleRow:
     pause: Pause | None = None
     failures: int = 0
     run_count: int = 0
+    #: The number of its current definition (``tickwork_schedules.version``).
+    version: int = 0
 
     def resumed(self) -> None:
         """Enabled: no longer paused, its failures counted afresh."""
@@ -97,6 +99,7 @@ class ScheduleRow:
             pause=self.pause,
             failures=self.failures,
             run_count=self.run_count,
+            version=self.version,
         )
 
 
@@ -114,6 +117,8 @@ class RunRow:
     error: str | None = None
     #: The queue worker that reported a hand-off started (``tickwork_runs.worker``).
     worker: str | None = None
+    #: The schedule's version it fired under (set from the claim, else from the schedule row).
+    version: int | None = None
 
     @property
     def fire(self) -> tuple[int, datetime, int]:
@@ -137,4 +142,5 @@ class RunRow:
             error=self.error,
             attempt=self.attempt,
             worker=self.worker,
+            version=self.version,
         )

@@ -14,6 +14,7 @@ from typing import cast
 from ..abc import Store
 from ..abc.storeroles import PRUNE_BATCH
 from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
+from ..scheduling.versions import changes, definition
 from ..structures import (
     Claim,
     NodeRecord,
@@ -24,6 +25,7 @@ from ..structures import (
     SchedulePlan,
     ScheduleSpec,
     ScheduleState,
+    ScheduleVersion,
     cap_error,
     utc,
 )
@@ -54,6 +56,8 @@ class MemoryTables:
         #: What each node announced (Store.announce_executors), kept for a record made again.
         self._announced: dict[str, tuple[str, ...]] = {}
         self._wakes: list[Callable[[], None]] = []
+        #: Each schedule's versions (``tickwork_schedule_versions``), by schedule id.
+        self._versions: dict[int, list[ScheduleVersion]] = {}
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -86,6 +90,8 @@ class MemoryTables:
         """Insert unless its fire is already recorded (``ON CONFLICT DO NOTHING``)."""
         if run.fire in self._fires:
             return None
+        if run.version is None:
+            run.version = self._schedules[run.schedule_id].version
         self._runs[run.id] = run
         self._fires[run.fire] = run.id
         return run.id
@@ -122,20 +128,35 @@ class MemoryTables:
 
     # -- schedules --------------------------------------------------------------------------------
 
-    def add(self, spec: ScheduleSpec, next_fire: datetime | None) -> Schedule:
+    def _version(self, row: ScheduleRow, before: ScheduleSpec | None, by: str | None, now: datetime) -> None:
+        """Record ``row``'s new definition as its next version, if it changed from ``before``."""
+        changed = changes(None if before is None else definition(before), definition(row.spec))
+        if not changed:
+            return
+        row.version += 1
+        self._versions.setdefault(row.id, []).append(
+            ScheduleVersion(row.spec.name, row.version, now, by, changed, definition(row.spec))
+        )
+
+    def add(self, spec: ScheduleSpec, next_fire: datetime | None, *, by: str | None = None) -> Schedule:
         with self._tx() as now:
             if spec.name in self._by_name:
                 raise ScheduleExistsError(spec.name)
             row = ScheduleRow(next(self._ids), stored_spec(spec), aware(next_fire), now, now)
             self._schedules[row.id] = row
             self._by_name[spec.name] = row.id
+            self._version(row, None, by, now)
             self._notify()
             return row.public()
 
-    def update(self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True) -> Schedule:
+    def update(
+        self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True, by: str | None = None
+    ) -> Schedule:
         with self._tx() as now:
             row = self._row(spec.name)
+            before = row.spec
             row.spec, row.updated_at, row.fault, row.fault_kind = stored_spec(spec), now, None, None
+            self._version(row, before, by, now)
             if retime:
                 row.choose_next_fire(aware(next_fire))
             if spec.enabled:
@@ -147,11 +168,17 @@ class MemoryTables:
         self,
         plan: Callable[[Sequence[Schedule]], SchedulePlan],
         next_fire: Callable[[ScheduleSpec, datetime], datetime | None],
+        *,
+        by: str | None = None,
     ) -> SchedulePlan:
         # The lock held throughout: two writers are serialized like the SQL store's, and the
         # plan sees exactly the rows it changes. Reentrant, so the row methods can be reused.
         with self._tx():
-            return Store.write_schedules(cast(Store, self), plan, next_fire)
+            return Store.write_schedules(cast(Store, self), plan, next_fire, by=by)
+
+    def versions(self, name: str) -> list[ScheduleVersion]:
+        with self._tx():
+            return list(self._versions.get(self._row(name).id, []))
 
     def get(self, name: str) -> Schedule:
         with self._tx():
@@ -168,6 +195,7 @@ class MemoryTables:
             for run in [r for r in self._runs.values() if r.schedule_id == row.id]:
                 self._delete_run(run.id)
             del self._schedules[row.id], self._by_name[name]
+            self._versions.pop(row.id, None)
             self._drop_backfills(row.id)
             self._notify()
 

@@ -4,6 +4,7 @@ nothing a program cannot."""
 from __future__ import annotations
 
 import argparse
+import getpass
 from abc import abstractmethod
 
 from ...admin.api import Admin
@@ -28,3 +29,12 @@ class AdminCommand(Command):
     @abstractmethod
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
         """Do the command's work; return the exit status."""
+
+
+def operator() -> str | None:
+    """Who runs the command (the OS login name): the ``by`` of a pause, a release and the
+    versions a command writes."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return None

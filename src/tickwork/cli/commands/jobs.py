@@ -9,12 +9,13 @@ from ...config.files import Config
 from ...plugin.command import Command, CommandGroup
 from .jobs_bulk import JobsBackfill, JobsDisable, JobsEnable, JobsPause, JobsRelease, JobsRemove, JobsResume
 from .jobs_edit import JobsAdd, JobsUpdate
+from .jobs_versions import JobsRevert, JobsVersions
 from .jobs_view import JobsList, JobsShow, JobsTrigger
 from .workdir import import_from_working_directory
 
 
 class JobsCommand(CommandGroup):
-    help = "list, show, add, update and remove schedules"
+    help = "list, show, add, update, remove and revert schedules"
     description = "Manage schedules."
     actions: ClassVar[dict[str, type[Command]]] = {
         "list": JobsList,
@@ -29,6 +30,8 @@ class JobsCommand(CommandGroup):
         "backfill": JobsBackfill,
         "trigger": JobsTrigger,
         "release": JobsRelease,
+        "versions": JobsVersions,
+        "revert": JobsRevert,
     }
 
     def run(self, args: argparse.Namespace, config: Config) -> int:

@@ -4,7 +4,6 @@ several in one transaction, all or none."""
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import sys
 from abc import abstractmethod
@@ -19,7 +18,7 @@ from ...scheduling import schedulefile
 from ...scheduling.localtime import in_zone, local_time
 from ...structures import BACKFILL_OVERLAP, iso_z
 from ..argtypes import parse_ahead, parse_local
-from .admincommand import AdminCommand
+from .admincommand import AdminCommand, operator
 from .executornotes import enabled_notes
 from .jobs_view import declared_note, said
 
@@ -158,7 +157,7 @@ class JobsPause(AdminCommand):
         until = args.until
         if isinstance(until, datetime) and until.tzinfo is None:
             until = in_zone(until, admin.get(args.name).timezone, admin.store().now())
-        info = admin.pause(args.name, args.note, until=until, by=_user())
+        info = admin.pause(args.name, args.note, until=until, by=operator())
         if args.json:
             print(json.dumps(info.as_json()))
         else:
@@ -180,7 +179,7 @@ class JobsRelease(AdminCommand):
         parser.add_argument("name", help="schedule name")
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
-        released = admin.release(args.name, by=_user())
+        released = admin.release(args.name, by=operator())
         if args.json:
             print(json.dumps({"schedule": args.name, "released": [run.as_json() for run in released]}))
         elif released:
@@ -189,14 +188,6 @@ class JobsRelease(AdminCommand):
         else:
             print(f"nothing to release: {args.name} has no hand-off waiting for a worker", file=sys.stderr)
         return 0 if released else 1
-
-
-def _user() -> str | None:
-    """Who runs the command (the login name), for the pause's ``by``."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return None
 
 
 class JobsBackfill(AdminCommand):

@@ -14,7 +14,7 @@ from ...errors import ConfigError, ScheduleExistsError, TickworkError
 from ...scheduling import schedulefile
 from ...scheduling.options import OPTIONS
 from ..argtypes import usage
-from .admincommand import AdminCommand
+from .admincommand import AdminCommand, operator
 from .executornotes import add_node_check_flag, executor_notes
 from .jobs_view import declared_note, said
 
@@ -77,7 +77,13 @@ class JobsAdd(AdminCommand):
         if None in (args.name, args.expression, args.target):
             raise ConfigError("jobs add: give NAME EXPRESSION TARGET, or --from FILE")
         info = admin.add(
-            args.name, args.expression, args.target, replace=args.replace, check_nodes=args.check_nodes, **_given(args)
+            args.name,
+            args.expression,
+            args.target,
+            replace=args.replace,
+            check_nodes=args.check_nodes,
+            by=operator(),
+            **_given(args),
         )
         said("added", info, args.json)
         executor_notes(admin, [info.executor], checked=args.check_nodes)
@@ -90,7 +96,7 @@ class JobsAdd(AdminCommand):
         live = admin.live_executors() if args.check_nodes else None  # the live nodes, read once
         entries, specs = schedulefile.load(path, functools.partial(admin.spec, check_nodes=args.check_nodes, live=live))
         try:
-            infos = admin.add_many(specs, replace=args.replace, check_nodes=args.check_nodes, live=live)
+            infos = admin.add_many(specs, replace=args.replace, check_nodes=args.check_nodes, live=live, by=operator())
         except ScheduleExistsError as exc:
             lines = {str(e.fields.get("name")): e.line for e in entries}
             if len(exc.names) == 1:
@@ -127,7 +133,7 @@ class JobsUpdate(AdminCommand):
         fields |= _given(args)
         if not fields:
             raise ConfigError("jobs update: nothing to change; give at least one option (tickwork jobs update --help)")
-        info = admin.update(args.name, check_nodes=args.check_nodes, **fields)
+        info = admin.update(args.name, check_nodes=args.check_nodes, by=operator(), **fields)
         said("updated", info, args.json)
         declared_note(info, "puts the declared definition back")
         executor_notes(admin, [info.executor], checked=args.check_nodes)

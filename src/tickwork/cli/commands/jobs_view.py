@@ -190,6 +190,7 @@ class JobsShow(AdminCommand):
             # The rarer options it sets, each as its option shows it (docs/triggers.md#schedule-options).
             *((o.label, o.line()) for o in shown(info)),
             ("declared in", info.module or "- (run-time schedule)"),
+            ("version", f"{info.version} (tickwork jobs versions {info.name})" if info.version else "-"),
             (
                 "last run",
                 "-"

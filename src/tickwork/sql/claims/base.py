@@ -125,11 +125,13 @@ CLAIMED_COLUMNS: tuple[ColumnElement[Any], ...] = (
     schedules.c.retry_backoff_s,
     # NULL for a schedule that sets none of the rarer options (scheduling/options.py stored_json).
     cast(schedules.c.options, Text).label("options"),
+    # The definition's number, which the claim's run rows record (sql/versioning.py).
+    schedules.c.version,
 )
 
 
 #: The columns of a started run row, in the order claims insert them.
-RUN_COLUMNS = ("schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status")
+RUN_COLUMNS = ("schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status", "version")
 
 
 def run_started_at(next_fire: ColumnElement[Any], claimed_at: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -138,11 +140,21 @@ def run_started_at(next_fire: ColumnElement[Any], claimed_at: ColumnElement[Any]
     return case((next_fire > claimed_at, null()), else_=claimed_at)
 
 
-def started_runs(schedule_id: Any, next_fire: Any, claim_seq: Any, node: Any, claimed_at: Any) -> Select[Any]:
+def started_runs(
+    schedule_id: Any, next_fire: Any, claim_seq: Any, node: Any, claimed_at: Any, version: Any
+) -> Select[Any]:
     """The :data:`RUN_COLUMNS` of the run rows a claim writes for its fires (attempt 1,
-    ``running``), for ``INSERT ... SELECT``; add the ``FROM``/``WHERE`` of the claimed rows."""
+    ``running``, the schedule's ``version``), for ``INSERT ... SELECT``; add the
+    ``FROM``/``WHERE`` of the claimed rows."""
     return select(
-        schedule_id, next_fire, literal(1), claim_seq, node, run_started_at(next_fire, claimed_at), literal("running")
+        schedule_id,
+        next_fire,
+        literal(1),
+        claim_seq,
+        node,
+        run_started_at(next_fire, claimed_at),
+        literal("running"),
+        version,
     )
 
 

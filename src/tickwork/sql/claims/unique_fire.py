@@ -41,7 +41,12 @@ class UniqueFireClaim(ClaimStrategy):
         # INSERT ... SELECT over the candidates' ids: one statement text whatever the batch (a
         # multi-row VALUES list was compiled afresh for every batch: 30 % of a node's CPU).
         fires = started_runs(
-            schedules.c.id, schedules.c.next_fire, schedules.c.claim_seq + 1, literal(req.node_id), req.now
+            schedules.c.id,
+            schedules.c.next_fire,
+            schedules.c.claim_seq + 1,
+            literal(req.node_id),
+            req.now,
+            schedules.c.version,
         ).where(schedules.c.id.in_([c.id for c in candidates]), due_filter(req))
         won = conn.execute(
             req.sql.insert_ignore(runs).from_select(list(RUN_COLUMNS), fires).returning(runs.c.id, runs.c.schedule_id)

@@ -91,7 +91,12 @@ def unique_fire(conn: Connection, req: ClaimRequest, now: datetime) -> tuple[lis
         [(c.id, c.next_fire, c.claim_seq) for c in found]
     )
     fires = started_runs(
-        schedules.c.id, schedules.c.next_fire, schedules.c.claim_seq + 1, literal(req.node_id), req.now
+        schedules.c.id,
+        schedules.c.next_fire,
+        schedules.c.claim_seq + 1,
+        literal(req.node_id),
+        req.now,
+        schedules.c.version,
     ).where(same, due_filter(req))
     conn.execute(req.sql.insert_ignore(runs).from_select(list(RUN_COLUMNS), fires))
     # Ours: the fire's run written under the fence token this claim is about to take.

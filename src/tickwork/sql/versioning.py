@@ -1,0 +1,94 @@
+"""Schedule versions in the SQL store (``tickwork_schedule_versions``): written by the schedule
+writes (:mod:`.schedulewrites`, :mod:`.bulk`) in their own transaction, so no path that changes a
+definition can leave its version out, and read by :meth:`ScheduleVersions.versions`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, delete, select
+
+from ..errors import ScheduleNotFoundError
+from ..scheduling.versions import changes, definition
+from ..structures import ScheduleSpec, ScheduleVersion
+from . import bulk
+from .retry import transient_retry
+from .schema import schedule_versions, schedules
+from .storecore import SQLCore
+
+#: Each changed definition by schedule name: its changes and the whole definition after them.
+Diffs = dict[str, tuple[dict[str, dict[str, Any]], dict[str, Any]]]
+
+
+def diffs(written: Sequence[tuple[ScheduleSpec, ScheduleSpec | None]]) -> Diffs:
+    """The definitions of ``written`` (each with the one it replaces, ``None``: a new schedule)
+    that changed, each definition computed once (a sync of 20,000 jobs computes 20,000)."""
+    out: Diffs = {}
+    for spec, before in written:
+        new = definition(spec)
+        changed = changes(None if before is None else definition(before), new)
+        if changed:
+            out[spec.name] = (changed, new)
+    return out
+
+
+def record(store: SQLCore, conn: Connection, wanted: Diffs, by: str | None) -> None:
+    """Insert the version rows of the definitions just written in ``conn``'s transaction (the
+    changed ones, :func:`diffs`): each schedule's number is read back from its row, which the
+    write set (1 for a new schedule, one more for a changed one)."""
+    if not wanted:
+        return
+    # The clock read once, not bound per row: an executemany evaluates a bound clock at every row.
+    now = bulk.clock(store, conn)
+    insert = schedule_versions.insert()
+    for batch in bulk.chunks(sorted(wanted)):
+        found = conn.execute(
+            select(schedules.c.id, schedules.c.name, schedules.c.version).where(schedules.c.name.in_(list(batch)))
+        )
+        rows = [
+            {
+                "schedule_id": sid,
+                "version": number,
+                "created_at": now,
+                "created_by": by,
+                "changes": wanted[name][0],
+                "definition": wanted[name][1],
+            }
+            for sid, name, number in found
+        ]
+        if rows:
+            conn.execute(insert, rows)
+
+
+def forget(conn: Connection, schedule_ids: Any) -> None:
+    """Delete the versions of the schedules ``schedule_ids`` (a list or a subquery) before the
+    schedules themselves: explicit, so SQLite does not depend on PRAGMA foreign_keys."""
+    conn.execute(delete(schedule_versions).where(schedule_versions.c.schedule_id.in_(schedule_ids)))
+
+
+class ScheduleVersions(SQLCore):
+    """Reading a schedule's versions."""
+
+    @transient_retry
+    def versions(self, name: str) -> list[ScheduleVersion]:
+        with self._tx() as conn:
+            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == name))
+            if schedule_id is None:
+                raise ScheduleNotFoundError(name)
+            rows = conn.execute(
+                select(schedule_versions)
+                .where(schedule_versions.c.schedule_id == schedule_id)
+                .order_by(schedule_versions.c.version)
+            ).all()
+        return [
+            ScheduleVersion(
+                schedule=name,
+                version=int(r.version),
+                at=r.created_at,
+                by=r.created_by,
+                changes=dict(r.changes),
+                definition=dict(r.definition),
+            )
+            for r in rows
+        ]
