@@ -15,9 +15,10 @@ from tickwork.engine.planning import (
     plan_next_fire,
     plan_retry,
     retry_delay,
+    with_holidays,
 )
 from tickwork.errors import TriggerError
-from tickwork.structures import MAX_RETRIES, MisfirePolicy, ScheduleSpec
+from tickwork.structures import MAX_RETRIES, Claim, MisfirePolicy, ScheduleSpec
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -167,3 +168,77 @@ def test_next_fires_compiles_each_trigger_once_and_parks_what_cannot_compile() -
     assert fires.of(other_zone, T0)(T0) == T0 + timedelta(minutes=30)
     with pytest.raises(TriggerError):
         fires.of(ScheduleSpec("d", "cron", "not a cron", "m:f"), T0)
+
+
+def _payroll_claim(scheduled_for: datetime) -> tuple[LastAnswer, Claim]:
+    """A monthly 09:00 Berlin schedule on the DE-BE calendar (1 May 2026, a Friday, is Labour
+    Day), as the engine plans it, and its claim of ``scheduled_for``."""
+    pytest.importorskip("holidays")
+    spec = ScheduleSpec(
+        name="payroll",
+        trigger_kind="cron",
+        expression="0 9 1 * *",
+        target="m:f",
+        timezone="Europe/Berlin",
+        holidays="DE-BE",
+    )
+    next_after = NextFires(None).of(spec, scheduled_for)
+    assert isinstance(next_after, LastAnswer)
+    return next_after, Claim(1, spec, scheduled_for, 1, scheduled_for, 1)
+
+
+APRIL_1, LABOUR_DAY, JUNE_1 = (datetime(2026, m, 1, 7, tzinfo=UTC) for m in (4, 5, 6))
+
+
+def test_a_holiday_drop_is_never_planned_ahead_of_its_time() -> None:
+    next_after, claim = _payroll_claim(APRIL_1)
+
+    def recorded_until(c: Claim) -> datetime | None:
+        # 1 Jan (Neujahr), 1 Feb and 1 Mar (Sundays) were dropped before 1 April: recorded already.
+        return datetime(2026, 3, 1, 8, tzinfo=UTC)
+
+    plan = FirePlan(JUNE_1)
+    # 1 April's end plans past 1 May: not recorded yet, its time has not come.
+    assert with_holidays(plan, next_after, claim, APRIL_1 + timedelta(seconds=5), recorded_until) is plan
+    # A run that lasted past 1 May records it at its end: its time has come.
+    late = with_holidays(plan, next_after, claim, LABOUR_DAY + timedelta(hours=1), recorded_until)
+    assert late.skipped == ((LABOUR_DAY, "on_holiday skip: 2026-05-01 is Labor Day (DE-BE)"),)
+    assert late.next_fire == JUNE_1
+
+
+def test_the_history_is_read_only_after_a_drop() -> None:
+    july_1 = datetime(2026, 7, 1, 7, tzinfo=UTC)
+    next_after, claim = _payroll_claim(july_1)
+    asked: list[Claim] = []
+
+    def recorded_until(c: Claim) -> datetime | None:
+        asked.append(c)
+        return None
+
+    # 1 August 2026, a Saturday, is dropped: still future at 1 July's end.
+    plan = FirePlan(datetime(2026, 9, 1, 7, tzinfo=UTC))
+    assert with_holidays(plan, next_after, claim, july_1, recorded_until) is plan
+    assert asked == [], "1 June to 1 July drops nothing: no history read"
+
+
+@pytest.mark.parametrize(
+    ("recorded", "expected"),
+    [
+        (APRIL_1 + timedelta(seconds=5), [LABOUR_DAY]),  # 1 April's end: 1 May was future then
+        (LABOUR_DAY + timedelta(hours=1), []),  # recorded already (1 April's run ended after it)
+        (None, []),  # nothing recorded before: the first fire (the drop may predate the schedule)
+    ],
+)
+def test_the_next_fire_records_the_drops_before_it_the_history_lacks(
+    recorded: datetime | None, expected: list[datetime]
+) -> None:
+    next_after, claim = _payroll_claim(JUNE_1)
+    asked: list[Claim] = []
+
+    def recorded_until(c: Claim) -> datetime | None:
+        asked.append(c)
+        return recorded
+
+    plan = with_holidays(FirePlan(datetime(2026, 7, 1, 7, tzinfo=UTC)), next_after, claim, JUNE_1, recorded_until)
+    assert [t for t, _ in plan.skipped] == expected
+    assert asked == [claim]

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
+from tickwork.config.files import parse
 from tickwork.errors import ConfigError
 from tickwork.scheduling.firetimes import FireTimes, fire_times
-from tickwork.structures import RunStatus, ScheduleSpec
+from tickwork.structures import OnHoliday, RunStatus, ScheduleSpec
 from tickwork.testing import SchedulerHarness
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -45,7 +46,7 @@ def spec(expression: str, calendar: str | None, policy: str = "skip", zone: str 
         target="tests.scheduling.test_holidays:job",
         timezone=zone,
         holidays=calendar,
-        on_holiday=policy,
+        on_holiday=OnHoliday(policy),
     )
 
 
@@ -245,3 +246,37 @@ def _between(fires: object, start: datetime, end: datetime) -> list[datetime]:
             return out
         out.append(nxt)
         current = nxt
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"country": "DX"}, r"calendars\.company\.country: unknown country 'DX'"),
+        ({"country": "DE", "subdiv": "XX"}, r"calendars\.company\.subdiv: unknown subdivision 'XX' of DE"),
+        ({"subdiv": "BE"}, r"calendars\.company\.subdiv: needs a country"),
+    ],
+)
+def test_a_calendar_table_names_the_key_at_fault(table: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse({"calendars": {"company": table}})
+
+
+def test_the_stored_first_fire_says_why_it_moved() -> None:
+    """The first of the fires a schedule lists is the moved one itself, found from the fire before
+    it (its regular time lies before it), not from the moment before it."""
+    fires = fire_times(spec("0 9 1 * *", "DE-BE", "next"))
+    assert isinstance(fires, FireTimes)
+    moved = datetime(2026, 5, 4, 7, tzinfo=UTC)
+    assert fires.next_after(AFTER) == moved
+    assert fires.note_of(moved) == "moved from 2026-05-01T09:00:00+02:00: 2026-05-01 is Labor Day (DE-BE)"
+    assert fires.note_of(datetime(2026, 6, 1, 7, tzinfo=UTC)) == ""
+    assert fires.note_of(datetime(2026, 5, 4, 8, tzinfo=UTC)) == "", "no fire at that time"
+    assert fires.fire_before(moved) == datetime(2026, 4, 1, 7, tzinfo=UTC)
+
+
+def test_the_harness_writes_no_skipped_row_ahead_of_its_time() -> None:
+    with SchedulerHarness([spec("0 9 1 * *", "DE-BE")], start=datetime(2026, 3, 31, tzinfo=UTC)) as harness:
+        harness.advance(2 * 86400)  # past 1 April's fire, which plans past 1 May
+        assert [r.scheduled_for for r in harness.store.history(schedule="payroll", limit=20)] == [
+            datetime(2026, 4, 1, 7, tzinfo=UTC)
+        ]

@@ -233,8 +233,7 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills):
             found = following(store.now())
         else:
             # The stored next fire (a "run now" may have moved it): its note if the rule put it there.
-            again = following(stored - timedelta(microseconds=1))
-            found = (stored, again[1] if again is not None and again[0] == stored else "")
+            found = (stored, fires.note_of(stored) if isinstance(fires, FireTimes) else "")
         while found is not None and len(out) < n:
             out.append((utc(found[0]), found[1]))
             found = following(found[0])

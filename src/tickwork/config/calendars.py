@@ -48,9 +48,10 @@ def _supported() -> dict[str, tuple[str, ...]]:
     return {code: tuple(subdivs) for code, subdivs in package().list_supported_countries().items()}
 
 
-def check_country(where: str, country: str, subdiv: str | None) -> None:
+def check_country(where: str, country: str, subdiv: str | None, subdiv_where: str | None = None) -> None:
     """:raises tickwork.errors.ConfigError: naming the value if the package has no such country
-    or subdivision (with the closest known one)"""
+    or subdivision (with the closest known one); an unknown subdivision under ``subdiv_where``
+    when it has a key of its own (``calendars.NAME.subdiv``), else under ``where``"""
     supported = _supported()
     if country not in supported:
         raise ConfigError(
@@ -60,7 +61,9 @@ def check_country(where: str, country: str, subdiv: str | None) -> None:
     if subdiv is not None and subdiv not in supported[country]:
         known = supported[country]
         listed = f"; {country}'s: {', '.join(known)}" if known else f"; {country} has none"
-        raise ConfigError(f"{where}: unknown subdivision {subdiv!r} of {country}{did_you_mean(subdiv, known)}{listed}")
+        raise ConfigError(
+            f"{subdiv_where or where}: unknown subdivision {subdiv!r} of {country}{did_you_mean(subdiv, known)}{listed}"
+        )
 
 
 def parse_workdays(where: str, text: str) -> frozenset[int]:

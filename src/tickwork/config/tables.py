@@ -399,7 +399,7 @@ class CalendarConfig(Section, table="calendars"):
         if self.subdiv is not None and self.country is None:
             raise ConfigError(f"{where('subdiv')}: needs a country")
         if self.country is not None:
-            check_country(where("country"), self.country, self.subdiv)
+            check_country(where("country"), self.country, self.subdiv, where("subdiv"))
         parse_dates(where("extra"), self.extra)
         if self.workdays is not None:
             parse_workdays(where("workdays"), self.workdays)

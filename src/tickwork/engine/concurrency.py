@@ -10,6 +10,7 @@ Schedules without these options never reach this module: their fires cost nothin
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -19,6 +20,7 @@ from ..abc import Store
 from ..errors import StoreError
 from ..structures import ADMISSION_FENCED, Admission, Claim, Finish, MisfirePolicy, Outcome, RunStatus
 from .counters import Counters
+from .holidayrows import recorded_until
 from .listener import EngineListener
 from .planning import NextAfter, grace_of, plan_next_fire, with_holidays
 from .runlog import log_run_ends
@@ -42,6 +44,8 @@ class Concurrency:
     ) -> None:
         self.store = store
         self.settings = settings
+        # Bound once: asked only at the end of a fire after a holiday (holidayrows.py).
+        self._recorded_until = functools.partial(recorded_until, store)
         self.counters = counters
         self._listener = listener
         #: Ends of released runs not written yet (kept while the database is away).
@@ -71,7 +75,7 @@ class Concurrency:
             grace=grace_of(spec, self.settings.misfire_grace),
             max_catchup=spec.max_catchup,
         )
-        plan = with_holidays(plan, next_after, claim.scheduled_for)
+        plan = with_holidays(plan, next_after, claim, now, self._recorded_until)
         release = spec.overlap.runs_beside
         admission = Admission(claim, release=release, next_fire=plan.next_fire, skipped=plan.skipped)
         try:

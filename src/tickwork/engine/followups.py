@@ -3,6 +3,7 @@ the way), or, when planning either fails, parking the schedule with the error.""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -12,6 +13,7 @@ from ..errors import StoreError
 from ..structures import MAX_RETRIES, Claim, Fault, FaultKind, Finish, MisfirePolicy, Outcome, RunStatus, assembled
 from .clock import DatabaseClock
 from .faults import OnceLogger, describe
+from .holidayrows import recorded_until
 from .listener import EngineListener
 from .nextfires import NextFires
 from .overlap import WaitingFires, plan_overlap
@@ -46,6 +48,8 @@ class FollowUps:
         #: Told of each retry planned (the engine's current listener: tests replace it on a live engine).
         self.listener = listener
         self.settings = settings
+        # Bound once: asked only at the end of a fire after a holiday (holidayrows.py).
+        self._recorded_until = functools.partial(recorded_until, store)
         self.clock = clock
         self.retries = retries
         self.next_fires = next_fires
@@ -185,7 +189,7 @@ class FollowUps:
                 grace=grace_of(claim.spec, self.settings.misfire_grace),
                 max_catchup=claim.spec.max_catchup,
             )
-        plan = with_holidays(plan, next_after, claim.scheduled_for)
+        plan = with_holidays(plan, next_after, claim, now, self._recorded_until)
         # Built without the frozen dataclass's __init__: one per fire (structures.assembled).
         return assembled(
             Finish,

@@ -61,7 +61,7 @@ class NextFires:
             )
             if moved:
                 fires = FireTimes.of(trigger, spec, self.manager)
-                next_after = LastAnswer(fires.next_after, fires.dropped if fires.holidays is not None else None)
+                next_after = LastAnswer(fires.next_after, fires.due_drops if fires.holidays is not None else None)
             else:
                 next_after = LastAnswer(trigger.next_after)
             if len(self._cache) >= TRIGGER_CACHE_SIZE:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..structures import MAX_RETRIES, MisfirePolicy, ScheduleSpec, assembled
+from ..structures import MAX_RETRIES, Claim, MisfirePolicy, ScheduleSpec, assembled
 from .settings import MAX_SKIPPED_RECORDS
 
 #: Longest wait before a retry, in seconds (a day). At most MAX_RETRIES retries are planned,
@@ -20,9 +20,15 @@ from .settings import MAX_SKIPPED_RECORDS
 MAX_RETRY_DELAY = 86400.0
 
 NextAfter = Callable[[datetime], datetime | None]
-#: The fire times in ``(after, before)`` a holiday rule drops, with reasons, at most ``limit``
-#: (:meth:`tickwork.scheduling.firetimes.FireTimes.dropped`).
-Dropped = Callable[[datetime, datetime | None, int], list[tuple[datetime, str]]]
+#: When the history last recorded a fire of a claim's schedule before the claim's fire
+#: (``None``: it recorded none), asked only when it matters
+#: (:func:`tickwork.engine.holidayrows.recorded_until`).
+RecordedUntil = Callable[[Claim], datetime | None]
+#: The dropped fire times a fire's end records: ``(scheduled_for, next_fire, now, recorded_until,
+#: limit)`` (:meth:`tickwork.scheduling.firetimes.FireTimes.due_drops`).
+DueDrops = Callable[
+    [datetime, datetime | None, datetime, Callable[[], datetime | None], int], list[tuple[datetime, str]]
+]
 
 
 class LastAnswer:
@@ -31,14 +37,15 @@ class LastAnswer:
     question in turn (a burst of 30,000 no-op runs: 3 % of a node's engine thread was cron
     searches for one answer). Not thread-safe: one per engine loop."""
 
-    __slots__ = ("_after", "_answer", "_next_after", "dropped")
+    __slots__ = ("_after", "_answer", "_next_after", "due_drops")
 
-    def __init__(self, next_after: NextAfter, dropped: Dropped | None = None) -> None:
+    def __init__(self, next_after: NextAfter, due_drops: DueDrops | None = None) -> None:
         self._next_after = next_after
         self._after: datetime | None = None
         self._answer: datetime | None = None
-        #: The fires its holiday rule drops (``None``: a schedule without ``holidays``).
-        self.dropped = dropped
+        #: The fires its holiday rule dropped that a fire's end records (``None``: a schedule
+        #: without ``holidays``).
+        self.due_drops = due_drops
 
     def __call__(self, after: datetime) -> datetime | None:
         if after != self._after:
@@ -97,17 +104,25 @@ def plan_next_fire(
 
 
 def with_holidays(
-    plan: FirePlan, next_after: NextAfter, scheduled_for: datetime, max_skipped: int = MAX_SKIPPED_RECORDS
+    plan: FirePlan,
+    next_after: NextAfter,
+    claim: Claim,
+    now: datetime,
+    recorded_until: RecordedUntil,
+    max_skipped: int = MAX_SKIPPED_RECORDS,
 ) -> FirePlan:
-    """``plan`` with the fire times between ``scheduled_for`` and its next fire that the
-    schedule's holiday rule drops added to its skipped ones, in time order (docs/holidays.md:
-    recorded when the engine plans past them, with the holiday in the reason). ``plan`` itself
-    for a schedule without ``holidays``."""
-    dropped = next_after.dropped if isinstance(next_after, LastAnswer) else None
-    if dropped is None:
+    """``plan`` with the fire times the schedule's holiday rule dropped around ``claim``'s fire
+    whose time has come by ``now`` (the database clock) added to its skipped
+    ones, in time order: those passed since it, and those before it the history has not recorded
+    (``recorded_until``; docs/holidays.md#when-the-skipped-rows-are-written). Never a future
+    time. ``plan`` itself for a schedule without ``holidays``."""
+    due_drops = next_after.due_drops if isinstance(next_after, LastAnswer) else None
+    if due_drops is None:
         return plan
     room = max_skipped - len(plan.skipped)
-    found = dropped(scheduled_for, plan.next_fire, room) if room > 0 else []
+    if room <= 0:
+        return plan
+    found = due_drops(claim.scheduled_for, plan.next_fire, now, lambda: recorded_until(claim), room)
     if not found:
         return plan
     return FirePlan(plan.next_fire, tuple(sorted((*plan.skipped, *found), key=lambda item: item[0])))

@@ -12,7 +12,7 @@ itself, so its fire times cost what they did before the options existed.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -29,6 +29,9 @@ _MINUTE = timedelta(minutes=1)
 #: Excluded days or minutes in a row after which a schedule is refused (it would never fire, or
 #: its search would not end): the engine parks it with this error.
 MAX_EXCLUDED_IN_A_ROW = 20_000
+#: How far back :meth:`FireTimes.fire_before` looks for the fire before a fire: four years (a
+#: yearly schedule on a leap day, or one whose holiday rule dropped a few years' fires).
+LOOKBACK = timedelta(days=4 * 366)
 
 
 def jitter_offset(name: str, jitter: timedelta) -> timedelta:
@@ -246,6 +249,68 @@ class FireTimes:
             current = nominal
         return out
 
+    def fire_before(self, before: datetime) -> datetime | None:
+        """The last fire strictly before ``before``, looked for up to :data:`LOOKBACK` back
+        (``None``: none there). Fire times are searched forwards only: a window doubling from a
+        minute back until it holds a fire, then walked to its last one before ``before``."""
+        span = timedelta(minutes=1)
+        while True:
+            span = min(span, LOOKBACK)
+            found = self.next_after(before - span)
+            if found is not None and found < before:
+                following = self.next_after(found)
+                while following is not None and following < before:
+                    found, following = following, self.next_after(following)
+                return found
+            if span >= LOOKBACK:
+                return None
+            span *= 2
+
+    def note_of(self, moment: datetime) -> str:
+        """Why the fire at ``moment`` is not at its regular time (``""``: it is, or ``moment``
+        is no fire of these times). Searched from the fire before it: a fire moved forward
+        comes from a regular time before the moment just before it."""
+        previous = self.fire_before(moment)
+        found = self.fire_after(moment - LOOKBACK if previous is None else previous)
+        return found[1] if found is not None and found[0] == moment else ""
+
+    def due_drops(
+        self,
+        scheduled_for: datetime,
+        next_fire: datetime | None,
+        now: datetime,
+        recorded_until: Callable[[], datetime | None],
+        limit: int,
+    ) -> list[tuple[datetime, str]]:
+        """The fire times the holiday rule dropped whose time has come (at or before ``now``, the
+        database clock) that the end of the fire of ``scheduled_for`` records as skipped, with
+        their reasons, in time order, at most ``limit`` (docs/holidays.md#when-the-skipped-rows-are-written):
+
+        - those after it, before ``next_fire``, that have passed already;
+        - those between the fire before it and it that the history has not recorded yet: later
+          than ``recorded_until()``, when the history last recorded a fire of the schedule
+          before ``scheduled_for`` (asked only when there are such drops). ``None`` (no fire
+          recorded before it: its first fire, or its history pruned) records none of them: they
+          may predate the schedule or its definition.
+
+        A time still in the future is never written: a row written ahead would stay in the
+        history if the schedule changed meanwhile, and the fire it stands for, due after all,
+        would then be refused as already recorded.
+        """
+        if self.holidays is None or limit <= 0:
+            return []
+        horizon = now + _MICRO
+        ahead = self.dropped(scheduled_for, horizon if next_fire is None else min(next_fire, horizon), limit)
+        previous = self.fire_before(scheduled_for)
+        lower = scheduled_for - LOOKBACK if previous is None else previous
+        if self.start_at is not None:
+            lower = max(lower, self.start_at - _MICRO)
+        behind = self.dropped(lower, min(scheduled_for, horizon), limit)
+        if behind:
+            since = recorded_until()
+            behind = [] if since is None else [item for item in behind if item[0] > since]
+        return (behind + ahead)[:limit]
+
 
 def compiled(expression: str, zone: str, manager: PluginManager | None) -> Trigger:
     """The trigger of an ``also`` or ``exclude`` expression (its kind recognised) in ``zone``."""
@@ -298,19 +363,3 @@ def fire_times(spec: ScheduleSpec, manager: PluginManager | None = None) -> Trig
     """
     trigger = get_trigger(spec.trigger_kind, spec.expression, spec.timezone, manager)
     return trigger if spec.plain else FireTimes.of(trigger, spec, manager)
-
-
-def holiday_skips(
-    spec: ScheduleSpec,
-    after: datetime,
-    before: datetime | None,
-    limit: int,
-    manager: PluginManager | None = None,
-) -> list[tuple[datetime, str]]:
-    """The fire times of ``spec`` in ``(after, before)`` its holiday rule drops, with their
-    reasons (at most ``limit``): what the engine and the test harness record as skipped once a
-    fire is planned past them. Nothing for a schedule without ``holidays``."""
-    if spec.holidays is None:
-        return []
-    fires = fire_times(spec, manager)
-    return fires.dropped(after, before, limit) if isinstance(fires, FireTimes) else []

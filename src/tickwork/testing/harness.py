@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from ..abc import Executor, Store
 from ..config.calendars import use_calendars
 from ..config.tables import CALENDARS, SchedulerConfig
+from ..engine.holidayrows import recorded_until
 from ..engine.overlap import plan_overlap
 from ..engine.planning import grace_of
 from ..engine.rerun import Reruns
@@ -30,7 +31,7 @@ from ..errors import ConfigError
 from ..plugin.manager import default_manager, load_object
 from ..plugin.runcontext import current_run
 from ..scheduling.declare import DeclaredJob, declared_in
-from ..scheduling.firetimes import fire_times, holiday_skips
+from ..scheduling.firetimes import FireTimes, fire_times
 from ..scheduling.sync import first_fire, resume_expired
 from ..structures import ADMISSION_FENCED, Admission, Claim, Finish, JobCall, Outcome, RunStatus, ScheduleSpec
 from .clock import DEFAULT_START, FakeClock
@@ -318,13 +319,23 @@ class SchedulerHarness:
                 max_catchup=claim.spec.max_catchup,
                 max_skipped=MAX_SKIPPED,
             )
-            passed = _by_time(plan.skipped, holiday_skips(claim.spec, claim.scheduled_for, plan.next_fire, MAX_SKIPPED))
+            passed = _by_time(plan.skipped, self._due_drops(claim, plan.next_fire, now, MAX_SKIPPED))
             finish = Finish(claim, outcome, plan.next_fire, passed, finished_at=now, started_at=started_at)
             self.store.finish(self.node_id, [finish])
             return
         nxt, skipped = _next_fire(claim, now)
-        finish = Finish(claim, outcome, nxt, skipped=tuple(skipped), finished_at=now, started_at=started_at)
+        # As the engine: the dropped fires whose time has come, with their reasons (docs/holidays.md).
+        passed = _by_time(tuple(skipped), self._due_drops(claim, nxt, now, MAX_SKIPPED - len(skipped)))
+        finish = Finish(claim, outcome, nxt, skipped=passed, finished_at=now, started_at=started_at)
         self.store.finish(self.node_id, [finish])
+
+    def _due_drops(
+        self, claim: Claim, next_fire: datetime | None, now: datetime, limit: int
+    ) -> list[tuple[datetime, str]]:
+        fires = fire_times(claim.spec)
+        if not isinstance(fires, FireTimes):
+            return []
+        return fires.due_drops(claim.scheduled_for, next_fire, now, lambda: recorded_until(self.store, claim), limit)
 
 
 def _next_fire(claim: Claim, now: datetime) -> tuple[datetime | None, list[tuple[datetime, str]]]:
@@ -336,9 +347,7 @@ def _next_fire(claim: Claim, now: datetime) -> tuple[datetime | None, list[tuple
     while nxt is not None and nxt <= now and len(skipped) < MAX_SKIPPED:
         skipped.append((nxt, "due while the previous run was still active"))
         nxt = trigger.next_after(nxt)
-    # As the engine: the fires the holiday rule drops on the way, with their reasons (docs/holidays.md).
-    dropped = holiday_skips(claim.spec, claim.scheduled_for, nxt, MAX_SKIPPED - len(skipped))
-    return nxt, list(_by_time(tuple(skipped), dropped))
+    return nxt, skipped
 
 
 def _by_time(
