@@ -30,16 +30,18 @@ def test_a_cancelled_deadline_never_fires_and_is_compacted_away() -> None:
     deadlines = Deadlines()
     deadlines.start()
     fired: list[int] = []
+    last = threading.Event()
     try:
-        entries = [deadlines.add(0.2, lambda i=i: fired.append(i)) for i in range(3000)]
+        # 2 s: adding and cancelling 3,000 must end before the first is due, on a loaded machine too
+        # (at 0.2 s, a CI run with the cores busy saw 714 of them fire before their cancel).
+        entries = [deadlines.add(2.0, lambda i=i: fired.append(i)) for i in range(2999)]
+        entries.append(deadlines.add(2.0, lambda: (fired.append(2999), last.set())))
         for entry in entries[:2999]:
             deadlines.cancel(entry)
             deadlines.cancel(entry)  # idempotent
         assert len(deadlines) == 1
         assert deadlines.kept() == 1  # each dropped as it came to the head of its lane
-        done = threading.Event()
-        deadlines.add(0.3, done.set)
-        assert done.wait(WAIT_S)
+        assert last.wait(WAIT_S)
     finally:
         deadlines.stop()
     assert fired == [2999]
@@ -50,14 +52,15 @@ def test_deadlines_cancelled_behind_a_live_one_are_swept_out() -> None:
     deadlines.start()
     fired: list[int] = []
     try:
-        entries = [deadlines.add(0.2, lambda i=i: fired.append(i)) for i in range(3000)]
-        entries += [deadlines.add(0.1, lambda i=i: fired.append(i)) for i in range(3000, 3010)]
+        # Times long enough for the adds and cancels to end first on a loaded machine (see above).
+        entries = [deadlines.add(2.0, lambda i=i: fired.append(i)) for i in range(3000)]
+        entries += [deadlines.add(1.0, lambda i=i: fired.append(i)) for i in range(3000, 3010)]
         for entry in entries[1:3000]:
             deadlines.cancel(entry)
         assert len(deadlines) == 11
         assert deadlines.kept() < 2000  # swept once most of what was kept was cancelled
         done = threading.Event()
-        deadlines.add(0.3, done.set)
+        deadlines.add(2.5, done.set)
         assert done.wait(WAIT_S)
     finally:
         deadlines.stop()
