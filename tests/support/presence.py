@@ -31,7 +31,7 @@ def end_session_on_the_server(store: SQLStore, node_id: str) -> None:
         if store.engine.dialect.name == "postgresql":
             ended = conn.execute(
                 text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                    "SELECT pid, pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
                     "AND pid <> pg_backend_pid() AND classid = :ns AND objid = :key"
                 ),
                 {"ns": 0x7469636B + 2, "key": presence_key_unsigned(name)},
@@ -42,6 +42,22 @@ def end_session_on_the_server(store: SQLStore, node_id: str) -> None:
             conn.execute(text(f"KILL CONNECTION {int(holder)}"))
             ended = [holder]
     assert ended, "no presence session found"
+    # Both servers end a session asynchronously (pg_terminate_backend signals the backend, KILL
+    # marks the thread): wait until it is gone, or the node may still find its session alive.
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        with store.engine.connect() as conn:
+            if store.engine.dialect.name == "postgresql":
+                alive = conn.execute(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:pids)"),
+                    {"pids": [int(row[0]) for row in ended]},
+                ).scalar()
+            else:
+                alive = conn.execute(text("SELECT IS_USED_LOCK(:n) IS NOT NULL"), {"n": name}).scalar()
+        if not alive:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the presence session of {node_id} did not end within 10 s")
 
 
 def held(store: SQLStore, node_id: str) -> float | None:
