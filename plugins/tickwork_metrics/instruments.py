@@ -15,15 +15,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from tickwork.plugin.runfigures import CLAIM_BUCKETS, LAG_BUCKETS, run_figures
 from tickwork.structures import BUCKETS, Finish, SkippedFire
 
 if TYPE_CHECKING:
     from tickwork.abc import RunningNode
 
-#: Fire lag (start - scheduled time): from on time to a missed minute.
-LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-#: Claim statements: a few ms to a slow second.
-CLAIM_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 #: Schedule counts are one grouped query; scrapes more often than this reuse the last answer.
 SCHEDULE_COUNT_MAX_AGE = 10.0
 
@@ -89,15 +86,12 @@ class NodeMetrics:
             self.runs.labels(status)
 
     def runs_finished(self, results: Sequence[Finish]) -> None:
-        by_status: dict[str, int] = {}
-        for f in results:
-            status = f.outcome.status.value
-            by_status[status] = by_status.get(status, 0) + 1
-            started = f.started_at or f.claim.claimed_at
-            self.lag.observe(max(0.0, (started - f.claim.scheduled_for).total_seconds()))
-            if f.finished_at is not None:
-                self.duration.observe(max(0.0, (f.finished_at - started).total_seconds()))
-        for status, count in by_status.items():
+        figures = run_figures(results)
+        for lag in figures.lags:
+            self.lag.observe(lag)
+        for duration in figures.durations:
+            self.duration.observe(duration)
+        for status, count in figures.by_status.items():
             self.runs.labels(status).inc(count)
 
     def fires_skipped(self, skipped: Sequence[SkippedFire]) -> None:

@@ -16,17 +16,12 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
+from tickwork.plugin.runfigures import CLAIM_BUCKETS, LAG_BUCKETS, run_figures
 from tickwork.structures import BUCKETS, Finish, SkippedFire
 
 if TYPE_CHECKING:
     from tickwork.abc import RunningNode
 
-# The buckets of the Prometheus histograms (tickwork_metrics.instruments, not imported: it needs
-# prometheus_client); a test keeps them equal.
-#: Fire lag (start - scheduled time): from on time to a missed minute.
-LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-#: Claim statements: a few ms to a slow second.
-CLAIM_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 #: Run durations: prometheus_client's default buckets, which tickwork_run_duration_seconds uses.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 
@@ -84,15 +79,12 @@ class OtelMetrics:
         )
 
     def runs_finished(self, results: Sequence[Finish]) -> None:
-        by_status: dict[str, int] = {}
-        for f in results:
-            status = f.outcome.status.value
-            by_status[status] = by_status.get(status, 0) + 1
-            started = f.started_at or f.claim.claimed_at
-            self.lag.record(max(0.0, (started - f.claim.scheduled_for).total_seconds()))
-            if f.finished_at is not None:
-                self.duration.record(max(0.0, (f.finished_at - started).total_seconds()))
-        for status, count in by_status.items():
+        figures = run_figures(results)
+        for lag in figures.lags:
+            self.lag.record(lag)
+        for duration in figures.durations:
+            self.duration.record(duration)
+        for status, count in figures.by_status.items():
             self.runs.add(count, {"status": status})
 
     def fires_skipped(self, skipped: Sequence[SkippedFire]) -> None:
