@@ -23,10 +23,11 @@ from sqlalchemy.engine import make_url
 from tests.support.servers.postgres import PostgresServer
 from tickwork.abc import Store
 from tickwork.sql.claims import STRATEGIES
+from tickwork.sql.migrations import VERSION_TABLE, head_revision
 from tickwork.sql.schema import schedules
 from tickwork.structures import ScheduleSpec
 from tickwork.testing import StoreContract
-from tickwork.testing.postgresql import postgres_store, postgres_url, store_fixture, store_maker
+from tickwork.testing.postgresql import load_schema, postgres_store, postgres_url, store_fixture, store_maker
 from tickwork_postgres.store import sqlalchemy_url
 
 #: This process's own names: several sessions share the server (a worker's id is appended under xdist).
@@ -57,10 +58,16 @@ def suite_postgres(postgres_server: PostgresServer) -> SuiteServer:
     )
 
 
-# The user's conftest.py: pytest-postgresql's factories, under the names its plugin gives them.
-postgresql_noproc = factories.postgresql_noproc(depends_on="suite_postgres", dbname=DBNAME)
+# The user's conftest.py: pytest-postgresql's factories, under the names its plugin gives them; the
+# template migrated once (load_schema), so each test's copy starts with the schema.
+postgresql_noproc = factories.postgresql_noproc(depends_on="suite_postgres", dbname=DBNAME, load=[load_schema])
 postgresql = factories.postgresql("postgresql_noproc")
 tickwork_store = store_fixture("postgresql")
+
+# Without load_schema: each test's database is empty, and the store migrates it.
+bare_noproc = factories.postgresql_noproc(depends_on="suite_postgres", dbname=f"{DBNAME}_bare")
+bare_postgresql = factories.postgresql("bare_noproc")
+bare_store = store_fixture("bare_postgresql")
 
 
 class TestStoreContractOnPytestPostgresql(StoreContract):
@@ -80,6 +87,34 @@ def test_the_store_fixture_works_in_the_test_database(
         cursor.execute(f"SELECT name FROM {schedules.name}")
         assert cursor.fetchall() == [("nightly",)]
     assert postgresql.info.dbname.startswith(DBNAME)
+
+
+def test_the_template_is_migrated_once_and_each_test_starts_with_the_schema(
+    postgresql: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    # Read before any store was made: the copy of the template already holds the schema, empty.
+    with postgresql.cursor() as cursor:
+        cursor.execute(f"SELECT version_num FROM {VERSION_TABLE}")
+        assert cursor.fetchall() == [(head_revision(),)]
+        cursor.execute(f"SELECT count(*) FROM {schedules.name}")
+        assert cursor.fetchall() == [(0,)]
+
+
+def test_without_load_schema_the_store_migrates_the_empty_database(
+    bare_postgresql: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    with bare_postgresql.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_tables WHERE tablename = %s", (schedules.name,))
+        assert cursor.fetchall() == [(0,)]
+    store = postgres_store(bare_postgresql)
+    try:
+        store.add(ScheduleSpec("nightly", "cron", "0 3 * * *", "app.jobs:nightly"), store.now())
+        assert [s.spec.name for s in store.list_schedules()] == ["nightly"]
+    finally:
+        store.close()
+    with bare_postgresql.cursor() as cursor:
+        cursor.execute(f"SELECT version_num FROM {VERSION_TABLE}")
+        assert cursor.fetchall() == [(head_revision(),)]
 
 
 def test_a_claim_strategy_and_the_process_fixture_name_the_same_database(

@@ -158,13 +158,20 @@ class MySQLProvider(Provider[MySQLServer]):
         with contextlib.closing(server.connect(dbname)) as conn, conn.cursor() as cur:
             self._kill_sessions(cur, dbname)
             # DELETE and a reset counter: TRUNCATE makes each table again (a DDL statement each).
+            # The counter only where a test moved it: each ALTER costs ~30 ms, eight were most
+            # of a store contract test's time.
             cur.execute("SET SESSION foreign_key_checks = 0, lock_wait_timeout = 5, innodb_lock_wait_timeout = 5")
             cur.execute("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'")
             for table, _ in cur.fetchall():
                 if table != keep:
                     cur.execute(f"DELETE FROM `{table}`")
-                    cur.execute(f"ALTER TABLE `{table}` AUTO_INCREMENT = 1")
             conn.commit()
+            cur.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s AND auto_increment > 1",
+                (dbname,),
+            )
+            for (table,) in cur.fetchall():
+                cur.execute(f"ALTER TABLE `{table}` AUTO_INCREMENT = 1")
 
 
 MYSQL = MySQLProvider()
