@@ -23,6 +23,7 @@ import pytest
 from sqlalchemy import make_url
 
 from tests.support import planted
+from tests.support.forkedcli import run_module, run_tickwork
 from tests.support.servers.mysql import MySQLServer
 from tickwork.config import parse
 from tickwork.plugin.assembly import build_store
@@ -57,19 +58,13 @@ def _free_port() -> int:
         return port
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
-
-
 @pytest.mark.parametrize("case", sorted(BROKEN_URLS))
 def test_node_store_url_errors_do_not_echo_the_password(tmp_path: Path, case: str) -> None:
     url, code, message = BROKEN_URLS[case]
     config = tmp_path / "tickwork.toml"
     config.write_text(f'[store]\nplugin = "postgres"\nurl = "{url}"\n', encoding="utf-8")
 
-    result = _run(
-        [sys.executable, "-m", "tickwork.cli", "run", "--config", str(config), "--for", "1"], tmp_path, _env()
-    )
+    result = run_tickwork(["run", "--config", str(config), "--for", "1"], cwd=tmp_path, env=_env())
 
     assert result.returncode == code, result.stderr
     assert message in result.stderr
@@ -93,9 +88,7 @@ def test_node_jobqueue_url_errors_do_not_echo_the_password(tmp_path: Path, case:
         encoding="utf-8",
     )
 
-    result = _run(
-        [sys.executable, "-m", "tickwork.cli", "run", "--config", str(config), "--for", "1"], tmp_path, _env()
-    )
+    result = run_tickwork(["run", "--config", str(config), "--for", "1"], cwd=tmp_path, env=_env())
 
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("tickwork: error: ") and message in result.stderr
@@ -108,13 +101,13 @@ def test_worker_url_errors_do_not_echo_the_password(tmp_path: Path, case: str, g
     url, code, message = BROKEN_URLS[case]
     url = url.replace("${PW}", planted.PASSWORD)
     env = _env()
-    args = [sys.executable, "-m", "tickwork_jobqueue.worker", "--once"]
+    args = ["--once"]
     if given == "--url":
         args += ["--url", url]
     else:
         env["TICKWORK_JOBQUEUE_URL"] = url
 
-    result = _run(args, tmp_path, env)
+    result = run_module("tickwork_jobqueue.worker", args, cwd=tmp_path, env=env, timeout=TIMEOUT_S)
 
     assert result.returncode == code, result.stderr
     assert message in result.stderr
@@ -264,7 +257,7 @@ def test_query_passwords_show_up_in_no_command_log_or_page(
     seen: dict[str, str] = {}
 
     def command(*args: str) -> None:
-        done = _run([*tickwork, *args], tmp_path, env)
+        done = run_tickwork(args, cwd=tmp_path, env=env, timeout=TIMEOUT_S)
         seen[" ".join(args)] = done.stdout + done.stderr
         assert done.returncode == 0, done.stdout + done.stderr
 

@@ -66,9 +66,15 @@ def child(request):
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")
         sys.argv = [request["argv0"], *request["args"]]
-        from tickwork.cli.main import main
         try:
-            code = main(request["args"])
+            if request.get("module"):
+                # `python -m MODULE ARGS`: the module's `__main__` block, its exit status.
+                import runpy
+                runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+                code = 0
+            else:
+                from tickwork.cli.main import main
+                code = main(request["args"])
         except SystemExit as exc:
             if exc.code is None or isinstance(exc.code, int):
                 code = exc.code or 0
@@ -135,13 +141,20 @@ class ForkServer:
         return reply
 
     def run(
-        self, args: Sequence[str], *, cwd: Path | str, env: Mapping[str, str], timeout: float
+        self,
+        args: Sequence[str],
+        *,
+        cwd: Path | str,
+        env: Mapping[str, str],
+        timeout: float,
+        module: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         with self._lock:
             stdout, stderr = self._dir / "stdout", self._dir / "stderr"
             request = {
                 "args": list(args),
-                "argv0": str(Path(sys.executable).parent / "tickwork"),
+                "module": module,
+                "argv0": module or str(Path(sys.executable).parent / "tickwork"),
                 "cwd": os.fspath(Path(cwd).resolve()),
                 "env": dict(env),
                 "stdout": str(stdout),
@@ -154,12 +167,13 @@ class ForkServer:
             started = self._reply(30.0)
             assert started is not None and "pid" in started, started
             ended = self._reply(timeout)
+            shown = ["python", "-m", module, *args] if module else ["tickwork", *args]
             if ended is None:
                 os.kill(started["pid"], signal.SIGKILL)
                 self._reply(30.0)
-                raise subprocess.TimeoutExpired(["tickwork", *args], timeout)
+                raise subprocess.TimeoutExpired(shown, timeout)
             return subprocess.CompletedProcess(
-                ["tickwork", *args],
+                shown,
                 ended["status"],
                 stdout.read_text(encoding="utf-8", errors="replace"),
                 stderr.read_text(encoding="utf-8", errors="replace"),
@@ -191,6 +205,19 @@ def run_tickwork(
 ) -> subprocess.CompletedProcess[str]:
     """``python -m tickwork ARGS`` in ``cwd`` with ``env`` (default: this process's), in a process
     forked from the server: the result of ``subprocess.run(..., capture_output=True, text=True)``."""
+    return run_module("", args, cwd=cwd, env=env, timeout=timeout)
+
+
+def run_module(
+    module: str,
+    args: Sequence[str],
+    *,
+    cwd: Path | str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120.0,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m MODULE ARGS`` (a command of a plugin, e.g. ``tickwork_jobqueue.worker``) in a
+    process forked from the server, as :func:`run_tickwork`; ``""`` runs tickwork's own CLI."""
     environment = dict(os.environ if env is None else env)
     # The child puts the command's $PYTHONPATH first on sys.path (its job modules are found), but
     # tickwork itself is already imported: a server per place tickwork comes from, so that a
@@ -200,7 +227,7 @@ def run_tickwork(
     server = _servers.get(key)
     if server is None:
         server = _servers[key] = ForkServer({**_server_env(), "PYTHONPATH": source})
-    return server.run(args, cwd=cwd, env=environment, timeout=timeout)
+    return server.run(args, cwd=cwd, env=environment, timeout=timeout, module=module or None)
 
 
 def _tickwork_source(pythonpath: str) -> str:
