@@ -185,6 +185,11 @@ async def remove(request: Request) -> Response:
 #: The largest JSON body a schedule may be sent in (a schedule is a few hundred bytes; its
 #: arguments are the only part that can grow).
 MAX_BODY = 64 * 1024
+#: The largest body of ``/api/plan`` and ``/api/apply``: a whole set of schedules (about 10,000
+#: of a few hundred bytes each).
+MAX_APPLY_BODY = 4 * 1024 * 1024
+#: The paths that take a set of schedules.
+APPLY_PATHS = ("/api/plan", "/api/apply")
 #: What a schedule's definition may fail on: the request's fault (400), named in the message.
 INVALID = (ConfigError, TriggerError, DeclarationError, ExecutorError, TypeError, ValueError)
 
@@ -294,6 +299,59 @@ async def update(request: Request) -> Response:
         return _written(admin, "edit", name, who, address, lambda: admin.update(name, by=who, **fields))
 
     return await _write(request, "edit", 200, work)
+
+
+async def _applying(request: Request, applied: bool) -> Response:
+    """``POST /api/plan`` and ``POST /api/apply``: ``{"schedules": [...], "prune": false}``, each
+    schedule the fields of ``POST /api/schedules``; the plan as ``tickwork apply --plan --json``
+    prints it. Both need the token: validating a schedule imports its target's module."""
+    who = authorize(request)
+    if isinstance(who, Response):
+        return who
+    try:
+        body = await _json_object(request)
+    except BadBody as exc:
+        return error(exc.status, str(exc))
+    entries, prune = body.get("schedules"), body.get("prune", False)
+    unknown = sorted(set(body) - {"schedules", "prune"})
+    if unknown:
+        return error(400, f'{", ".join(unknown)}: unknown; the body is {{"schedules": [...], "prune": false}}')
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        return error(400, "schedules: required, a list of objects (the fields of POST /api/schedules)")
+    if not isinstance(prune, bool):
+        return error(400, "prune: true or false")
+    refused = sorted({key for e in entries for key in NOT_FIELDS if key in e})
+    if refused:
+        return error(400, f"{', '.join(refused)}: not a schedule field")
+    action = "apply" if applied else "plan"
+    address = request.client.host if request.client else "-"
+
+    def work(admin: Admin) -> Any:
+        try:
+            if applied:
+                return admin.apply(entries, prune=prune, by=who)
+            return admin.plan(entries, prune=prune)
+        except INVALID as exc:
+            audit(action, "*", who, address, refused=str(exc))
+            return error(400, str(exc))
+
+    found = await _dashboard(request).read(work)
+    if isinstance(found, Response):
+        return found
+    if applied:
+        audit(action, "*", who, address, note=json.dumps(found.counts(), sort_keys=True))
+        _dashboard(request).changed()
+    return JSONResponse({**found.as_json(), "applied": applied})
+
+
+@errors_as_json
+async def plan(request: Request) -> Response:
+    return await _applying(request, applied=False)
+
+
+@errors_as_json
+async def apply(request: Request) -> Response:
+    return await _applying(request, applied=True)
 
 
 async def not_found(request: Request) -> Response:

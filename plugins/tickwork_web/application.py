@@ -87,6 +87,8 @@ def dashboard_of(request: Request) -> Dashboard:
 
 
 def body_limit(request: Request) -> int:
+    if request.url.path in api.APPLY_PATHS:
+        return api.MAX_APPLY_BODY
     return api.MAX_BODY if pages.is_api(request) else MAX_FORM
 
 
@@ -137,6 +139,8 @@ def build_app(
         Route("/schedules/{name:path}", pages.schedule, name="schedule"),
         Route("/api/schedules", api.schedules, methods=["GET"]),
         Route("/api/schedules", api.create, methods=["POST"]),
+        Route("/api/plan", api.plan, methods=["POST"]),
+        Route("/api/apply", api.apply, methods=["POST"]),
         Route("/api/runs", api.runs),
         Route("/api/nodes", api.nodes),
         Route("/api/schedules/{name:path}/{action}", api.act, methods=["POST"]),

@@ -702,6 +702,9 @@ class Schedule:
     #: The number of its current definition (:class:`ScheduleVersion`); 0: not changed since
     #: before versions were recorded (migration 0014), or a store that keeps none.
     version: int = 0
+    #: The version the last ``tickwork apply`` left it at, ``None`` when no apply wrote it (or a
+    #: store that keeps no such record): a ``version`` past it is drift (docs/schedules-in-git.md).
+    applied_version: int | None = None
 
     @property
     def finished(self) -> bool:
@@ -1074,6 +1077,9 @@ class SchedulePlan:
     update: tuple[ScheduleSpec, ...] = ()
     retrigger: tuple[ScheduleSpec, ...] = ()
     remove: tuple[str, ...] = ()
+    #: Names whose version after these writes is recorded as the one an apply left them at
+    #: (:attr:`Schedule.applied_version`; ``tickwork apply``), in the same transaction.
+    applied: tuple[str, ...] = ()
 
 
 class Health(Choice):

@@ -254,6 +254,8 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
         "run_count": 0,
         "finished": False,
         "version": 1,
+        "applied_version": None,
+        "drift": False,
         "pause_after_failures": None,
         "jitter": 0.0,
         "start_at": None,

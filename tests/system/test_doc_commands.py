@@ -1,4 +1,5 @@
-"""Every ``tickwork ...`` line of README.md and of the shell code blocks in docs/*.md runs, in
+"""Every ``tickwork ...`` line of README.md and of the shell code blocks in docs/*.md (and each
+``run: tickwork ...`` step of their YAML blocks: a CI job's) runs, in
 document order, in one temporary directory holding a copy of ``examples/`` with
 ``TICKWORK_CONFIG=examples/tickwork.toml``; none may exit 2 (invalid usage) or print a traceback.
 Each command runs once: one named by several documents, or shown with its output in a transcript
@@ -27,6 +28,7 @@ import pytest
 
 from tests.support.forkedcli import run_tickwork
 from tests.support.paths import REPO
+from tickwork.cli.main import EXIT_USAGE, builtin_commands
 
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 #: The checkout's src/ and plugins/ first: a second worktree's commands run its own code.
@@ -34,17 +36,27 @@ PYTHONPATH = os.pathsep.join(str(p) for p in (REPO, REPO / "src", REPO / "plugin
 SHELL_BLOCK = re.compile(r"^```(bash|sh|shell|console)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
+#: A CI job's steps (docs/schedules-in-git.md): each ``run: tickwork ...`` line is a command too.
+YAML_BLOCK = re.compile(r"^```ya?ml\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
 def commands_in(document: Path) -> list[list[str]]:
     """The ``tickwork`` commands of a document's shell blocks, continuation lines joined, comments
-    and a ``$ `` prompt removed."""
+    and a ``$ `` prompt removed, then those of its YAML blocks' ``run:`` steps."""
     found = []
-    for block in SHELL_BLOCK.finditer(document.read_text(encoding="utf-8")):
-        text = block.group(2).replace("\\\n", " ")
-        for line in text.splitlines():
+    text = document.read_text(encoding="utf-8")
+    for block in SHELL_BLOCK.finditer(text):
+        lines = block.group(2).replace("\\\n", " ")
+        for line in lines.splitlines():
             line = line.strip().removeprefix("$ ")
             if not line.startswith("tickwork "):
                 continue
             found.append(shlex.split(line, comments=True))
+    for block in YAML_BLOCK.finditer(text):
+        for line in block.group(1).splitlines():
+            step = line.strip().removeprefix("- ").strip()
+            if step.startswith("run: tickwork "):
+                found.append(shlex.split(step.removeprefix("run: "), comments=True))
     return found
 
 
@@ -173,4 +185,8 @@ def test_documented_command_is_valid(words: list[str], sandbox: Path) -> None:
     env.pop("TICKWORK_LOG_LEVEL", None)
     done = run_tickwork(args, cwd=sandbox, env=env)
     assert "Traceback" not in outside_job_failures(done.stderr), done.stderr
-    assert done.returncode != 2, f"{shlex.join(words)} exited 2: {done.stderr.strip()}"
+    # A command whose statuses say something else exits its own status on every error
+    # (`apply --plan`: 2 is "changes", 1 an error); the others exit 2 for invalid usage.
+    command = builtin_commands().get(args[0]) if args[0] in builtin_commands() else None
+    invalid = EXIT_USAGE if command is None or command.error_status is None else command.error_status
+    assert done.returncode != invalid, f"{shlex.join(words)} exited {invalid}: {done.stderr.strip()}"

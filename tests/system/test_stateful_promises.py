@@ -1,8 +1,8 @@
 """The promises of docs/claim-protocol.md under random interleavings (issue #40): a hypothesis
 state machine drives, on one fake clock, 1-3 real engines sharing a store, every admin operation
 (add, update of each option, enable, disable, pause, resume, trigger, backfill with ranges past
-and future, remove, import --replace), node kills, graceful stops, restarts and declarations of
-death, and checks after every step that
+and future, remove, import --replace, apply with and without --prune), node kills, graceful
+stops, restarts and declarations of death, and checks after every step that
 
 - no run started before its fire time (by the fake clock);
 - a ``skip``/``buffer_*``/``cancel_other`` schedule never had two runs at once, and a buffered
@@ -287,6 +287,31 @@ class ImportReplace:
                 m.ledger.created(name, overlap)
 
 
+@dataclass(frozen=True)
+class Apply:
+    """``tickwork apply FILE [--prune]``: the schedules of a file, each added, changed (its state
+    kept) or left as it is, and with ``prune`` every other one removed, in one transaction."""
+
+    schedules: tuple[tuple[str, str, str], ...]  # (name, expression, overlap)
+    prune: bool
+
+    def apply(self, m: PromisesMachine) -> None:
+        m.ledger.follow()
+        plan = m.admin.apply(
+            [{"name": n, "expression": e, "target": TARGET, "overlap": o} for n, e, o in self.schedules],
+            prune=self.prune,
+            check_nodes=False,
+            by="stateful test",
+        )
+        overlaps = {name: overlap for name, _, overlap in self.schedules}
+        for name in plan.remove:
+            m.ledger.removed(name)
+        for spec in plan.add:
+            m.ledger.created(spec.name, overlaps[spec.name])
+        for name in (*(c.name for c in plan.change), *plan.adopt, *plan.unchanged):
+            m.ledger.defined(name, overlaps[name])
+
+
 def made(kind: Callable[..., Op], **fields: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """``kind(**fields)``, each field drawn in turn; printed as the op's own repr, with the names
     of its fields (``st.builds`` would print its arguments by position)."""
@@ -341,6 +366,16 @@ ADMIN_KINDS: dict[str, st.SearchStrategy[Op]] = {
             max_size=len(NAMES),
             unique_by=lambda s: s[0],
         ).map(tuple),
+    ),
+    "apply": made(
+        Apply,
+        schedules=st.lists(
+            st.tuples(NAME, st.sampled_from(EXPRESSIONS), st.sampled_from(Overlap.choices())),
+            min_size=1,
+            max_size=len(NAMES),
+            unique_by=lambda s: s[0],
+        ).map(tuple),
+        prune=st.booleans(),
     ),
     "remove": made(Remove, name=NAME),
     "add": ADDS,

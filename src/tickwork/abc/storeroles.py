@@ -147,7 +147,19 @@ class ScheduleCatalog(StoreClock):
                 self.remove(name)
             except ScheduleNotFoundError:
                 continue  # removed by another node writing the same plan
+        if applied.applied:
+            self.mark_applied(applied.applied)
         return applied
+
+    def mark_applied(self, names: Sequence[str]) -> None:
+        """Record each schedule of ``names`` as left by an apply at its current version
+        (:attr:`~tickwork.structures.Schedule.applied_version`, ``tickwork apply``); names not
+        stored are skipped. :meth:`write_schedules` calls it for a plan's ``applied`` (a SQL store
+        writes them in the plan's transaction).
+
+        :raises NotImplementedError: a store that keeps no apply records (the default)
+        """
+        raise NotImplementedError(f"{type(self).__name__} keeps no record of applies (tickwork apply)")
 
     def versions(self, name: str) -> list[ScheduleVersion]:
         """The versions of schedule ``name``'s definition, oldest first (``tickwork jobs

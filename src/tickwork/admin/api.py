@@ -31,6 +31,7 @@ from ..plugin.manager import PluginManager, plugin_manager_for
 from ..scheduling.firetimes import FireTimes, fire_times
 from ..scheduling.validation import SpecBuilder
 from ..structures import RunRecord, RunStatus, ScheduleState, utc
+from .applying import Applying
 from .backfill import Backfills
 from .health import Health, HealthPolicy, health_of
 from .healthreads import HealthReads
@@ -69,7 +70,7 @@ def _enum_list(cls: type[RunStatus], value: str | RunStatus | Iterable[str | Run
     return [cls(item) for item in items]
 
 
-class Admin(ScheduleWrites, Versions, HealthReads, Backfills):
+class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying):
     """Schedules, history and nodes of one configuration's store; use :func:`connect`.
 
     The store is opened on first use and closed by :meth:`close` (or leaving the ``with`` block).

@@ -63,6 +63,8 @@ class ScheduleInfo:
     #: The number of its current definition (:meth:`tickwork.Admin.versions`); 0: unchanged
     #: since before versions were recorded.
     version: int = 0
+    #: The version the last ``tickwork apply`` left it at (``None``: never applied); see :attr:`drift`.
+    applied_version: int | None = None
 
     @classmethod
     def of(cls, schedule: Schedule, last_run: RunRecord | None, health: ScheduleHealth | None = None) -> ScheduleInfo:
@@ -84,11 +86,18 @@ class ScheduleInfo:
             run_count=schedule.run_count,
             finished=schedule.finished,
             version=schedule.version,
+            applied_version=schedule.applied_version,
         )
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def drift(self) -> bool:
+        """Changed since the last apply by something else: its version moved past the applied
+        one (docs/schedules-in-git.md#drift); the versions after it say who, when and what."""
+        return self.applied_version is not None and self.version > self.applied_version
 
     @property
     def enabled(self) -> bool:
@@ -180,6 +189,8 @@ class ScheduleInfo:
             "run_count": self.run_count,
             "finished": self.finished,
             "version": self.version,
+            "applied_version": self.applied_version,
+            "drift": self.drift,
             # The rarer options, every one (``null``: unset), each written by its own codec.
             **spec_json(self.spec),
         }

@@ -62,10 +62,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         blocked = _blocked_command(word, argv)
         if blocked is not None:
             return _error(ConfigError(blocked), EXIT_USAGE)
+    fixed = _error_status(commands, word)
     try:
         # Inside the try: a command's option may refuse its text as the command's input
         # (`jobs add --args '[1]'`: one line, exit 2); a usage error exits through argparse.
-        args = build_parser(commands).parse_args(argv)
+        try:
+            args = build_parser(commands).parse_args(argv)
+        except SystemExit as exc:
+            if fixed is not None and exc.code == EXIT_USAGE:
+                raise SystemExit(fixed) from None
+            raise
         command = commands.get(args.command)
         _setup_logging(args.log_level, command.default_log_level)
         config = Config() if command.reads_own_config(args) else load(args.config)
@@ -75,9 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # inside the try: a reader that went away surfaces here
         return code
     except (ConfigError, TriggerError, DeclarationError, ExecutorError) as exc:
-        return _error(exc, EXIT_USAGE)
+        return _error(exc, EXIT_USAGE if fixed is None else fixed)
     except TickworkError as exc:  # a state the command cannot act on: unknown name, old schema, ...
-        return _error(exc, EXIT_STATE)
+        return _error(exc, EXIT_STATE if fixed is None else fixed)
     except BrokenPipeError:
         # `tickwork jobs list | head -1`: the reader is gone, which is not an error. Point stdout
         # at /dev/null so the interpreter's final flush does not raise again.
@@ -86,6 +92,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+
+
+def _error_status(commands: Registry[type[Command]], word: str | None) -> int | None:
+    """The status every error of command ``word`` exits with (:attr:`Command.error_status`)."""
+    if word is None or word not in commands:
+        return None
+    return commands.get(word).error_status
 
 
 def _check_not_blocked(name: str, owner: str, config: Config) -> None:

@@ -32,6 +32,10 @@ class Command(ABC):
     #: The command reads the configuration file itself (``tickwork config check`` reports a
     #: file's problems rather than fail on them): :meth:`run` is given the defaults.
     reads_config_itself: ClassVar[bool] = False
+    #: The exit status of every error of the command, usage errors included, for a command whose
+    #: statuses say something else (``tickwork apply --plan``: 2 is "changes", as ``terraform plan
+    #: -detailed-exitcode``); ``None``: 2 for invalid input, 1 for the rest.
+    error_status: ClassVar[int | None] = None
 
     @classmethod
     def reads_own_config(cls, args: argparse.Namespace) -> bool:

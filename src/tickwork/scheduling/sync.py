@@ -105,7 +105,7 @@ def add_many(
             )
         return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
 
-    store.write_schedules(plan, _first_fires(manager, counts), by=by)
+    store.write_schedules(plan, first_fires(manager, counts), by=by)
     return _read_back(store, [spec.name for spec in specs])
 
 
@@ -147,7 +147,7 @@ def set_enabled_many(
         counts.update({s.name: s.run_count for s in stored})
         return SchedulePlan(retrigger=tuple(replace(s.spec, enabled=enabled) for s in _named(stored, names)))
 
-    store.write_schedules(plan, _first_fires(manager, counts))
+    store.write_schedules(plan, first_fires(manager, counts))
     return _read_back(store, names)
 
 
@@ -163,7 +163,7 @@ def _named(stored: Sequence[Schedule], names: Sequence[str]) -> list[Schedule]:
     return [by_name[name] for name in names]
 
 
-def _first_fires(
+def first_fires(
     manager: PluginManager | None, run_counts: dict[str, int] | None = None
 ) -> Callable[[ScheduleSpec, datetime], datetime | None]:
     """``next_fire`` for :meth:`Store.write_schedules`: an enabled spec's first fire after ``now``
@@ -276,7 +276,7 @@ def sync_module(
         report.removed = remove
         return SchedulePlan(tuple(create), tuple(changed), tuple(retrigger), tuple(remove))
 
-    next_fire = _first_fires(manager, counts)
+    next_fire = first_fires(manager, counts)
 
     try:
         store.write_schedules(plan, next_fire, by=CODE)

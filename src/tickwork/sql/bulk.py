@@ -121,3 +121,12 @@ def delete_schedules(conn: Connection, names: Sequence[str]) -> None:
         # Explicit for the same reason; versioning.forget's twin (it imports this module).
         conn.execute(delete(schedule_versions).where(schedule_versions.c.schedule_id.in_(ids.scalar_subquery())))
         conn.execute(delete(schedules).where(schedules.c.name.in_(list(batch))))
+
+
+def mark_applied(conn: Connection, names: Sequence[str]) -> None:
+    """Record the schedules ``names`` as an apply left them: ``applied_version`` set to their
+    ``version`` (docs/schedules-in-git.md#drift); names not stored are skipped."""
+    for batch in chunks(sorted(names)):
+        conn.execute(
+            update(schedules).where(schedules.c.name.in_(list(batch))).values(applied_version=schedules.c.version)
+        )

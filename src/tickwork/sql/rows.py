@@ -131,6 +131,7 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
         failures=row.failures,
         run_count=row.run_count,
         version=row.version,
+        applied_version=row.applied_version,
     )
 
 

@@ -118,11 +118,18 @@ class ScheduleWriting(SQLCore):
                 bulk.update_schedules(self, conn, applied.retrigger, next_fire, spec_values, changed)
                 bulk.delete_schedules(conn, applied.remove)
                 versioning.record(self, conn, changed, by)
+                # After the versions moved: the numbers the apply leaves them at.
+                bulk.mark_applied(conn, applied.applied)
                 if applied.create or applied.update or applied.retrigger or applied.remove:
                     self._notify(conn)
         except IntegrityError as exc:
             raise ScheduleExistsError(str(exc.orig)) from exc
         return applied
+
+    @transient_retry
+    def mark_applied(self, names: Sequence[str]) -> None:
+        with self._tx() as conn:
+            bulk.mark_applied(conn, names)
 
     @transient_retry
     def get(self, name: str) -> Schedule:

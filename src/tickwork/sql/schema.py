@@ -155,6 +155,9 @@ schedules = Table(
     # The number of the current definition (tickwork_schedule_versions; migration 0014), 0 for a
     # schedule not changed since before versions were recorded. A claim copies it into the run.
     Column("version", Integer, nullable=False, server_default="0"),
+    # The version the last `tickwork apply` left it at (migration 0015), NULL: never applied. A
+    # version past it is drift: changed since by something else (docs/schedules-in-git.md).
+    Column("applied_version", Integer, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint("state IN ('idle', 'running')", name="state"),

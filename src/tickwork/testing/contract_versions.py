@@ -116,3 +116,38 @@ class VersionsContract:
             (2, RunStatus.SUCCEEDED, 1),
             (1, RunStatus.SKIPPED, 1),
         }
+
+    def test_a_plans_applied_names_record_the_version_it_leaves(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("kept"), t + MINUTE, by="alice")
+        store.add(spec("other"), t + MINUTE)
+        assert store.get("kept").applied_version is None  # never applied
+
+        def plan(stored: object) -> SchedulePlan:
+            return SchedulePlan(
+                create=(spec("new"),),
+                update=(spec("kept", retries=2),),
+                applied=("new", "kept", "gone"),  # a name not stored is skipped
+            )
+
+        store.write_schedules(plan, lambda s, now: now + MINUTE, by="apply:carol")
+        # After the versions moved: kept is at version 2 and applied there; new at 1.
+        assert (store.get("kept").version, store.get("kept").applied_version) == (2, 2)
+        assert (store.get("new").version, store.get("new").applied_version) == (1, 1)
+        assert store.get("other").applied_version is None
+        assert store.versions("kept")[-1].by == "apply:carol"
+        # A later change by anyone else moves the version past the applied one (drift).
+        store.update(spec("kept", retries=3), None, retime=False, by="dave")
+        assert (store.get("kept").version, store.get("kept").applied_version) == (3, 2)
+        store.mark_applied(["kept"])
+        assert store.get("kept").applied_version == 3
+
+    def test_marking_applied_leaves_a_run_in_flight_and_its_fence_alone(self, store: Store) -> None:
+        t = store.now()
+        store.add(spec("a"), t)
+        (claim,) = claim_all(store)
+        store.mark_applied(["a"])
+        held = store.get("a")
+        assert (held.applied_version, held.claim_seq, held.claimed_by) == (1, claim.claim_seq, "n1")
+        assert finish(store, claim, t + MINUTE)
+        assert store.get("a").next_fire == t + MINUTE

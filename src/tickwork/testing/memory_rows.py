@@ -47,6 +47,8 @@ class ScheduleRow:
     run_count: int = 0
     #: The number of its current definition (``tickwork_schedules.version``).
     version: int = 0
+    #: The version the last apply left it at (``tickwork_schedules.applied_version``).
+    applied_version: int | None = None
 
     def resumed(self) -> None:
         """Enabled: no longer paused, its failures counted afresh."""
@@ -100,6 +102,7 @@ class ScheduleRow:
             failures=self.failures,
             run_count=self.run_count,
             version=self.version,
+            applied_version=self.applied_version,
         )
 
 

@@ -176,6 +176,13 @@ class MemoryTables:
         with self._tx():
             return Store.write_schedules(cast(Store, self), plan, next_fire, by=by)
 
+    def mark_applied(self, names: Sequence[str]) -> None:
+        with self._tx():
+            for name in names:
+                sid = self._by_name.get(name)
+                if sid is not None:
+                    self._schedules[sid].applied_version = self._schedules[sid].version
+
     def versions(self, name: str) -> list[ScheduleVersion]:
         with self._tx():
             return list(self._versions.get(self._row(name).id, []))

@@ -5,6 +5,7 @@ third-party commands use (:data:`tickwork.plugin.manager.INTERNAL_PLUGINS` loads
 from __future__ import annotations
 
 from ...plugin import Command, Registry, hookimpl
+from .apply import ApplyCommand
 from .check import CheckCommand
 from .configfile import ConfigCommand
 from .db import DbCommand
@@ -19,6 +20,7 @@ BUILTIN: dict[str, type[Command]] = {
     "run": RunCommand,
     "next": NextCommand,
     "jobs": JobsCommand,
+    "apply": ApplyCommand,
     "history": HistoryCommand,
     "nodes": NodesCommand,
     "check": CheckCommand,

@@ -21,11 +21,14 @@ def change_lines(version: ScheduleVersion) -> list[str]:
     and numbers read apart), or ``retries = 3`` for a field a new schedule got."""
     created = all(change["old"] is None for change in version.changes.values())
     if created:
-        return [f"{field} = {_value(change['new'])}" for field, change in version.changes.items()]
-    return [f"{field}: {_value(change['old'])} -> {_value(change['new'])}" for field, change in version.changes.items()]
+        return [f"{field} = {value_text(change['new'])}" for field, change in version.changes.items()]
+    return [
+        f"{field}: {value_text(change['old'])} -> {value_text(change['new'])}"
+        for field, change in version.changes.items()
+    ]
 
 
-def _value(value: Any) -> str:
+def value_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
