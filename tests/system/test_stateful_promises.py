@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -48,7 +48,7 @@ from tickwork.config import Config
 from tickwork.engine import Engine, EngineSettings
 from tickwork.errors import ConfigError, ScheduleExistsError, ScheduleNotFoundError, TickworkError, TriggerError
 from tickwork.plugin.manager import PluginManager, plugin_manager_for
-from tickwork.structures import Overlap, RunStatus
+from tickwork.structures import FAILING, Overlap, RunStatus
 from tickwork.testing import FakeClock, MemoryStore
 
 NODES = ("n1", "n2", "n3")
@@ -312,6 +312,61 @@ class Apply:
             m.ledger.defined(name, overlaps[name])
 
 
+@dataclass(frozen=True)
+class Revert:
+    """``tickwork jobs revert NAME --to N``: an earlier definition again, as a new version."""
+
+    name: str
+    to: int
+
+    def apply(self, m: PromisesMachine) -> None:
+        with m.expecting(ScheduleNotFoundError, ConfigError, TriggerError):
+            info = m.admin.revert(self.name, self.to, by="stateful test", check_nodes=False)
+            event("revert: done")
+            m.ledger.defined(self.name, Overlap(info.spec.overlap).value)
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """``tickwork jobs rerun NAME RUN``: the ``pick``-th failed run of ``name`` again, as its next
+    attempt (refused when that fire's latest attempt did not fail)."""
+
+    name: str
+    pick: int
+
+    def apply(self, m: PromisesMachine) -> None:
+        m.ledger.follow()
+        if self.name not in m.ledger.live:
+            return
+        failed = m.store.find_runs(schedule=self.name, status=list(FAILING), limit=20)
+        if not failed:
+            return
+        run = failed[self.pick % len(failed)]
+        try:
+            report = m.admin.rerun(self.name, run.id)
+        except ScheduleNotFoundError:
+            m.absent(self.name)
+            return
+        except TickworkError as exc:
+            assert "is not failed" in str(exc), exc  # a later attempt ran, or it was rerun already
+            return
+        event(f"rerun: {'queued' if report.queued else 'not queued'}")
+        m.ledger.queued(self.name, report.queued, "buffer_all")
+
+
+@dataclass(frozen=True)
+class Release:
+    """``tickwork jobs release NAME``: hand-offs no worker started, cancelled (fenced by status:
+    a started run is never released)."""
+
+    name: str
+
+    def apply(self, m: PromisesMachine) -> None:
+        with m.expecting(ScheduleNotFoundError):
+            for run in m.admin.release(self.name, by="stateful test"):
+                assert run.status is RunStatus.CANCELLED, run
+
+
 def made(kind: Callable[..., Op], **fields: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """``kind(**fields)``, each field drawn in turn; printed as the op's own repr, with the names
     of its fields (``st.builds`` would print its arguments by position)."""
@@ -379,6 +434,9 @@ ADMIN_KINDS: dict[str, st.SearchStrategy[Op]] = {
     ),
     "remove": made(Remove, name=NAME),
     "add": ADDS,
+    "revert": made(Revert, name=NAME, to=st.integers(1, 4)),
+    "rerun": made(Rerun, name=NAME, pick=st.integers(0, 5)),
+    "release": made(Release, name=NAME),
 }
 
 
