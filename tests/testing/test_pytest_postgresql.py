@@ -6,7 +6,7 @@ or the throwaway one the suite starts: ``depends_on`` a fixture that describes i
 ``postgresql`` gives each test an empty database made from its template. ``postgresql_proc`` (a
 server pytest-postgresql starts with ``pg_ctl``) is not run here: PostgreSQL refuses to start as
 root, which CI is, and pytest-postgresql cannot switch user; its executor has the attributes the
-adapter reads (host, port, user, password, unixsocketdir), tested with :class:`Described`.
+adapter reads (host, port, user, password, unixsocketdir), tested with :class:`tickwork.testing.postgresql.Place`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tickwork.sql.migrations import VERSION_TABLE, head_revision
 from tickwork.sql.schema import schedules
 from tickwork.structures import ScheduleSpec
 from tickwork.testing import StoreContract
-from tickwork.testing.postgresql import load_schema, postgres_store, postgres_url, store_fixture, store_maker
+from tickwork.testing.postgresql import Place, load_schema, postgres_store, postgres_url, store_fixture, store_maker
 from tickwork_postgres.store import sqlalchemy_url
 
 #: This process's own names: several sessions share the server (a worker's id is appended under xdist).
@@ -131,20 +131,8 @@ def test_a_claim_strategy_and_the_process_fixture_name_the_same_database(
         store.close()
 
 
-@dataclass(frozen=True)
-class Described:
-    """What a pytest-postgresql executor exposes."""
-
-    host: str
-    port: int
-    user: str
-    password: str | None
-    dbname: str
-    options: str = ""
-
-
 def test_urls_keep_every_part_as_libpq_reads_it() -> None:
-    tcp = Described("127.0.0.1", 5433, "app user", "p@ss:/word", "tests_1", "-c statement_timeout=5000")
+    tcp = Place("127.0.0.1", 5433, "app user", "p@ss:/word", "tests_1", "-c statement_timeout=5000")
     url = postgres_url(tcp)
     assert quote("p@ss:/word", safe="") in url  # escaped: its "@" and "/" do not end the password
     parsed = make_url(sqlalchemy_url(url))  # as the postgres store reads its url
@@ -152,5 +140,5 @@ def test_urls_keep_every_part_as_libpq_reads_it() -> None:
     assert parsed.database == "tests_1"
     assert parsed.query["options"] == "-c statement_timeout=5000"
     # A Unix-socket directory (postgresql_proc's unixsocketdir) is a host libpq takes in the query.
-    socket = make_url(postgres_url(Described("/tmp/pg sock", 5432, "postgres", None, "tests")))
+    socket = make_url(postgres_url(Place("/tmp/pg sock", 5432, "postgres", None, "tests")))
     assert (socket.host, socket.password, socket.query["host"]) == (None, None, "/tmp/pg sock")

@@ -103,8 +103,9 @@ def postgres_store(
 
 
 @dataclass(frozen=True)
-class _Place:
-    """A database as pytest-postgresql's loaders are told it (keyword arguments, no object)."""
+class Place:
+    """A database described by its parts (a :class:`ServerInfo`): how pytest-postgresql's loaders
+    are told theirs (keyword arguments, no object), or any server a test names by hand."""
 
     host: str
     port: int
@@ -126,7 +127,7 @@ def load_schema(
     not once a test (~0.5 s each). Other keyword arguments pytest-postgresql passes (``autocommit``)
     are not needed.
     """
-    postgres_store(_Place(host, int(port), user, password, dbname)).close()
+    postgres_store(Place(host, int(port), user, password, dbname)).close()
 
 
 def store_maker(
