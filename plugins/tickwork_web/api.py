@@ -1,7 +1,9 @@
-"""The JSON API under ``/api`` (docs/web.md). Reads are open; the actions, creating and changing
-schedules need ``Authorization: Bearer TOKEN``: 401 without it, 403 with a wrong one or when no
-token is configured (read-only dashboard), 429 (with ``Retry-After``) after repeated wrong tokens
-from one address. Errors are ``{"error": "..."}`` with 400, 404, 409, 413 or 503."""
+"""The JSON API under ``/api`` (docs/web.md). Reads are open unless ``[web] public_reads = false``;
+the actions, creating and changing schedules need ``Authorization: Bearer TOKEN`` of a role that
+allows them: 401 without it, 403 with a wrong one, a lesser role, a schedule outside the token's
+namespaces, or when no token exists (read-only dashboard), 429 (with ``Retry-After``) after
+repeated wrong tokens from one address (:mod:`.access` finds the caller). Errors are
+``{"error": "..."}`` with 400, 403, 404, 409, 413 or 503."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 
 from tickwork.admin import Admin
 from tickwork.admin.info import ScheduleInfo
+from tickwork.admin.roles import DEFAULT_NAMESPACE, may_act_on, namespace_in
 from tickwork.errors import (
     ConfigError,
     DatabaseMissingError,
@@ -28,8 +31,8 @@ from tickwork.errors import (
 )
 
 from . import data
+from .access import Caller, Forbidden, access_of, check_scope, lists_nothing, scoped
 from .actions import DECLARED, FORM_ACTIONS, ONE_ACTIONS, audit, perform, perform_form
-from .auth import clean_name
 from .limits import deep_message, too_deep
 from .queries import MAX_LIMIT, BadQuery, api_schedule_filter, integer, run_filter, statuses
 
@@ -58,6 +61,8 @@ def errors_as_json(handler: Handler) -> Handler:
             return await handler(request)
         except BadQuery as exc:
             return error(400, str(exc))
+        except Forbidden as exc:
+            return error(403, str(exc))
         except ScheduleNotFoundError as exc:
             return error(404, str(exc))
         except (DatabaseMissingError, StoreError) as exc:
@@ -74,6 +79,8 @@ async def schedules(request: Request) -> Response:
     where = api_schedule_filter(params)
     limit = integer(params, "limit", 100, 1, MAX_LIMIT)
     offset = integer(params, "offset", 0, 0, 10**9)
+    if lists_nothing(access_of(request).caller):
+        return JSONResponse({"total": 0, "offset": offset, "limit": limit, "schedules": []})
     page = await _dashboard(request).read(lambda admin: data.schedule_page(admin, where, offset, limit))
     return JSONResponse(
         {
@@ -89,14 +96,27 @@ async def schedules(request: Request) -> Response:
 async def schedule(request: Request) -> Response:
     name = request.path_params["name"]
     wanted = statuses(request.query_params)
-    detail = await _dashboard(request).read(lambda admin: data.schedule_detail(admin, name, wanted))
+    caller = access_of(request).caller
+
+    def work(admin: Admin) -> data.ScheduleDetail:
+        check_scope(caller, [admin.get(name)])
+        return data.schedule_detail(admin, name, wanted)
+
+    detail = await _dashboard(request).read(work)
     return JSONResponse(data.detail_json(detail))
 
 
 @errors_as_json
 async def runs(request: Request) -> Response:
     where = run_filter(request.query_params)
-    _, records = await _dashboard(request).read(lambda admin: data.runs(admin, where))
+    caller = access_of(request).caller
+
+    def work(admin: Admin) -> Any:
+        if where.schedule:
+            check_scope(caller, [admin.get(where.schedule)])
+        return [] if lists_nothing(caller) else data.runs(admin, where)[1]
+
+    records = await _dashboard(request).read(work)
     return JSONResponse({"runs": [data.run_json(r) for r in records]})
 
 
@@ -106,41 +126,42 @@ async def nodes(request: Request) -> Response:
     return JSONResponse({"node_ttl": ttl, "nodes": [data.node_json(row) for row in rows]})
 
 
-def authorize(request: Request) -> Response | str:
-    """The caller's description for the action log, or the 401/403 response."""
-    guard = _dashboard(request).guard
-    if not guard.enabled:
-        return error(403, "actions are disabled: the dashboard has no token configured (read-only)")
-    header = request.headers.get("authorization", "")
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not given.strip():
+def authorize(request: Request, action: str) -> Response | Caller:
+    """The caller, if its role allows ``action``; else the 401/403 response. The token itself was
+    checked by :class:`.access.Identify`."""
+    access = access_of(request)
+    if access.caller is None:
+        if not access.actions_enabled:
+            return error(403, "actions are disabled: the dashboard has no token configured (read-only)")
         return error(
             401,
             "actions need a bearer token: Authorization: Bearer TOKEN",
             {"WWW-Authenticate": 'Bearer realm="tickwork"'},
         )
-    throttle = _dashboard(request).throttle
-    address = request.client.host if request.client else "-"
-    wait = throttle.wait(address)
-    if wait:
-        return error(
-            429, f"too many failed token checks from {address}: try again in {wait} s", {"Retry-After": str(wait)}
-        )
-    if not guard.token_matches(given.strip()):
-        throttle.failed(address, "bearer token")
-        return error(403, "the bearer token is not valid")
-    throttle.succeeded(address)
-    user = clean_name(request.headers.get("x-tickwork-user", ""))
-    return f"{user} (API token)" if user else "API token"
+    try:
+        access.caller.require(action)
+    except Forbidden as exc:
+        audit(action, request.path_params.get("name", "-"), access.caller.who, _address(request), refused=str(exc))
+        return error(403, str(exc))
+    return access.caller
+
+
+def _address(request: Request) -> str:
+    return request.client.host if request.client else "-"
 
 
 async def _act(request: Request, action: str) -> Response:
-    who = authorize(request)
-    if isinstance(who, Response):
-        return who
+    caller = authorize(request, action)
+    if isinstance(caller, Response):
+        return caller
     name = request.path_params["name"]
-    address = request.client.host if request.client else "-"
-    info = await _dashboard(request).read(lambda admin: perform(admin, action, name, who, address))
+    address = _address(request)
+
+    def work(admin: Admin) -> ScheduleInfo:
+        scoped(caller, action, address, admin, name)
+        return perform(admin, action, name, caller.who, address)
+
+    info = await _dashboard(request).read(work)
     _dashboard(request).changed()
     return JSONResponse({"action": action, "schedule": data.schedule_json(info)})
 
@@ -160,17 +181,22 @@ async def _form_act(request: Request, action: str) -> Response:
     """``POST /api/schedules/NAME/pause|resume|backfill|rerun`` with a JSON object of the
     action's fields (``note``, ``until``; ``from``, ``to``, ``rerun``; ``run``), as the
     dashboard's forms send them: the admin API's calls, audited like every action."""
-    who = authorize(request)
-    if isinstance(who, Response):
-        return who
+    caller = authorize(request, action)
+    if isinstance(caller, Response):
+        return caller
     try:
         body = await _json_object(request) if await request.body() else {}
     except BadBody as exc:
         return error(exc.status, str(exc))
     name = request.path_params["name"]
-    address = request.client.host if request.client else "-"
+    address = _address(request)
+
+    def work(admin: Admin) -> tuple[ScheduleInfo, str]:
+        scoped(caller, action, address, admin, name)
+        return perform_form(admin, action, name, body, caller.who, address)
+
     try:
-        info, said = await _dashboard(request).read(lambda admin: perform_form(admin, action, name, body, who, address))
+        info, said = await _dashboard(request).read(work)
     except INVALID as exc:
         return error(400, str(exc))
     _dashboard(request).changed()
@@ -240,11 +266,11 @@ NOT_FIELDS = ("replace", "check_nodes", "by")
 
 
 async def _write(
-    request: Request, action: str, status: int, work: Callable[[Admin, dict[str, Any], str, str], Any]
+    request: Request, action: str, status: int, work: Callable[[Admin, dict[str, Any], Caller, str], Any]
 ) -> Response:
-    who = authorize(request)
-    if isinstance(who, Response):
-        return who
+    caller = authorize(request, action)
+    if isinstance(caller, Response):
+        return caller
     try:
         body = await _json_object(request)
     except BadBody as exc:
@@ -252,8 +278,8 @@ async def _write(
     refused = [key for key in NOT_FIELDS if key in body]
     if refused:
         return error(400, f"{', '.join(refused)}: not a schedule field")
-    address = request.client.host if request.client else "-"
-    found = await _dashboard(request).read(lambda admin: work(admin, body, who, address))
+    address = _address(request)
+    found = await _dashboard(request).read(lambda admin: work(admin, body, caller, address))
     if isinstance(found, Response):
         return found
     _dashboard(request).changed()
@@ -266,10 +292,15 @@ async def create(request: Request) -> Response:
     :meth:`Admin.add <tickwork.admin.Admin.add>` takes them (durations as ``"90s"``, times as
     ISO 8601); 201 with the schedule."""
 
-    def work(admin: Admin, body: dict[str, Any], who: str, address: str) -> Any:
+    def work(admin: Admin, body: dict[str, Any], caller: Caller, address: str) -> Any:
+        who = caller.who
         missing = [key for key in ("name", "expression", "target") if not isinstance(body.get(key), str)]
         if missing:
             return error(400, f"{', '.join(missing)}: required, as text")
+        if not may_act_on(caller.token, namespace_in(body)):
+            refused = f"{caller.described} may not create schedules in namespace {namespace_in(body)!r}"
+            audit("create", str(body["name"]), who, address, refused=refused)
+            return error(403, refused)
         fields = dict(body)
         name, expression, target = fields.pop("name"), fields.pop("expression"), fields.pop("target")
         return _written(
@@ -287,8 +318,10 @@ async def update(request: Request) -> Response:
     next node start."""
     name = request.path_params["name"]
 
-    def work(admin: Admin, body: dict[str, Any], who: str, address: str) -> Any:
-        module = admin.get(name).module  # 404 for an unknown name
+    def work(admin: Admin, body: dict[str, Any], caller: Caller, address: str) -> Any:
+        who = caller.who
+        scoped(caller, "edit", address, admin, name)  # 404 for an unknown name
+        module = admin.get(name).module
         if module is not None:
             refused = DECLARED.format(name=name, module=module)
             audit("edit", name, who, address, refused=refused)
@@ -305,9 +338,18 @@ async def _applying(request: Request, applied: bool) -> Response:
     """``POST /api/plan`` and ``POST /api/apply``: ``{"schedules": [...], "prune": false}``, each
     schedule the fields of ``POST /api/schedules``; the plan as ``tickwork apply --plan --json``
     prints it. Both need the token: validating a schedule imports its target's module."""
-    who = authorize(request)
-    if isinstance(who, Response):
-        return who
+    action = "apply" if applied else "plan"
+    caller = authorize(request, action)
+    if isinstance(caller, Response):
+        return caller
+    who = caller.who
+    address = _address(request)
+    # An apply works on one namespace (today "default"): a token not scoped to it may not touch it.
+    namespace = DEFAULT_NAMESPACE
+    if not may_act_on(caller.token, namespace):
+        refused = f"{caller.described} may not {action} schedules in namespace {namespace!r}"
+        audit(action, "*", who, address, refused=refused)
+        return error(403, refused)
     try:
         body = await _json_object(request)
     except BadBody as exc:
@@ -320,11 +362,9 @@ async def _applying(request: Request, applied: bool) -> Response:
         return error(400, "schedules: required, a list of objects (the fields of POST /api/schedules)")
     if not isinstance(prune, bool):
         return error(400, "prune: true or false")
-    refused = sorted({key for e in entries for key in NOT_FIELDS if key in e})
-    if refused:
-        return error(400, f"{', '.join(refused)}: not a schedule field")
-    action = "apply" if applied else "plan"
-    address = request.client.host if request.client else "-"
+    not_fields = sorted({key for e in entries for key in NOT_FIELDS if key in e})
+    if not_fields:
+        return error(400, f"{', '.join(not_fields)}: not a schedule field")
 
     def work(admin: Admin) -> Any:
         try:

@@ -24,6 +24,7 @@ from tickwork.admin import Admin, ConfigSource, load_config
 from tickwork.plugin.tracebacks import for_people
 
 from . import api, editing, pages
+from .access import Identify
 from .adminpool import AdminPool
 from .auth import Guard, Throttle
 from .charts import Chart
@@ -156,7 +157,8 @@ def build_app(
         exception_handlers={404: pages.not_found, 405: pages.method_not_allowed},
         # Inside Starlette's error middleware (anything it raises is still a logged 500) and
         # outside the routes, so a body is refused before any handler starts reading it.
-        middleware=[Middleware(BodyLimit, limit_of=body_limit, refuse=too_large)],
+        # Identify (the caller, once per request) inside it: a refused body is never looked up.
+        middleware=[Middleware(BodyLimit, limit_of=body_limit, refuse=too_large), Middleware(Identify)],
     )
     app.state.dashboard = Dashboard(pool, settings, clock)
     return app

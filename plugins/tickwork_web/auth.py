@@ -1,10 +1,12 @@
 """Who may act: the bearer token for the API, a signed session cookie for the browser, and the
 CSRF token of the browser's forms.
 
-Nothing is stored on the server. A session cookie is ``issued.nonce.name.signature``, signed with
-HMAC-SHA256 keyed by the token itself, so changing the token ends every session and a cookie is
-worth nothing without the token. A form's CSRF token is an HMAC of the session's nonce: a page of
-another site can neither read it nor (SameSite=Strict) send the cookie along.
+Nothing is stored on the server. A session cookie is ``issued.nonce.name.token.signature``, signed
+with HMAC-SHA256 keyed by the configured token itself (``token`` empty), or, for a session of an
+API token (``token`` its name), by that token's stored digest: changing the configured token or
+revoking the API token ends its sessions, and a cookie is worth nothing without the key. A form's
+CSRF token is an HMAC of the session's nonce under the same key: a page of another site can
+neither read it nor (SameSite=Strict) send the cookie along.
 
 Everything a client sends is compared as UTF-8 bytes in constant time: ``hmac.compare_digest``
 refuses a ``str`` that is not ASCII with a ``TypeError``, which was a 500 with a traceback for a
@@ -28,6 +30,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from tickwork.structures import ApiToken
 
 from .limits import capped
 
@@ -69,67 +73,90 @@ def _unb64(text: str) -> str:
 
 @dataclass(frozen=True)
 class Session:
-    """A logged-in browser. ``name`` is what the operator typed at login (may be empty)."""
+    """A logged-in browser. ``name`` is what the operator typed at login (may be empty);
+    ``token`` the API token it logged in with (empty: the configured token)."""
 
     nonce: str
     name: str
     issued: int
+    token: str = ""
 
     @property
     def who(self) -> str:
+        """The session as the action log and the versions' author show it (the token's name
+        included: every action is recorded with the token that allowed it)."""
         short = self.nonce[:8]
+        if self.token:
+            return (
+                f"{self.name} (token {self.token}, session {short})"
+                if self.name
+                else f"token {self.token} (session {short})"
+            )
         return f"{self.name} (session {short})" if self.name else f"session {short}"
 
 
 class Guard:
-    """Checks bearer tokens, session cookies and CSRF tokens against one token (or none)."""
+    """Checks the configured token (or none), and signs and checks session cookies and CSRF
+    tokens. A session of an API token is keyed by that token's digest, which the caller looks up
+    (:meth:`session` takes the lookup: the store is read in a worker thread)."""
 
     def __init__(self, token: str | None) -> None:
         self.token = token
 
     @property
     def enabled(self) -> bool:
-        """Whether actions are possible at all (a token is configured)."""
+        """Whether a token is configured (API tokens of the store may enable actions too)."""
         return self.token is not None
 
-    def _sign(self, message: str) -> str:
-        assert self.token is not None
-        return hmac.new(self.token.encode(), message.encode(), hashlib.sha256).hexdigest()
+    @staticmethod
+    def _key(digest: str | None, configured: str | None) -> bytes:
+        return (configured or "").encode() if digest is None else ("api-token|" + digest).encode()
+
+    def _sign(self, message: str, digest: str | None = None) -> str:
+        return hmac.new(self._key(digest, self.token), message.encode(), hashlib.sha256).hexdigest()
 
     def token_matches(self, given: str) -> bool:
         return self.token is not None and same(given, self.token)
 
-    def new_session(self, name: str) -> tuple[Session, str]:
-        """A session and its cookie value."""
-        session = Session(secrets.token_hex(16), clean_name(name), int(time.time()))
-        body = f"{session.issued}.{session.nonce}.{_b64(session.name)}"
-        return session, f"{body}.{self._sign('session|' + body)}"
+    def new_session(self, name: str, token: ApiToken | None = None) -> tuple[Session, str]:
+        """A session (of the configured token, or of the API token ``token``) and its cookie."""
+        assert token is not None or self.token is not None
+        session = Session(secrets.token_hex(16), clean_name(name), int(time.time()), token.name if token else "")
+        body = f"{session.issued}.{session.nonce}.{_b64(session.name)}.{_b64(session.token)}"
+        return session, f"{body}.{self._sign('session|' + body, token.digest if token else None)}"
 
-    def session(self, cookie: str | None) -> Session | None:
-        """The session a cookie proves, or ``None`` (absent, forged, expired, or no token)."""
-        if not cookie or self.token is None:
+    def session(
+        self, cookie: str | None, lookup: Callable[[str], ApiToken | None]
+    ) -> tuple[Session, ApiToken | None] | None:
+        """The session a cookie proves and its API token (``None``: the configured one), or
+        ``None`` (absent, forged, expired, its token revoked or no longer configured).
+        ``lookup`` finds an API token by name (it blocks: call this in a worker thread)."""
+        if not cookie:
             return None
         parts = cookie.split(".")
-        if len(parts) != 4:
+        if len(parts) != 5:
             return None
-        issued, nonce, name, signature = parts
-        body = f"{issued}.{nonce}.{name}"
-        if not same(signature, self._sign("session|" + body)):
-            return None
+        issued, nonce, name, token_name, signature = parts
         try:
             issued_at = int(issued)
-            decoded = _unb64(name)
+            decoded, named = _unb64(name), _unb64(token_name)
         except (ValueError, binascii.Error):  # UnicodeDecodeError is a ValueError
             return None
         if not 0 <= time.time() - issued_at <= SESSION_SECONDS:
             return None
-        return Session(nonce, decoded, issued_at)
+        token = lookup(named) if named else None
+        if token is None if named else self.token is None:
+            return None
+        body = f"{issued}.{nonce}.{name}.{token_name}"
+        if not same(signature, self._sign("session|" + body, token.digest if token else None)):
+            return None
+        return Session(nonce, decoded, issued_at, named), token
 
-    def csrf_token(self, session: Session) -> str:
-        return self._sign("csrf|" + session.nonce)
+    def csrf_token(self, session: Session, token: ApiToken | None) -> str:
+        return self._sign("csrf|" + session.nonce, token.digest if token else None)
 
-    def csrf_matches(self, session: Session, given: str | None) -> bool:
-        return bool(given) and same(str(given), self.csrf_token(session))
+    def csrf_matches(self, session: Session, token: ApiToken | None, given: str | None) -> bool:
+        return bool(given) and same(str(given), self.csrf_token(session, token))
 
 
 @dataclass

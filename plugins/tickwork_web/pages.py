@@ -16,8 +16,9 @@ from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreEr
 from tickwork.structures import RunStatus
 
 from . import data
+from .access import Caller, Forbidden, access_of, check_scope, lists_nothing, scoped
 from .actions import FORM_ACTIONS, ONE_ACTIONS, perform, perform_form
-from .auth import COOKIE, SESSION_SECONDS, Session
+from .auth import COOKIE, SESSION_SECONDS
 from .limits import capped
 from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter, statuses
 from .summary import MOST
@@ -64,21 +65,24 @@ def _dashboard(request: Request) -> Dashboard:
     return dashboard_of(request)
 
 
-def _session(request: Request) -> Session | None:
-    return _dashboard(request).guard.session(request.cookies.get(COOKIE))
-
-
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """``template`` with the caller's rights: ``session`` (logged in), ``can_operate`` (the
+    operator's buttons: run, enable, disable, pause, resume, backfill, release, run again) and
+    ``can_admin`` (new, edit, remove)."""
     board = _dashboard(request)
-    session = _session(request)
+    access = access_of(request)
+    caller = access.caller if access.caller is not None and access.caller.session is not None else None
     fragment = request.query_params.get("fragment") == "1"
     page = board.templates.get_template(template)
     html = page.render(
         request=request,
         root=request.scope.get("root_path", ""),
-        actions_enabled=board.guard.enabled,
-        session=session,
-        csrf=board.guard.csrf_token(session) if session else "",
+        actions_enabled=access.actions_enabled,
+        session=caller.session if caller else None,
+        can_operate=caller is not None and caller.may("trigger"),
+        can_admin=caller is not None and caller.may("edit"),
+        role=caller.role.value if caller else "",
+        csrf=access.csrf(board),
         done=done_message(request.query_params),
         refresh=REFRESH_SECONDS,
         fragment=fragment,
@@ -97,6 +101,8 @@ async def _guarded(request: Request, template: str, load: Any, **context: Any) -
         found = await _dashboard(request).read(load)
     except BadQuery as exc:
         return problem(request, 400, str(exc))
+    except Forbidden as exc:
+        return problem(request, 403, str(exc))
     except ScheduleNotFoundError as exc:
         return problem(request, 404, str(exc))
     except (DatabaseMissingError, StoreError) as exc:
@@ -115,8 +121,11 @@ async def schedules(request: Request) -> Response:
     offset = (number - 1) * size
 
     kept = _dashboard(request).strip
+    hidden = lists_nothing(access_of(request).caller)
 
     def load(admin: Any) -> dict[str, Any]:
+        if hidden:  # none of the schedules is in the caller's namespaces
+            return {"now": admin.store().now(), "total": 0, "schedules": [], "strip": None, "most": MOST}
         page = data.schedules_with_summary(admin, where, offset, size, kept)
         return {
             "now": page.now,
@@ -149,7 +158,10 @@ async def schedule(request: Request) -> Response:
     except BadQuery as exc:
         return problem(request, 400, str(exc))
 
+    caller = access_of(request).caller
+
     def load(admin: Any) -> dict[str, Any]:
+        check_scope(caller, [admin.get(name)])
         return {"d": data.schedule_detail(admin, name, wanted)}
 
     return await _guarded(
@@ -164,8 +176,13 @@ async def runs(request: Request) -> Response:
         return problem(request, 400, str(exc))
 
     overall = _dashboard(request).overall
+    caller = access_of(request).caller
 
     def load(admin: Any) -> dict[str, Any]:
+        if where.schedule:
+            check_scope(caller, [admin.get(where.schedule)])
+        if lists_nothing(caller):
+            return {"now": admin.store().now(), "records": [], "overall": None}
         now, records = data.runs(admin, where)
         return {"now": now, "records": records, "overall": overall.get(lambda: data.overall_chart(admin, now))}
 
@@ -194,10 +211,11 @@ def redirect(request: Request, path: str, done: str) -> RedirectResponse:
 
 
 async def login(request: Request) -> Response:
-    guard = _dashboard(request).guard
-    if not guard.enabled:
+    board = _dashboard(request)
+    guard = board.guard
+    if not access_of(request).actions_enabled:
         return problem(request, 403, "actions are disabled: the dashboard has no token configured (read-only)")
-    throttle = _dashboard(request).throttle
+    throttle = board.throttle
     address = request.client.host if request.client else "-"
     wait = throttle.wait(address)
     if wait:
@@ -208,13 +226,16 @@ async def login(request: Request) -> Response:
         refused.headers["Retry-After"] = str(wait)
         return refused
     form = await request.form()
-    token = str(form.get("token", ""))
-    if not guard.token_matches(token.strip()):
+    token = str(form.get("token", "")).strip()
+    # The configured token, else an API token of the store (looked up by its digest).
+    api_token = None if guard.token_matches(token) else await board.read(lambda admin: _token_for(admin, token))
+    if api_token is None and not guard.token_matches(token):
         throttle.failed(address, "login")
         return render(request, "login.html", status=403, failed=True)
     throttle.succeeded(address)
-    session, cookie = guard.new_session(str(form.get("name", "")))
-    log.info("login of %s from %s", session.who, capped(address))
+    session, cookie = guard.new_session(str(form.get("name", "")), api_token)
+    role = api_token.role.value if api_token else "admin"
+    log.info("login of %s (%s) from %s", session.who, role, capped(address))
     response = redirect(request, "/", "login")
     response.set_cookie(
         COOKIE,
@@ -228,25 +249,40 @@ async def login(request: Request) -> Response:
     return response
 
 
+def _token_for(admin: Any, secret: str) -> Any:
+    try:
+        return admin.token_for(secret) if secret else None
+    except (StoreError, NotImplementedError):
+        return None
+
+
 async def logout(request: Request) -> Response:
     response = redirect(request, "/", "logout")
     response.delete_cookie(COOKIE, path=request.scope.get("root_path", "") or "/")
     return response
 
 
-async def checked_form(request: Request) -> tuple[Session, FormData] | Response:
-    """The session and the posted form of an action, or the 403/401 page: actions need a token
-    configured, a logged-in session and the form's CSRF token."""
+async def checked_form(request: Request, action: str | None) -> tuple[Caller, FormData] | Response:
+    """The caller and the posted form of an action, or the 403/401 page: actions need a logged-in
+    session whose role allows ``action`` (:func:`tickwork.admin.roles.role_needed`; ``None``: the
+    caller checks it, knowing the action from the form) and the form's CSRF token. The
+    namespace is the handler's to check (it knows the schedule)."""
     board = _dashboard(request)
-    session = _session(request)
-    if not board.guard.enabled:
+    access = access_of(request)
+    caller = access.caller
+    if not access.actions_enabled:
         return problem(request, 403, "actions are disabled: the dashboard has no token configured (read-only)")
-    if session is None:
-        return problem(request, 401, "log in with the dashboard token first")
+    if caller is None or caller.session is None:
+        return problem(request, 401, "log in with a dashboard token first")
     form = await request.form()
-    if not board.guard.csrf_matches(session, str(form.get("csrf", ""))):
+    if not board.guard.csrf_matches(caller.session, caller.token, str(form.get("csrf", ""))):
         return problem(request, 403, "the form's CSRF token is missing or stale; reload the page and try again")
-    return session, form
+    try:
+        if action is not None:
+            caller.require(action)
+    except Forbidden as exc:
+        return problem(request, 403, str(exc))
+    return caller, form
 
 
 def address_of(request: Request) -> str:
@@ -258,20 +294,27 @@ async def act(request: Request) -> Response:
     if action not in ONE_ACTIONS and action not in FORM_ACTIONS:
         known = ", ".join((*ONE_ACTIONS, *FORM_ACTIONS))
         return problem(request, 404, f"no such action {action!r}; actions: {known}")
-    checked = await checked_form(request)
+    checked = await checked_form(request, action)
     if isinstance(checked, Response):
         return checked
-    session, form = checked
+    caller, form = checked
     board = _dashboard(request)
     address = address_of(request)
     fields = {k: str(v) for k, v in form.items() if isinstance(v, str)}
-    try:
+
+    def work(admin: Any) -> None:
+        scoped(caller, action, address, admin, name)
         if action in FORM_ACTIONS:
             # The same admin API calls as `tickwork jobs pause|resume|backfill` make.
-            await board.read(lambda admin: perform_form(admin, action, name, fields, session.who, address))
+            perform_form(admin, action, name, fields, caller.who, address)
         else:
-            await board.read(lambda admin: perform(admin, action, name, session.who, address))
+            perform(admin, action, name, caller.who, address)
+
+    try:
+        await board.read(work)
         board.changed()
+    except Forbidden as exc:
+        return problem(request, 403, str(exc))
     except ScheduleNotFoundError as exc:
         return problem(request, 404, str(exc))
     except (DatabaseMissingError, StoreError) as exc:

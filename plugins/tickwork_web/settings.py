@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from tickwork.config import Config, OptionalText, Port, Section, Text
+from tickwork.config import Config, Flag, OptionalText, Port, Section, Text
 from tickwork.errors import ConfigError
 
 #: Where the token is read from when ``[web] token_env`` does not name another variable.
@@ -21,7 +21,15 @@ class WebConfig(Section, table="web"):
     token_env = OptionalText(
         help="Name of the environment variable holding the token that enables actions.",
         details="When set, that variable must be set and not empty. Without it the token is read from "
-        f"`${TOKEN_ENV}`; with no token at all the dashboard is read-only.",
+        f"`${TOKEN_ENV}`; with no token at all (and no `tickwork tokens` in the database) the dashboard is "
+        "read-only. The configured token is an admin of every namespace.",
+    )
+    public_reads = Flag(
+        True,
+        help="Whether the pages and `GET /api/...` answer without a token.",
+        details="false: every read needs a token (a `viewer` at least), so a token scoped to namespaces "
+        "sees only theirs; true: anyone who can reach the dashboard reads every schedule "
+        "(docs/web.md#roles-and-tokens).",
     )
 
 
@@ -37,6 +45,7 @@ class WebSettings:
     port: int = DEFAULT_PORT
     token: str | None = None
     token_source: str = TOKEN_ENV
+    public_reads: bool = True
 
     @classmethod
     def from_config(cls, config: Config, *, token: str | None = None) -> WebSettings:
@@ -59,4 +68,4 @@ class WebSettings:
                 token = os.environ.get(TOKEN_ENV) or None
         if token is not None and not token.strip():
             raise ConfigError(f"{source}: the web token must not be blank")
-        return cls(host=web.host, port=web.port, token=token, token_source=source)
+        return cls(host=web.host, port=web.port, token=token, token_source=source, public_reads=web.public_reads)

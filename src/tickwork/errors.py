@@ -128,3 +128,19 @@ class ExecutorNotConfigured(TickworkError):
         self.executor = executor
         self.node = node
         super().__init__(f"executor {executor!r} is not configured on node {node}")
+
+
+class TokenExistsError(TickworkError):
+    """An API token with that name exists already (names are unique)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"a token named {name!r} already exists; revoke it first (tickwork tokens revoke {name})")
+
+
+class TokenNotFoundError(TickworkError, LookupError):
+    """No API token has that name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no token named {name!r} (tickwork tokens list)")

@@ -1241,3 +1241,41 @@ class AnnouncementClaim:
 
     def __post_init__(self) -> None:
         _check_aware("at", self.at)
+
+
+class Role(enum.StrEnum):
+    """What a token may do, each role everything the one before it may: ``viewer`` reads,
+    ``operator`` also acts on schedules' state and runs, ``admin`` also changes definitions."""
+
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+    @property
+    def rank(self) -> int:
+        return list(Role).index(self)
+
+    def allows(self, needed: Role) -> bool:
+        return self.rank >= needed.rank
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    """A stored API token, never with its secret. ``namespaces`` empty: every namespace."""
+
+    name: str
+    role: Role
+    namespaces: tuple[str, ...]
+    created_at: datetime
+    created_by: str | None = None
+    #: The SHA-256 digest of the secret, hex (what the store keeps and looks up).
+    digest: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "role": self.role.value,
+            "namespaces": list(self.namespaces),
+            "created_at": iso_z(self.created_at),
+            "created_by": self.created_by,
+        }

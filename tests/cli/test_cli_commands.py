@@ -16,7 +16,7 @@ from tickwork.errors import ConfigError
 from tickwork.plugin import Command, CommandGroup, Registry, hookimpl
 from tickwork.plugin.manager import INTERNAL_PLUGINS, PluginManager
 
-BUILTIN = ["run", "next", "jobs", "apply", "history", "nodes", "check", "config", "db"]
+BUILTIN = ["run", "next", "jobs", "apply", "history", "nodes", "check", "config", "db", "tokens"]
 
 
 class Hello(Command):

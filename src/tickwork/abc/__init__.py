@@ -27,6 +27,7 @@ from ..structures import (
 )
 from .healthrecords import HealthRecords
 from .storeroles import ClaimLedger, NodeRegistry, RunHistory
+from .tokenstore import TokenStore
 
 
 class Trigger(ABC):
@@ -220,7 +221,7 @@ class Membership(ABC):
         return None
 
 
-class Store(RunHistory, ClaimLedger, NodeRegistry, HealthRecords):
+class Store(RunHistory, ClaimLedger, NodeRegistry, HealthRecords, TokenStore):
     """Persists schedules, claims and the run history.
 
     A store keeps the invariants of docs/claim-protocol.md: at most one first attempt per

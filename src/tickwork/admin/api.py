@@ -37,6 +37,7 @@ from .health import Health, HealthPolicy, health_of
 from .healthreads import HealthReads
 from .info import NodeInfo, ScheduleInfo
 from .liveexecutors import LiveExecutors
+from .tokens import Tokens
 from .versions import Versions
 from .writes import ScheduleWrites
 
@@ -70,7 +71,7 @@ def _enum_list(cls: type[RunStatus], value: str | RunStatus | Iterable[str | Run
     return [cls(item) for item in items]
 
 
-class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying):
+class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
     """Schedules, history and nodes of one configuration's store; use :func:`connect`.
 
     The store is opened on first use and closed by :meth:`close` (or leaving the ``with`` block).

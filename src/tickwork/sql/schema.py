@@ -334,6 +334,22 @@ schedule_versions = Table(
     UniqueConstraint("schedule_id", "version", name="uq_tickwork_schedule_versions_version"),
 )
 
+# API tokens (docs/web.md#roles-and-tokens; sql/tokens.py): the SHA-256 digest of each secret,
+# never the secret, looked up by its unique index; `namespaces` a JSON list, empty for all.
+api_tokens = Table(
+    "tickwork_api_tokens",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(100), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("namespaces", JSON, nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("created_by", String(200), nullable=True),
+    UniqueConstraint("name", name="uq_tickwork_api_tokens_name"),
+    UniqueConstraint("digest", name="uq_tickwork_api_tokens_digest"),
+)
+
 nodes = Table(
     "tickwork_nodes",
     metadata,

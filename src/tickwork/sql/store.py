@@ -24,6 +24,7 @@ one job each:
 - :mod:`.concurrency`: admitting fires under ``max_concurrent`` and concurrency keys.
 - :mod:`.healthrecords`: the announced health states and the whole failure streak of a schedule.
 - :mod:`.versioning`: the versions of schedules' definitions (written with each write, read back).
+- :mod:`.tokens`: the API tokens (their digests, roles and namespaces).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .retry import transient_retry
 from .rows import UNHELD, next_fire_values, schedule_from_row, spec_from_row, spec_values, utcnow
 from .schedulewrites import ScheduleWriting
 from .storecore import SQLCore
+from .tokens import TokensSQL
 from .versioning import ScheduleVersions
 
 
@@ -58,6 +60,7 @@ class SQLStore(
     Rerunning,
     HealthRecordsSQL,
     ScheduleVersions,
+    TokensSQL,
 ):
     """Store on SQLAlchemy 2 Core (see :class:`~tickwork.sql.storecore.SQLCore` for its
     parameters). A dialect plugin subclasses it."""

@@ -51,6 +51,7 @@ from .contract_reruns import RerunContract
 from .contract_schedules import ScheduleCatalogContract
 from .contract_semantics import SemanticsContract
 from .contract_starts import FencedStartContract
+from .contract_tokens import TokensContract
 from .contract_versions import VersionsContract
 from .contract_writes import WritesDuringRunContract
 from .handoff_contract import HandoffContract
@@ -69,6 +70,7 @@ class StoreContract(
     BackfillOverlapContract,
     WritesDuringRunContract,
     VersionsContract,
+    TokensContract,
 ):
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``.
 
@@ -78,7 +80,8 @@ class StoreContract(
     (:mod:`.contract_semantics`), hand-offs (:mod:`.handoff_contract`), fenced starts
     (:mod:`.contract_starts`), reruns of abandoned fires (:mod:`.contract_reruns`), concurrent runs
     (:mod:`.contract_concurrency`), a backfill's overlap (:mod:`.contract_backfill`), writes on a
-    schedule whose run is in flight (:mod:`.contract_writes`) and versions (:mod:`.contract_versions`)."""
+    schedule whose run is in flight (:mod:`.contract_writes`), versions (:mod:`.contract_versions`)
+    and API tokens (:mod:`.contract_tokens`)."""
 
     @pytest.fixture
     def make_store(self) -> Callable[[], Store]:

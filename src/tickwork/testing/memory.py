@@ -37,6 +37,7 @@ from .memory_reruns import MemoryReruns
 from .memory_rows import RunRow
 from .memory_starts import MemoryStarts, unstarted
 from .memory_tables import MemoryTables, aware
+from .memory_tokens import MemoryTokens
 
 
 class MemorySettings(StoreSettings):
@@ -46,7 +47,15 @@ class MemorySettings(StoreSettings):
 
 
 class MemoryStore(
-    MemoryConcurrency, MemoryStarts, MemoryHandoffs, MemoryCounts, MemoryBackfills, MemoryReruns, MemoryTables, Store
+    MemoryConcurrency,
+    MemoryStarts,
+    MemoryHandoffs,
+    MemoryCounts,
+    MemoryBackfills,
+    MemoryReruns,
+    MemoryTables,
+    MemoryTokens,
+    Store,
 ):
     """Schedules, claims and history in memory; thread-safe, gone when the process ends.
 
@@ -64,6 +73,7 @@ class MemoryStore(
         self._init_tables(clock)
         self._init_backfills()
         self._init_concurrency()
+        self._init_tokens()
 
     # -- claiming ---------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from .jobs import JobsCommand
 from .nextfires import NextCommand
 from .nodes import NodesCommand
 from .run import RunCommand
+from .tokens import TokensCommand
 
 #: In the order ``tickwork --help`` lists them.
 BUILTIN: dict[str, type[Command]] = {
@@ -26,6 +27,7 @@ BUILTIN: dict[str, type[Command]] = {
     "check": CheckCommand,
     "config": ConfigCommand,
     "db": DbCommand,
+    "tokens": TokensCommand,
 }
 
 
