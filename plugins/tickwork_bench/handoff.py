@@ -30,6 +30,7 @@ from .handoffapp import FIRE_TASK
 from .handoffjobs import BROKER_ENV, LOG_ENV, QUEUE_ENV
 from .handoffmetrics import HANDED_OFF, MINUTE_S, beat_metrics, tickwork_metrics
 from .handoffprocs import Service, beat_argv, delete_queues, queue_name, ready_time, start_workers
+from .handoffraw import raw_publish
 from .procs import Child, ChildError, collect
 from .scratch import DueSet, Scratch
 
@@ -111,6 +112,8 @@ class HandoffRun:
         self.handed_off = 0
         self.handed_off_at: float | None = None
         self.settled = False
+        #: the broker's own publish rate measured in this run (:mod:`.handoffraw`)
+        self.raw: dict[str, Any] | None = None
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -123,6 +126,7 @@ class HandoffRun:
             self.scratch.seed(self.s.schedules, self.s.schedules, due)
             self._start_workers()
             self._start_nodes()
+            self._measure_raw()
             t0 = self._start_beats_and_pick_minute()
             self.scratch.arm(0.0, align=False, at=t0)
             self.progress.message(f"armed for {t0.isoformat()}")
@@ -181,6 +185,15 @@ class HandoffRun:
             node.wait_event("ready", self.s.ready_timeout)
         if s.nodes > 1:
             time.sleep(2.0)  # a hash ring learns of the other nodes at their next heartbeat
+
+    def _measure_raw(self) -> None:
+        """The broker's own publish rate in this run, on the machine as loaded as the hand-off
+        finds it (workers and nodes started and idle): :mod:`.handoffraw`."""
+        self.progress.message(f"measuring the broker's raw publish rate ({self.s.schedules:,} messages)")
+        try:
+            self.raw = raw_publish(self.s.broker, self.s.schedules)
+        except Exception as exc:
+            self.errors.append(f"cannot measure the broker's raw publish rate: {exc}")
 
     def _start_beats_and_pick_minute(self) -> datetime:
         """Start the beats early in a minute and return the boundary they fire first (the
@@ -328,6 +341,10 @@ class HandoffRun:
             statuses=statuses,
             history_duplicates=self.scratch.duplicates(),
         )
+        out["raw_publish"] = self.raw
+        rate = out["tickwork"]["handed_off_per_s"]
+        # The run's figure: the hand-off against the broker's own publish, both in this run.
+        out["tickwork"]["to_raw"] = rate / self.raw["per_s"] if rate and self.raw else None
         if s.beats:
             out["beat"] = beat_metrics(
                 schedules=s.schedules,

@@ -106,6 +106,12 @@ def summary(result: dict[str, Any]) -> str:
             f"{_s(lag['p50_ms'], ',.0f')}/{_s(lag['p99_ms'], ',.0f')}/{_s(lag['max_ms'], ',.0f')} ms; "
             f"duplicates {tw['duplicates']}"
         )
+        raw = result.get("raw_publish")
+        if raw is not None:
+            lines.append(
+                f"  broker raw publish ({raw['client']}): {raw['messages']:,} in {raw['seconds']:.2f} s "
+                f"({raw['per_s']:,.0f}/s); hand-off / raw = {_s(tw.get('to_raw'), '.2f')}"
+            )
         if tw["not_handed_off"]:
             lines.append(f"  tickwork: {tw['not_handed_off']:,} fires not handed off: {tw['history']}")
     beat = result.get("beat")

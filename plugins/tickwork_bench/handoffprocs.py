@@ -85,7 +85,7 @@ def worker_argv(executor: str, broker: str, queue: str, name: str, concurrency: 
     if executor == "celery":
         return [
             sys.executable, "-m", "celery", "-A", "tickwork_bench.handoffapp", "worker", "-Q", queue,
-            "-P", "threads", "-c", str(concurrency), "-n", f"{name}@%h",
+            "-P", "threads", "-c", str(concurrency), "-n", f"{name}-{queue}@%h",
             "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=INFO",
         ]  # fmt: skip
     if executor == "rq":

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
+import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tickwork.errors import ConfigError, ExecutorError
-from tickwork.structures import JobCall
-from tickwork_handoff.executor import HandoffExecutor
+from tickwork_handoff.executor import HandoffExecutor, Message, Published
 from tickwork_handoff.targets import check_arguments, load
 
+from .links import BrokenBatch, Link, Send
 from .settings import CelerySettings
 
 if TYPE_CHECKING:
@@ -112,6 +115,10 @@ class CeleryExecutor(HandoffExecutor):
         self.expires = settings.expires
         self.app_reference = settings.app
         self._app: Celery | None = None
+        #: Each publishing thread's connection (:mod:`.links`), and all of them, to close at shutdown.
+        self._links = threading.local()
+        self._links_lock = threading.Lock()
+        self._all_links: set[Link] = set()
 
     def __repr__(self) -> str:
         return f"<CeleryExecutor {self.app_reference}>"
@@ -135,10 +142,9 @@ class CeleryExecutor(HandoffExecutor):
 
     def connect(self) -> None:
         app = self._load_app()
-        # RabbitMQ publisher confirms: a publish returns only once the broker took the message
-        # (Redis acknowledges every write anyway). Set here, so a user's app needs nothing.
+        # RabbitMQ publisher confirms are collected per batch by the publishing threads' own
+        # connections (.links); Redis acknowledges every write anyway.
         options = dict(app.conf.broker_transport_options or {})
-        options.setdefault("confirm_publish", True)
         # A broker that does not answer fails the attempt instead of holding the thread: the
         # connection timeout bounds connecting to RabbitMQ; with Redis, kombu's socket timeouts
         # (none by default) bound every command, the publish included, so a Redis that stops
@@ -151,29 +157,91 @@ class CeleryExecutor(HandoffExecutor):
         app.conf.broker_transport_options = options
         app.conf.broker_connection_timeout = min(float(app.conf.broker_connection_timeout or 4.0), self.publish_timeout)
 
-    def publish(self, call: JobCall, message_id: str, headers: dict[str, str]) -> str:
+    def publish(self, messages: Sequence[Message]) -> list[Published]:
         app = self._load_app()
+        deadline = time.monotonic() + self.publish_timeout
+        sends = [self._sender(app, message) for message in messages]
+        results: list[Published | None] = [None] * len(messages)
+        todo = list(range(len(messages)))
+        # A connection that breaks mid-batch leaves messages unconfirmed, some of which may have
+        # reached the broker: they are sent once more, on a new connection, with the same ids
+        # (the worker side runs one copy: docs/handoff.md#batches). A second break fails them.
+        for tries_left in (1, 0):
+            try:
+                outcomes = self._link().send([sends[i][0] for i in todo], max(deadline - time.monotonic(), 0.001))
+            except BrokenBatch as broken:
+                self._drop_link()
+                outcomes = broken.outcomes
+                cause: Exception | None = broken.cause
+            else:
+                cause = None
+            unknown = []
+            for i, outcome in zip(todo, outcomes, strict=True):
+                if outcome is None:
+                    unknown.append(i)
+                else:
+                    results[i] = outcome if isinstance(outcome, Exception) else sends[i][1]
+            todo = unknown
+            if not todo:
+                break
+            assert cause is not None  # an outcome is unknown only when the connection broke
+            if not tries_left or time.monotonic() >= deadline:
+                for i in todo:
+                    results[i] = cause
+                break
+            log.warning("celery: the connection broke during a batch (%s); sending %d messages again", cause, len(todo))
+        return [result if result is not None else ExecutorError("no outcome") for result in results]
+
+    def _sender(self, app: Celery, message: Message) -> tuple[Send, str]:
+        """How to send ``message`` with Celery's own ``send_task`` on a given producer, and its
+        description."""
+        call = message.call
         name = task_name(call.target)
         args, kwargs, own = call_parts(call.target, dict(call.arguments))
         options: dict[str, Any] = {"priority": self.priority, "expires": self.expires, **self.routing}
         options.update({key: value for key, value in own.items() if key != "headers"})
-        app.send_task(
-            name,
-            args=args,
-            kwargs=kwargs,
-            task_id=message_id,
-            # The fire's own headers last: an entry's headers cannot rename the fire. The schedule
-            # is also the message's periodic_task_name, the header django-celery-beat's scheduler
-            # sets (django-celery-results stores it with the task's result).
-            headers={**own.get("headers", {}), PERIODIC_TASK_NAME: call.schedule, **headers},
-            # No silent retry loop inside kombu: a failed publish is this attempt's failure.
-            retry=False,
-            confirm_timeout=self.publish_timeout,
-            **options,
-        )
+        # The fire's own headers last: an entry's headers cannot rename the fire. The schedule is
+        # also the message's periodic_task_name, the header django-celery-beat's scheduler sets
+        # (django-celery-results stores it with the task's result).
+        headers = {**own.get("headers", {}), PERIODIC_TASK_NAME: call.schedule, **message.headers}
+
+        def send(link: Link) -> None:
+            # Celery's own message (protocol 2, its routes, the task's options), written on the
+            # thread's producer: no connection from the pool, no wait for the broker per message
+            # (the link collects the confirmations of the batch). No retry loop inside kombu: a
+            # failed write breaks the batch. The queue is declared with the first message to it.
+            route = f"{name}\x00{options.get('queue')}"
+            declare: dict[str, list[object]] = {} if route not in link.declared else {"declare": []}
+            app.send_task(
+                name, args=args, kwargs=kwargs, task_id=message.id, headers=headers, producer=link.producer,
+                retry=False, add_to_parent=False, **options, **declare,
+            )  # fmt: skip
+            link.declared.add(route)
+
         queue = options.get("queue")
-        return f"celery task {name}" + (f" (queue {queue})" if queue else "")
+        return send, f"celery task {name}" + (f" (queue {queue})" if queue else "")
+
+    def _link(self) -> Link:
+        link: Link | None = getattr(self._links, "link", None)
+        if link is None:
+            link = Link(self._load_app())
+            self._links.link = link
+            with self._links_lock:
+                self._all_links.add(link)
+        return link
+
+    def _drop_link(self) -> None:
+        link: Link | None = getattr(self._links, "link", None)
+        self._links.link = None
+        if link is not None:
+            with self._links_lock:
+                self._all_links.discard(link)
+            link.close()
 
     def disconnect(self) -> None:
+        with self._links_lock:
+            links, self._all_links = self._all_links, set()
+        for link in links:
+            link.close()
         if self._app is not None:
             self._app.close()

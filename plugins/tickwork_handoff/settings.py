@@ -8,10 +8,10 @@ from tickwork.config import Flag, Integer, Number, Section
 #: The longest wait a hand-off option accepts.
 MAX_SECONDS = 30 * 86400.0
 
-#: Publishing threads per node. Each publish waits for the broker's confirmation, so they wait
-#: far more than they compute: 5,000 Celery fires on two nodes were handed off at 176/s with 2
-#: threads and 298/s with 16 (docs/benchmarks.md#hand-off-tickwork-vs-celery-beat).
-DEFAULT_THREADS = 16
+#: Publishing threads per node. Each takes the fires queued when it is free as one batch on its
+#: own broker connection (docs/handoff.md#batches): one thread publishes while the other waits
+#: for its batch's confirmations or its store look.
+DEFAULT_THREADS = 2
 
 
 class HandoffSettings(Section):
@@ -46,7 +46,7 @@ class HandoffSettings(Section):
         DEFAULT_THREADS,
         low=1,
         high=1000,
-        help="Threads publishing, so a slow broker never blocks the engine.",
-        details="Each waits for the broker's confirmation: 16 handed 5,000 Celery fires off at 298/s where 2 gave "
-        "176/s ([benchmarks](benchmarks.md#hand-off-tickwork-vs-celery-beat)).",
+        help="Threads publishing, each on a broker connection of its own, so a slow broker never blocks the engine.",
+        details="Each publishes the fires queued when it is free as one batch and waits for the broker's "
+        "confirmations once per batch ([batches](handoff.md#batches)).",
     )

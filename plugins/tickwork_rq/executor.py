@@ -8,17 +8,21 @@ job's ``meta`` holds the fire's headers.
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tickwork.errors import ExecutorError
-from tickwork.structures import JobCall
-from tickwork_handoff.executor import HandoffExecutor
+from tickwork_handoff.executor import HandoffExecutor, Message, Published
 from tickwork_handoff.targets import check_arguments
 
 from .settings import RQSettings
 
 if TYPE_CHECKING:
     from rq import Queue
+
+log = logging.getLogger("tickwork.rq")
 
 
 def function_path(target: str) -> str:
@@ -68,17 +72,36 @@ class RQExecutor(HandoffExecutor):
         )
         self._queue = Queue(self.queue_name, connection=connection)
 
-    def publish(self, call: JobCall, message_id: str, headers: dict[str, str]) -> str:
+    def publish(self, messages: Sequence[Message]) -> list[Published]:
         assert self._queue is not None
-        self._queue.enqueue_call(
-            function_path(call.target),
-            kwargs=dict(call.arguments),
-            job_id=message_id,
-            meta=dict(headers),
-            timeout=int(self.job_timeout or call.timeout) or 1,
-            result_ttl=self.result_ttl,
-        )
-        return f"rq queue {self.queue_name}"
+        from redis.exceptions import ConnectionError, TimeoutError
+        from rq import Queue
+
+        jobs = [
+            Queue.prepare_data(
+                function_path(m.call.target),
+                kwargs=dict(m.call.arguments),
+                job_id=m.id,
+                meta=dict(m.headers),
+                timeout=int(self.job_timeout or m.call.timeout) or 1,
+                result_ttl=self.result_ttl,
+            )
+            for m in messages
+        ]
+        deadline = time.monotonic() + self.publish_timeout
+        for tries_left in (1, 0):
+            try:
+                # One pipeline in one MULTI/EXEC: every job of the batch in one round trip, all
+                # or none; the reply is Redis's acknowledgement of the batch.
+                self._queue.enqueue_many(jobs)
+                break
+            except (ConnectionError, TimeoutError) as exc:
+                # The EXEC may have landed before the connection broke: the same job ids again,
+                # of which the worker side runs one (docs/handoff.md#batches).
+                if not tries_left or time.monotonic() >= deadline:
+                    raise
+                log.warning("rq: the connection broke during a batch (%s); sending %d jobs again", exc, len(jobs))
+        return [f"rq queue {self.queue_name}"] * len(messages)
 
     def disconnect(self) -> None:
         if self._queue is not None:

@@ -6,6 +6,12 @@ when a server process dies) and stops listening (new connections are refused, as
 server is down); :meth:`TcpProxy.restore` listens again on the same port. The server itself
 notices its clients gone and acts as on their death (RabbitMQ requeues what they held
 unacknowledged).
+
+:meth:`TcpProxy.break_after` cuts once in the middle of a client's stream instead: once the
+clients sent that many more bytes through it, nothing more reaches the clients, the server is
+given :data:`SETTLE_S` to act on what it got, and every open connection is closed; new ones are
+accepted as before. What a client sees: a connection lost after its writes reached the server
+but before the server's answers to them came back (a publish the broker took, unconfirmed).
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from tests.support.servers.base import LOCALHOST, free_port
 #: How often the accepting thread looks whether it should stop listening.
 ACCEPT_POLL_S = 0.1
 CHUNK = 65536
+#: Seconds the server gets to act on the bytes it received before a break closes the connections.
+SETTLE_S = 0.3
 #: How long :meth:`TcpProxy.restore` keeps trying to bind the port again (a connection in
 #: TIME_WAIT or a client's ephemeral port may hold it for a moment).
 REBIND_S = 10.0
@@ -37,6 +45,13 @@ class TcpProxy:
         self._acceptor: threading.Thread | None = None
         #: Connections accepted so far (a test can tell its clients went through the proxy).
         self.accepted = 0
+        #: Bytes the clients may still send before the connections are broken (None: no break armed).
+        self._budget: int | None = None
+        #: Connections broken by :meth:`break_after` so far.
+        self.broken = 0
+        #: The server's sockets whose answers a break holds back (and all of the connections
+        #: open at the break: closed once it has let the server settle).
+        self._silenced: frozenset[socket.socket] = frozenset()
 
     def start(self) -> TcpProxy:
         self._listen()
@@ -67,6 +82,32 @@ class TcpProxy:
 
     def close(self) -> None:
         self.cut()
+
+    def break_after(self, upstream_bytes: int) -> None:
+        """Once the clients have sent ``upstream_bytes`` more bytes to the server (all of them
+        forwarded), stop forwarding the server's answers, wait :data:`SETTLE_S` and close every
+        open connection, once; the proxy keeps accepting new ones."""
+        with self._lock:
+            self._budget = upstream_bytes
+
+    def _spend(self, sent: int) -> bool:
+        """Count ``sent`` bytes a client sent; True when they used up the armed budget."""
+        with self._lock:
+            if self._budget is None:
+                return False
+            self._budget -= sent
+            if self._budget > 0:
+                return False
+            self._budget = None
+            # The connections open now are the ones broken; one made meanwhile is left alone.
+            doomed, self._sockets = self._sockets, set()
+            self._silenced = frozenset(doomed)
+            self.broken += 1
+        time.sleep(SETTLE_S)
+        for sock in doomed:
+            _close(sock)
+        self._silenced = frozenset()
+        return True
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -116,13 +157,18 @@ class TcpProxy:
                     return
                 self._sockets.update((client, server))
                 self.accepted += 1
-            for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, sink), name="tcp-proxy-pump", daemon=True).start()
+            for source, sink, upstream in ((client, server, True), (server, client, False)):
+                threading.Thread(
+                    target=self._pump, args=(source, sink, upstream), name="tcp-proxy-pump", daemon=True
+                ).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, upstream: bool) -> None:
         try:
             while data := source.recv(CHUNK):
-                sink.sendall(data)
+                if upstream or source not in self._silenced:
+                    sink.sendall(data)
+                if upstream and self._spend(len(data)):
+                    break
         except OSError:
             pass
         # One side ended (or the proxy was cut): end both, as a dead peer would.

@@ -685,11 +685,13 @@ class RunHistory(ScheduleCatalog):
         """
         raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
 
-    def pending_handoff(self, schedule: str, report_timeout: float) -> RunRecord | None:
-        """The latest run of ``schedule`` handed off and not final (``submitted`` or ``started``),
-        if any. First, in the same transaction, a pending hand-off older than ``report_timeout``
-        seconds (database clock, since its hand-off or its start) ends ``timed_out``: a message
-        that never reports back blocks its schedule only that long.
+    def pending_handoffs(self, names: Collection[str], report_timeout: float) -> dict[str, RunRecord]:
+        """The latest run handed off and not final (``submitted`` or ``started``) of each of the
+        schedules ``names`` that has one, by schedule name (a schedule without one, or unknown,
+        is absent). First, in the same transaction, a pending hand-off older than
+        ``report_timeout`` seconds (database clock, since its hand-off or its start) ends
+        ``timed_out``: a message that never reports back blocks its schedule only that long. The
+        hand-off executors ask it once per batch of fires, not once per fire.
 
         :raises tickwork.errors.TickworkError: if this store cannot record hand-offs (the default)
         """

@@ -17,10 +17,12 @@ from .schema import runs, schedules
 from .storecore import SQLCore
 
 _OPEN = sorted(s.value for s in HANDOFF_OPEN)
+#: Schedules looked up per statement by :meth:`Handoffs.pending_handoffs`.
+PENDING_CHUNK = 500
 
 
 class Handoffs(SQLCore):
-    """:meth:`~tickwork.abc.Store.report_handoff`, :meth:`~tickwork.abc.Store.pending_handoff`,
+    """:meth:`~tickwork.abc.Store.report_handoff`, :meth:`~tickwork.abc.Store.pending_handoffs`,
     :meth:`~tickwork.abc.Store.mark_stuck_handoffs` and :meth:`~tickwork.abc.Store.release_handoffs`."""
 
     @transient_retry
@@ -56,9 +58,17 @@ class Handoffs(SQLCore):
         return False, None if current is None else RunStatus(current)
 
     @transient_retry
-    def pending_handoff(self, schedule: str, report_timeout: float) -> RunRecord | None:
-        schedule_id = select(schedules.c.id).where(schedules.c.name == schedule).scalar_subquery()
-        pending = and_(runs.c.schedule_id == schedule_id, runs.c.status.in_(_OPEN))
+    def pending_handoffs(self, names: Collection[str], report_timeout: float) -> dict[str, RunRecord]:
+        found: dict[str, RunRecord] = {}
+        wanted = sorted(set(names))
+        # Chunks keep the IN lists within every database's bound-parameter limit.
+        for start in range(0, len(wanted), PENDING_CHUNK):
+            found.update(self._pending_of(wanted[start : start + PENDING_CHUNK], report_timeout))
+        return found
+
+    def _pending_of(self, names: list[str], report_timeout: float) -> dict[str, RunRecord]:
+        schedule_ids = select(schedules.c.id).where(schedules.c.name.in_(names))
+        pending = and_(runs.c.schedule_id.in_(schedule_ids), runs.c.status.in_(_OPEN))
         # Submitted: finished_at is the hand-off; started: started_at is the worker's start.
         since = func.coalesce(runs.c.finished_at, runs.c.started_at)
         cutoff = self._plus_seconds(self.now_expr(), literal(-float(report_timeout)))
@@ -72,14 +82,14 @@ class Handoffs(SQLCore):
                     error=f"no report from the queue's worker within report_timeout = {report_timeout:g}s",
                 )
             )
-            row = conn.execute(
+            rows = conn.execute(
                 select(runs, schedules.c.name.label("schedule_name"))
                 .join(schedules, schedules.c.id == runs.c.schedule_id)
                 .where(pending)
-                .order_by(runs.c.id.desc())
-                .limit(1)
-            ).first()
-        return None if row is None else run_record(row)
+                .order_by(runs.c.id)
+            ).all()
+        # The latest pending run of each schedule (rows in id order: the last one wins).
+        return {row.schedule_name: run_record(row) for row in rows}
 
     def _runs_of(self, conn: Any, ids: list[int]) -> list[RunRecord]:
         rows = conn.execute(

@@ -1,5 +1,5 @@
 """The memory store's hand-off records (:meth:`tickwork.abc.Store.report_handoff` and
-:meth:`~tickwork.abc.Store.pending_handoff`), as the SQL stores keep them."""
+:meth:`~tickwork.abc.Store.pending_handoffs`), as the SQL stores keep them."""
 
 from __future__ import annotations
 
@@ -38,26 +38,28 @@ class MemoryHandoffs(MemoryTables):
                 run.finished_at = now
             return True, status
 
-    def pending_handoff(self, schedule: str, report_timeout: float) -> RunRecord | None:
+    def pending_handoffs(self, names: Collection[str], report_timeout: float) -> dict[str, RunRecord]:
+        found: dict[str, RunRecord] = {}
         with self._tx() as now:
-            sid = self._by_name.get(schedule)
-            if sid is None:
-                return None
             cutoff = now - timedelta(seconds=report_timeout)
-            pending = [r for r in self._runs.values() if r.schedule_id == sid and r.status in HANDOFF_OPEN]
-            for run in pending:
-                # Submitted: finished_at is the hand-off; started: started_at is the worker's start.
-                since = run.finished_at or run.started_at
-                if since is not None and since < cutoff:
-                    run.end(
-                        RunStatus.TIMED_OUT,
-                        f"no report from the queue's worker within report_timeout = {report_timeout:g}s",
-                        now,
-                    )
-            left = [r for r in pending if r.status in HANDOFF_OPEN]
-            if not left:
-                return None
-            return max(left, key=lambda r: r.id).public(schedule)
+            for name in set(names):
+                sid = self._by_name.get(name)
+                if sid is None:
+                    continue
+                pending = [r for r in self._runs.values() if r.schedule_id == sid and r.status in HANDOFF_OPEN]
+                for run in pending:
+                    # Submitted: finished_at is the hand-off; started: started_at is the worker's start.
+                    since = run.finished_at or run.started_at
+                    if since is not None and since < cutoff:
+                        run.end(
+                            RunStatus.TIMED_OUT,
+                            f"no report from the queue's worker within report_timeout = {report_timeout:g}s",
+                            now,
+                        )
+                left = [r for r in pending if r.status in HANDOFF_OPEN]
+                if left:
+                    found[name] = max(left, key=lambda r: r.id).public(name)
+        return found
 
     def mark_stuck_handoffs(self, executor: str, pickup_timeout: float, note: str, limit: int = 100) -> list[RunRecord]:
         with self._tx() as now:

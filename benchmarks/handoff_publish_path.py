@@ -1,0 +1,81 @@
+"""The ``celery`` executor's publish path alone, against kombu's plainest confirmed publish, in one
+process (docs/benchmarks.md, "Hand-off in batches"): no node, no store, no worker.
+
+    python benchmarks/handoff_publish_path.py --messages 2500 --rounds 3
+
+Each round: the broker's raw rate (tickwork_bench.handoffraw: kombu ``Producer.publish`` in a loop
+on a confirm-mode channel, the confirmations read at the end), then ``CeleryExecutor.publish`` of
+the same number of messages as one batch (Celery's own ``send_task`` per message, the batch's
+confirmations collected once), both to queues of their own on the local RabbitMQ, deleted after.
+Prints both rates and their ratio per round, with the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import uuid
+from datetime import UTC, datetime
+
+from tickwork.structures import JobCall
+from tickwork_bench.handoffraw import raw_publish
+from tickwork_celery.executor import CeleryExecutor
+from tickwork_handoff.executor import Message
+from tickwork_handoff.identity import headers, message_id_of
+
+BROKER = "amqp://guest:guest@127.0.0.1:5672//"
+
+
+def executor_rate(messages: int) -> float:
+    os.environ["TICKWORK_BENCH_BROKER"] = BROKER
+    queue = f"tickwork-bench-path-{uuid.uuid4().hex[:10]}"
+    executor = CeleryExecutor(app="tickwork_bench.handoffapp:app", queue=queue)
+    executor.connect()
+    due = datetime.now(UTC)
+    calls = [
+        JobCall(
+            run_id=k,
+            schedule=f"s{k}",
+            scheduled_for=due,
+            target="tickwork_bench.fire",
+            arguments={},
+            timeout=60,
+            attempt=1,
+            node_id="bench",
+        )
+        for k in range(messages)
+    ]
+    batch = [Message(call, message_id_of(call), headers(call)) for call in calls]
+    try:
+        started = time.perf_counter()
+        results = executor.publish(batch)
+        seconds = time.perf_counter() - started
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:
+            raise SystemExit(f"{len(failed)} messages failed: {failed[0]}")
+        return messages / seconds
+    finally:
+        from kombu.connection import Connection
+
+        with Connection(BROKER) as connection:  # type: ignore[no-untyped-call]
+            connection.channel().queue_delete(queue)
+        executor.disconnect()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=2500)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    print("| round | load | raw kombu publish | celery executor batch | executor / raw |")
+    print("|---|---|---|---|---|")
+    for k in range(1, args.rounds + 1):
+        load = os.getloadavg()[0]
+        raw = raw_publish(BROKER, args.messages)["per_s"]
+        ours = executor_rate(args.messages)
+        print(f"| {k} | {load:.1f} | {raw:,.0f}/s | {ours:,.0f}/s | {ours / raw:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
