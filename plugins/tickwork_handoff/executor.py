@@ -240,9 +240,22 @@ class HandoffExecutor(Executor):
                 self._report(call, once, Outcome(RunStatus.FAILED, error=error))
             return []
         free: list[tuple[JobCall, ReportOnce]] = []
-        for call, once in batch:
-            run = pending.get((call.node_id, call.schedule))
+        # Earliest fire first: of two fires of one schedule in this batch, the later one waits
+        # behind the earlier (its hand-off is not final either), as it would in two batches.
+        ahead: dict[tuple[str, str], JobCall] = {}
+        for call, once in sorted(batch, key=lambda item: item[0].scheduled_for):
+            key = (call.node_id, call.schedule)
+            run = pending.get(key)
             if run is None:
+                earlier = ahead.get(key)
+                if earlier is not None:
+                    error = (
+                        f"{HANDOFF_BLOCKED}(run {earlier.run_id}, scheduled for {iso_z(earlier.scheduled_for)}) "
+                        "is being handed off in the same batch"
+                    )
+                    self._report(call, once, Outcome(RunStatus.SKIPPED, error=error))
+                    continue
+                ahead[key] = call
                 free.append((call, once))
                 continue
             # A stuck one is said so on every skip behind it: health reads the latest skip when

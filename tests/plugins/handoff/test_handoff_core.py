@@ -4,7 +4,7 @@ outcomes in an embedded node (a Celery app on an in-process transport, and on a 
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +108,25 @@ def test_a_publish_that_fails_is_a_failed_attempt_with_the_brokers_error(tmp_pat
     ended = [(s, error) for s, error in statuses if s not in (RunStatus.RUNNING, RunStatus.SKIPPED)]
     assert ended and all(s is RunStatus.FAILED for s, _ in ended), statuses
     assert all((error or "").startswith("not handed off: OperationalError") for _, error in ended), statuses
+
+
+def test_fires_of_one_schedule_handed_off_together_pass_one_at_a_time(tmp_path: Path) -> None:
+    """A backfill with ``overlap = "allow"`` hands several fires of one schedule to the executor at
+    once (one publishing batch, or a few): the hand-off rule still lets one through at a time,
+    the later ones skipped behind it, whichever batch each fell in."""
+    node = _node(tmp_path, "tests.support.handoff.local_app:memory", report_timeout=3600)
+    with node:
+        node.admin.add("s", "0 * * * *", "proj.tasks.report", executor="celery")
+        now = node.store.now()
+        report = node.admin.backfill("s", now - timedelta(hours=6), now, overlap="allow")
+        assert len(report.queued) >= 5, report
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            statuses = _statuses(node)
+            if len(statuses) == len(report.queued) and RunStatus.RUNNING not in [s for s, _ in statuses]:
+                break
+            time.sleep(0.1)
+    kinds = [s for s, _ in statuses]
+    assert kinds.count(RunStatus.SUBMITTED) == 1, statuses
+    assert kinds.count(RunStatus.SKIPPED) == len(report.queued) - 1, statuses
+    assert all((e or "").startswith("previous hand-off") for s, e in statuses if s is RunStatus.SKIPPED), statuses
