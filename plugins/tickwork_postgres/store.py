@@ -6,17 +6,14 @@ nodes wake the moment it commits; the batched release is one ``UPDATE ... FROM (
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     ARRAY,
     BigInteger,
-    ColumnElement,
     Connection,
     DateTime,
     Engine,
@@ -25,16 +22,11 @@ from sqlalchemy import (
     Text,
     Update,
     bindparam,
-    column,
     event,
     func,
     select,
-    tuple_,
-    type_coerce,
-    update,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql.base import PGDialect
 from sqlalchemy.engine import make_url
 
@@ -45,18 +37,11 @@ from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
-from tickwork.sql.schema import UTCDateTime, runs, schedules
-from tickwork.sql.serverstore import ServerStore
-from tickwork.structures import Claim, Finish
-from tickwork.structures import cap_error as cap
+from tickwork.sql.schema import runs
 
 from .operations import CHANNEL, PostgresOperations
+from .roundtrips import PostgresRoundTrips
 from .settings import PostgresSettings
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat()
-
 
 log = logging.getLogger("tickwork.postgres")
 
@@ -75,7 +60,7 @@ def sqlalchemy_url(url: str) -> str:
     return "postgresql+psycopg://" + url.partition("://")[2]
 
 
-class PostgresStore(ServerStore):
+class PostgresStore(PostgresRoundTrips):
     """PostgreSQL store; its options: :class:`~tickwork_postgres.settings.PostgresSettings`.
 
     :param url: ``postgresql://user:password@host:port/dbname`` (``${ENV}`` is expanded by the config)
@@ -143,34 +128,6 @@ class PostgresStore(ServerStore):
 
     claim_records_runs = True
 
-    def _fenced(self) -> ColumnElement[bool]:
-        # Two arrays, not a list of pairs: one fixed statement (compiled once, prepared by
-        # psycopg) whatever the number of fires; 400 pairs expanded into 800 parameters were
-        # rendered and parsed anew at every start (docs/benchmarks.md#fenced-starts-at-1000-fires-at-once).
-        pairs = (
-            func.unnest(bindparam("s_ids", type_=ARRAY(BigInteger)), bindparam("s_seqs", type_=ARRAY(BigInteger)))
-            .table_valued(column("id", BigInteger), column("seq", BigInteger))
-            .render_derived(name="f")
-        )
-        return tuple_(schedules.c.id, schedules.c.claim_seq).in_(select(pairs.c.id, pairs.c.seq))
-
-    def _fence_params(self, claims: Sequence[Claim]) -> dict[str, Any]:
-        return {"s_ids": [c.schedule_id for c in claims], "s_seqs": [c.claim_seq for c in claims]}
-
-    def _start_statement(self) -> Update:
-        # The rows locked once (a materialized CTE), then updated by primary key. With the
-        # locking read as the subquery of ``id IN``, PostgreSQL ran it again for every row it
-        # updated (a nested loop: a start of N fires cost N^2, 200-460 ms for 400 fires of a
-        # 1,000/s cluster, all of it lag). The locks make checking the condition again useless:
-        # no other session can change a row this one holds until it commits.
-        locked = self.operations.materialized(self._locked_ids(self._startable()).cte("startable"))
-        return (
-            update(schedules)
-            .where(schedules.c.id == locked.c.id)
-            .values(claimed_at=self._started_at())
-            .returning(schedules.c.id)
-        )
-
     def _claim_statement(self, take: Update) -> Select[Any]:
         # WITH claimed AS (UPDATE ... RETURNING), recorded AS (INSERT INTO runs SELECT FROM
         # claimed ON CONFLICT DO NOTHING RETURNING) SELECT claimed LEFT JOIN recorded: the history
@@ -224,89 +181,6 @@ class PostgresStore(ServerStore):
             params = compiled.construct_params(self._claim_params(node_id, limit, scope))
             rows = conn.exec_driver_sql(f"EXPLAIN (COSTS OFF) {compiled}", params).scalars().all()
         return "\n".join(rows)
-
-    def _release_and_end(self, conn: Connection, finishes: Sequence[Finish]) -> tuple[set[int], set[int]]:
-        batch = json.dumps(
-            [
-                {
-                    "id": f.claim.schedule_id,
-                    "seq": f.claim.claim_seq,
-                    "next": _iso(f.next_fire),
-                    "run_id": f.claim.run_id,
-                    "status": f.outcome.status.value,
-                    "error": cap(f.outcome.error),
-                    "started": _iso(f.started_at),
-                    "finished": _iso(f.finished_at),
-                }
-                for f in finishes
-            ]
-        )
-        rows = conn.execute(
-            self._statement("pg_release_and_end", self._release_and_end_statement), {"f_batch": batch}
-        ).all()
-        self.statements += 1
-        locked = {r.id for r in rows}
-        busy = self.locked_elsewhere(conn, [f.claim.schedule_id for f in finishes if f.claim.schedule_id not in locked])
-        return {r.id for r in rows if r.released}, busy
-
-    def _release_and_end_statement(self) -> Select[Any]:
-        # WITH f AS (the batch as one JSON document, jsonb_to_recordset), released AS (fenced UPDATE
-        # of the schedules RETURNING id), UPDATE runs FROM f JOIN released: one fixed statement
-        # (compiled once, prepared by psycopg) and one round trip per batch, whatever its size. A
-        # VALUES list was recompiled per batch (22 % of a node's CPU); release and run ends as two
-        # statements cost a round trip more; seven parameter arrays cost 28-38 % more node CPU per
-        # end than one document serialized by the json module's C encoder (benchmarks.md).
-        rows = (
-            func.jsonb_to_recordset(bindparam("f_batch", type_=Text).cast(JSONB))
-            .table_valued(
-                column("id", BigInteger),
-                column("seq", BigInteger),
-                column("next", DateTime(timezone=True)),
-                column("run_id", BigInteger),
-                column("status", Text),
-                column("error", Text),
-                column("started", DateTime(timezone=True)),
-                column("finished", DateTime(timezone=True)),
-            )
-            .render_derived(name="r", with_types=True)
-        )
-        f = select(rows).cte("f")
-        # The batch's rows this transaction could lock: one another session holds (a stray
-        # FOR UPDATE, a long transaction) is passed over and written later, not waited for.
-        locked = (
-            select(schedules.c.id)
-            .where(schedules.c.id.in_(select(f.c.id).scalar_subquery()))
-            .with_for_update(skip_locked=True)
-            .cte("locked")
-        )
-        released = (
-            update(schedules)
-            .where(
-                schedules.c.id == f.c.id,
-                schedules.c.id.in_(select(locked.c.id).scalar_subquery()),
-                schedules.c.claim_seq == f.c.seq,
-                schedules.c.state == "running",
-            )
-            .values(**self.release_values(type_coerce(f.c.next, UTCDateTime)))
-            .returning(schedules.c.id)
-            .cte("released")
-        )
-        ended = (
-            update(runs)
-            .where(runs.c.id == f.c.run_id, f.c.id == released.c.id)
-            .values(
-                status=f.c.status,
-                error=f.c.error,
-                finished_at=func.coalesce(type_coerce(f.c.finished, UTCDateTime), self.now_expr()),
-                started_at=func.coalesce(type_coerce(f.c.started, UTCDateTime), runs.c.started_at),
-            )
-            .cte("ended")
-        )
-        return (
-            select(locked.c.id, released.c.id.is_not(None).label("released"))
-            .select_from(locked.outerjoin(released, released.c.id == locked.c.id))
-            .add_cte(ended)
-        )
 
     def listen(self, wake: Callable[[], None]) -> None:
         self._watcher.start(self._watch, wake)

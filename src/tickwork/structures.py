@@ -886,6 +886,26 @@ class Finish:
     started_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class StartRound:
+    """What one :meth:`tickwork.abc.Store.start_round` did: the fenced starts, and what rode
+    with them.
+
+    :param granted: for each claim, whether it may start (as :meth:`~tickwork.abc.Store.start_held`)
+    :param taken_over: how many fires the takeover gave back; ``None`` when it was not asked for
+        or did not run (a database error: the caller runs it on its own later)
+    :param ended: for each finish, as :meth:`~tickwork.abc.Store.finish` answers; ``None`` when
+        they were not written (a database error: the caller keeps them and writes them again)
+    :param error: the database error that stopped the takeover or the ends after the starts
+        were recorded (the starts stand: the caller runs the granted fires, then reports it)
+    """
+
+    granted: tuple[bool, ...]
+    taken_over: int | None = None
+    ended: tuple[bool | None, ...] | None = None
+    error: Exception | None = None
+
+
 class FaultKind(enum.Enum):
     """What kind of fault parked a schedule (``Schedule.fault_kind``, stored beside the fault's
     text), so that readers tell them apart without reading words."""

@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 
-from ..errors import ScheduleNotFoundError, TickworkError
+from ..errors import ScheduleNotFoundError, StoreError, TickworkError
 from ..structures import (
     FAILING,
     Admission,
@@ -26,6 +26,7 @@ from ..structures import (
     ScheduleSpec,
     ScheduleState,
     ScheduleVersion,
+    StartRound,
 )
 
 #: Most history rows :meth:`RunHistory.prune_history` deletes per call (each call one short transaction).
@@ -346,6 +347,44 @@ class ClaimLedger(ABC):
         :return: how many fires were given back
         """
         return 0
+
+    def start_round(
+        self,
+        node_id: str,
+        claims: Sequence[Claim],
+        grace: float,
+        lead: float = 0.0,
+        *,
+        take_over: bool = False,
+        finishes: Sequence[Finish] = (),
+    ) -> StartRound:
+        """The fenced start of ``claims`` (:meth:`start_held`) with what rides on its round trip:
+        with ``take_over``, the takeover (:meth:`take_over_unstarted` with ``grace``), and the
+        ends ``finishes`` (:meth:`finish`). Each part is decided exactly as its own method
+        decides it, by the database's state and clock when it runs, and they touch disjoint rows:
+        a start takes only this node's unstarted claims before their deadline, the takeover only
+        unstarted claims past it, an end only claims that started. A store that can sends all
+        three as one statement in one transaction (PostgreSQL): the starts are then recorded
+        only if the takeover and the ends are too, and a database error leaves nothing written.
+
+        Default: the three methods in turn (the starts first). A database error of the starts
+        is raised (nothing started); one of the takeover or the ends after the starts were
+        recorded is returned in :attr:`StartRound.error`, with what it stopped marked not done,
+        so that the granted fires still run (their starts stand) and the caller writes the rest
+        again.
+
+        :raises tickwork.errors.StoreError: on a database error before any start was recorded
+        """
+        granted = tuple(self.start_held(node_id, claims, grace, lead)) if claims else ()
+        taken: int | None = None
+        ended: tuple[bool | None, ...] | None = None
+        try:
+            if take_over:
+                taken = self.take_over_unstarted(grace)
+            ended = tuple(self.finish(node_id, finishes)) if finishes else ()
+        except StoreError as exc:
+            return StartRound(granted, taken, ended, exc)
+        return StartRound(granted, taken, ended)
 
     @abstractmethod
     def end_attempt(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:

@@ -153,8 +153,8 @@ class SchedulerConfig(Section, table="scheduler"):
         high=60,
         help="Seconds past its due time (database clock) until which a fire claimed ahead (`lookahead`) may "
         "still start on the node that claimed it; after that any node takes it over and runs it.",
-        details="Each pass of the loop records the starts of the held fires it starts in one statement, which "
-        "lands only for fires still held by this node and within this deadline; a fire whose start is refused "
+        details="One statement records the starts of the held fires due within `start_lead` (a start window), "
+        "and lands only for fires still held by this node and within this deadline; a fire whose start is refused "
         "is not run here. Every node checks every `takeover_interval` for held fires past their deadline and "
         "gives them back, so that the next claim (their other owner's, or any node's after `steal_after`) runs "
         "them. A node that dies holding fires claimed ahead therefore delays them by at most about "
@@ -168,8 +168,11 @@ class SchedulerConfig(Section, table="scheduler"):
         high=3600,
         help="Seconds between a node's checks for fires claimed ahead by any node that did not start by their "
         "deadline (see `start_grace`).",
-        details="One statement per check on the running schedules (a partial index); rows another database "
-        "session holds locked are passed over and checked again next time.",
+        details="A check rides on this node's start statement when one goes out from half the interval after "
+        "the last check on (on PostgreSQL in the same statement; elsewhere in the same call), and is a statement of "
+        "its own when none went out for a full interval, so checks are never further apart than this "
+        "([claim-protocol](claim-protocol.md#start-windows)). It reads the running schedules (a partial index); rows "
+        "another database session holds locked are passed over and checked again next time.",
     )
     history_retention_days = Number(
         30,
@@ -196,7 +199,9 @@ class SchedulerConfig(Section, table="scheduler"):
         "ended, not when its end was written. An end is never held past the moment its schedule's next fire could "
         "be claimed; a full batch (`batch_size` of the store), a parked schedule, and the ends of a node with no "
         "other run in flight and nothing due to start within the window (no other end can join them) are written "
-        "at once, and a stopping node writes what it holds. `0` writes each pass's ends at once. "
+        "at once, and a stopping node writes what it holds. Gathered ends also ride on this node's next start "
+        "statement when one goes out first (`lookahead`, [start windows](claim-protocol.md#start-windows)): "
+        "written sooner, and without a statement of their own. `0` writes each pass's ends at once. "
         "While an end waits, its "
         "schedule shows `running` and its run has no end in the history yet; see "
         "[benchmarks](benchmarks.md#spread-load-second-round-fewer-passes-exact-end-times) and, for the default "
@@ -221,7 +226,11 @@ class SchedulerConfig(Section, table="scheduler"):
         help="Seconds before its due time that the start of a fire claimed ahead (`lookahead`) may be recorded, "
         "so that the fenced start's round trip is not between the due time and the run; the run itself starts "
         "at its due time (by the database clock), never before it.",
-        details="The granted fire waits in memory for its time, and runs only if the node is still healthy and "
+        details="One start statement records the starts of every held fire due within this lead; it goes out "
+        "once the earliest of them is about 1.5 of its round trips away (at least 5 ms, at most half the lead), "
+        "so one statement covers most of a lead of fires "
+        "([claim-protocol](claim-protocol.md#start-windows)). "
+        "The granted fire waits in memory for its time, and runs only if the node is still healthy and "
         "was not declared dead meanwhile. The price: a node that dies in the last `start_lead` seconds before a "
         "fire whose start it recorded loses that fire like a run cut off (`abandoned` once the node is found "
         "dead) instead of having it taken over and run elsewhere. At 1,000 fires due on the same second over 3 "

@@ -184,24 +184,54 @@ class EndWriter:
             except StoreError:
                 self._unsaved = batch + self._unsaved
                 raise
-            self.counters.end_batches += 1
-            busy = [f for f, ok in zip(batch, ended, strict=True) if ok is None]
-            if busy:
-                self._keep_busy(busy)
-                batch = [f for f, ok in zip(batch, ended, strict=True) if ok is not None]
-            else:
-                self._busy_since = {}  # none passed over: the next one starts a new count
-            landed = [ok for ok in ended if ok is not None]
-            self.counters.finished += len(batch)
-            self.counters.fenced_out += landed.count(False)
-            self._report(batch)
-            released = [f.next_fire for f, ok in zip(batch, landed, strict=True) if ok and f.next_fire is not None]
-            if released:
-                self._released(released)
-            self._log(batch, landed)
-            if busy:
+            if self._settle(batch, ended):
                 return
         self._write_by = None
+
+    def take_riders(self) -> list[Finish]:
+        """Take the gathered ends that may ride on a start statement (:meth:`Store.start_round`),
+        whatever their window: written sooner than it asks, they cost no statement of their own.
+        Parks and backfilled runs' ends are left to :meth:`write`. Every end taken must be
+        handed back to :meth:`settle` or :meth:`put_back`."""
+        riders = [f for f in self._unsaved if not f.claim.backfill]
+        if riders:
+            self._unsaved = [f for f in self._unsaved if f.claim.backfill]
+            if not self._unsaved and not self._unparked:
+                self._write_by = None
+        return riders
+
+    def put_back(self, finishes: Sequence[Finish]) -> None:
+        """Keep ends taken by :meth:`take_riders` that were not written, due at once."""
+        if finishes:
+            self._unsaved = list(finishes) + self._unsaved
+            self._write_by = self.clock.monotonic()
+
+    def settle(self, finishes: Sequence[Finish], ended: Sequence[bool | None]) -> None:
+        """Account for ends written by a start statement, as :meth:`write` does for its own."""
+        if finishes and self._settle(list(finishes), ended):
+            return
+        if not self._unsaved and not self._unparked:
+            self._write_by = None
+
+    def _settle(self, batch: list[Finish], ended: Sequence[bool | None]) -> bool:
+        """Count, report and log a written batch (``ended``: :meth:`Store.finish`'s answers);
+        keep the ends passed over as locked. :return: whether some were kept so"""
+        self.counters.end_batches += 1
+        busy = [f for f, ok in zip(batch, ended, strict=True) if ok is None]
+        if busy:
+            self._keep_busy(busy)
+            batch = [f for f, ok in zip(batch, ended, strict=True) if ok is not None]
+        else:
+            self._busy_since = {}  # none passed over: the next one starts a new count
+        landed = [ok for ok in ended if ok is not None]
+        self.counters.finished += len(batch)
+        self.counters.fenced_out += landed.count(False)
+        self._report(batch)
+        released = [f.next_fire for f, ok in zip(batch, landed, strict=True) if ok and f.next_fire is not None]
+        if released:
+            self._released(released)
+        self._log(batch, landed)
+        return bool(busy)
 
     def _write_backfills(self, batch: list[Finish]) -> list[Finish]:
         """Write the ends of the backfilled runs in ``batch`` (one statement each, by the store's

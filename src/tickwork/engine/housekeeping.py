@@ -17,6 +17,7 @@ from ..errors import StoreError
 from ..plugin.manager import PluginManager
 from ..scheduling.sync import resume_expired
 from ..structures import Claim
+from .failover import Takeovers
 from .faults import OnceLogger
 from .pruning import HistoryPruner
 from .settings import PRUNE_INTERVAL, RESUME_INTERVAL, EngineSettings
@@ -39,6 +40,8 @@ class Service:
     after: Callable[[], float] | None = None
     #: Whether its last run failed on the store (an outage): the next failures are not warned again.
     failing: bool = False
+    #: The least wait ``after`` may ask for.
+    least: float = RESUME_INTERVAL
 
 
 class Housekeeping:
@@ -72,8 +75,17 @@ class Housekeeping:
             # Only while this node holds claims: an idle node would otherwise wake every interval
             # (a cluster at work has every node busy; in an idle one, the dead-node release at
             # node_ttl gives such fires back too).
-            Service("takeover", settings.takeover_interval, self.take_over, when_idle=False),
+            Service(
+                "takeover",
+                settings.takeover_interval,
+                self.take_over,
+                when_idle=False,
+                after=lambda: self.takeovers.seconds_until_turn(),
+                least=0.0,
+            ),
         ]
+        #: When the takeover runs: on its own, or riding on a start statement.
+        self.takeovers = Takeovers(settings.takeover_interval, monotonic)
         self._pause_ends: float | None = None
         self._backfills = backfills
         self._backfilling = False
@@ -118,7 +130,7 @@ class Housekeeping:
             else:
                 service.failing = False
                 if service.after is not None:
-                    service.next_run = now + min(service.interval, max(service.after(), RESUME_INTERVAL))
+                    service.next_run = now + min(service.interval, max(service.after(), service.least))
 
     def seconds_until_next(self, busy: bool) -> float:
         now = self.monotonic()
@@ -153,8 +165,12 @@ class Housekeeping:
 
     def take_over(self) -> int:
         """Give back the fires claimed ahead that did not start by their deadline, whoever holds
-        them (the store logs which)."""
-        return self.store.take_over_unstarted(self.settings.start_grace)
+        them (the store logs which), unless the next start statement carries it (:class:`.failover.Takeovers`)."""
+        if not self.takeovers.turn():
+            return 0
+        taken = self.store.take_over_unstarted(self.settings.start_grace)
+        self.takeovers.done()
+        return taken
 
     def reconcile(self) -> int:
         """Release what this node holds in the store but no longer tracks (a claim whose answer

@@ -98,7 +98,12 @@ class Engine:
             backfill_ended=lambda: self.backfills.ended(),
         )
         self.housekeeping = Housekeeping(
-            store, settings, self.tracked_claims, monotonic, manager, backfills=lambda: self.backfills.run()
+            store,
+            settings,
+            self.tracked_claims,
+            monotonic,
+            manager,
+            backfills=lambda: self.backfills.run(),
         )
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -146,6 +151,8 @@ class Engine:
             self.watch,
             membership,
             self.clock.monotonic,
+            self.ends,
+            self.housekeeping.takeovers,
         )
         self.rejoins = Rejoins(membership, self.held_fires, self.fenced_starts, self.retries, self.ends, self.runs)
         self.pacing = Pacing(

@@ -75,11 +75,14 @@ class Pacing:
             sleep = min(sleep, retry)
         held = self.held.seconds_until_next()
         if held is not None:
-            # Held fires wake the loop start_lead before their time, less start_batch_window, so
-            # that the fires of the next few milliseconds start in the same statement (with no
-            # lead: a little after their time).
-            wake = held - settings.start_lead + settings.start_batch_window
-            sleep = min(sleep, wake if held > settings.start_lead else 0.0)
+            # The earliest held fire wakes the loop its start margin before its time: the start
+            # statement then records the starts of every fire due within start_lead. With no
+            # lead: start_batch_window after its time, so that the fires of those milliseconds
+            # start in the same statement.
+            if settings.start_lead > 0.0:
+                sleep = min(sleep, max(0.0, held - self.starts.margin()))
+            else:
+                sleep = min(sleep, held + settings.start_batch_window if held > 0.0 else 0.0)
         granted = self.starts.seconds_until_run()
         if granted is not None:
             sleep = min(sleep, granted)

@@ -129,7 +129,10 @@ class Ending(Pausing):
         )
 
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
-        ended = self._finish_once(node_id, finishes)
+        return self._ask_busy_again(node_id, finishes, self._finish_once(node_id, finishes))
+
+    def _ask_busy_again(self, node_id: str, finishes: Sequence[Finish], ended: list[bool | None]) -> list[bool | None]:
+        """``ended`` (the answers for ``finishes``) with the ends passed over as locked asked again."""
         # Rows passed over as locked are mostly another node's claim or end transaction, a few
         # milliseconds long: asked again at once, they land. Only a lock held longer (a stray
         # FOR UPDATE, a long transaction) leaves them to the caller, to be written later.
@@ -149,65 +152,77 @@ class Ending(Pausing):
             return []
         with self._tx() as conn:
             landed, busy = self._release_and_end(conn, finishes)
-            late_runs = [
-                {
-                    "b_id": f.claim.run_id,
-                    "b_status": f.outcome.status.value,
-                    "b_error": cap(
-                        f"finished ({f.outcome.status.value}) after its claim was taken over"
-                        + (f": {f.outcome.error}" if f.outcome.error else "")
-                    ),
-                }
-                for f in finishes
-                if f.claim.run_id is not None and f.claim.schedule_id not in landed | busy
-            ]
-            if late_runs:
-                # A fenced-out finisher keeps the status the reaper gave its run, if any.
-                conn.execute(
-                    update(runs)
-                    .where(runs.c.id == bindparam("b_id"), runs.c.status == "running")
-                    .values(status=bindparam("b_status"), finished_at=self.now_expr()),
-                    late_runs,
-                )
-                # Appended: the reason the reaper or a dead-node release wrote stays readable.
-                conn.execute(
-                    update(runs)
-                    .where(runs.c.id == bindparam("b_id"))
-                    .values(
-                        error=func.coalesce(runs.c.error + literal("\n", Text), literal("", Text))
-                        + bindparam("b_error", type_=Text)
-                    ),
-                    late_runs,
-                )
-                for f in finishes:
-                    if f.claim.run_id is not None and f.claim.schedule_id not in landed | busy:
-                        log.warning(
-                            "run %s of %s finished after its claim was taken over; its end changes nothing",
-                            f.claim.run_id,
-                            f.claim.spec.name,
-                        )
-            skipped = [
-                {
-                    "schedule_id": f.claim.schedule_id,
-                    "scheduled_for": t,
-                    "attempt": 1,
-                    "claim_seq": f.claim.claim_seq,
-                    "node": node_id,
-                    "status": RunStatus.SKIPPED.value,
-                    "finished_at": f.finished_at or f.claim.claimed_at,
-                    "error": reason,
-                    "version": f.claim.version,
-                }
-                for f in finishes
-                if f.claim.schedule_id in landed
-                for t, reason in f.skipped
-            ]
-            if skipped:
-                conn.execute(self.insert_ignore(runs), skipped)
-                self.statements += 1
-            # Only schedules with pause_after_failures or max_runs: the others' ends write nothing
-            # more. Last: a finished schedule removed (on_finish) takes its history with it.
-            self._count_ends(conn, finishes, landed)
+            return self._settle_ends(conn, node_id, finishes, landed, busy)
+
+    def _settle_ends(
+        self, conn: Connection, node_id: str, finishes: Sequence[Finish], landed: set[int], busy: set[int]
+    ) -> list[bool | None]:
+        """The rest of the ends' transaction once their fenced release ran (``landed``: the
+        schedule ids it released, ``busy``: those passed over as locked): the note on the runs of
+        fenced-out finishers, the skipped fire times, the counts of ``pause_after_failures`` and
+        ``max_runs``. Nothing more is written for ends that landed with none of those.
+
+        :return: the answers of :meth:`finish`
+        """
+        late_runs = [
+            {
+                "b_id": f.claim.run_id,
+                "b_status": f.outcome.status.value,
+                "b_error": cap(
+                    f"finished ({f.outcome.status.value}) after its claim was taken over"
+                    + (f": {f.outcome.error}" if f.outcome.error else "")
+                ),
+            }
+            for f in finishes
+            if f.claim.run_id is not None and f.claim.schedule_id not in landed | busy
+        ]
+        if late_runs:
+            # A fenced-out finisher keeps the status the reaper gave its run, if any.
+            conn.execute(
+                update(runs)
+                .where(runs.c.id == bindparam("b_id"), runs.c.status == "running")
+                .values(status=bindparam("b_status"), finished_at=self.now_expr()),
+                late_runs,
+            )
+            # Appended: the reason the reaper or a dead-node release wrote stays readable.
+            conn.execute(
+                update(runs)
+                .where(runs.c.id == bindparam("b_id"))
+                .values(
+                    error=func.coalesce(runs.c.error + literal("\n", Text), literal("", Text))
+                    + bindparam("b_error", type_=Text)
+                ),
+                late_runs,
+            )
+            for f in finishes:
+                if f.claim.run_id is not None and f.claim.schedule_id not in landed | busy:
+                    log.warning(
+                        "run %s of %s finished after its claim was taken over; its end changes nothing",
+                        f.claim.run_id,
+                        f.claim.spec.name,
+                    )
+        skipped = [
+            {
+                "schedule_id": f.claim.schedule_id,
+                "scheduled_for": t,
+                "attempt": 1,
+                "claim_seq": f.claim.claim_seq,
+                "node": node_id,
+                "status": RunStatus.SKIPPED.value,
+                "finished_at": f.finished_at or f.claim.claimed_at,
+                "error": reason,
+                "version": f.claim.version,
+            }
+            for f in finishes
+            if f.claim.schedule_id in landed
+            for t, reason in f.skipped
+        ]
+        if skipped:
+            conn.execute(self.insert_ignore(runs), skipped)
+            self.statements += 1
+        # Only schedules with pause_after_failures or max_runs: the others' ends write nothing
+        # more. Last: a finished schedule removed (on_finish) takes its history with it.
+        self._count_ends(conn, finishes, landed)
         return [None if f.claim.schedule_id in busy else f.claim.schedule_id in landed for f in finishes]
 
     @transient_retry

@@ -83,6 +83,16 @@ def locked_rows(holders: LockHolders | None) -> tuple[int, str]:
     )
 
 
+def say_taken_over(names: Sequence[str]) -> None:
+    """The warning of a takeover that gave back the fires of these schedules."""
+    log.warning(
+        "took over %d fire(s) claimed ahead that did not start by their deadline (their node died, froze, fell "
+        "behind, or another session held their rows locked); they run now: %s",
+        len(names),
+        ", ".join(sorted(names)[:10]) + (" ..." if len(names) > 10 else ""),
+    )
+
+
 def started_at(now: ColumnElement[Any]) -> ColumnElement[Any]:
     """What a granted start (and every renewal of a started fire) sets ``claimed_at`` to: the
     later of the clock ``now`` and the fire's time. A start recorded ahead (within the lead) is
@@ -224,12 +234,7 @@ class Starting(SQLCore):
                 return 0
             self.forget_unstarted_runs(conn, [(r.id, r.claim_seq) for r in rows])
             self._notify(conn)
-        log.warning(
-            "took over %d fire(s) claimed ahead that did not start by their deadline (their node died, froze, fell "
-            "behind, or another session held their rows locked); they run now: %s",
-            len(rows),
-            ", ".join(sorted(str(r.name) for r in rows)[:10]) + (" ..." if len(rows) > 10 else ""),
-        )
+        say_taken_over([str(r.name) for r in rows])
         return len(rows)
 
     def forget_unstarted_runs(self, conn: Connection, fences: Sequence[tuple[int, int]]) -> None:

@@ -48,6 +48,7 @@ from .contract_helpers import MINUTE, OK, claim_all, finish, spec
 from .contract_history import HistoryContract
 from .contract_nodes import NodeRecordContract
 from .contract_reruns import RerunContract
+from .contract_rounds import StartRoundContract
 from .contract_schedules import ScheduleCatalogContract
 from .contract_semantics import SemanticsContract
 from .contract_starts import FencedStartContract
@@ -64,6 +65,7 @@ class StoreContract(
     HandoffContract,
     SemanticsContract,
     FencedStartContract,
+    StartRoundContract,
     RerunContract,
     ConcurrencyContract,
     NodeRecordContract,
@@ -78,10 +80,11 @@ class StoreContract(
     time); the rest is mixed in: the schedule catalogue (:mod:`.contract_schedules`), expiring
     claims (:mod:`.contract_expiry`), the history (:mod:`.contract_history`), schedule semantics
     (:mod:`.contract_semantics`), hand-offs (:mod:`.handoff_contract`), fenced starts
-    (:mod:`.contract_starts`), reruns of abandoned fires (:mod:`.contract_reruns`), concurrent runs
-    (:mod:`.contract_concurrency`), a backfill's overlap (:mod:`.contract_backfill`), writes on a
-    schedule whose run is in flight (:mod:`.contract_writes`), versions (:mod:`.contract_versions`)
-    and API tokens (:mod:`.contract_tokens`)."""
+    (:mod:`.contract_starts`) and a start window's round trip (:mod:`.contract_rounds`), reruns
+    of abandoned fires (:mod:`.contract_reruns`), concurrent runs (:mod:`.contract_concurrency`), a
+    backfill's overlap (:mod:`.contract_backfill`), writes on a schedule whose run is in flight
+    (:mod:`.contract_writes`), versions (:mod:`.contract_versions`) and API tokens
+    (:mod:`.contract_tokens`)."""
 
     @pytest.fixture
     def make_store(self) -> Callable[[], Store]:
