@@ -111,7 +111,9 @@ class HandoffExecutor(Executor):
 
         try:
             if self.no_overlap:
-                pending = store_of(call.node_id).pending_handoff(call.schedule, self.report_timeout)
+                pending = store_of(call.node_id).pending_handoff(
+                    call.schedule, self.report_timeout, namespace=call.namespace
+                )
                 if pending is not None:
                     # A stuck one is said so on every skip behind it: health reads the latest skip
                     # when the stuck run has left its window of recent runs.

@@ -74,7 +74,7 @@ async def schedules(request: Request) -> Response:
     where = api_schedule_filter(params)
     limit = integer(params, "limit", 100, 1, MAX_LIMIT)
     offset = integer(params, "offset", 0, 0, 10**9)
-    page = await _dashboard(request).read(lambda admin: data.schedule_page(admin, where, offset, limit))
+    page = await _dashboard(request).read(lambda admin: data.schedule_page(admin, where, offset, limit), request)
     return JSONResponse(
         {
             "total": page.total,
@@ -89,20 +89,20 @@ async def schedules(request: Request) -> Response:
 async def schedule(request: Request) -> Response:
     name = request.path_params["name"]
     wanted = statuses(request.query_params)
-    detail = await _dashboard(request).read(lambda admin: data.schedule_detail(admin, name, wanted))
+    detail = await _dashboard(request).read(lambda admin: data.schedule_detail(admin, name, wanted), request)
     return JSONResponse(data.detail_json(detail))
 
 
 @errors_as_json
 async def runs(request: Request) -> Response:
     where = run_filter(request.query_params)
-    _, records = await _dashboard(request).read(lambda admin: data.runs(admin, where))
+    _, records = await _dashboard(request).read(lambda admin: data.runs(admin, where), request)
     return JSONResponse({"runs": [data.run_json(r) for r in records]})
 
 
 @errors_as_json
 async def nodes(request: Request) -> Response:
-    _, rows, ttl = await _dashboard(request).read(data.node_rows)
+    _, rows, ttl = await _dashboard(request).read(data.node_rows, request)
     return JSONResponse({"node_ttl": ttl, "nodes": [data.node_json(row) for row in rows]})
 
 
@@ -140,7 +140,7 @@ async def _act(request: Request, action: str) -> Response:
         return who
     name = request.path_params["name"]
     address = request.client.host if request.client else "-"
-    info = await _dashboard(request).read(lambda admin: perform(admin, action, name, who, address))
+    info = await _dashboard(request).read(lambda admin: perform(admin, action, name, who, address), request)
     _dashboard(request).changed()
     return JSONResponse({"action": action, "schedule": data.schedule_json(info)})
 
@@ -170,7 +170,9 @@ async def _form_act(request: Request, action: str) -> Response:
     name = request.path_params["name"]
     address = request.client.host if request.client else "-"
     try:
-        info, said = await _dashboard(request).read(lambda admin: perform_form(admin, action, name, body, who, address))
+        info, said = await _dashboard(request).read(
+            lambda admin: perform_form(admin, action, name, body, who, address), request
+        )
     except INVALID as exc:
         return error(400, str(exc))
     _dashboard(request).changed()
@@ -248,7 +250,7 @@ async def _write(
     if refused:
         return error(400, f"{', '.join(refused)}: not a schedule field")
     address = request.client.host if request.client else "-"
-    found = await _dashboard(request).read(lambda admin: work(admin, body, who, address))
+    found = await _dashboard(request).read(lambda admin: work(admin, body, who, address), request)
     if isinstance(found, Response):
         return found
     _dashboard(request).changed()

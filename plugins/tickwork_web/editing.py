@@ -16,6 +16,7 @@ from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreEr
 
 from .actions import ACTIONS, DECLARED, MAX_SELECTION, perform_many, save
 from .forms import ScheduleForm, grouped, kinds, label
+from .namespaces import in_namespace
 from .pages import address_of, checked_form, problem, redirect, render
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def _form_page(
 async def _load(request: Request, work: Any) -> Any:
     """``work(admin)`` in a worker thread, or the error page for a store problem or unknown name."""
     try:
-        return await _dashboard(request).read(work)
+        return await _dashboard(request).read(work, request)
     except ScheduleNotFoundError as exc:
         return problem(request, 404, str(exc))
     except (DatabaseMissingError, StoreError) as exc:
@@ -104,7 +105,8 @@ async def _submit(request: Request, name: str | None) -> Response:
     info, kind_names = found
     if info is not None:
         _dashboard(request).changed()
-        return redirect(request, "/schedules/" + quote(info.name, safe=""), "create" if creating else "edit")
+        at = "/schedules/" + quote(info.name, safe="") + in_namespace(info.namespace)
+        return redirect(request, at, "create" if creating else "edit")
     return _form_page(request, form, creating, kind_names, status=200 if form.valid else 400)
 
 
@@ -132,7 +134,9 @@ async def bulk(request: Request) -> Response:
         return problem(request, 400, f"at most {MAX_SELECTION} schedules at once, got {len(names)}")
     address = address_of(request)
     try:
-        outcome = await _dashboard(request).read(lambda admin: perform_many(admin, action, names, session.who, address))
+        outcome = await _dashboard(request).read(
+            lambda admin: perform_many(admin, action, names, session.who, address), request
+        )
     except (DatabaseMissingError, StoreError) as exc:
         return problem(request, 503, str(exc))
     if outcome.done:

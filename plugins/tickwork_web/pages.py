@@ -13,12 +13,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreError, TickworkError
-from tickwork.structures import RunStatus
+from tickwork.structures import ALL_NAMESPACES, RunStatus
 
 from . import data
 from .actions import FORM_ACTIONS, ONE_ACTIONS, perform, perform_form
 from .auth import COOKIE, SESSION_SECONDS, Session
 from .limits import capped
+from .namespaces import in_namespace, request_namespace
 from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter, statuses
 from .summary import MOST
 
@@ -82,9 +83,19 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
         done=done_message(request.query_params),
         refresh=REFRESH_SECONDS,
         fragment=fragment,
+        namespace=_shown_namespace(request),
         **context,
     )
     return HTMLResponse(html, status_code=status)
+
+
+def _shown_namespace(request: Request) -> str:
+    """The namespace a page is about, as its links carry it (every one when the asked one is bad:
+    the page then says why)."""
+    try:
+        return request_namespace(request)
+    except BadQuery:
+        return ALL_NAMESPACES
 
 
 def problem(request: Request, status: int, message: str) -> HTMLResponse:
@@ -94,7 +105,7 @@ def problem(request: Request, status: int, message: str) -> HTMLResponse:
 async def _guarded(request: Request, template: str, load: Any, **context: Any) -> Response:
     """Render ``template`` with what ``load(admin)`` returns (a dict), or an error page."""
     try:
-        found = await _dashboard(request).read(load)
+        found = await _dashboard(request).read(load, request)
     except BadQuery as exc:
         return problem(request, 400, str(exc))
     except ScheduleNotFoundError as exc:
@@ -268,9 +279,9 @@ async def act(request: Request) -> Response:
     try:
         if action in FORM_ACTIONS:
             # The same admin API calls as `tickwork jobs pause|resume|backfill` make.
-            await board.read(lambda admin: perform_form(admin, action, name, fields, session.who, address))
+            await board.read(lambda admin: perform_form(admin, action, name, fields, session.who, address), request)
         else:
-            await board.read(lambda admin: perform(admin, action, name, session.who, address))
+            await board.read(lambda admin: perform(admin, action, name, session.who, address), request)
         board.changed()
     except ScheduleNotFoundError as exc:
         return problem(request, 404, str(exc))
@@ -280,7 +291,7 @@ async def act(request: Request) -> Response:
         return problem(request, 409, str(exc))
     if action == "remove":
         return redirect(request, "/", action)
-    return redirect(request, "/schedules/" + quote(name, safe=""), action)
+    return redirect(request, "/schedules/" + quote(name, safe="") + in_namespace(request_namespace(request)), action)
 
 
 def is_api(request: Request) -> bool:

@@ -128,3 +128,16 @@ class ExecutorNotConfigured(TickworkError):
         self.executor = executor
         self.node = node
         super().__init__(f"executor {executor!r} is not configured on node {node}")
+
+
+class NamespaceLimitError(TickworkError):
+    """A write would put more schedules in a namespace than its ``[namespaces.NAME]
+    max_schedules`` allows (docs/teams.md#limits)."""
+
+    def __init__(self, namespace: str, limit: int, held: int, adding: int) -> None:
+        self.namespace = namespace
+        self.limit = limit
+        super().__init__(
+            f"namespace {namespace!r} holds {held} schedule(s) and its limit [namespaces.{namespace}] "
+            f"max_schedules = {limit} leaves no room for {adding} more"
+        )

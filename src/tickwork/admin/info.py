@@ -87,6 +87,10 @@ class ScheduleInfo:
         )
 
     @property
+    def namespace(self) -> str:
+        return self.spec.namespace
+
+    @property
     def name(self) -> str:
         return self.spec.name
 
@@ -155,6 +159,7 @@ class ScheduleInfo:
         """The JSON object ``tickwork jobs list --json`` and ``jobs show --json`` print."""
         return {
             "name": self.name,
+            "namespace": self.spec.namespace,
             "kind": self.kind,
             "expression": self.expression,
             "timezone": self.timezone,

@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy import and_, func, literal, select, update
 
 from ..errors import ScheduleNotFoundError
-from ..structures import HANDOFF_OPEN, RunRecord, RunStatus, cap_worker
+from ..structures import DEFAULT_NAMESPACE, HANDOFF_OPEN, RunRecord, RunStatus, cap_worker
 from ..structures import cap_error as cap
 from .retry import transient_retry
 from .rows import run_record
-from .schema import runs, schedules
+from .schema import named, runs, schedules
 from .storecore import SQLCore
 
 _OPEN = sorted(s.value for s in HANDOFF_OPEN)
@@ -56,8 +56,10 @@ class Handoffs(SQLCore):
         return False, None if current is None else RunStatus(current)
 
     @transient_retry
-    def pending_handoff(self, schedule: str, report_timeout: float) -> RunRecord | None:
-        schedule_id = select(schedules.c.id).where(schedules.c.name == schedule).scalar_subquery()
+    def pending_handoff(
+        self, schedule: str, report_timeout: float, *, namespace: str = DEFAULT_NAMESPACE
+    ) -> RunRecord | None:
+        schedule_id = select(schedules.c.id).where(*named(schedule, namespace)).scalar_subquery()
         pending = and_(runs.c.schedule_id == schedule_id, runs.c.status.in_(_OPEN))
         # Submitted: finished_at is the hand-off; started: started_at is the worker's start.
         since = func.coalesce(runs.c.finished_at, runs.c.started_at)
@@ -73,7 +75,7 @@ class Handoffs(SQLCore):
                 )
             )
             row = conn.execute(
-                select(runs, schedules.c.name.label("schedule_name"))
+                select(runs, schedules.c.name.label("schedule_name"), schedules.c.namespace.label("schedule_namespace"))
                 .join(schedules, schedules.c.id == runs.c.schedule_id)
                 .where(pending)
                 .order_by(runs.c.id.desc())
@@ -83,7 +85,7 @@ class Handoffs(SQLCore):
 
     def _runs_of(self, conn: Any, ids: list[int]) -> list[RunRecord]:
         rows = conn.execute(
-            select(runs, schedules.c.name.label("schedule_name"))
+            select(runs, schedules.c.name.label("schedule_name"), schedules.c.namespace.label("schedule_namespace"))
             .join(schedules, schedules.c.id == runs.c.schedule_id)
             .where(runs.c.id.in_(ids))
             .order_by(runs.c.id)
@@ -124,10 +126,10 @@ class Handoffs(SQLCore):
             return self._runs_of(conn, marked) if marked else []
 
     @transient_retry
-    def release_handoffs(self, schedule: str, reason: str) -> list[RunRecord]:
+    def release_handoffs(self, schedule: str, reason: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[RunRecord]:
         submitted = RunStatus.SUBMITTED.value
         with self._tx() as conn:
-            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == schedule))
+            schedule_id = conn.scalar(select(schedules.c.id).where(*named(schedule, namespace)))
             if schedule_id is None:
                 raise ScheduleNotFoundError(schedule)
             candidates = list(

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import timedelta
 
 from ..errors import ScheduleNotFoundError
-from ..structures import HANDOFF_OPEN, RunRecord, RunStatus, cap_error, cap_worker
+from ..structures import DEFAULT_NAMESPACE, HANDOFF_OPEN, RunRecord, RunStatus, cap_error, cap_worker
 from .memory_tables import MemoryTables
 
 
@@ -38,9 +38,11 @@ class MemoryHandoffs(MemoryTables):
                 run.finished_at = now
             return True, status
 
-    def pending_handoff(self, schedule: str, report_timeout: float) -> RunRecord | None:
+    def pending_handoff(
+        self, schedule: str, report_timeout: float, *, namespace: str = DEFAULT_NAMESPACE
+    ) -> RunRecord | None:
         with self._tx() as now:
-            sid = self._by_name.get(schedule)
+            sid = self._by_name.get((namespace, schedule))
             if sid is None:
                 return None
             cutoff = now - timedelta(seconds=report_timeout)
@@ -57,12 +59,12 @@ class MemoryHandoffs(MemoryTables):
             left = [r for r in pending if r.status in HANDOFF_OPEN]
             if not left:
                 return None
-            return max(left, key=lambda r: r.id).public(schedule)
+            return max(left, key=lambda r: r.id).public(schedule, namespace)
 
     def mark_stuck_handoffs(self, executor: str, pickup_timeout: float, note: str, limit: int = 100) -> list[RunRecord]:
         with self._tx() as now:
             cutoff = now - timedelta(seconds=pickup_timeout)
-            names = {sid: row.spec.name for sid, row in self._schedules.items() if row.spec.executor == executor}
+            names = {sid: row.spec.key for sid, row in self._schedules.items() if row.spec.executor == executor}
             marked: list[RunRecord] = []
             for run in sorted(self._runs.values(), key=lambda r: r.id):
                 if len(marked) >= limit:
@@ -75,17 +77,17 @@ class MemoryHandoffs(MemoryTables):
                     and run.finished_at < cutoff
                 ):
                     run.error = cap_error(note)
-                    marked.append(run.public(names[run.schedule_id]))
+                    marked.append(run.public(names[run.schedule_id][1], names[run.schedule_id][0]))
             return marked
 
-    def release_handoffs(self, schedule: str, reason: str) -> list[RunRecord]:
+    def release_handoffs(self, schedule: str, reason: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[RunRecord]:
         with self._tx() as now:
-            sid = self._by_name.get(schedule)
+            sid = self._by_name.get((namespace, schedule))
             if sid is None:
                 raise ScheduleNotFoundError(schedule)
             released: list[RunRecord] = []
             for run in sorted(self._runs.values(), key=lambda r: r.id):
                 if run.schedule_id == sid and run.status is RunStatus.SUBMITTED:
                     run.end(RunStatus.CANCELLED, reason, now)
-                    released.append(run.public(schedule))
+                    released.append(run.public(schedule, namespace))
             return released
