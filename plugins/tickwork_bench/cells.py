@@ -10,7 +10,9 @@ from typing import Any
 RAW = "raw"
 #: Node start with many declared jobs (bench/sync.py): no fires, no raw cell.
 SYNC = "sync"
-WORKLOADS = ("burst", "steady", "spread", SYNC)
+#: Two namespaces on one cluster (bench/tenants.py): a herd in one, every-second fires in the other.
+TENANTS = "tenants"
+WORKLOADS = ("burst", "steady", "spread", SYNC, TENANTS)
 STORES = ("sqlite", "postgres", "mysql")
 #: Stores with a bare-driver ceiling worker (bench/raw.py); the others get no raw cell.
 RAW_STORES = ("sqlite", "postgres")
@@ -26,7 +28,10 @@ class Cell:
         sync: jobs the module declares
     :param stored: schedules in the table; the ``stored - schedules`` others are not due (sync:
         equal to ``schedules``)
-    :param seconds: steady and spread: how long the schedules fire
+    :param seconds: steady and spread: how long the schedules fire; tenants: the least time the
+        every-second schedules are measured (longer while the herd drains)
+    :param others: tenants: the every-second schedules of namespace ``b`` (``schedules`` is the
+        herd of namespace ``a``)
     :param round_no: which of the run's ``rounds`` repetitions this is (``--rounds``)
     """
 
@@ -40,6 +45,7 @@ class Cell:
     seconds: float = 0.0
     round_no: int = 1
     rounds: int = 1
+    others: int = 0
 
     @property
     def label(self) -> str:
@@ -47,7 +53,7 @@ class Cell:
         return label if self.rounds == 1 else f"{label} round {self.round_no}/{self.rounds}"
 
     @property
-    def key(self) -> tuple[str, str, str, int, str, int, int, float]:
+    def key(self) -> tuple[str, str, str, int, str, int, int, float, int]:
         """What the cell measures, whichever round it is: the cells of one key are repetitions."""
         return (
             self.store,
@@ -58,6 +64,7 @@ class Cell:
             self.schedules,
             self.stored,
             self.seconds,
+            self.others,
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -110,16 +117,17 @@ def expand(
     groups: list[list[Cell]] = []
     for store in stores:
         for workload in workloads:
-            due = burst_schedules if workload in ("burst", SYNC) else steady_schedules
-            seconds = steady_seconds if workload in ("steady", "spread") else 0.0
+            due = burst_schedules if workload in ("burst", SYNC, TENANTS) else steady_schedules
+            seconds = steady_seconds if workload in ("steady", "spread", TENANTS) else 0.0
             total = due if workload == SYNC else max(stored, due)
+            others = steady_schedules if workload == TENANTS else 0
             for k in nodes:
                 group = []
                 if raw and workload == "burst" and store in RAW_STORES:
                     group.append(Cell(store, RAW, "-", k, workload, due, total))
                 for claim in claims_by_store[store]:
                     for membership in memberships_for(k, memberships):
-                        group.append(Cell(store, claim, membership, k, workload, due, total, seconds))
+                        group.append(Cell(store, claim, membership, k, workload, due, total, seconds, others=others))
                 groups.append(group)
     cells = [
         replace(cell, round_no=r, rounds=rounds)

@@ -22,7 +22,7 @@ from tickwork.errors import ConfigError, TickworkError
 from tickwork.plugin.manager import default_manager
 
 from .calibrate import python_speed_ms
-from .cells import RAW, SINGLE, STORES, SYNC, WORKLOADS, Cell, Plan, expand
+from .cells import RAW, SINGLE, STORES, SYNC, TENANTS, WORKLOADS, Cell, Plan, expand
 from .handoffcli import run_handoff, wants_handoff
 from .metrics import CellResult
 from .options import EXIT_FAILED, EXIT_USAGE, FULL, QUICK, UsageError, add_arguments
@@ -32,6 +32,7 @@ from .report import attach_baseline_ratios, attach_raw_ratios, document, failure
 from .rounds import median_results, summarize, summary_table
 from .scratch import MySQLScratch, PostgresScratch, Scratch, SQLiteScratch
 from .sync import run_sync_cell, sync_summary
+from .tenants import run_tenants_cell, tenants_summary
 from .workloads import Settings, run_cell, summary
 
 
@@ -133,11 +134,14 @@ def measure(
                 runner = run_raw_cell
             elif cell.workload == SYNC:
                 runner = run_sync_cell
+            elif cell.workload == TENANTS:
+                runner = run_tenants_cell
             else:
                 runner = run_cell
             result = runner(index, cell, scratches[cell.store], settings, progress)
             results.append(result)
-            progress.end_cell(sync_summary(result) if cell.workload == SYNC else summary(result))
+            summarize = {SYNC: sync_summary, TENANTS: tenants_summary}.get(cell.workload, summary)
+            progress.end_cell(summarize(result))
     except KeyboardInterrupt:
         progress.message("interrupted: reporting the cells measured so far")
     finally:

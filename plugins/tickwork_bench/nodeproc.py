@@ -78,8 +78,11 @@ class Meter:
             buckets: Sequence[int] | None,
             ahead: float = 0.0,
             steal_after: float | None = None,
+            namespaces: Sequence[str] | None = None,
         ) -> list[Claim]:
-            claims = inner(node_id, limit=limit, buckets=buckets, ahead=ahead, steal_after=steal_after)
+            claims = inner(
+                node_id, limit=limit, buckets=buckets, ahead=ahead, steal_after=steal_after, namespaces=namespaces
+            )
             c = self.counters
             c.claim_calls += 1
             c.asked += limit

@@ -98,7 +98,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"burst (all due at once), steady (all due every second), spread (the steady rate spread evenly "
         f"over each second), sync (node start with --schedules declared jobs, against their import time), "
         f"handoff (--schedules fires due at one minute handed to a task queue's workers, alone; see the "
-        f"hand-off options) (default {FULL.workloads})",
+        f"hand-off options), tenants (--schedules due at once in namespace a beside --steady-schedules every-second "
+        f"schedules of namespace b for at least --steady-seconds: b's lag while a drains) (default {FULL.workloads})",
     )
     sel.add_argument(
         "--schedules",

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .cells import RAW, SYNC
+from .cells import RAW, SYNC, TENANTS
 from .metrics import CellResult
 
 T = TypeVar("T")
@@ -159,6 +159,29 @@ SYNC_COLUMNS: list[Column] = [
 ]
 
 
+#: Tenants cells (a herd in namespace a beside every-second fires of namespace b).
+TENANTS_COLUMNS: list[Column] = [
+    ("store", "<", lambda r: r.cell.store),
+    ("claim", "<", lambda r: r.cell.claim),
+    ("membership", "<", lambda r: r.cell.membership),
+    ("K", ">", lambda r: str(r.cell.nodes)),
+    ("a herd", ">", lambda r: f"{r.cell.schedules:,}"),
+    ("a drain s", ">", lambda r: _num(r.metrics.get("drain_s"), ".2f")),
+    ("a fires/s", ">", lambda r: _num(r.metrics.get("fires_per_s"), ",.0f")),
+    ("a p99 ms", ">", lambda r: _num(r.metrics.get("herd_lag_p99_ms"), ",.0f")),
+    ("b every s", ">", lambda r: f"{r.cell.others:,}"),
+    ("b fires meanwhile", ">", lambda r: _num(r.metrics.get("tick_fires_during_drain"), ",d")),
+    ("b p50 ms", ">", lambda r: _num(r.metrics.get("tick_lag_p50_ms"), ",.0f")),
+    ("b p99 ms", ">", lambda r: _num(r.metrics.get("tick_lag_p99_ms"), ",.0f")),
+    ("b max ms", ">", lambda r: _num(r.metrics.get("tick_lag_max_ms"), ",.0f")),
+    ("b p99 after t0", ">", lambda r: _num(r.metrics.get("tick_lag_p99_after_t0_ms"), ",.0f")),
+    ("b skipped", ">", lambda r: _num(r.metrics.get("tick_skipped"), ",d")),
+    ("dup", ">", lambda r: str(r.metrics.get("duplicates", "-"))),
+    ("other%", ">", lambda r: _num(r.metrics.get("other_cpu_pct"), ".0f")),
+    ("status", "<", lambda r: "FAILED" if r.failed else "ok"),
+]
+
+
 def render(columns: Sequence[tuple[str, str, Callable[[T], str]]], items: Sequence[T]) -> str:
     """``items`` as aligned text, one line each, under the columns' headers."""
     rows = [[fn(item) for _, _, fn in columns] for item in items]
@@ -186,14 +209,17 @@ def _baseline_column(results: Sequence[CellResult]) -> list[Column]:
 def table(results: Sequence[CellResult]) -> str:
     """The results as aligned text, one line per cell: the fire cells, then the sync cells in
     their own table."""
-    fired = [r for r in results if r.cell.workload != SYNC]
+    fired = [r for r in results if r.cell.workload not in (SYNC, TENANTS)]
     synced = [r for r in results if r.cell.workload == SYNC]
+    tenants = [r for r in results if r.cell.workload == TENANTS]
     columns = COLUMNS[:-2] + _baseline_column(fired) + COLUMNS[-2:]
     if any(r.cell.rounds > 1 for r in fired):
         columns = [("round", ">", lambda r: str(r.cell.round_no)), *columns]
-    tables = [render(columns, fired)] if fired or not synced else []
+    tables = [render(columns, fired)] if fired or not (synced or tenants) else []
     if synced:
         tables.append(render(SYNC_COLUMNS, synced))
+    if tenants:
+        tables.append(render(TENANTS_COLUMNS, tenants))
     return "\n\n".join(tables)
 
 

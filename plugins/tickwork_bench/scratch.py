@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,7 +26,7 @@ from tickwork.sql.dburl import masked
 from tickwork.sql.engines import pooled_engine, sqlite_file_engine
 from tickwork.sql.schema import metadata, runs, schedules
 from tickwork.sql.store import SQLStore
-from tickwork.structures import bucket_of
+from tickwork.structures import DEFAULT_NAMESPACE, bucket_of
 
 from .jobs import NOOP_TARGET
 
@@ -96,6 +96,8 @@ class DueSet:
     #: what the schedules run: the no-op local job, or a task of a hand-off executor
     executor: str = "local"
     target: str = NOOP_TARGET
+    #: the namespace of the schedules (docs/teams.md)
+    namespace: str = DEFAULT_NAMESPACE
 
 
 def schedule_rows(
@@ -108,6 +110,7 @@ def schedule_rows(
     prefix: str,
     executor: str = "local",
     target: str = NOOP_TARGET,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> list[dict[str, Any]]:
     """Rows for the schedules table, UTC: by default the no-op job on the local executor."""
     now = datetime.now(UTC)
@@ -117,6 +120,7 @@ def schedule_rows(
         rows.append(
             {
                 "name": name,
+                "namespace": namespace,
                 "module": None,
                 "bucket": bucket_of(name),
                 "trigger_kind": kind,
@@ -198,8 +202,9 @@ class Scratch(ABC):
         """Facts about the database for the results file."""
         return {"store": self.plugin}
 
-    def seed(self, due: int, stored: int, due_set: DueSet) -> None:
-        """Insert ``due`` schedules of ``due_set``, then ``stored - due`` others; none is due yet.
+    def seed(self, due: int, stored: int, due_set: DueSet, more: Sequence[tuple[int, DueSet]] = ()) -> None:
+        """Insert ``due`` schedules of ``due_set`` (and of each ``(count, due set)`` of ``more``,
+        also made due by :meth:`arm`), then ``stored - due`` others; none is due yet.
 
         The others fire between one hour and one day from now; the due ones two days from now until
         :meth:`arm` moves them.
@@ -210,18 +215,20 @@ class Scratch(ABC):
         parked = now + 2 * IDLE_SPAN
         self._due = due_set
         with self.engine.begin() as conn:
-            for first in range(0, due, SEED_CHUNK):
-                rows = schedule_rows(
-                    first,
-                    min(SEED_CHUNK, due - first),
-                    kind=due_set.kind,
-                    expression=due_set.expression,
-                    next_fire=lambda _i: parked,
-                    prefix="due",
-                    executor=due_set.executor,
-                    target=due_set.target,
-                )
-                conn.execute(insert(schedules), rows)
+            for count, chosen in ((due, due_set), *more):
+                for first in range(0, count, SEED_CHUNK):
+                    rows = schedule_rows(
+                        first,
+                        min(SEED_CHUNK, count - first),
+                        kind=chosen.kind,
+                        expression=chosen.expression,
+                        next_fire=lambda _i: parked,
+                        prefix="due",
+                        executor=chosen.executor,
+                        target=chosen.target,
+                        namespace=chosen.namespace,
+                    )
+                    conn.execute(insert(schedules), rows)
             self._last_due_id = int(conn.execute(select(func.coalesce(func.max(schedules.c.id), 0))).scalar_one())
             for first in range(0, idle, SEED_CHUNK):
                 rows = schedule_rows(

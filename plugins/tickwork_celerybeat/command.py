@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tickwork.admin.api import Admin
 from tickwork.cli.commands.admincommand import operator
 from tickwork.cli.commands.workdir import import_from_working_directory
+from tickwork.cli.parser import namespace_of
 from tickwork.errors import ConfigError, DatabaseMissingError, ScheduleExistsError, TickworkError
 from tickwork.plugin import Command, CommandGroup
 from tickwork.scheduling.triggers import check_zone, get_trigger
@@ -68,7 +69,7 @@ class _Import(Command):
         require()
         import_from_working_directory()  # the Celery app's module, like celery -A
         source = self.source(args)
-        with Admin(config) as admin:
+        with Admin(config, namespace=namespace_of(args)) as admin:
             # First, as jobs add checks it first: nothing is read or created for nothing.
             unconfigured = _unconfigured(admin, args.executor, dry_run=args.dry_run)
             entries, specs = self._checked(args, admin, source, unconfigured is None)

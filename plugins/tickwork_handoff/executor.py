@@ -41,6 +41,7 @@ from tickwork.structures import (
     Outcome,
     RunRecord,
     RunStatus,
+    ScheduleKey,
     handoff_stuck,
     iso_z,
 )
@@ -225,14 +226,14 @@ class HandoffExecutor(Executor):
     def _skip_overlapping(self, batch: list[tuple[JobCall, ReportOnce]]) -> list[tuple[JobCall, ReportOnce]]:
         """The fires of ``batch`` whose schedule has no pending hand-off; the others reported
         ``skipped`` (or ``failed`` when the store cannot tell)."""
-        by_node: dict[str, list[str]] = {}
+        by_node: dict[str, list[ScheduleKey]] = {}
         for call, _ in batch:
-            by_node.setdefault(call.node_id, []).append(call.schedule)
-        pending: dict[tuple[str, str], RunRecord] = {}
+            by_node.setdefault(call.node_id, []).append((call.namespace, call.schedule))
+        pending: dict[tuple[str, ScheduleKey], RunRecord] = {}
         try:
-            for node_id, names in by_node.items():
-                found = store_of(node_id).pending_handoffs(names, self.report_timeout)
-                pending.update(((node_id, name), run) for name, run in found.items())
+            for node_id, keys in by_node.items():
+                found = store_of(node_id).pending_handoffs(keys, self.report_timeout)
+                pending.update(((node_id, key), run) for key, run in found.items())
         except Exception as exc:
             log.warning("%s: cannot check the previous hand-offs of %d runs: %s", self.name, len(batch), exc)
             for call, once in batch:
@@ -242,9 +243,9 @@ class HandoffExecutor(Executor):
         free: list[tuple[JobCall, ReportOnce]] = []
         # Earliest fire first: of two fires of one schedule in this batch, the later one waits
         # behind the earlier (its hand-off is not final either), as it would in two batches.
-        ahead: dict[tuple[str, str], JobCall] = {}
+        ahead: dict[tuple[str, ScheduleKey], JobCall] = {}
         for call, once in sorted(batch, key=lambda item: item[0].scheduled_for):
-            key = (call.node_id, call.schedule)
+            key = (call.node_id, (call.namespace, call.schedule))
             run = pending.get(key)
             if run is None:
                 earlier = ahead.get(key)

@@ -32,9 +32,9 @@ from sqlalchemy.engine import make_url
 
 from tickwork.errors import ConfigError
 from tickwork.sql import dburl
-from tickwork.sql.claiming import ClaimScope
 from tickwork.sql.claims import CLAIMED_COLUMNS, RUN_COLUMNS
 from tickwork.sql.claims.base import started_runs
+from tickwork.sql.claimturns import ClaimScope
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import runs

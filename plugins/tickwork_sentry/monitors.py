@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.scheduling.durations import DurationError, seconds_in
-from tickwork.structures import ScheduleSpec
+from tickwork.structures import DEFAULT_NAMESPACE, ScheduleSpec
 
 #: Sentry's longest monitor slug.
 MAX_SLUG = 50
@@ -17,6 +17,17 @@ _UNSAFE = re.compile(r"[^a-z0-9_-]+")
 #: The check-in ids of one fire are the same on every node (a uuid5 of the fire's identity).
 _NAMESPACE = uuid.UUID("6f1d2a4e-8c1b-4f7e-9a51-3c0de2b7a9f4")
 _UNITS = (("day", 86_400), ("hour", 3600), ("minute", 60))
+
+
+def monitored_name(name: str, namespace: str) -> str:
+    """What a schedule's monitor is named after: its name, after its namespace unless that is
+    ``default`` (so that one team's monitors keep the slugs they had; docs/teams.md)."""
+    return name if namespace == DEFAULT_NAMESPACE else f"{namespace}.{name}"
+
+
+def monitored(spec: ScheduleSpec) -> str:
+    """:func:`monitored_name` of ``spec``."""
+    return monitored_name(spec.name, spec.namespace)
 
 
 def slug(name: str, prefix: str = "") -> str:

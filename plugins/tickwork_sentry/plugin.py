@@ -20,7 +20,7 @@ from tickwork.errors import ConfigError, ScheduleNotFoundError
 from tickwork.plugin import hookimpl
 from tickwork.structures import Finish, JobCall, RunStatus, ScheduleSpec, SkippedFire
 
-from .monitors import check_in_id, monitor_config, slug
+from .monitors import check_in_id, monitor_config, monitored, monitored_name, slug
 from .settings import SentryConfig
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class CheckIns:
         self._capture = capture_checkin
         self._node = node
         self._settings = settings
-        self._specs: dict[str, ScheduleSpec] = {}
+        self._specs: dict[tuple[str, str], ScheduleSpec] = {}
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name="tickwork-sentry", daemon=True)
@@ -62,21 +62,21 @@ class CheckIns:
         self._queue.put(None)
         self._thread.join(timeout)
 
-    def _spec(self, name: str) -> ScheduleSpec | None:
+    def _spec(self, name: str, namespace: str) -> ScheduleSpec | None:
         with self._lock:
-            found = self._specs.get(name)
+            found = self._specs.get((namespace, name))
         if found is None:
             try:
-                found = self._node.store.get(name).spec
+                found = self._node.store.get(name, namespace=namespace).spec
             except ScheduleNotFoundError:  # removed meanwhile
                 return None
             with self._lock:
-                self._specs[name] = found
+                self._specs[(namespace, name)] = found
         return found
 
     def _send(self, spec: ScheduleSpec, check_in: str, status: str, duration: float | None = None) -> None:
         self._capture(
-            monitor_slug=slug(spec.name, self._settings.slug_prefix),
+            monitor_slug=slug(monitored(spec), self._settings.slug_prefix),
             check_in_id=check_in,
             status=status,
             duration=duration,
@@ -85,29 +85,40 @@ class CheckIns:
 
     def started(self, runs: Sequence[JobCall]) -> None:
         for run in runs:
-            spec = self._spec(run.schedule)
+            spec = self._spec(run.schedule, run.namespace)
             if spec is not None:
-                self._send(spec, check_in_id(run.schedule, run.scheduled_for, run.attempt), "in_progress")
+                self._send(
+                    spec,
+                    check_in_id(monitored_name(run.schedule, run.namespace), run.scheduled_for, run.attempt),
+                    "in_progress",
+                )
 
     def finished(self, results: Sequence[Finish]) -> None:
         for result in results:
             claim = result.claim
             with self._lock:
-                self._specs[claim.spec.name] = claim.spec
+                self._specs[claim.spec.key] = claim.spec
             duration = None
             if result.started_at is not None and result.finished_at is not None:
                 duration = max(0.0, (result.finished_at - result.started_at).total_seconds())
             status = "ok" if result.outcome.status is RunStatus.SUCCEEDED else "error"
-            self._send(claim.spec, check_in_id(claim.spec.name, claim.scheduled_for, claim.attempt), status, duration)
+            self._send(
+                claim.spec, check_in_id(monitored(claim.spec), claim.scheduled_for, claim.attempt), status, duration
+            )
 
     def skipped(self, fires: Sequence[SkippedFire]) -> None:
         # Sentry takes no "missed" status from clients (it derives missed check-ins from the
         # monitor's schedule and margin): a skipped fire is an error check-in of its own, so the
         # monitor shows it at once and not only after the margin.
         for fire in fires:
-            spec = self._spec(fire.schedule)
+            spec = self._spec(fire.schedule, fire.namespace)
             if spec is not None:
-                self._send(spec, check_in_id(fire.schedule, fire.scheduled_for, 0), "error", 0.0)
+                self._send(
+                    spec,
+                    check_in_id(monitored_name(fire.schedule, fire.namespace), fire.scheduled_for, 0),
+                    "error",
+                    0.0,
+                )
 
 
 _lock = threading.Lock()

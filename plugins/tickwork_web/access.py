@@ -20,17 +20,13 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tickwork.admin import Admin
-from tickwork.admin.roles import (
-    may_act_on,
-    namespace_of,
-    role_needed,
-    scope_sees_default,
-)
+from tickwork.admin.roles import may_act_on, namespace_of, role_needed, scope
 from tickwork.errors import ScheduleNotFoundError, StoreError
-from tickwork.structures import ApiToken, Role
+from tickwork.structures import ALL_NAMESPACES, ApiToken, Role
 
 from .actions import audit
 from .auth import COOKIE, Session, clean_name
+from .namespaces import request_namespace
 
 if TYPE_CHECKING:
     from .application import Dashboard
@@ -93,10 +89,26 @@ def scoped(caller: Caller, action: str, address: str, admin: Admin, name: str) -
         raise
 
 
-def lists_nothing(caller: Caller | None) -> bool:
-    """Whether a list (schedules, runs, the summary) shows ``caller`` nothing. MERGE §1: a list
-    filters by ``tickwork.admin.roles.scope(caller.token)`` in SQL instead."""
-    return caller is not None and not scope_sees_default(caller.token)
+def readable_namespace(request: Request) -> str:
+    """The namespace ``request`` reads or acts in (:func:`.namespaces.request_namespace`), within
+    its caller's token scope: a token of some namespaces reads only those — every namespace
+    (the lists' default) becomes its one namespace, and another is refused.
+
+    :raises Forbidden: a namespace outside the token's scope, or every namespace for a token of
+        several (it names one: ``?namespace=NAME``)
+    """
+    namespace = request_namespace(request)
+    caller = access_of(request).caller
+    allowed = scope(None if caller is None else caller.token)
+    if caller is None or allowed is None:
+        return namespace
+    if namespace == ALL_NAMESPACES:
+        if len(allowed) == 1:
+            return allowed[0]
+        raise Forbidden(f"{caller.described} reads the namespaces {', '.join(allowed)}: name one (?namespace=NAME)")
+    if namespace not in allowed:
+        raise Forbidden(f"{caller.described} may not read or act in namespace {namespace!r}")
+    return namespace
 
 
 @dataclass(frozen=True)

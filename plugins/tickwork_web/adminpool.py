@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from tickwork.admin import Admin
 from tickwork.config import Config
 from tickwork.plugin.manager import plugin_manager_for
+from tickwork.structures import ALL_NAMESPACES
 
 
 class AdminPool:
@@ -22,12 +23,14 @@ class AdminPool:
         self._closed = False
 
     @contextmanager
-    def admin(self) -> Iterator[Admin]:
+    def admin(self, namespace: str = ALL_NAMESPACES) -> Iterator[Admin]:
+        """An idle admin (or a new one) acting in ``namespace`` (docs/teams.md) for the request."""
         with self._lock:
             admin = self._idle.pop() if self._idle else None
         if admin is None:
             admin = Admin(self.config, manager=self.manager)
         try:
+            admin.use_namespace(namespace)
             yield admin
         finally:
             with self._lock:

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 
 from tickwork.admin import Admin
 from tickwork.admin.info import ScheduleInfo
-from tickwork.admin.roles import DEFAULT_NAMESPACE, may_act_on, namespace_in
+from tickwork.admin.roles import may_act_on, namespace_in
 from tickwork.errors import (
     ConfigError,
     DatabaseMissingError,
@@ -29,11 +29,13 @@ from tickwork.errors import (
     TickworkError,
     TriggerError,
 )
+from tickwork.structures import ALL_NAMESPACES
 
 from . import data
-from .access import Caller, Forbidden, access_of, check_scope, lists_nothing, scoped
+from .access import Caller, Forbidden, access_of, check_scope, scoped
 from .actions import DECLARED, FORM_ACTIONS, ONE_ACTIONS, audit, perform, perform_form
 from .limits import deep_message, too_deep
+from .namespaces import request_namespace
 from .queries import MAX_LIMIT, BadQuery, api_schedule_filter, integer, run_filter, statuses
 
 if TYPE_CHECKING:
@@ -79,9 +81,7 @@ async def schedules(request: Request) -> Response:
     where = api_schedule_filter(params)
     limit = integer(params, "limit", 100, 1, MAX_LIMIT)
     offset = integer(params, "offset", 0, 0, 10**9)
-    if lists_nothing(access_of(request).caller):
-        return JSONResponse({"total": 0, "offset": offset, "limit": limit, "schedules": []})
-    page = await _dashboard(request).read(lambda admin: data.schedule_page(admin, where, offset, limit))
+    page = await _dashboard(request).read(lambda admin: data.schedule_page(admin, where, offset, limit), request)
     return JSONResponse(
         {
             "total": page.total,
@@ -102,7 +102,7 @@ async def schedule(request: Request) -> Response:
         check_scope(caller, [admin.get(name)])
         return data.schedule_detail(admin, name, wanted)
 
-    detail = await _dashboard(request).read(work)
+    detail = await _dashboard(request).read(work, request)
     return JSONResponse(data.detail_json(detail))
 
 
@@ -114,15 +114,15 @@ async def runs(request: Request) -> Response:
     def work(admin: Admin) -> Any:
         if where.schedule:
             check_scope(caller, [admin.get(where.schedule)])
-        return [] if lists_nothing(caller) else data.runs(admin, where)[1]
+        return data.runs(admin, where)[1]
 
-    records = await _dashboard(request).read(work)
+    records = await _dashboard(request).read(work, request)
     return JSONResponse({"runs": [data.run_json(r) for r in records]})
 
 
 @errors_as_json
 async def nodes(request: Request) -> Response:
-    _, rows, ttl = await _dashboard(request).read(data.node_rows)
+    _, rows, ttl = await _dashboard(request).read(data.node_rows, request)
     return JSONResponse({"node_ttl": ttl, "nodes": [data.node_json(row) for row in rows]})
 
 
@@ -161,7 +161,7 @@ async def _act(request: Request, action: str) -> Response:
         scoped(caller, action, address, admin, name)
         return perform(admin, action, name, caller.who, address)
 
-    info = await _dashboard(request).read(work)
+    info = await _dashboard(request).read(work, request)
     _dashboard(request).changed()
     return JSONResponse({"action": action, "schedule": data.schedule_json(info)})
 
@@ -196,7 +196,7 @@ async def _form_act(request: Request, action: str) -> Response:
         return perform_form(admin, action, name, body, caller.who, address)
 
     try:
-        info, said = await _dashboard(request).read(work)
+        info, said = await _dashboard(request).read(work, request)
     except INVALID as exc:
         return error(400, str(exc))
     _dashboard(request).changed()
@@ -279,7 +279,7 @@ async def _write(
     if refused:
         return error(400, f"{', '.join(refused)}: not a schedule field")
     address = _address(request)
-    found = await _dashboard(request).read(lambda admin: work(admin, body, caller, address))
+    found = await _dashboard(request).read(lambda admin: work(admin, body, caller, address), request)
     if isinstance(found, Response):
         return found
     _dashboard(request).changed()
@@ -344,8 +344,11 @@ async def _applying(request: Request, applied: bool) -> Response:
         return caller
     who = caller.who
     address = _address(request)
-    # An apply works on one namespace (today "default"): a token not scoped to it may not touch it.
-    namespace = DEFAULT_NAMESPACE
+    # An apply works on one namespace (?namespace=NAME, else "default"): a token not scoped to it
+    # may not touch it.
+    namespace = request_namespace(request)
+    if namespace == ALL_NAMESPACES:
+        return error(400, "namespace: an apply works on one namespace, not every one")
     if not may_act_on(caller.token, namespace):
         refused = f"{caller.described} may not {action} schedules in namespace {namespace!r}"
         audit(action, "*", who, address, refused=refused)
@@ -369,13 +372,13 @@ async def _applying(request: Request, applied: bool) -> Response:
     def work(admin: Admin) -> Any:
         try:
             if applied:
-                return admin.apply(entries, prune=prune, by=who)
-            return admin.plan(entries, prune=prune)
+                return admin.apply(entries, prune=prune, namespace=namespace, by=who)
+            return admin.plan(entries, prune=prune, namespace=namespace)
         except INVALID as exc:
             audit(action, "*", who, address, refused=str(exc))
             return error(400, str(exc))
 
-    found = await _dashboard(request).read(work)
+    found = await _dashboard(request).read(work, request)
     if isinstance(found, Response):
         return found
     if applied:

@@ -22,15 +22,17 @@ from starlette.staticfiles import StaticFiles
 
 from tickwork.admin import Admin, ConfigSource, load_config
 from tickwork.plugin.tracebacks import for_people
+from tickwork.structures import ALL_NAMESPACES
 
 from . import api, editing, pages
-from .access import Identify
+from .access import Identify, readable_namespace
 from .adminpool import AdminPool
 from .auth import Guard, Throttle
 from .charts import Chart
 from .failures import failure_groups
 from .limits import BodyLimit
 from .memo import CHART_SECONDS, STRIP_SECONDS, Memo
+from .namespaces import in_namespace
 from .settings import WebSettings
 from .summary import Summary, fires
 from .timefmt import duration, is_utc, relative, utc_text, zone_text
@@ -64,6 +66,8 @@ class Dashboard:
             utc=utc_text, relative=relative, words=describe, quote=lambda s: quote(str(s), safe=""), zoned=zone_text
         )
         self.templates.filters["fires"] = fires
+        # A schedule's URL names its namespace unless it is the default one (docs/teams.md).
+        self.templates.filters["in_namespace"] = in_namespace
         # Tracebacks as `history --show` prints them: without tickwork's own frames.
         self.templates.filters.update(for_people=for_people, failure_groups=failure_groups)
         self.templates.globals.update(duration=duration, is_utc=is_utc)
@@ -72,11 +76,13 @@ class Dashboard:
         """An action changed schedules: the next page shows the summary strip as it is now."""
         self.strip.forget()
 
-    async def read(self, work: Callable[[Admin], T]) -> T:
-        """Run ``work`` with an admin of the pool in a worker thread (the admin API blocks)."""
+    async def read(self, work: Callable[[Admin], T], request: Request | None = None) -> T:
+        """Run ``work`` with an admin of the pool in a worker thread (the admin API blocks), in
+        the namespace ``request`` asks for (:func:`request_namespace`; without one, every one)."""
+        namespace = ALL_NAMESPACES if request is None else readable_namespace(request)
 
         def call() -> T:
-            with self.pool.admin() as admin:
+            with self.pool.admin(namespace) as admin:
                 return work(admin)
 
         return await run_in_threadpool(call)

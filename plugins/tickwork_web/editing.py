@@ -18,6 +18,7 @@ from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreEr
 from .access import Forbidden, access_of, scoped, sees
 from .actions import ACTIONS, DECLARED, MAX_SELECTION, Outcome, perform_many, save
 from .forms import ScheduleForm, grouped, kinds, label
+from .namespaces import in_namespace
 from .pages import address_of, checked_form, problem, redirect, render
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def _form_page(
 async def _load(request: Request, work: Any) -> Any:
     """``work(admin)`` in a worker thread, or the error page for a store problem or unknown name."""
     try:
-        return await _dashboard(request).read(work)
+        return await _dashboard(request).read(work, request)
     except ScheduleNotFoundError as exc:
         return problem(request, 404, str(exc))
     except (DatabaseMissingError, StoreError) as exc:
@@ -129,7 +130,8 @@ async def _submit(request: Request, name: str | None) -> Response:
     info, kind_names = found
     if info is not None:
         _dashboard(request).changed()
-        return redirect(request, "/schedules/" + quote(info.name, safe=""), "create" if creating else "edit")
+        at = "/schedules/" + quote(info.name, safe="") + in_namespace(info.namespace)
+        return redirect(request, at, "create" if creating else "edit")
     return _form_page(request, form, creating, kind_names, status=200 if form.valid else 400)
 
 
@@ -169,7 +171,7 @@ async def bulk(request: Request) -> Response:
         return perform_many(admin, action, names, caller.who, address)
 
     try:
-        outcome = await _dashboard(request).read(work)
+        outcome = await _dashboard(request).read(work, request)
     except Forbidden as exc:
         return problem(request, 403, str(exc))
     except ScheduleNotFoundError as exc:

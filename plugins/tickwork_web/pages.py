@@ -13,13 +13,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from tickwork.errors import DatabaseMissingError, ScheduleNotFoundError, StoreError, TickworkError
-from tickwork.structures import RunStatus
+from tickwork.structures import ALL_NAMESPACES, RunStatus
 
 from . import data
-from .access import Caller, Forbidden, access_of, check_scope, lists_nothing, scoped
+from .access import Caller, Forbidden, access_of, check_scope, scoped
 from .actions import FORM_ACTIONS, ONE_ACTIONS, perform, perform_form
 from .auth import COOKIE, SESSION_SECONDS
 from .limits import capped
+from .namespaces import in_namespace, request_namespace
 from .queries import PAGE_SIZES, BadQuery, integer, run_filter, schedule_filter, statuses
 from .summary import MOST
 
@@ -86,9 +87,19 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
         done=done_message(request.query_params),
         refresh=REFRESH_SECONDS,
         fragment=fragment,
+        namespace=_shown_namespace(request),
         **context,
     )
     return HTMLResponse(html, status_code=status)
+
+
+def _shown_namespace(request: Request) -> str:
+    """The namespace a page is about, as its links carry it (every one when the asked one is bad:
+    the page then says why)."""
+    try:
+        return request_namespace(request)
+    except BadQuery:
+        return ALL_NAMESPACES
 
 
 def problem(request: Request, status: int, message: str) -> HTMLResponse:
@@ -98,7 +109,7 @@ def problem(request: Request, status: int, message: str) -> HTMLResponse:
 async def _guarded(request: Request, template: str, load: Any, **context: Any) -> Response:
     """Render ``template`` with what ``load(admin)`` returns (a dict), or an error page."""
     try:
-        found = await _dashboard(request).read(load)
+        found = await _dashboard(request).read(load, request)
     except BadQuery as exc:
         return problem(request, 400, str(exc))
     except Forbidden as exc:
@@ -121,11 +132,8 @@ async def schedules(request: Request) -> Response:
     offset = (number - 1) * size
 
     kept = _dashboard(request).strip
-    hidden = lists_nothing(access_of(request).caller)
 
     def load(admin: Any) -> dict[str, Any]:
-        if hidden:  # none of the schedules is in the caller's namespaces
-            return {"now": admin.store().now(), "total": 0, "schedules": [], "strip": None, "most": MOST}
         page = data.schedules_with_summary(admin, where, offset, size, kept)
         return {
             "now": page.now,
@@ -181,8 +189,6 @@ async def runs(request: Request) -> Response:
     def load(admin: Any) -> dict[str, Any]:
         if where.schedule:
             check_scope(caller, [admin.get(where.schedule)])
-        if lists_nothing(caller):
-            return {"now": admin.store().now(), "records": [], "overall": None}
         now, records = data.runs(admin, where)
         return {"now": now, "records": records, "overall": overall.get(lambda: data.overall_chart(admin, now))}
 
@@ -311,7 +317,7 @@ async def act(request: Request) -> Response:
             perform(admin, action, name, caller.who, address)
 
     try:
-        await board.read(work)
+        await board.read(work, request)
         board.changed()
     except Forbidden as exc:
         return problem(request, 403, str(exc))
@@ -323,7 +329,7 @@ async def act(request: Request) -> Response:
         return problem(request, 409, str(exc))
     if action == "remove":
         return redirect(request, "/", action)
-    return redirect(request, "/schedules/" + quote(name, safe=""), action)
+    return redirect(request, "/schedules/" + quote(name, safe="") + in_namespace(request_namespace(request)), action)
 
 
 def is_api(request: Request) -> bool:

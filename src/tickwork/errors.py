@@ -144,3 +144,16 @@ class TokenNotFoundError(TickworkError, LookupError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no token named {name!r} (tickwork tokens list)")
+
+
+class NamespaceLimitError(TickworkError):
+    """A write would put more schedules in a namespace than its ``[namespaces.NAME]
+    max_schedules`` allows (docs/teams.md#limits)."""
+
+    def __init__(self, namespace: str, limit: int, held: int, adding: int) -> None:
+        self.namespace = namespace
+        self.limit = limit
+        super().__init__(
+            f"namespace {namespace!r} holds {held} schedule(s) and its limit [namespaces.{namespace}] "
+            f"max_schedules = {limit} leaves no room for {adding} more"
+        )

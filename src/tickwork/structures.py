@@ -22,6 +22,17 @@ T = TypeVar("T")
 BUCKETS = 1024
 
 DEFAULT_TIMEOUT = timedelta(minutes=5)
+#: The namespace of a schedule that names none (docs/teams.md), and the longest namespace name.
+DEFAULT_NAMESPACE = "default"
+MAX_NAMESPACE = 100
+#: The admin API's and the CLI's ``--namespace`` for every namespace at once (reads only): no
+#: namespace can be named so (:func:`check_namespace`).
+ALL_NAMESPACES = "*"
+#: What identifies a schedule: its namespace and its name (unique within the namespace).
+ScheduleKey = tuple[str, str]
+#: The concurrency keys of namespaces (their ``max_concurrent`` and the turns of their writes):
+#: a schedule's own ``concurrency_key`` may not start with it.
+NAMESPACE_KEY_PREFIX = "namespace:"
 #: The longest soft timeout of a run.
 MAX_TIMEOUT = timedelta(days=30)
 #: The most retries of one fire, and the longest wait before the first one.
@@ -373,6 +384,34 @@ def check_name(name: str) -> None:
         )
 
 
+def check_namespace(namespace: object) -> None:
+    """Refuse a namespace that is not a short word: letters, digits, ``-``, ``_`` and ``.``
+    (it is typed on command lines, put in URLs and in ``[namespaces.NAME]`` table names).
+
+    :raises ValueError: saying what a namespace may be
+    """
+    if (
+        not isinstance(namespace, str)
+        or not 0 < len(namespace) <= MAX_NAMESPACE
+        or not all(c.isascii() and (c.isalnum() or c in "-_.") for c in namespace)
+    ):
+        raise ValueError(
+            f"namespace: letters, digits, '-', '_' and '.', 1 to {MAX_NAMESPACE} characters, got {namespace!r}"
+        )
+
+
+@dataclass(frozen=True)
+class NamespaceLimits:
+    """The limits of one namespace (``[namespaces.NAME]``; docs/teams.md#limits).
+
+    :param max_schedules: most schedules it holds (``None``: no limit)
+    :param max_concurrent: most runs of its schedules at once across the cluster (``None``: no limit)
+    """
+
+    max_schedules: int | None = None
+    max_concurrent: int | None = None
+
+
 @dataclass(frozen=True)
 class ScheduleSpec:
     """What a user declares: everything about a schedule except its run-time state.
@@ -422,6 +461,7 @@ class ScheduleSpec:
         the ``holidays`` package, or the name of a ``[calendars.NAME]`` table): see docs/holidays.md
     :param on_holiday: what a fire on a day that is no business day of ``holidays`` does
         (:class:`OnHoliday`)
+    :param namespace: the namespace it belongs to (docs/teams.md): its name is unique within it
     """
 
     name: str
@@ -454,8 +494,10 @@ class ScheduleSpec:
     concurrency_limit: int | None = None
     holidays: str | None = None
     on_holiday: OnHoliday = OnHoliday.SKIP
+    namespace: str = DEFAULT_NAMESPACE
 
     def __post_init__(self) -> None:
+        check_namespace(self.namespace)
         for name in ("name", "trigger_kind", "expression", "target", "timezone", "executor"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
@@ -531,6 +573,11 @@ class ScheduleSpec:
             raise ValueError(
                 f"concurrency_key: a non-empty name of at most {MAX_CONCURRENCY_KEY} characters, got {key!r}"
             )
+        if key is not None and key.startswith(NAMESPACE_KEY_PREFIX):
+            raise ValueError(
+                f"concurrency_key: {NAMESPACE_KEY_PREFIX!r} starts the keys of namespaces' limits "
+                f"([namespaces.NAME] max_concurrent); choose another key, got {key!r}"
+            )
 
     @property
     def concurrent(self) -> bool:
@@ -567,6 +614,11 @@ class ScheduleSpec:
     @property
     def bucket(self) -> int:
         return bucket_of(self.name)
+
+    @property
+    def key(self) -> ScheduleKey:
+        """Its identity: ``(namespace, name)``."""
+        return (self.namespace, self.name)
 
     @property
     def trigger_key(self) -> tuple[str, str, str]:
@@ -720,6 +772,15 @@ class Schedule:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def namespace(self) -> str:
+        return self.spec.namespace
+
+    @property
+    def key(self) -> ScheduleKey:
+        """Its identity: ``(namespace, name)``."""
+        return self.spec.key
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -813,6 +874,8 @@ class JobCall:
     options: dict[str, Any] = field(default_factory=dict)
     node_id: str = ""
     backfill: bool = False
+    #: The namespace of the schedule (docs/teams.md).
+    namespace: str = DEFAULT_NAMESPACE
 
     @classmethod
     def for_claim(cls, claim: Claim, *, timeout: float, node_id: str) -> JobCall:
@@ -833,6 +896,7 @@ class JobCall:
                 "options": {},
                 "node_id": node_id,
                 "backfill": claim.backfill,
+                "namespace": spec.namespace,
             },
         )
 
@@ -938,6 +1002,8 @@ class SkippedFire:
     schedule: str
     scheduled_for: datetime
     reason: str
+    #: The namespace of the schedule (docs/teams.md).
+    namespace: str = DEFAULT_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -950,12 +1016,15 @@ class Admission:
         becomes idle with ``next_fire`` and ``skipped`` recorded, and the run goes on by itself
     :param next_fire: the schedule's next fire, with ``release``
     :param skipped: fire times passed over on the way, with their reasons, with ``release``
+    :param namespace_limit: the ``max_concurrent`` of the schedule's namespace
+        (``[namespaces.NAME]``; docs/teams.md#limits), ``None``: no limit
     """
 
     claim: Claim
     release: bool
     next_fire: datetime | None = None
     skipped: tuple[tuple[datetime, str], ...] = ()
+    namespace_limit: int | None = None
 
     @property
     def max_running(self) -> int | None:
@@ -964,14 +1033,20 @@ class Admission:
         spec = self.claim.spec
         return spec.max_concurrent if spec.overlap.runs_beside else None
 
-    def refusal(self, running: int, keyed: int) -> str | None:
-        """Why the fire may not start with ``running`` other runs of its schedule and ``keyed``
-        other runs carrying its concurrency key (admitted ones, by the database), or ``None``."""
+    def refusal(self, running: int, keyed: int, namespaced: int = 0) -> str | None:
+        """Why the fire may not start with ``running`` other runs of its schedule, ``keyed``
+        other runs carrying its concurrency key and ``namespaced`` other runs of its namespace
+        (admitted ones, by the database), or ``None``."""
         spec = self.claim.spec
         if self.max_running is not None and running >= self.max_running:
             return f"max_concurrent {spec.max_concurrent} reached"
         if spec.concurrency_key is not None and keyed >= (spec.concurrency_limit or 1):
             return f"concurrency key {spec.concurrency_key} at its limit {spec.concurrency_limit or 1}"
+        if self.namespace_limit is not None and namespaced >= self.namespace_limit:
+            return (
+                f"namespace {spec.namespace} at its limit [namespaces.{spec.namespace}] "
+                f"max_concurrent = {self.namespace_limit}"
+            )
         return None
 
 
@@ -1015,11 +1090,14 @@ class RunRecord:
     #: The schedule's version (:class:`ScheduleVersion`) this run fired under: the definition of
     #: the schedule when the fire was claimed; ``None`` for runs recorded before versions were.
     version: int | None = None
+    #: The namespace of its schedule (docs/teams.md).
+    namespace: str = DEFAULT_NAMESPACE
 
     def as_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "schedule": self.schedule,
+            "namespace": self.namespace,
             "scheduled_for": iso_z(self.scheduled_for),
             "started_at": iso_z(self.started_at),
             "finished_at": iso_z(self.finished_at),
@@ -1089,17 +1167,18 @@ class SchedulePlan:
 
     ``create`` are new schedules, first due at their next fire after the database clock read
     when their batch is written; ``retrigger`` are definitions whose next fire is recomputed the
-    same way; ``update`` are definitions whose stored next fire is kept; ``remove`` are names
-    deleted with their history.
+    same way; ``update`` are definitions whose stored next fire is kept; ``remove`` are the
+    schedules (``(namespace, name)``) deleted with their history.
     """
 
     create: tuple[ScheduleSpec, ...] = ()
     update: tuple[ScheduleSpec, ...] = ()
     retrigger: tuple[ScheduleSpec, ...] = ()
-    remove: tuple[str, ...] = ()
-    #: Names whose version after these writes is recorded as the one an apply left them at
-    #: (:attr:`Schedule.applied_version`; ``tickwork apply``), in the same transaction.
-    applied: tuple[str, ...] = ()
+    remove: tuple[ScheduleKey, ...] = ()
+    #: Schedules ((namespace, name)) whose version after these writes is recorded as the one an
+    #: apply left them at (:attr:`Schedule.applied_version`; ``tickwork apply``), in the same
+    #: transaction.
+    applied: tuple[ScheduleKey, ...] = ()
 
 
 class Health(Choice):

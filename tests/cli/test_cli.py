@@ -221,6 +221,7 @@ def test_jobs_add_validates_then_list_shows_it(tw: Tickwork, jobs_module: str) -
     row = listed(tw)["tick"]
     assert row == {
         "name": "tick",
+        "namespace": "default",
         "kind": "cron",
         "expression": "*/10 * * * *",
         "timezone": "UTC",

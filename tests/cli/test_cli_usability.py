@@ -455,8 +455,8 @@ def test_config_typos_and_encoding(capsys: pytest.CaptureFixture[str], workdir: 
     assert one_error(tw(capsys, "jobs", "list", "-c", "t.toml"), 2) == (
         "tickwork: error: t.toml: scheduler.max_slep: unknown key (did you mean `max_sleep`?); known keys: "
         "default_executor, end_batch_window, hard_timeout_grace, history_retention_days, jobs, lookahead, "
-        "max_in_flight, max_sleep, misfire, misfire_grace, node_id, reap_interval, renew_interval, shutdown_grace, "
-        "start_batch_window, start_grace, start_lead, steal_after, takeover_interval"
+        "max_in_flight, max_sleep, misfire, misfire_grace, namespace, namespaces, node_id, reap_interval, "
+        "renew_interval, shutdown_grace, start_batch_window, start_grace, start_lead, steal_after, takeover_interval"
     )
     write(workdir / "s.toml", "[schedular]\njobs = []\n")
     assert "unknown table or key 'schedular' (did you mean `scheduler`?)" in one_error(

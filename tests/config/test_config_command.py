@@ -66,8 +66,8 @@ def test_config_check_lists_every_problem_and_exits_2(tmp_path: Path) -> None:
     assert result.errors == [
         "bad.toml: scheduler.max_slep: unknown key (did you mean `max_sleep`?); known keys: "
         "default_executor, end_batch_window, hard_timeout_grace, history_retention_days, jobs, lookahead, "
-        "max_in_flight, max_sleep, misfire, misfire_grace, node_id, reap_interval, renew_interval, shutdown_grace, "
-        "start_batch_window, start_grace, start_lead, steal_after, takeover_interval",
+        "max_in_flight, max_sleep, misfire, misfire_grace, namespace, namespaces, node_id, reap_interval, "
+        "renew_interval, shutdown_grace, start_batch_window, start_grace, start_lead, steal_after, takeover_interval",
         "bad.toml: web.prot: unknown option (did you mean `port`?); known options: host, port, public_reads, token_env",
         "bad.toml: store.pool_size: must be an integer from 1 to 1000, got 0",
         "bad.toml: membership.vnode: unknown option (did you mean `vnodes`?); known options: heartbeat_interval, "

@@ -71,11 +71,12 @@ class FaultyStore(SQLiteStore):
         buckets: Sequence[int] | None,
         ahead: float = 0.0,
         steal_after: float | None = None,
+        namespaces: Sequence[str] | None = None,
     ) -> list[Claim]:
         return self._call(  # type: ignore[no-any-return]
             "claim_due",
             lambda: super(FaultyStore, self).claim_due(
-                node_id, limit=limit, buckets=buckets, ahead=ahead, steal_after=steal_after
+                node_id, limit=limit, buckets=buckets, ahead=ahead, steal_after=steal_after, namespaces=namespaces
             ),
         )
 
@@ -97,9 +98,16 @@ class FaultyStore(SQLiteStore):
     def renew(self, node_id: str, claims: Sequence[Claim]) -> None:
         self._call("renew", lambda: super(FaultyStore, self).renew(node_id, claims))
 
-    def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
+    def next_due(
+        self,
+        *,
+        buckets: Sequence[int] | None,
+        steal_after: float | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> datetime | None:
         return self._call(  # type: ignore[no-any-return]
-            "next_due", lambda: super(FaultyStore, self).next_due(buckets=buckets, steal_after=steal_after)
+            "next_due",
+            lambda: super(FaultyStore, self).next_due(buckets=buckets, steal_after=steal_after, namespaces=namespaces),
         )
 
     def reap_expired(self, grace_seconds: float) -> int:

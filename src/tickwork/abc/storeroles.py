@@ -6,22 +6,26 @@ the store, never a role alone. Split so that each interface stays readable on it
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
+from types import MappingProxyType
 
-from ..errors import ScheduleNotFoundError, StoreError, TickworkError
+from ..errors import NamespaceLimitError, ScheduleNotFoundError, StoreError, TickworkError
 from ..structures import (
+    DEFAULT_NAMESPACE,
     FAILING,
     Admission,
     Claim,
     Fault,
     Finish,
+    NamespaceLimits,
     NodeRecord,
     Outcome,
     Pause,
     RunRecord,
     RunStatus,
     Schedule,
+    ScheduleKey,
     SchedulePlan,
     ScheduleSpec,
     ScheduleState,
@@ -44,6 +48,11 @@ class StoreClock(ABC):
 class ScheduleCatalog(StoreClock):
     """Schedules: their definitions, enabling and pausing, plans written at once, backfills and
     admissions, and "run now"."""
+
+    #: The limits of the namespaces that have them (``[namespaces.NAME]``; docs/teams.md#limits),
+    #: set by whoever builds the store from a configuration. A write past ``max_schedules`` is
+    #: refused with :class:`~tickwork.errors.NamespaceLimitError` in its own transaction.
+    namespace_limits: Mapping[str, NamespaceLimits] = MappingProxyType({})
 
     @abstractmethod
     def add(self, spec: ScheduleSpec, next_fire: datetime | None, *, by: str | None = None) -> Schedule:
@@ -75,22 +84,30 @@ class ScheduleCatalog(StoreClock):
         """
 
     @abstractmethod
-    def get(self, name: str) -> Schedule:
+    def get(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> Schedule:
         """:raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name"""
 
     @abstractmethod
-    def list_schedules(self, *, module: str | None = None) -> list[Schedule]:
+    def list_schedules(self, *, module: str | None = None, namespace: str | None = None) -> list[Schedule]:
         """Return all schedules (optionally only those declared by ``module``), ordered by name."""
 
     @abstractmethod
-    def remove(self, name: str) -> None:
+    def remove(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         """Delete a schedule and its history.
 
         :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
         """
 
     @abstractmethod
-    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
+    def set_enabled(
+        self,
+        name: str,
+        enabled: bool,
+        next_fire: datetime | None,
+        pause: Pause | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Schedule:
         """Enable or disable a schedule; ``next_fire`` is stored with it. Enabling clears its
         pause and its count of failures; disabling with ``pause`` stores it (its ``at`` is the
         database clock now), without one keeps the pause it has.
@@ -111,7 +128,7 @@ class ScheduleCatalog(StoreClock):
             pause = schedule.pause
             if schedule.spec.enabled or pause is None or pause.until is None or pause.until > now:
                 continue
-            self.set_enabled(schedule.name, True, next_fire(schedule.spec, now))
+            self.set_enabled(schedule.name, True, next_fire(schedule.spec, now), namespace=schedule.namespace)
             resumed.append(schedule)
         return resumed
 
@@ -136,33 +153,36 @@ class ScheduleCatalog(StoreClock):
 
         :raises tickwork.errors.ScheduleExistsError: if a name to create was taken meanwhile
         """
-        applied = plan(self.list_schedules())
+        stored = self.list_schedules()
+        applied = plan(stored)
+        refuse_past_limits(self.namespace_limits, stored, applied)
+        # Removes first: a plan that replaces schedules of a full namespace fits its limit.
+        for namespace, name in applied.remove:
+            try:
+                self.remove(name, namespace=namespace)
+            except ScheduleNotFoundError:
+                continue  # removed by another node writing the same plan
         for spec in applied.create:
             self.add(spec, next_fire(spec, self.now()), by=by)
         for spec in applied.update:
             self.update(spec, None, retime=False, by=by)
         for spec in applied.retrigger:
             self.update(spec, next_fire(spec, self.now()), by=by)
-        for name in applied.remove:
-            try:
-                self.remove(name)
-            except ScheduleNotFoundError:
-                continue  # removed by another node writing the same plan
         if applied.applied:
             self.mark_applied(applied.applied)
         return applied
 
-    def mark_applied(self, names: Sequence[str]) -> None:
-        """Record each schedule of ``names`` as left by an apply at its current version
-        (:attr:`~tickwork.structures.Schedule.applied_version`, ``tickwork apply``); names not
-        stored are skipped. :meth:`write_schedules` calls it for a plan's ``applied`` (a SQL store
-        writes them in the plan's transaction).
+    def mark_applied(self, keys: Sequence[ScheduleKey]) -> None:
+        """Record each schedule of ``keys`` ((namespace, name)) as left by an apply at its current
+        version (:attr:`~tickwork.structures.Schedule.applied_version`, ``tickwork apply``); keys
+        not stored are skipped. :meth:`write_schedules` calls it for a plan's ``applied`` (a SQL
+        store writes them in the plan's transaction).
 
         :raises NotImplementedError: a store that keeps no apply records (the default)
         """
         raise NotImplementedError(f"{type(self).__name__} keeps no record of applies (tickwork apply)")
 
-    def versions(self, name: str) -> list[ScheduleVersion]:
+    def versions(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[ScheduleVersion]:
         """The versions of schedule ``name``'s definition, oldest first (``tickwork jobs
         versions``). A schedule stored before versions were recorded has none until it changes.
 
@@ -186,7 +206,13 @@ class ScheduleCatalog(StoreClock):
         return None if not ends else (min(ends) - now).total_seconds()
 
     def queue_backfill(
-        self, name: str, times: Sequence[datetime], *, rerun: bool = False, overlap: str = "buffer_all"
+        self,
+        name: str,
+        times: Sequence[datetime],
+        *,
+        rerun: bool = False,
+        overlap: str = "buffer_all",
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> list[datetime]:
         """Queue fire times of schedule ``name`` to run once each (``tickwork jobs backfill``);
         returns those queued. A time the history holds a run of (not only a skipped one) is left
@@ -199,8 +225,11 @@ class ScheduleCatalog(StoreClock):
         """
         raise NotImplementedError(f"{type(self).__name__} has no backfill")
 
-    def take_backfills(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
-        """Take up to ``limit`` queued backfill times of schedules in ``buckets`` (``None``: all),
+    def take_backfills(
+        self, node_id: str, *, limit: int, buckets: Sequence[int] | None, namespaces: Sequence[str] | None = None
+    ) -> list[Claim]:
+        """Take up to ``limit`` queued backfill times of schedules in ``buckets`` (``None``: all)
+        and of the ``namespaces`` this node serves (``None``: all),
         earliest first, each removed from the queue and recorded as a ``running`` run of its fire
         (attempt 1, or the next one after a skipped fire or with ``rerun``). A time whose fire
         ran meanwhile is dropped. Per schedule, fire-time order is kept and each queued time's
@@ -252,7 +281,7 @@ class ScheduleCatalog(StoreClock):
         raise NotImplementedError(f"{type(self).__name__} has no concurrency limits (overlap allow, concurrency keys)")
 
     @abstractmethod
-    def fire_now(self, name: str) -> Schedule:
+    def fire_now(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> Schedule:
         """Make a schedule due at the database's current time (a "run now").
 
         :raises tickwork.errors.ScheduleNotFoundError: if no schedule has that name
@@ -272,6 +301,7 @@ class ClaimLedger(ABC):
         buckets: Sequence[int] | None,
         ahead: float = 0.0,
         steal_after: float | None = None,
+        namespaces: Sequence[str] | None = None,
     ) -> list[Claim]:
         """Claim up to ``limit`` enabled, idle schedules whose next fire time is due, earliest
         first.
@@ -420,7 +450,13 @@ class ClaimLedger(ABC):
         return None
 
     @abstractmethod
-    def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
+    def next_due(
+        self,
+        *,
+        buckets: Sequence[int] | None,
+        steal_after: float | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> datetime | None:
         """Return the earliest next fire time of an enabled, idle schedule in ``buckets``.
 
         :param steal_after: with ``buckets``, a schedule of any other bucket that is due by the
@@ -570,8 +606,8 @@ class RunHistory(ScheduleCatalog):
     fires handed to another system's queue."""
 
     @abstractmethod
-    def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
-        """Return the most recent runs first."""
+    def history(self, *, limit: int = 50, schedule: str | None = None, namespace: str | None = None) -> list[RunRecord]:
+        """Return the most recent runs first (of the schedules of ``namespace``; ``None``: all)."""
 
     def prune_history(self, older_than: timedelta, *, limit: int = PRUNE_BATCH) -> int:
         """Delete at most ``limit`` runs that ended more than ``older_than`` ago (by the store's
@@ -617,6 +653,7 @@ class RunHistory(ScheduleCatalog):
         offset: int = 0,
         failing: bool | None = None,
         parked: bool | None = None,
+        namespace: str | None = None,
     ) -> list[Schedule]:
         """Return schedules ordered by next fire time (those without one last), then name.
 
@@ -628,7 +665,7 @@ class RunHistory(ScheduleCatalog):
             (``False``). The admin API passes it only when it is given, so a store written
             before it keeps working without it.
         """
-        found = [s for s in self.list_schedules() if _schedule_matches(s, state, enabled, search)]
+        found = [s for s in self.list_schedules(namespace=namespace) if _schedule_matches(s, state, enabled, search)]
         if parked is not None:
             found = [s for s in found if (s.fault is not None) is parked]
         if failing is not None:
@@ -645,19 +682,24 @@ class RunHistory(ScheduleCatalog):
         search: str | None = None,
         failing: bool | None = None,
         parked: bool | None = None,
+        namespace: str | None = None,
     ) -> int:
         """How many schedules :meth:`find_schedules` would return without a limit."""
-        return len(self.find_schedules(state=state, enabled=enabled, search=search, failing=failing, parked=parked))
+        return len(
+            self.find_schedules(
+                state=state, enabled=enabled, search=search, failing=failing, parked=parked, namespace=namespace
+            )
+        )
 
     def last_runs(self, schedule_ids: Sequence[int]) -> dict[int, RunRecord]:
         """The last run of each of these schedules that has one, by schedule id: the latest
         attempt of its latest fire time (a backfilled or rerun older fire, recorded later, is not
         the last run)."""
         wanted = set(schedule_ids)
-        names = {s.id: s.name for s in self.list_schedules() if s.id in wanted}
+        keys = {s.id: s.key for s in self.list_schedules() if s.id in wanted}
         out: dict[int, RunRecord] = {}
-        for schedule_id, name in names.items():
-            records = self.find_runs(schedule=name, limit=1)
+        for schedule_id, (namespace, name) in keys.items():
+            records = self.find_runs(schedule=name, namespace=namespace, limit=1)
             if records:
                 out[schedule_id] = records[0]
         return out
@@ -671,6 +713,7 @@ class RunHistory(ScheduleCatalog):
         until: datetime | None = None,
         node: str | None = None,
         limit: int = 100,
+        namespace: str | None = None,
     ) -> list[RunRecord]:
         """Return runs, latest scheduled time first (then latest attempt).
 
@@ -679,7 +722,7 @@ class RunHistory(ScheduleCatalog):
         """
         records = [
             r
-            for r in self.history(limit=2**62, schedule=schedule)
+            for r in self.history(limit=2**62, schedule=schedule, namespace=namespace)
             if (not status or r.status in status)
             and (since is None or r.scheduled_for >= since)
             and (until is None or r.scheduled_for < until)
@@ -694,7 +737,9 @@ class RunHistory(ScheduleCatalog):
         """The latest ``limit`` runs of each of these schedules (latest scheduled time first, then
         latest attempt), by schedule id; with ``status``, only runs with one of these statuses.
         Schedule health (:mod:`tickwork.admin.health`) reads it for the page of schedules shown."""
-        return {s.id: self.find_runs(schedule=s.name, status=status, limit=limit) for s in schedules}
+        return {
+            s.id: self.find_runs(schedule=s.name, namespace=s.namespace, status=status, limit=limit) for s in schedules
+        }
 
     # -- hand-offs to another system's queue (Celery, RQ, Dramatiq executors) ---------------------
     #
@@ -724,10 +769,10 @@ class RunHistory(ScheduleCatalog):
         """
         raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
 
-    def pending_handoffs(self, names: Collection[str], report_timeout: float) -> dict[str, RunRecord]:
+    def pending_handoffs(self, keys: Collection[ScheduleKey], report_timeout: float) -> dict[ScheduleKey, RunRecord]:
         """The latest run handed off and not final (``submitted`` or ``started``) of each of the
-        schedules ``names`` that has one, by schedule name (a schedule without one, or unknown,
-        is absent). First, in the same transaction, a pending hand-off older than
+        schedules ``keys`` ((namespace, name)) that has one, by key (a schedule without one, or
+        unknown, is absent). First, in the same transaction, a pending hand-off older than
         ``report_timeout`` seconds (database clock, since its hand-off or its start) ends
         ``timed_out``: a message that never reports back blocks its schedule only that long. The
         hand-off executors ask it once per batch of fires, not once per fire.
@@ -748,7 +793,7 @@ class RunHistory(ScheduleCatalog):
         """
         raise TickworkError(f"the {type(self).__name__} store cannot record hand-offs")
 
-    def release_handoffs(self, schedule: str, reason: str) -> list[RunRecord]:
+    def release_handoffs(self, schedule: str, reason: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[RunRecord]:
         """End every ``submitted`` run of ``schedule`` as ``cancelled`` with ``reason`` as its
         error (who released it and why), fenced by the status: a run a worker started meanwhile
         is left alone, and a worker taking a released run's message later finds it ended and does
@@ -775,3 +820,28 @@ def _schedule_matches(
     if enabled is not None and spec.enabled is not enabled:
         return False
     return not search or search.lower() in spec.name.lower() or search.lower() in spec.target.lower()
+
+
+def namespace_growth(stored: Sequence[Schedule], plan: SchedulePlan) -> dict[str, int]:
+    """How many schedules ``plan`` adds to each namespace, less those it removes from it."""
+    out: dict[str, int] = {}
+    for spec in plan.create:
+        out[spec.namespace] = out.get(spec.namespace, 0) + 1
+    for namespace, _name in plan.remove:
+        out[namespace] = out.get(namespace, 0) - 1
+    return out
+
+
+def refuse_past_limits(limits: Mapping[str, NamespaceLimits], stored: Sequence[Schedule], plan: SchedulePlan) -> None:
+    """Refuse ``plan`` when it puts more schedules in a namespace than its ``max_schedules``
+    (counted from ``stored``; the SQL store counts in the write's transaction instead).
+
+    :raises tickwork.errors.NamespaceLimitError: naming the namespace and its limit
+    """
+    for namespace, adding in sorted(namespace_growth(stored, plan).items()):
+        limit = limits.get(namespace, NamespaceLimits()).max_schedules
+        if limit is None or adding <= 0:
+            continue
+        held = sum(1 for s in stored if s.namespace == namespace)
+        if held + adding > limit:
+            raise NamespaceLimitError(namespace, limit, held, adding)

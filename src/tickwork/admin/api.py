@@ -25,12 +25,12 @@ from typing import Any
 
 from ..abc import Store
 from ..config.files import Config, load, parse
-from ..errors import DatabaseMissingError, ScheduleNotFoundError
+from ..errors import ConfigError, DatabaseMissingError, ScheduleNotFoundError
 from ..plugin.assembly import build_membership, build_store
 from ..plugin.manager import PluginManager, plugin_manager_for
 from ..scheduling.firetimes import FireTimes, fire_times
 from ..scheduling.validation import SpecBuilder
-from ..structures import RunRecord, RunStatus, ScheduleState, utc
+from ..structures import ALL_NAMESPACES, DEFAULT_NAMESPACE, RunRecord, RunStatus, ScheduleState, check_namespace, utc
 from .applying import Applying
 from .backfill import Backfills
 from .health import Health, HealthPolicy, health_of
@@ -78,7 +78,18 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
     Not thread-safe: give each thread its own ``Admin``.
     """
 
-    def __init__(self, config: Config, *, manager: PluginManager | None = None, store: Store | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        manager: PluginManager | None = None,
+        store: Store | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> None:
+        #: The namespace schedules are named in and listings read (docs/teams.md); ``*``: every
+        #: namespace, for reads (a name is then ambiguous: writes and lookups by name refuse it).
+        self.namespace = DEFAULT_NAMESPACE
+        self.use_namespace(namespace)
         self.config = config
         self.manager = manager or plugin_manager_for(config)
         self._store = store or build_store(config, self.manager)
@@ -88,6 +99,18 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
         self.health_policy = HealthPolicy.of(config)
         #: Builds and validates specs against this configuration's triggers and executors.
         self.specs = SpecBuilder(config, self.manager)
+
+    def use_namespace(self, namespace: str) -> None:
+        """Act in ``namespace`` from now on (``*``: read every namespace).
+
+        :raises tickwork.ConfigError: for a name that is no namespace's
+        """
+        if namespace != ALL_NAMESPACES:
+            try:
+                check_namespace(namespace)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        self.namespace = namespace
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -118,7 +141,7 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
         """:raises tickwork.ScheduleNotFoundError: if there is no such schedule"""
         store = self.store()
         try:
-            schedule = store.get(name)
+            schedule = store.get(name, namespace=self.named_in())
         except ScheduleNotFoundError:
             raise ScheduleNotFoundError(name, known=self.names()) from None
         health = health_of(store, [schedule], self.health_policy)
@@ -126,7 +149,8 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
 
     def names(self) -> builtins.list[str]:
         """Every schedule's name (for "did you mean" when a name is not found)."""
-        return [s.name for s in self.store().find_schedules(state=None, enabled=None, search=None)]
+        found = self.store().find_schedules(state=None, enabled=None, search=None, namespace=self.read_in())
+        return [s.name for s in found]
 
     def list(
         self,
@@ -169,6 +193,7 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
             search=search,
             limit=limit,
             offset=offset,
+            namespace=self.read_in(),
             **_given_filters(failing, parked),
         )
         last = store.last_runs([s.id for s in found])
@@ -196,6 +221,7 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
             state=None if state is None else ScheduleState(state),
             enabled=enabled,
             search=search,
+            namespace=self.read_in(),
             **_given_filters(failing, parked),
         )
 
@@ -218,7 +244,7 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
         if n < 0:
             raise ValueError(f"n: must be >= 0, got {n}")
         store = self.store()
-        schedule = store.get(name)
+        schedule = store.get(name, namespace=self.named_in())
         spec = schedule.spec
         # Jitter, bounds and holidays included: the times the schedule fires at (docs/triggers.md#schedule-options).
         fires = fire_times(spec, self.manager)
@@ -285,8 +311,14 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
             [schedule] if schedule is None or isinstance(schedule, str) else list(dict.fromkeys(schedule)) or [None]
         )
         for name in names:
-            if name is not None:
-                store.get(name)  # a typo'd name is an error, not an empty history
+            if name is None:
+                continue
+            # A typo'd name is an error, not an empty history: in this namespace, or across every
+            # one ("*") in any.
+            if self.read_in() is not None:
+                store.get(name, namespace=self.named_in())
+            elif not any(s.name == name for s in store.find_schedules(search=name)):
+                raise ScheduleNotFoundError(name, known=self.names())
         found: builtins.list[RunRecord] = []
         for name in names:
             found += store.find_runs(
@@ -296,6 +328,7 @@ class Admin(ScheduleWrites, Versions, HealthReads, Backfills, Applying, Tokens):
                 until=_as_utc("until", until, store.now),
                 node=node,
                 limit=limit,
+                namespace=self.read_in(),
             )
         if len(names) == 1:
             return found
@@ -353,13 +386,17 @@ def missing_message(config: Config, store: Store) -> str:
     )
 
 
-def connect(config: ConfigSource = None, *, path: str | os.PathLike[str] | None = None) -> Admin:
+def connect(
+    config: ConfigSource = None, *, path: str | os.PathLike[str] | None = None, namespace: str = DEFAULT_NAMESPACE
+) -> Admin:
     """Open the admin API on a configuration: a TOML path (``None``: ``$TICKWORK_CONFIG``, then
     ``./tickwork.toml``, then the defaults, as the CLI does), a dict shaped like the file, or a
-    :class:`~tickwork.config.Config`. Use it as a context manager, or call ``close()``.
+    :class:`~tickwork.config.Config`; ``namespace``: the one schedules are named in and listed
+    from (``"*"``: every namespace, for reads; docs/teams.md). Use it as a context manager, or
+    call ``close()``.
 
     :raises tickwork.ConfigError: if the configuration is invalid
     """
     if config is not None and path is not None:
         raise TypeError("connect: pass the configuration once (positionally or as path=)")
-    return Admin(load_config(config if config is not None else path))
+    return Admin(load_config(config if config is not None else path), namespace=namespace)

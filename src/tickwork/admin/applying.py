@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Unpack
 from ..abc import Store
 from ..errors import ConfigError, ScheduleNotFoundError
 from ..plugin.manager import PluginManager
-from ..scheduling.applyplan import DEFAULT_NAMESPACE, ApplyPlan, Drift, applied_by, make_plan
+from ..scheduling.applyplan import ApplyPlan, Drift, applied_by, make_plan
 from ..scheduling.options import ScheduleOptions
 from ..scheduling.sync import first_fires
 from ..scheduling.validation import SpecBuilder
-from ..structures import Schedule, SchedulePlan, ScheduleSpec
+from ..structures import DEFAULT_NAMESPACE, Schedule, ScheduleKey, SchedulePlan, ScheduleSpec, check_namespace
 from .liveexecutors import LiveExecutors
 
 #: What :meth:`Applying.plan` and :meth:`Applying.apply` take: specs, or dicts of ``Admin.add``'s arguments.
@@ -65,10 +65,10 @@ class Applying:
 
         :raises tickwork.ConfigError: an invalid schedule, or a name given twice
         """
-        specs = self._checked(schedules, check_nodes, live)
+        specs = self._checked(schedules, namespace, check_nodes, live)
         store = self.store()
         found = make_plan(specs, _of_namespace(store.list_schedules(), namespace), prune=prune, namespace=namespace)
-        return found.with_drift(_drift_versions(store, found.drift))
+        return found.with_drift(_drift_versions(store, found.drift, namespace))
 
     def apply(
         self,
@@ -93,16 +93,16 @@ class Applying:
 
         :raises tickwork.ConfigError: an invalid schedule, or a name given twice; nothing is written
         """
-        specs = self._checked(schedules, check_nodes, live)
+        specs = self._checked(schedules, namespace, check_nodes, live)
         store = self.store(write=True)
         # Who drifted what, read before the write (a removal deletes a schedule's versions).
         seen = make_plan(specs, _of_namespace(store.list_schedules(), namespace), prune=prune, namespace=namespace)
-        drift = _drift_versions(store, seen.drift)
+        drift = _drift_versions(store, seen.drift, namespace)
         made: builtins.list[ApplyPlan] = []
-        counts: dict[str, int] = {}
+        counts: dict[ScheduleKey, int] = {}
 
         def plan(stored: Sequence[Schedule]) -> SchedulePlan:
-            counts.update({s.name: s.run_count for s in stored})
+            counts.update({s.key: s.run_count for s in stored})
             made[:] = [make_plan(specs, _of_namespace(stored, namespace), prune=prune, namespace=namespace)]
             return made[0].write
 
@@ -110,10 +110,25 @@ class Applying:
         return made[0].with_drift(drift)
 
     def _checked(
-        self, schedules: Declared, check_nodes: bool, live: LiveExecutors | None
+        self, schedules: Declared, namespace: str, check_nodes: bool, live: LiveExecutors | None
     ) -> builtins.list[ScheduleSpec]:
         if isinstance(schedules, Mapping):
             raise ConfigError("apply: expected a list of schedules, got one mapping")
+        check_namespace(namespace)
+        # An apply makes one namespace what its files say: an entry naming none is in it, one
+        # naming another is refused (its namespace would be pruned, or written, by mistake).
+        elsewhere = sorted(
+            str(s.get("name"))
+            for s in schedules
+            if isinstance(s, Mapping) and s.get("namespace", namespace) != namespace
+        )
+        elsewhere += sorted(s.name for s in schedules if isinstance(s, ScheduleSpec) and s.namespace != namespace)
+        if elsewhere:
+            raise ConfigError(
+                f"apply: {', '.join(elsewhere)} name another namespace than this apply's {namespace!r} "
+                "(apply one namespace at a time: --namespace NAME)"
+            )
+        schedules = [{**s, "namespace": namespace} if isinstance(s, Mapping) else s for s in schedules]
         if check_nodes and live is None:
             live = self.live_executors()  # read once for them all
         judge = live.judge if check_nodes and live is not None else None
@@ -133,19 +148,16 @@ class Applying:
 
 
 def _of_namespace(stored: Sequence[Schedule], namespace: str) -> Sequence[Schedule]:
-    """The stored schedules of ``namespace``. Every schedule is in the default one until
-    namespaces are stored (issue #43 section 1); another is refused rather than read as it."""
-    if namespace != DEFAULT_NAMESPACE:
-        raise ConfigError(f"namespace {namespace!r}: this store has only the namespace {DEFAULT_NAMESPACE!r}")
-    return stored
+    """The stored schedules of ``namespace``: an apply neither reads nor touches another's."""
+    return [s for s in stored if s.spec.namespace == namespace]
 
 
-def _drift_versions(store: Store, drift: Sequence[Drift]) -> dict[str, Drift]:
-    """Each drifted schedule with the versions written since its last apply."""
+def _drift_versions(store: Store, drift: Sequence[Drift], namespace: str) -> dict[str, Drift]:
+    """Each drifted schedule of ``namespace`` with the versions written since its last apply."""
     out: dict[str, Drift] = {}
     for found in drift:
         try:
-            versions = store.versions(found.name)
+            versions = store.versions(found.name, namespace=namespace)
         except NotImplementedError:
             versions = []  # a store that keeps no versions: the numbers are all there is
         except ScheduleNotFoundError:

@@ -58,6 +58,10 @@ class Backfills:
 
         def store(self, *, write: bool = False) -> Store: ...
 
+        def named_in(self) -> str: ...
+
+        def read_in(self) -> str | None: ...
+
     def backfill(
         self,
         name: str,
@@ -97,7 +101,7 @@ class Backfills:
         if end <= start:
             raise ConfigError(f"backfill: --to {iso_z(end)} must be after --from {iso_z(start)}")
         store = self.store(write=not dry_run)
-        spec = store.get(name).spec
+        spec = store.get(name, namespace=self.named_in()).spec
         now = store.now()
         if start >= now:
             raise ConfigError(
@@ -120,10 +124,14 @@ class Backfills:
             times.append(utc(current))
             current = fires.next_after(current)
         if dry_run:
-            ran = set() if rerun else self._ran(store, name, start, end, len(times))
+            ran = set() if rerun else self._ran(store, name, self.named_in(), start, end, len(times))
             queued = [t for t in times if t not in ran]
         else:
-            queued = store.queue_backfill(name, times, rerun=rerun, overlap=overlap) if times else []
+            queued = (
+                store.queue_backfill(name, times, rerun=rerun, overlap=overlap, namespace=self.named_in())
+                if times
+                else []
+            )
         chosen = set(queued)
         return BackfillReport(name, times, queued, [t for t in times if t not in chosen], dry_run, overlap, capped_to)
 
@@ -137,24 +145,32 @@ class Backfills:
             latest attempt of its fire did not fail (it succeeded, is running, or was rerun already)
         """
         store = self.store(write=True)
-        store.get(name)
+        store.get(name, namespace=self.named_in())
         run = store.get_run(run_id)
-        if run is None or run.schedule != name:
+        if run is None or run.schedule != name or run.namespace != self.named_in():
             raise TickworkError(f"no run {run_id} of schedule {name!r} in the history")
         moment = utc(run.scheduled_for)
-        attempts = store.find_runs(schedule=name, since=moment, until=moment + timedelta(microseconds=1), limit=1)
+        attempts = store.find_runs(
+            schedule=name,
+            since=moment,
+            until=moment + timedelta(microseconds=1),
+            limit=1,
+            namespace=self.named_in(),
+        )
         latest = attempts[0] if attempts else run
         if latest.status not in FAILING:
             raise TickworkError(
                 f"the fire of {name} scheduled for {iso_z(moment)} is not failed: its latest attempt "
                 f"({latest.attempt}) is {latest.status.value}; only a failed or timed-out fire is run again"
             )
-        queued = store.queue_backfill(name, [moment], rerun=True, overlap="buffer_all")
+        queued = store.queue_backfill(name, [moment], rerun=True, overlap="buffer_all", namespace=self.named_in())
         return BackfillReport(name, [moment], queued, [t for t in [moment] if t not in set(queued)], False)
 
     @staticmethod
-    def _ran(store: Store, name: str, start: datetime, end: datetime, count: int) -> set[datetime]:
+    def _ran(store: Store, name: str, namespace: str, start: datetime, end: datetime, count: int) -> set[datetime]:
         # A fire's attempts each have a row; a dry run reads enough for a few attempts per fire.
         ran = [s for s in RunStatus if s is not RunStatus.SKIPPED]
-        runs = store.find_runs(schedule=name, status=ran, since=start, until=end, limit=max(1, count * 8))
+        runs = store.find_runs(
+            schedule=name, status=ran, since=start, until=end, limit=max(1, count * 8), namespace=namespace
+        )
         return {r.scheduled_for for r in runs}

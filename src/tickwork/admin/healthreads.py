@@ -68,6 +68,10 @@ class HealthReads:
 
         def store(self, *, write: bool = False) -> Store: ...
 
+        def named_in(self) -> str: ...
+
+        def read_in(self) -> str | None: ...
+
     def check(
         self, names: Iterable[str] | None = None, *, policy: HealthPolicy | None = None
     ) -> builtins.list[ScheduleInfo]:
@@ -110,13 +114,12 @@ class HealthReads:
             strict=strict,
         )
 
-    @staticmethod
-    def _chosen(store: Store, names: Iterable[str] | None) -> builtins.list[Schedule]:
+    def _chosen(self, store: Store, names: Iterable[str] | None) -> builtins.list[Schedule]:
         if names is not None:
-            return [store.get(name) for name in dict.fromkeys(names)]
+            return [store.get(name, namespace=self.named_in()) for name in dict.fromkeys(names)]
         # One read of every schedule, not pages by offset: a page boundary in next-fire order
         # moves while nodes fire, and a schedule could be missed or seen twice.
-        return store.find_schedules()
+        return store.find_schedules(namespace=self.read_in())
 
     def _by_health(
         self,
@@ -140,7 +143,7 @@ class HealthReads:
             parked = True
         store = self.store()
         given = {key: value for key, value in {"failing": failing, "parked": parked}.items() if value is not None}
-        chosen = store.find_schedules(state=state, enabled=enabled, search=search, **given)
+        chosen = store.find_schedules(state=state, enabled=enabled, search=search, namespace=self.read_in(), **given)
         return self._infos(store, chosen, self.health_policy, lambda h: h is wanted)
 
     @staticmethod

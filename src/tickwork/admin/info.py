@@ -90,6 +90,10 @@ class ScheduleInfo:
         )
 
     @property
+    def namespace(self) -> str:
+        return self.spec.namespace
+
+    @property
     def name(self) -> str:
         return self.spec.name
 
@@ -164,6 +168,7 @@ class ScheduleInfo:
         """The JSON object ``tickwork jobs list --json`` and ``jobs show --json`` print."""
         return {
             "name": self.name,
+            "namespace": self.spec.namespace,
             "kind": self.kind,
             "expression": self.expression,
             "timezone": self.timezone,

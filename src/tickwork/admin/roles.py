@@ -21,17 +21,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..structures import ApiToken, Role
+from ..structures import DEFAULT_NAMESPACE, ApiToken, Role, check_namespace
 
-#: The namespace of a schedule that names none (issue 43 §1).
-DEFAULT_NAMESPACE = "default"
 #: What a token's secret starts with: recognisable in a leaked file or a secret scanner's rules.
 PREFIX = "tw_"
 #: A token's name: what the audit log, the versions' ``by`` and ``tokens list`` show.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
-#: A namespace name as a token may list it (the schedules' own rule is §1's; this one only keeps
-#: a list readable and a log line unforgeable).
-NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: Most namespaces one token may name.
 MAX_NAMESPACES = 100
 
@@ -78,28 +73,14 @@ def may_act_on(token: ApiToken | None, namespace: str) -> bool:
     return token is None or not token.namespaces or namespace in token.namespaces
 
 
-# -- MERGE (issue 43 §1, namespaces) --------------------------------------------------------------
-# Schedules carry no namespace yet: every one is in "default". When §1 lands, `namespace_of`
-# returns `info.namespace`, `namespace_in` a new schedule's `namespace` field, and the lists filter
-# by `scope(token)` in SQL instead of `scope_sees_default` (tickwork_web.access.lists_nothing);
-# nothing else knows the rule.
-
-
 def namespace_of(info: Any) -> str:
-    """The namespace of a schedule (a ``ScheduleInfo``). MERGE §1: ``return info.namespace``."""
-    return DEFAULT_NAMESPACE
+    """The namespace of a schedule (a ``ScheduleInfo``)."""
+    return str(info.namespace)
 
 
 def namespace_in(fields: Mapping[str, Any]) -> str:
-    """The namespace a new schedule's fields (an API body) put it in. MERGE §1:
-    ``return str(fields.get("namespace") or DEFAULT_NAMESPACE)``."""
-    return DEFAULT_NAMESPACE
-
-
-def scope_sees_default(token: ApiToken | None) -> bool:
-    """Whether ``token`` sees the schedules a list shows today (all in "default"). MERGE §1:
-    replace by a filter on ``scope(token)``."""
-    return may_act_on(token, DEFAULT_NAMESPACE)
+    """The namespace a new schedule's fields (an API body) put it in."""
+    return str(fields.get("namespace") or DEFAULT_NAMESPACE)
 
 
 def scope(token: ApiToken | None) -> tuple[str, ...] | None:
@@ -128,8 +109,10 @@ def checked_role(role: str | Role) -> Role:
 def checked_namespaces(namespaces: Iterable[str]) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(namespaces))
     for ns in names:
-        if not NAMESPACE.fullmatch(ns):
-            raise ConfigError(f"namespace {ns!r}: 1 to 100 letters, digits and . _ - (starting with a letter or digit)")
+        try:
+            check_namespace(ns)  # the schedules' own rule: a token names namespaces they can be in
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     if len(names) > MAX_NAMESPACES:
         raise ConfigError(f"at most {MAX_NAMESPACES} namespaces per token, got {len(names)}")
     return names

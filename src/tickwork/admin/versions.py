@@ -21,6 +21,10 @@ class Versions:
 
         def store(self, *, write: bool = False) -> Store: ...
 
+        def named_in(self) -> str: ...
+
+        def read_in(self) -> str | None: ...
+
         def names(self) -> builtins.list[str]: ...
 
         def update(
@@ -35,7 +39,7 @@ class Versions:
         :raises tickwork.ScheduleNotFoundError: if there is no such schedule
         """
         try:
-            return self.store().versions(name)
+            return self.store().versions(name, namespace=self.named_in())
         except ScheduleNotFoundError:
             raise ScheduleNotFoundError(name, known=self.names()) from None
 
@@ -51,7 +55,7 @@ class Versions:
         :raises tickwork.TickworkError: for a schedule declared in code (change the declaration)
         """
         store = self.store(write=True)
-        current = store.get(name)
+        current = store.get(name, namespace=self.named_in())
         if current.spec.module is not None:
             raise TickworkError(
                 f"schedule {name!r} is declared in {current.spec.module}; change the declaration, "

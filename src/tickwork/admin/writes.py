@@ -16,7 +16,7 @@ from ..plugin.manager import PluginManager
 from ..scheduling import sync as schedules
 from ..scheduling.options import ALIASES, NAMES, ScheduleOptions, of_spec
 from ..scheduling.validation import SpecBuilder
-from ..structures import Pause, RunRecord, Schedule, ScheduleSpec, iso_z, utc
+from ..structures import ALL_NAMESPACES, Pause, RunRecord, Schedule, ScheduleSpec, iso_z, utc
 from .health import HealthPolicy, health_of
 from .info import ScheduleInfo
 from .liveexecutors import LiveExecutors
@@ -32,6 +32,23 @@ class ScheduleWrites:
     manager: PluginManager
     specs: SpecBuilder
     health_policy: HealthPolicy
+    #: The namespace names address (docs/teams.md); :data:`ALL_NAMESPACES`: every one, for reads.
+    namespace: str
+
+    def named_in(self) -> str:
+        """The namespace a schedule's name is looked up and written in.
+
+        :raises tickwork.errors.ConfigError: when this admin reads every namespace (``*``)
+        """
+        if self.namespace == ALL_NAMESPACES:
+            raise ConfigError(
+                "a schedule's name is unique only within its namespace: name one (--namespace NAME), not '*'"
+            )
+        return self.namespace
+
+    def read_in(self) -> str | None:
+        """The namespace listings read: this admin's, ``None`` for every one (``*``)."""
+        return None if self.namespace == ALL_NAMESPACES else self.namespace
 
     if TYPE_CHECKING:
 
@@ -102,8 +119,8 @@ class ScheduleWrites:
             else self.spec(**s, check_nodes=check_nodes, live=live)
             for s in specs
         ]
-        counts = collections.Counter(s.name for s in checked)
-        duplicates = sorted(n for n, c in counts.items() if c > 1)
+        counts = collections.Counter(s.key for s in checked)
+        duplicates = sorted(n for (_ns, n), c in counts.items() if c > 1)
         if duplicates:
             raise ConfigError(f"add_many: schedule names given more than once: {', '.join(duplicates)}")
         written = schedules.add_many(self.store(write=True), checked, self.manager, replace=replace, by=by)
@@ -114,7 +131,7 @@ class ScheduleWrites:
         store = self.store(write=True)
         if replace:
             try:
-                current = store.get(spec.name)
+                current = store.get(spec.name, namespace=spec.namespace)
             except ScheduleNotFoundError:
                 pass
             else:
@@ -142,23 +159,25 @@ class ScheduleWrites:
         if unknown:
             raise ConfigError(f"update: unknown field(s) {', '.join(unknown)}; fields: {', '.join(UPDATABLE)}")
         store = self.store(write=True)
-        current = store.get(name).spec
+        current = store.get(name, namespace=self.named_in()).spec
         merged: dict[str, Any] = {"expression": current.expression, "target": current.target, **of_spec(current)}
         fields = {ALIASES.get(key, key): value for key, value in fields.items()}
         if "expression" in fields and "kind" not in fields:
             merged["kind"] = None  # recognise the new expression's kind
         merged.update(fields)
-        spec = self.spec(name, module=current.module, check_nodes=check_nodes, **merged)
+        spec = self.spec(name, module=current.module, check_nodes=check_nodes, namespace=current.namespace, **merged)
         trigger_changed = spec.times_key != current.times_key  # the trigger, or jitter, bounds, also, exclude
         recompute = trigger_changed or (spec.enabled and not current.enabled)
         return self._info(schedules.update(store, spec, self.manager, recompute=recompute, by=by))
 
     def enable(self, name: str) -> ScheduleInfo:
         """Enable a schedule; its next fire is computed from now (time spent disabled is not caught up)."""
-        return self._info(schedules.set_enabled(self.store(write=True), name, True, self.manager))
+        store = self.store(write=True)
+        return self._info(schedules.set_enabled(store, name, True, self.manager, namespace=self.named_in()))
 
     def disable(self, name: str) -> ScheduleInfo:
-        return self._info(schedules.set_enabled(self.store(write=True), name, False, self.manager))
+        store = self.store(write=True)
+        return self._info(schedules.set_enabled(store, name, False, self.manager, namespace=self.named_in()))
 
     def pause(
         self, name: str, note: str, *, until: datetime | timedelta | None = None, by: str | None = None
@@ -182,7 +201,7 @@ class ScheduleWrites:
             ends = utc(until)
         if ends is not None and ends <= store.now():
             raise ConfigError(f"pause: --until {iso_z(ends)} has passed already (database clock)")
-        paused = schedules.pause(store, name, Pause(note.strip(), by=by, until=ends))
+        paused = schedules.pause(store, name, Pause(note.strip(), by=by, until=ends), namespace=self.named_in())
         return self._info(paused)
 
     def resume(self, name: str) -> ScheduleInfo:
@@ -205,7 +224,9 @@ class ScheduleWrites:
         unique = _names(names, "enable_many" if enabled else "disable_many")
         if not unique:
             return []
-        written = schedules.set_enabled_many(self.store(write=True), unique, enabled, self.manager)
+        written = schedules.set_enabled_many(
+            self.store(write=True), unique, enabled, self.manager, namespace=self.named_in()
+        )
         last = self.store().last_runs([s.id for s in written])
         return [ScheduleInfo.of(s, last.get(s.id)) for s in written]
 
@@ -215,9 +236,9 @@ class ScheduleWrites:
         :raises tickwork.TickworkError: if it is disabled (a disabled schedule is never run)
         """
         store = self.store(write=True)
-        if not store.get(name).spec.enabled:
+        if not store.get(name, namespace=self.named_in()).spec.enabled:
             raise TickworkError(f"schedule {name!r} is disabled; enable it first (tickwork jobs enable)")
-        return self._info(store.fire_now(name))
+        return self._info(store.fire_now(name, namespace=self.named_in()))
 
     def release(self, name: str, *, by: str | None = None) -> builtins.list[RunRecord]:
         """Release the hand-offs of ``name`` no worker started (``submitted`` runs, a stuck one
@@ -233,14 +254,14 @@ class ScheduleWrites:
             f"released by {by or 'an unnamed operator'}: no worker had reported it started; a worker "
             "taking its message later does not run it"
         )
-        return self.store(write=True).release_handoffs(name, reason)
+        return self.store(write=True).release_handoffs(name, reason, namespace=self.named_in())
 
     def remove(self, name: str) -> ScheduleInfo:
         """Delete a schedule and its history; returns it as it was. A schedule declared in code
         (``.module`` set) comes back at the next node start unless its declaration is removed."""
         store = self.store(write=True)
-        before = self._info(store.get(name))
-        store.remove(name)
+        before = self._info(store.get(name, namespace=self.named_in()))
+        store.remove(name, namespace=self.named_in())
         return before
 
     def remove_many(self, names: Iterable[str]) -> builtins.list[ScheduleInfo]:
@@ -255,7 +276,8 @@ class ScheduleWrites:
         unique = _names(names, "remove_many")
         if not unique:
             return []
-        return [ScheduleInfo.of(s, None) for s in schedules.remove_many(self.store(write=True), unique)]
+        removed = schedules.remove_many(self.store(write=True), unique, namespace=self.named_in())
+        return [ScheduleInfo.of(s, None) for s in removed]
 
     # -- validation -----------------------------------------------------------------------------
 
@@ -268,14 +290,24 @@ class ScheduleWrites:
         module: str | None = None,
         check_nodes: bool = True,
         live: LiveExecutors | None = None,
+        namespace: str | None = None,
         **options: Unpack[ScheduleOptions],
     ) -> ScheduleSpec:
         """Build and check the :class:`ScheduleSpec` that :meth:`add` would store (same
-        arguments; ``live`` as :meth:`add_many` takes it)."""
+        arguments; ``live`` as :meth:`add_many` takes it; ``namespace``: this admin's unless
+        given, as a schedule file's entry may)."""
         judge = None
         if check_nodes:
             judge = (live or self.live_executors()).judge
-        return self.specs.build(name, expression, target, module=module, run_by_nodes=judge, **options)
+        return self.specs.build(
+            name,
+            expression,
+            target,
+            module=module,
+            run_by_nodes=judge,
+            namespace=namespace or self.named_in(),
+            **options,
+        )
 
     def _info(self, schedule: Schedule) -> ScheduleInfo:
         # One schedule written: with its health, like get(). The bulk writes (add_many,

@@ -144,9 +144,9 @@ def _command_index(argv: Sequence[str]) -> int:
     i = 0
     while i < len(argv):
         word = argv[i]
-        if word in ("-c", "--config", "--log-level"):
+        if word in ("-c", "--config", "--log-level", "--namespace"):
             i += 2
-        elif word == "--json" or word.startswith(("--config=", "--log-level=")):
+        elif word == "--json" or word.startswith(("--config=", "--log-level=", "--namespace=")):
             i += 1
         else:
             break

@@ -2,7 +2,7 @@
 command (each :class:`~tickwork.plugin.Command` adds its own options; a
 :class:`~tickwork.plugin.CommandGroup` a subparser per action).
 
-The global options (``-c/--config``, ``--log-level``, ``--json``) are accepted before or after the
+The global options (``-c/--config``, ``--log-level``, ``--json``, ``--namespace``) are accepted before or after the
 subcommand: the top-level parser holds their defaults, and every subcommand parser repeats them
 with ``SUPPRESS`` defaults, so that a value given after the subcommand wins and an absent one does
 not overwrite a value given before it.
@@ -11,6 +11,7 @@ not overwrite a value given before it.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from typing import NoReturn
 
@@ -18,14 +19,17 @@ from .. import __version__
 from ..errors import did_you_mean
 from ..plugin.command import Command, CommandGroup
 from ..plugin.registry import Registry
+from ..structures import DEFAULT_NAMESPACE
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_LEVEL_ENV = "TICKWORK_LOG_LEVEL"
+NAMESPACE_ENV = "TICKWORK_NAMESPACE"
 
 EPILOG = f"""\
 environment:
   TICKWORK_CONFIG     config file used when -c/--config is not given (else ./tickwork.toml)
   {LOG_LEVEL_ENV:<19} log level used when --log-level is not given
+  {NAMESPACE_ENV:<19} namespace used when --namespace is not given (else default)
 
 exit status:
   0  success
@@ -63,6 +67,20 @@ def _globals(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         default=default(False),
         help="machine-readable output: one JSON object per line",
     )
+    group.add_argument(
+        "--namespace",
+        metavar="NAME",
+        default=default(None),
+        help=f"the namespace schedules are named in and listed from; '*' lists every namespace "
+        f"(default: ${NAMESPACE_ENV}, else default)",
+    )
+
+
+def namespace_of(args: argparse.Namespace) -> str:
+    """The namespace a command acts in: ``--namespace``, else ``$TICKWORK_NAMESPACE``, else
+    ``default`` (docs/teams.md). Checked by :class:`tickwork.Admin`, which refuses a bad one."""
+    given = getattr(args, "namespace", None)
+    return given or os.environ.get(NAMESPACE_ENV) or DEFAULT_NAMESPACE
 
 
 def _command(sub: argparse._SubParsersAction[Parser], name: str, command: type[Command]) -> argparse.ArgumentParser:

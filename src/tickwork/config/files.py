@@ -24,11 +24,13 @@ from .tables import (
     CORE_TABLES,
     EXECUTOR,
     MEMBERSHIP,
+    NAMESPACES,
     STORE,
     CalendarConfig,
     ConfigTables,
     HealthConfig,
     LoggingConfig,
+    NamespaceConfig,
     PluginsConfig,
     SchedulerConfig,
     declared_tables,
@@ -52,6 +54,8 @@ class Config:
     executors: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The ``[calendars.NAME]`` tables by name (docs/holidays.md).
     calendars: Mapping[str, CalendarConfig] = field(default_factory=dict)
+    #: The ``[namespaces.NAME]`` tables by name (docs/teams.md#limits).
+    namespaces: Mapping[str, NamespaceConfig] = field(default_factory=dict)
     blocked_plugins: tuple[str, ...] = ()
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     health: HealthConfig = field(default_factory=HealthConfig)
@@ -202,6 +206,7 @@ def parse_core(data: Mapping[str, Any], source: Path | None = None) -> Config:
         ),
         executors=problems.collect(lambda: EXECUTOR.from_toml(src, _table(src, data, "executor")), {}),
         calendars=problems.collect(lambda: CALENDARS.from_toml(src, _table(src, data, "calendars")), {}),
+        namespaces=problems.collect(lambda: NAMESPACES.from_toml(src, _table(src, data, "namespaces")), {}),
         blocked_plugins=read(PluginsConfig, "plugins").block,
         logging=read(LoggingConfig, "logging"),
         health=read(HealthConfig, "health"),

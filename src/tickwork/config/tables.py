@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from ..errors import ConfigError, ConfigProblems
-from ..structures import MisfirePolicy
+from ..structures import DEFAULT_NAMESPACE, MisfirePolicy, NamespaceLimits, check_namespace
 from .calendars import (
     COUNTRY_SPEC,
     CalendarDefinition,
@@ -35,6 +35,8 @@ from .declarations import (
     Integer,
     NamedTables,
     Number,
+    OptionalInteger,
+    OptionalStrings,
     OptionalText,
     Section,
     Setting,
@@ -45,12 +47,24 @@ from .declarations import (
 from .numbers import DAY, YEAR
 
 
+def _namespace(where: str, name: str) -> None:
+    try:
+        check_namespace(name)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
 def default_node_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
 class SchedulerConfig(Section, table="scheduler"):
     """The ``[scheduler]`` table: how this node runs. Every key is optional."""
+
+    def validate(self, where: Callable[[str], str]) -> None:
+        _namespace(where("namespace"), self.namespace)
+        for name in self.namespaces or ():
+            _namespace(where("namespaces"), name)
 
     jobs = Strings(
         items="module names",
@@ -59,6 +73,18 @@ class SchedulerConfig(Section, table="scheduler"):
         details="At node start each is imported and the store is made to hold exactly the jobs it (and its "
         "submodules) declares: new ones are created, changed ones updated, removed ones deleted. Modules are "
         "imported from the working directory and `sys.path`.",
+    )
+    namespace = Text(
+        DEFAULT_NAMESPACE,
+        nonblank=True,
+        help="The namespace of the jobs this node declares in code (`jobs`), unless a decorator names its own.",
+        details="Names are unique within a namespace; see [teams.md](teams.md).",
+    )
+    namespaces = OptionalStrings(
+        items="namespace names",
+        help="The namespaces whose schedules this node fires; not set: every namespace.",
+        details='Dedicated nodes per team: a node with `namespaces = ["billing"]` claims, runs and backfills '
+        "only that namespace's fires, and another node must serve the rest. See [teams.md](teams.md).",
     )
     node_id = Text(
         factory=default_node_id,
@@ -428,9 +454,11 @@ class NamedSections(Generic[S]):
     """``[TABLE.NAME]`` tables, any number, each with the keys of one :class:`Section`
     (``[calendars.company]``)."""
 
-    def __init__(self, section: type[S]) -> None:
+    def __init__(self, section: type[S], check_name: Callable[[str, str], None]) -> None:
         self.section = section
         self.table = section.table
+        #: ``(where, name)``: raises :class:`ConfigError` for a table name that may not be used.
+        self.check_name = check_name
 
     def settings(self) -> dict[str, Setting[Any]]:
         return self.section.settings()
@@ -441,12 +469,8 @@ class NamedSections(Generic[S]):
         for name, value in raw.items():
             if not isinstance(value, dict):
                 raise ConfigError(f"{source}: {self.table}.{name}: must be a table ([{self.table}.{name}])")
-            if COUNTRY_SPEC.fullmatch(name):
-                raise ConfigError(
-                    f"{source}: {self.table}.{name}: the name looks like a country calendar ('DE', 'DE-BE'), which "
-                    "a schedule's holidays would name instead; use a lower-case name such as 'company'"
-                )
             try:
+                self.check_name(f"{source}: {self.table}.{name}", name)
                 tables[name] = self.section.from_toml(source, value, table=f"{self.table}.{name}")
             except ConfigProblems as exc:
                 problems += exc.problems
@@ -459,7 +483,44 @@ class NamedSections(Generic[S]):
         return tables
 
 
-CALENDARS = NamedSections(CalendarConfig)
+def _calendar_name(where: str, name: str) -> None:
+    if COUNTRY_SPEC.fullmatch(name):
+        raise ConfigError(
+            f"{where}: the name looks like a country calendar ('DE', 'DE-BE'), which "
+            "a schedule's holidays would name instead; use a lower-case name such as 'company'"
+        )
+
+
+CALENDARS = NamedSections(CalendarConfig, _calendar_name)
+
+
+class NamespaceConfig(Section, table="namespaces"):
+    """One ``[namespaces.NAME]`` table: the limits of a namespace (docs/teams.md#limits). A
+    namespace needs no table; one without is unlimited."""
+
+    max_schedules = OptionalInteger(
+        low=0,
+        high=100_000_000,
+        shown_default="no limit",
+        help="Most schedules the namespace holds: an add past it is refused, naming this limit.",
+        details="Counted in the add's transaction (the writes of one namespace take turns), so two adds at once "
+        "cannot both pass it. Schedules stored before the limit was set stay.",
+    )
+    max_concurrent = OptionalInteger(
+        low=1,
+        high=1_000_000,
+        shown_default="no limit",
+        help="Most runs of the namespace's schedules at once across the cluster.",
+        details="Like a concurrency key shared by every schedule of the namespace: a fire due while the limit is "
+        "reached is recorded `skipped` with the reason. Every fire of such a namespace is admitted by the "
+        "store before it starts (one more transaction per fire).",
+    )
+
+    def limits(self) -> NamespaceLimits:
+        return NamespaceLimits(self.max_schedules, self.max_concurrent)
+
+
+NAMESPACES = NamedSections(NamespaceConfig, _namespace)
 
 #: The core's tables by name, in the reference's order. A plugin may not declare one of these.
 CORE_TABLES: dict[str, Table] = {
@@ -468,6 +529,7 @@ CORE_TABLES: dict[str, Table] = {
     "membership": MEMBERSHIP,
     "executor": EXECUTOR,
     "calendars": CALENDARS,
+    "namespaces": NAMESPACES,
     "plugins": PluginsConfig,
     "logging": LoggingConfig,
     "health": HealthConfig,

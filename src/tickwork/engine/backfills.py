@@ -76,7 +76,9 @@ class BackfillRunner:
             self._wanted = False  # the next end asks again
             return 0
         node = self.settings.node_id
-        claims = self.store.take_backfills(node, limit=room, buckets=self.membership.owned_buckets())
+        claims = self.store.take_backfills(
+            node, limit=room, buckets=self.membership.owned_buckets(), namespaces=self.settings.namespaces
+        )
         # Only once the store answered: a take that failed (an outage) is tried again next pass.
         self._wanted = False
         for claim in claims:

@@ -55,8 +55,17 @@ class Concurrency:
     def backlog(self) -> int:
         return len(self._unsaved)
 
-    def admit(self, claim: Claim, next_after: NextAfter, now: datetime) -> Literal[True] | Finish | None:
-        """Ask the store to admit ``claim`` (database clock ``now``).
+    def namespace_limit(self, namespace: str) -> int | None:
+        """The ``max_concurrent`` of ``namespace`` (``[namespaces.NAME]``), ``None``: none. Every
+        fire of a namespace that has one is admitted (:meth:`admit`)."""
+        limits = self.store.namespace_limits.get(namespace)
+        return None if limits is None else limits.max_concurrent
+
+    def admit(
+        self, claim: Claim, next_after: NextAfter, now: datetime, namespace_limit: int | None = None
+    ) -> Literal[True] | Finish | None:
+        """Ask the store to admit ``claim`` (database clock ``now``; ``namespace_limit``: the
+        namespace's ``max_concurrent``).
 
         :return: ``True``: start it (an ``allow`` schedule is released already, its run
             detached); a :class:`Finish` recording the fire ``skipped`` with the reason (a bound
@@ -77,7 +86,9 @@ class Concurrency:
         )
         plan = with_holidays(plan, next_after, claim, now, self._recorded_until)
         release = spec.overlap.runs_beside
-        admission = Admission(claim, release=release, next_fire=plan.next_fire, skipped=plan.skipped)
+        admission = Admission(
+            claim, release=release, next_fire=plan.next_fire, skipped=plan.skipped, namespace_limit=namespace_limit
+        )
         try:
             refused = self.store.admit(self.settings.node_id, admission)
         except StoreError as exc:

@@ -287,11 +287,15 @@ class EndWriter:
         listener = self._listener()
         results = [f for f in finishes if f.outcome.status is not RunStatus.SKIPPED]
         skipped = [
-            SkippedFire(f.claim.spec.name, f.claim.scheduled_for, f.outcome.error or "skipped")
+            SkippedFire(f.claim.spec.name, f.claim.scheduled_for, f.outcome.error or "skipped", f.claim.spec.namespace)
             for f in finishes
             if f.outcome.status is RunStatus.SKIPPED
         ]
-        skipped += [SkippedFire(f.claim.spec.name, at, reason) for f in finishes for at, reason in f.skipped]
+        skipped += [
+            SkippedFire(f.claim.spec.name, at, reason, f.claim.spec.namespace)
+            for f in finishes
+            for at, reason in f.skipped
+        ]
         if results:
             listener.runs_finished(results)
         if skipped:

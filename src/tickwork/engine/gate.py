@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Sequence
 from datetime import datetime
 
 from ..abc import Membership, Store
@@ -37,8 +38,11 @@ class ClaimGate:
         clock: DatabaseClock,
         lookahead: float,
         steal_after: float | None = None,
+        namespaces: Sequence[str] | None = None,
     ) -> None:
         self.store = store
+        #: The namespaces this node serves (``[scheduler] namespaces``; ``None``: every one).
+        self.namespaces = namespaces
         self.membership = membership
         self.clock = clock
         self.lookahead = lookahead
@@ -135,7 +139,9 @@ class ClaimGate:
 
     def read(self) -> datetime | None:
         changes = self._changes
-        self._next_due = self.store.next_due(buckets=self.membership.owned_buckets(), steal_after=self.steal_after)
+        self._next_due = self.store.next_due(
+            buckets=self.membership.owned_buckets(), steal_after=self.steal_after, namespaces=self.namespaces
+        )
         self._known, self._read_at, self._read_changes = True, self.clock.monotonic(), changes
         self.reads += 1
         return self._next_due

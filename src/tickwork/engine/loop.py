@@ -78,7 +78,9 @@ class Engine:
         self.manager = manager
         self.clock = DatabaseClock(store, clock, monotonic)
         self.counters = Counters()
-        self.gate = ClaimGate(store, membership, self.clock, settings.lookahead, settings.steal_after)
+        self.gate = ClaimGate(
+            store, membership, self.clock, settings.lookahead, settings.steal_after, settings.namespaces
+        )
         self.held_fires = HeldFires(
             lambda h: self.clock.since_claim(h.claim.claimed_at, h.mono_claimed, self.clock.monotonic())
         )
@@ -374,6 +376,7 @@ class Engine:
                 buckets=self.membership.owned_buckets(),
                 ahead=self.settings.lookahead,
                 steal_after=self.settings.steal_after,
+                namespaces=self.settings.namespaces,
             )
         self.listener.claimed(len(claims), self.clock.monotonic() - claim_started)
         self.gate.claimed(len(claims), limit)

@@ -192,8 +192,9 @@ class Runs:
         executor = self._executor_of(claim)
         detached = False
         started_at: datetime | None = now
-        if claim.spec.concurrent:
-            admitted = self.concurrency.admit(claim, next_after, now)
+        namespace_limit = self.concurrency.namespace_limit(claim.spec.namespace)
+        if claim.spec.concurrent or namespace_limit is not None:
+            admitted = self.concurrency.admit(claim, next_after, now, namespace_limit)
             if admitted is not True:
                 return admitted  # skipped (a bound reached), or taken over
             detached = claim.spec.overlap.runs_beside

@@ -52,7 +52,7 @@ def log_banner(node: Node, reports: list[SyncReport]) -> None:
     names = [name for r in reports for name in (*r.created, *r.updated, *r.unchanged)]
     for name in names[:BANNER_JOBS]:
         try:
-            schedule = node.store.get(name)
+            schedule = node.store.get(name, namespace=config.scheduler.namespace)
         except TickworkError:
             continue  # removed meanwhile by another node's sync
         state = "" if schedule.spec.enabled else " (disabled)"

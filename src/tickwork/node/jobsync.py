@@ -44,7 +44,7 @@ def declared_jobs(
     """
     found = []
     for module in config.scheduler.jobs:
-        jobs = declared_in(module)
+        jobs = [job.in_namespace(config.scheduler.namespace) for job in declared_in(module)]
         for job in jobs:
             executor = executors.get(job.spec.executor)
             if executor is None:

@@ -45,7 +45,9 @@ def build_store(config: Config, manager: PluginManager, **extra: Any) -> Store:
 
     def build() -> Store:
         cls = manager.stores.get(config.store.plugin)
-        return cls(**checked_options(config, cls.section, "store", config.store.options), **extra)
+        store = cls(**checked_options(config, cls.section, "store", config.store.options), **extra)
+        store.namespace_limits = {name: table.limits() for name, table in config.namespaces.items()}
+        return store
 
     return _located(where, build)
 

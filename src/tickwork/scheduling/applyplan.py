@@ -24,11 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..structures import Schedule, SchedulePlan, ScheduleSpec, ScheduleVersion, iso_z
+from ..structures import DEFAULT_NAMESPACE, Schedule, SchedulePlan, ScheduleSpec, ScheduleVersion, iso_z
 from .versions import changes, definition
 
-#: The namespace of every schedule until namespaces are stored (issue #43 section 1).
-DEFAULT_NAMESPACE = "default"
 #: The ``by`` of the versions an apply writes: ``apply:`` and who ran it.
 BY_PREFIX = "apply:"
 
@@ -185,8 +183,8 @@ def make_plan(
         create=tuple(add),
         update=tuple(update),
         retrigger=tuple(retrigger),
-        remove=tuple(remove),
-        applied=tuple(sorted({*(s.name for s in add), *(c.name for c in change), *adopt})),
+        remove=tuple((namespace, name) for name in remove),
+        applied=tuple(sorted((namespace, n) for n in {*(s.name for s in add), *(c.name for c in change), *adopt})),
     )
     return ApplyPlan(
         namespace=namespace,

@@ -7,13 +7,13 @@ import importlib
 import inspect
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar, Unpack
 
 from ..errors import ConfigError, DeclarationError, TickworkError
 from ..plugin.calls import context_parameter
-from ..structures import ScheduleSpec
+from ..structures import DEFAULT_NAMESPACE, ScheduleSpec
 from .importerrors import describe_failure, failure_location, function_location
 from .options import CODE_NAMES, CodeOptions, given, values
 
@@ -28,11 +28,21 @@ DEFAULT_EXECUTOR = "local"
 class DeclaredJob:
     spec: ScheduleSpec
     function: Callable[..., Any]
+    #: The decorator named the namespace; else the node's ``[scheduler] namespace`` gives it
+    #: (:meth:`in_namespace`).
+    namespace_given: bool = False
+
+    def in_namespace(self, default: str) -> DeclaredJob:
+        """This job with ``default`` as its namespace unless its decorator named one."""
+        if self.namespace_given or self.spec.namespace == default:
+            return self
+        return DeclaredJob(replace(self.spec, namespace=default), self.function, False)
 
 
 _lock = threading.Lock()
-# module name -> schedule name -> job; filled as decorated modules are imported.
-_declared: dict[str, dict[str, DeclaredJob]] = {}
+# module name -> (the namespace the decorator named, or None, and the schedule name) -> job;
+# filled as decorated modules are imported.
+_declared: dict[str, dict[tuple[str | None, str], DeclaredJob]] = {}
 
 
 #: How each decorator is written, for the error of one used without its parentheses.
@@ -57,7 +67,12 @@ def _refuse_bare(decorator: str, given: object) -> None:
 
 
 def schedule(
-    kind: str, expression: str | None = None, *, name: str | None = None, **options: Unpack[CodeOptions]
+    kind: str,
+    expression: str | None = None,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    **options: Unpack[CodeOptions],
 ) -> Callable[[F], F]:
     """Declare the decorated function as a job fired by a ``kind`` trigger.
 
@@ -67,6 +82,8 @@ def schedule(
     :class:`~tickwork.errors.DeclarationError` naming the function.
 
     :param name: schedule name (default: ``module.qualname`` of the function)
+    :param namespace: the schedule's namespace (default: the node's ``[scheduler] namespace``;
+        docs/teams.md)
     :param options: the schedule's options (:data:`~tickwork.scheduling.options.CODE_NAMES`):
         ``tz`` (or ``timezone``) the IANA zone of the expression; ``executor`` (default
         ``local``: a declaration is read before any configuration); ``timeout`` a duration in
@@ -121,39 +138,47 @@ def schedule(
                 expression=expression,
                 target=f"{func.__module__}:{func.__qualname__}",
                 module=func.__module__,
+                namespace=namespace or DEFAULT_NAMESPACE,
                 **fields,
             )
         except ValueError as exc:
             raise DeclarationError(f"{where}: {exc}") from exc
         with _lock:
             module_jobs = _declared.setdefault(func.__module__, {})
-            existing = module_jobs.get(spec.name)
+            key = (namespace, spec.name)
+            existing = module_jobs.get(key)
             if existing is not None and existing.spec.target != spec.target:
                 raise DeclarationError(
                     f"{where}: schedule name {spec.name!r} is already declared by {existing.spec.target}"
                 )
-            module_jobs[spec.name] = DeclaredJob(spec, func)
+            module_jobs[key] = DeclaredJob(spec, func, namespace is not None)
         return func
 
     return decorate
 
 
-def cron(expression: str, *, name: str | None = None, **options: Unpack[CodeOptions]) -> Callable[[F], F]:
+def cron(
+    expression: str, *, name: str | None = None, namespace: str | None = None, **options: Unpack[CodeOptions]
+) -> Callable[[F], F]:
     """Declare a job on a cron expression (5 fields; 6 = seconds first; 7 = + year)."""
     _refuse_bare("cron", expression)
-    return schedule("cron", expression, name=name, **options)
+    return schedule("cron", expression, name=name, namespace=namespace, **options)
 
 
-def calendar(expression: str, *, name: str | None = None, **options: Unpack[CodeOptions]) -> Callable[[F], F]:
+def calendar(
+    expression: str, *, name: str | None = None, namespace: str | None = None, **options: Unpack[CodeOptions]
+) -> Callable[[F], F]:
     """Declare a job on a systemd calendar event, e.g. ``"Mon..Fri 09:00"``."""
     _refuse_bare("calendar", expression)
-    return schedule("calendar", expression, name=name, **options)
+    return schedule("calendar", expression, name=name, namespace=namespace, **options)
 
 
-def every(interval: str, *, name: str | None = None, **options: Unpack[CodeOptions]) -> Callable[[F], F]:
+def every(
+    interval: str, *, name: str | None = None, namespace: str | None = None, **options: Unpack[CodeOptions]
+) -> Callable[[F], F]:
     """Declare a job on a fixed interval, e.g. ``"90s"`` (anchored, so it does not drift)."""
     _refuse_bare("every", interval)
-    return schedule("interval", interval, name=name, **options)
+    return schedule("interval", interval, name=name, namespace=namespace, **options)
 
 
 def declared_in(module: str) -> list[DeclaredJob]:

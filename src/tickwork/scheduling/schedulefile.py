@@ -22,8 +22,9 @@ from ..structures import ScheduleSpec
 from .options import ALIASES, NAMES
 
 REQUIRED = ("name", "expression", "target")
-#: A schedule's options (:mod:`tickwork.scheduling.options`); their aliases are read too.
-OPTIONAL = NAMES
+#: A schedule's options (:mod:`tickwork.scheduling.options`; their aliases are read too) and its
+#: namespace (docs/teams.md; default: the command's ``--namespace``).
+OPTIONAL = (*NAMES, "namespace")
 _TABLE_HEADER = re.compile(r"^\s*\[\[\s*schedule\s*\]\]")
 
 
@@ -74,7 +75,7 @@ def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], l
     problems = Problems(path, "added")
     entries = _entries(path, problems)
     specs: list[ScheduleSpec] = []
-    lines: dict[str, int] = {}
+    lines: dict[tuple[str, str], int] = {}
     for entry in entries:
         unknown = sorted(set(entry.fields) - set(REQUIRED) - set(OPTIONAL) - set(ALIASES))
         missing = [f for f in REQUIRED if f not in entry.fields]
@@ -89,10 +90,10 @@ def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], l
         except (TickworkError, ValueError, TypeError) as exc:
             problems.add(entry.line, str(exc))
             continue
-        if spec.name in lines:
-            problems.add(entry.line, f"schedule name {spec.name!r} is also on line {lines[spec.name]}")
+        if spec.key in lines:
+            problems.add(entry.line, f"schedule name {spec.name!r} is also on line {lines[spec.key]}")
             continue
-        lines[spec.name] = entry.line
+        lines[spec.key] = entry.line
         specs.append(spec)
     problems.check()
     if not specs:

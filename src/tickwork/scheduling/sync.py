@@ -11,7 +11,7 @@ from datetime import datetime
 from ..abc import Store
 from ..errors import DeclarationError, ScheduleExistsError, ScheduleNotFoundError, TickworkError
 from ..plugin.manager import PluginManager
-from ..structures import Pause, Schedule, SchedulePlan, ScheduleSpec
+from ..structures import DEFAULT_NAMESPACE, Pause, Schedule, ScheduleKey, SchedulePlan, ScheduleSpec
 from .declare import DeclaredJob
 from .firetimes import fire_times
 from .triggers import check_period, get_trigger
@@ -40,7 +40,7 @@ def update(
     """Replace a schedule's definition (a new version when it changed, written ``by`` whom).
     With ``recompute`` (a new trigger, or enabling) the next fire is the first after now;
     otherwise the stored one is kept, so a pending "run now" stays."""
-    stored = store.get(spec.name)
+    stored = store.get(spec.name, namespace=spec.namespace)
     if not spec.enabled or _finished(stored.run_count, spec):
         # Checked as an enabled one is (a trigger whose exclusions match every fire, one firing
         # less than a second apart): refused now, not when it is enabled or its pause expires,
@@ -70,18 +70,18 @@ def add_many(
     :raises tickwork.errors.TickworkError: ``replace`` would overwrite a declared job
     """
 
-    counts: dict[str, int] = {}
+    counts: dict[ScheduleKey, int] = {}
 
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
-        by_name = {s.name: s for s in stored}
-        counts.update({s.name: s.run_count for s in stored})
+        by_key = {s.key: s for s in stored}
+        counts.update({s.key: s.run_count for s in stored})
         create: list[ScheduleSpec] = []
         replaced: list[ScheduleSpec] = []
         # Every conflict at once: an import of 10 names with 3 taken says the 3, not one per try.
         taken: list[str] = []
         declared: list[Schedule] = []
         for spec in specs:
-            current = by_name.get(spec.name)
+            current = by_key.get(spec.key)
             if current is None:
                 create.append(spec)
             elif not replace:
@@ -106,10 +106,10 @@ def add_many(
         return SchedulePlan(create=tuple(create), retrigger=tuple(replaced))
 
     store.write_schedules(plan, first_fires(manager, counts), by=by)
-    return _read_back(store, [spec.name for spec in specs])
+    return _read_back(store, [spec.key for spec in specs])
 
 
-def remove_many(store: Store, names: Sequence[str]) -> list[Schedule]:
+def remove_many(store: Store, names: Sequence[str], *, namespace: str = DEFAULT_NAMESPACE) -> list[Schedule]:
     """Delete schedules and their history in one :meth:`Store.write_schedules` call: all or
     none. Returns them as they were, in the order of ``names``.
 
@@ -119,8 +119,8 @@ def remove_many(store: Store, names: Sequence[str]) -> list[Schedule]:
     removed: list[Schedule] = []
 
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
-        removed[:] = _named(stored, names)
-        return SchedulePlan(remove=tuple(names))
+        removed[:] = _named(stored, names, namespace)
+        return SchedulePlan(remove=tuple((namespace, name) for name in names))
 
     def no_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
         return None  # nothing is created or retriggered
@@ -130,7 +130,12 @@ def remove_many(store: Store, names: Sequence[str]) -> list[Schedule]:
 
 
 def set_enabled_many(
-    store: Store, names: Sequence[str], enabled: bool, manager: PluginManager | None = None
+    store: Store,
+    names: Sequence[str],
+    enabled: bool,
+    manager: PluginManager | None = None,
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> list[Schedule]:
     """Enable or disable schedules in one :meth:`Store.write_schedules` call: all or none.
     Enabling computes each next fire from the database clock read when its batch is written
@@ -141,22 +146,23 @@ def set_enabled_many(
         written
     """
 
-    counts: dict[str, int] = {}
+    counts: dict[ScheduleKey, int] = {}
 
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
-        counts.update({s.name: s.run_count for s in stored})
-        return SchedulePlan(retrigger=tuple(replace(s.spec, enabled=enabled) for s in _named(stored, names)))
+        counts.update({s.key: s.run_count for s in stored})
+        chosen = _named(stored, names, namespace)
+        return SchedulePlan(retrigger=tuple(replace(s.spec, enabled=enabled) for s in chosen))
 
     store.write_schedules(plan, first_fires(manager, counts))
-    return _read_back(store, names)
+    return _read_back(store, [(namespace, name) for name in names])
 
 
-def _named(stored: Sequence[Schedule], names: Sequence[str]) -> list[Schedule]:
-    """The stored schedules of ``names``, in that order.
+def _named(stored: Sequence[Schedule], names: Sequence[str], namespace: str) -> list[Schedule]:
+    """The stored schedules of ``names`` in ``namespace``, in that order.
 
     :raises tickwork.errors.ScheduleNotFoundError: naming every name not stored
     """
-    by_name = {s.name: s for s in stored}
+    by_name = {s.name: s for s in stored if s.namespace == namespace}
     missing = [name for name in names if name not in by_name]
     if missing:
         raise ScheduleNotFoundError(*missing)
@@ -164,32 +170,39 @@ def _named(stored: Sequence[Schedule], names: Sequence[str]) -> list[Schedule]:
 
 
 def first_fires(
-    manager: PluginManager | None, run_counts: dict[str, int] | None = None
+    manager: PluginManager | None, run_counts: dict[ScheduleKey, int] | None = None
 ) -> Callable[[ScheduleSpec, datetime], datetime | None]:
     """``next_fire`` for :meth:`Store.write_schedules`: an enabled spec's first fire after ``now``
-    (none for one that ran its ``max_runs``, by ``run_counts``: name -> fires it ran)."""
+    (none for one that ran its ``max_runs``, by ``run_counts``: key -> fires it ran)."""
 
     def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
-        if not spec.enabled or _finished((run_counts or {}).get(spec.name, 0), spec):
+        if not spec.enabled or _finished((run_counts or {}).get(spec.key, 0), spec):
             return None
         return first_fire(spec, now, manager)
 
     return next_fire
 
 
-def _read_back(store: Store, names: Sequence[str]) -> list[Schedule]:
-    """The schedules of ``names`` as just written, in that order (those still stored)."""
-    wanted = set(names)
-    written = {s.name: s for s in store.list_schedules() if s.name in wanted}
-    return [written[name] for name in names if name in written]
+def _read_back(store: Store, keys: Sequence[ScheduleKey]) -> list[Schedule]:
+    """The schedules of ``keys`` as just written, in that order (those still stored)."""
+    wanted = set(keys)
+    written = {s.key: s for s in store.list_schedules() if s.key in wanted}
+    return [written[key] for key in keys if key in written]
 
 
-def set_enabled(store: Store, name: str, enabled: bool, manager: PluginManager | None = None) -> Schedule:
+def set_enabled(
+    store: Store,
+    name: str,
+    enabled: bool,
+    manager: PluginManager | None = None,
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+) -> Schedule:
     """Enabling computes the next fire from now (Docspell): time spent disabled is not caught up."""
-    stored = store.get(name)
+    stored = store.get(name, namespace=namespace)
     finished = _finished(stored.run_count, stored.spec)
     next_fire = first_fire(stored.spec, store.now(), manager) if enabled and not finished else None
-    return store.set_enabled(name, enabled, next_fire)
+    return store.set_enabled(name, enabled, next_fire, namespace=namespace)
 
 
 def _finished(run_count: int, spec: ScheduleSpec) -> bool:
@@ -198,9 +211,9 @@ def _finished(run_count: int, spec: ScheduleSpec) -> bool:
     return spec.max_runs is not None and run_count >= spec.max_runs
 
 
-def pause(store: Store, name: str, how: Pause) -> Schedule:
+def pause(store: Store, name: str, how: Pause, *, namespace: str = DEFAULT_NAMESPACE) -> Schedule:
     """Disable a schedule with a note (and maybe an end: ``how.until``, by the database clock)."""
-    return store.set_enabled(name, False, None, how)
+    return store.set_enabled(name, False, None, how, namespace=namespace)
 
 
 def resume_expired(store: Store, manager: PluginManager | None = None) -> list[Schedule]:
@@ -240,18 +253,18 @@ def sync_module(
     """
     report = SyncReport(module)
 
-    counts: dict[str, int] = {}
+    counts: dict[ScheduleKey, int] = {}
 
     def plan(stored: Sequence[Schedule]) -> SchedulePlan:
         report.created, report.updated, report.unchanged, report.removed = [], [], [], []
-        by_name = {s.name: s for s in stored}
-        counts.update({s.name: s.run_count for s in stored})
+        by_key = {s.key: s for s in stored}
+        counts.update({s.key: s.run_count for s in stored})
         create: list[ScheduleSpec] = []
         changed: list[ScheduleSpec] = []
         retrigger: list[ScheduleSpec] = []
         for job in jobs:
             spec = job.spec
-            current = by_name.get(spec.name)
+            current = by_key.get(spec.key)
             if current is None:
                 create.append(spec)
                 continue
@@ -269,11 +282,11 @@ def sync_module(
                 retrigger.append(wanted)
             else:
                 changed.append(wanted)
-        declared = {job.spec.name for job in jobs}
-        remove = [s.name for s in stored if s.spec.module and _under(s.spec.module, module) and s.name not in declared]
+        declared = {job.spec.key for job in jobs}
+        remove = [s.key for s in stored if s.spec.module and _under(s.spec.module, module) and s.key not in declared]
         report.created = [s.name for s in create]
         report.updated = sorted(s.name for s in (*changed, *retrigger))
-        report.removed = remove
+        report.removed = [name for _namespace, name in remove]
         return SchedulePlan(tuple(create), tuple(changed), tuple(retrigger), tuple(remove))
 
     next_fire = first_fires(manager, counts)

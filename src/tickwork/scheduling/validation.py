@@ -14,7 +14,7 @@ from ..config.files import Config
 from ..errors import ConfigError
 from ..plugin.assembly import build_executors
 from ..plugin.manager import PluginManager
-from ..structures import ScheduleSpec
+from ..structures import DEFAULT_NAMESPACE, ScheduleSpec
 from .firetimes import FireTimes, check_merged_period, fire_times
 from .options import ScheduleOptions, given, values
 from .triggers import check_fires, check_zone, detect_kind, get_trigger
@@ -41,6 +41,7 @@ class SpecBuilder:
         *,
         module: str | None = None,
         run_by_nodes: RunByNodes | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
         **options: Unpack[ScheduleOptions],
     ) -> ScheduleSpec:
         """Build and check the :class:`ScheduleSpec` that :meth:`Admin.add` would store; the
@@ -54,7 +55,9 @@ class SpecBuilder:
             fields = values(named)
             fields["trigger_kind"] = fields["trigger_kind"] or detect_kind(expression, self.manager)
             fields["executor"] = fields["executor"] or self.config.scheduler.default_executor
-            spec = ScheduleSpec(name=name, expression=expression, target=target, module=module, **fields)
+            spec = ScheduleSpec(
+                name=name, expression=expression, target=target, module=module, namespace=namespace, **fields
+            )
         except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from exc
         return self.check(spec, run_by_nodes=run_by_nodes)

@@ -11,12 +11,20 @@ from sqlalchemy import Connection, bindparam, case, delete, exists, func, or_, s
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import ScheduleNotFoundError
-from ..structures import Claim, Outcome, Overlap, backfill_takeable, check_backfill_overlap, refuse_future_backfill
+from ..structures import (
+    DEFAULT_NAMESPACE,
+    Claim,
+    Outcome,
+    Overlap,
+    backfill_takeable,
+    check_backfill_overlap,
+    refuse_future_backfill,
+)
 from ..structures import cap_error as cap
 from . import bulk
 from .retry import transient_retry
 from .rows import spec_from_row
-from .schema import UTCDateTime, backfills, runs, schedules
+from .schema import UTCDateTime, backfills, named, runs, schedules
 from .storecore import SQLCore
 
 
@@ -25,11 +33,17 @@ class Backfilling(SQLCore):
 
     @transient_retry
     def queue_backfill(
-        self, name: str, times: Sequence[datetime], *, rerun: bool = False, overlap: str = "buffer_all"
+        self,
+        name: str,
+        times: Sequence[datetime],
+        *,
+        rerun: bool = False,
+        overlap: str = "buffer_all",
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> list[datetime]:
         check_backfill_overlap(overlap)
         with self._tx() as conn:
-            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == name))
+            schedule_id = conn.scalar(select(schedules.c.id).where(*named(name, namespace)))
             if schedule_id is None:
                 raise ScheduleNotFoundError(name)
             now = conn.execute(self.now_query()).scalar_one()
@@ -66,7 +80,9 @@ class Backfilling(SQLCore):
         return found
 
     @transient_retry
-    def take_backfills(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
+    def take_backfills(
+        self, node_id: str, *, limit: int, buckets: Sequence[int] | None, namespaces: Sequence[str] | None = None
+    ) -> list[Claim]:
         # One transaction. Schedule by schedule, earliest queued fire first: the schedule's row
         # is locked, its running runs counted under that lock, and the leading queued fires its
         # backfills' overlap lets start now are taken (backfill_takeable), so two nodes never
@@ -92,6 +108,8 @@ class Backfilling(SQLCore):
             owned = self._owned(buckets)
             if owned is not None:
                 waiting = waiting.where(owned)
+            if namespaces is not None:
+                waiting = waiting.where(schedules.c.namespace.in_(list(namespaces)))
             taken: list[Claim] = []
             for schedule_id in conn.scalars(waiting).all():
                 if len(taken) >= limit:

@@ -8,10 +8,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Boolean, Connection, Integer, bindparam, case, delete, select, update
+from sqlalchemy import Boolean, ColumnElement, Connection, Integer, bindparam, case, delete, select, tuple_, update
 
 from ..errors import ScheduleExistsError
-from ..structures import ScheduleSpec
+from ..structures import ScheduleKey, ScheduleSpec
 from .rows import next_fire_values
 from .schema import UTCDateTime, backfills, runs, schedule_versions, schedules
 
@@ -30,6 +30,11 @@ def chunks(items: Sequence[Any], size: int = WRITE_BATCH) -> Iterator[Sequence[A
         yield items[start : start + size]
 
 
+def keyed(keys: Collection[ScheduleKey]) -> ColumnElement[bool]:
+    """The schedules of ``keys`` (``(namespace, name)``; a row value, which all three databases read)."""
+    return tuple_(schedules.c.namespace, schedules.c.name).in_(sorted(keys))
+
+
 def clock(store: SQLCore, conn: Connection) -> datetime:
     value = conn.execute(select(store.now_expr())).scalar_one()
     assert isinstance(value, datetime)
@@ -42,7 +47,7 @@ def insert_schedules(
     """Create ``specs``; a name that exists already is skipped by the insert and then refused
     unless it holds a schedule of the same module (another node wrote the same plan first)."""
     stmt = store.insert_ignore(schedules)
-    for batch in chunks(sorted(specs, key=lambda s: s.name)):
+    for batch in chunks(sorted(specs, key=lambda s: s.key)):
         # Read per batch: fire times are computed from the clock at the moment they are written.
         now = clock(store, conn)
         rows = [
@@ -50,10 +55,10 @@ def insert_schedules(
             for s in batch
         ]
         conn.execute(stmt, rows)
-        wanted = {s.name: s.module for s in batch}
-        found = conn.execute(select(schedules.c.name, schedules.c.module).where(schedules.c.name.in_(list(wanted))))
-        for name, module in found:
-            if module != wanted[name]:
+        wanted = {s.key: s.module for s in batch}
+        found = conn.execute(select(schedules.c.namespace, schedules.c.name, schedules.c.module).where(keyed(wanted)))
+        for namespace, name, module in found:
+            if module != wanted[(namespace, name)]:
                 raise ScheduleExistsError(name)
 
 
@@ -63,10 +68,10 @@ def update_schedules(
     specs: Sequence[ScheduleSpec],
     next_fire: NextFire | None,
     values: Callable[..., dict[str, Any]],
-    changed: Collection[str] = (),
+    changed: Collection[ScheduleKey] = (),
 ) -> None:
     """Replace the definitions of ``specs``: next fire recomputed when ``next_fire`` is given,
-    kept otherwise; the schedules named in ``changed`` (their definition changed) move to their
+    kept otherwise; the schedules of ``changed`` (keys; their definition changed) move to their
     next version (:mod:`.versioning` records it). One executemany per batch; rows already
     removed are skipped."""
     if not specs:
@@ -76,7 +81,7 @@ def update_schedules(
     retimed = {} if next_fire is None else next_fire_values(bindparam("b_next_fire", type_=UTCDateTime))
     stmt = (
         update(schedules)
-        .where(schedules.c.name == bindparam("b_key"))
+        .where(schedules.c.namespace == bindparam("b_key_namespace"), schedules.c.name == bindparam("b_key"))
         # A new definition is a fix: a parked schedule fires again (docs/architecture.md#faults).
         .values(
             {c: bindparam(f"b_{c}") for c in columns}
@@ -86,12 +91,15 @@ def update_schedules(
             | retimed
         )
     )
-    for batch in chunks(sorted(specs, key=lambda s: s.name)):
+    for batch in chunks(sorted(specs, key=lambda s: s.key)):
         now = clock(store, conn)
         rows = []
         for spec in batch:
-            row = {f"b_{k}": v for k, v in values(spec).items()} | {"b_key": spec.name}
-            row["b_version_step"] = 1 if spec.name in changed else 0
+            row = {f"b_{k}": v for k, v in values(spec).items()} | {
+                "b_key": spec.name,
+                "b_key_namespace": spec.namespace,
+            }
+            row["b_version_step"] = 1 if spec.key in changed else 0
             if next_fire is not None:
                 row["b_next_fire"] = next_fire(spec, now)
             rows.append(row)
@@ -111,22 +119,20 @@ def _pause_cleared_if_enabled() -> dict[str, Any]:
     }
 
 
-def delete_schedules(conn: Connection, names: Sequence[str]) -> None:
-    """Delete schedules and their history by name; names already gone are skipped."""
-    for batch in chunks(sorted(names)):
-        ids = select(schedules.c.id).where(schedules.c.name.in_(list(batch)))
+def delete_schedules(conn: Connection, keys: Sequence[ScheduleKey]) -> None:
+    """Delete schedules and their history by key; those already gone are skipped."""
+    for batch in chunks(sorted(keys)):
+        ids = select(schedules.c.id).where(keyed(batch))
         # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
         conn.execute(delete(runs).where(runs.c.schedule_id.in_(ids.scalar_subquery())))
         conn.execute(delete(backfills).where(backfills.c.schedule_id.in_(ids.scalar_subquery())))
         # Explicit for the same reason; versioning.forget's twin (it imports this module).
         conn.execute(delete(schedule_versions).where(schedule_versions.c.schedule_id.in_(ids.scalar_subquery())))
-        conn.execute(delete(schedules).where(schedules.c.name.in_(list(batch))))
+        conn.execute(delete(schedules).where(keyed(batch)))
 
 
-def mark_applied(conn: Connection, names: Sequence[str]) -> None:
-    """Record the schedules ``names`` as an apply left them: ``applied_version`` set to their
-    ``version`` (docs/schedules-in-git.md#drift); names not stored are skipped."""
-    for batch in chunks(sorted(names)):
-        conn.execute(
-            update(schedules).where(schedules.c.name.in_(list(batch))).values(applied_version=schedules.c.version)
-        )
+def mark_applied(conn: Connection, keys: Sequence[ScheduleKey]) -> None:
+    """Record the schedules ``keys`` ((namespace, name)) as an apply left them: ``applied_version``
+    set to their ``version`` (docs/schedules-in-git.md#drift); keys not stored are skipped."""
+    for batch in chunks(sorted(keys)):
+        conn.execute(update(schedules).where(keyed(batch)).values(applied_version=schedules.c.version))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     ColumnElement,
@@ -28,37 +28,13 @@ from ..structures import (
     ScheduleSpec,
 )
 from .claims import CLAIMED_COLUMNS, ClaimRequest, writethenread
+from .claimturns import ClaimScope, NamespaceTurns, applied_steal_after, namespace_filter, served_namespaces
 from .retry import transient_retry
 from .rows import UNHELD, spec_from_row
 from .schema import UTCDateTime, claimable, runs, schedules
-from .storecore import SQLCore
 
 
-def applied_steal_after(buckets: Sequence[int] | None, steal_after: float | None) -> float | None:
-    """``steal_after`` as it applies: ``None`` without buckets (every bucket is claimable anyway)."""
-    return None if buckets is None else steal_after
-
-
-class ClaimScope(NamedTuple):
-    """Which fires a claim may take: in ``buckets`` (``None``: all), due within ``ahead``
-    seconds, and with ``steal_after`` (only with buckets) any overdue by that many seconds."""
-
-    buckets: Sequence[int] | None
-    ahead: float
-    steal_after: float | None
-
-    @classmethod
-    def of(cls, buckets: Sequence[int] | None, ahead: float, steal_after: float | None) -> ClaimScope:
-        """The scope of :meth:`tickwork.abc.Store.claim_due`'s arguments."""
-        return cls(buckets, ahead, applied_steal_after(buckets, steal_after))
-
-    @property
-    def key(self) -> str:
-        """What the claim's statements depend on (their cache key); the values are parameters."""
-        return f"{self.buckets is None}/{self.ahead > 0}/{self.steal_after is not None}"
-
-
-class Claiming(SQLCore):
+class Claiming(NamespaceTurns):
     """Claiming due fires (through the configured claim strategy), recording their runs, giving claims back."""
 
     def claim_due(
@@ -69,9 +45,17 @@ class Claiming(SQLCore):
         buckets: Sequence[int] | None,
         ahead: float = 0.0,
         steal_after: float | None = None,
+        namespaces: Sequence[str] | None = None,
     ) -> list[Claim]:
         limit = max(1, min(limit, self.batch_size))
-        scope = ClaimScope.of(buckets, ahead, steal_after)
+        scope = ClaimScope.of(buckets, ahead, steal_after, namespaces)
+        known = self.known_namespaces()
+        turns = list(known if scope.served is None else (n for n in known if n in scope.served))
+        if len(turns) <= 1:
+            return self._claim_scope(node_id, limit, scope)
+        return self._claim_fairly(node_id, limit, scope, turns)
+
+    def _claim_scope(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]:
         if self.strategy.one_per_transaction:
             claims: list[Claim] = []
             for _ in range(limit):
@@ -116,7 +100,7 @@ class Claiming(SQLCore):
         """:meth:`_claim_once` without ``UPDATE ... RETURNING`` (:mod:`.claims.writethenread`)."""
         with self._tx() as conn:
             now = conn.execute(self.now_query()).scalar_one()
-            owned = self._owned(scope.buckets, scope.steal_after)
+            owned = self._claim_filter(scope)
             req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
             self.statements += 1
             if self.strategy.name == "unique-fire":
@@ -130,7 +114,7 @@ class Claiming(SQLCore):
             return self._record_runs(conn, node_id, rows, run_ids) if rows else []
 
     def _claim_request(self, node_id: str, limit: int, scope: ClaimScope) -> ClaimRequest:
-        owned = self._owned(scope.buckets, scope.steal_after)
+        owned = self._claim_filter(scope)
         return ClaimRequest(node_id, limit, owned, self._claim_now(), self._due_by(scope.ahead), sql=self.operations)
 
     def _single_claim_statement(self, conn: Connection, req: ClaimRequest, scope: ClaimScope) -> Any:
@@ -148,6 +132,8 @@ class Claiming(SQLCore):
             params["claim_ahead"] = scope.ahead
         if scope.steal_after is not None:
             params["steal_after"] = scope.steal_after
+        if scope.one is not None:
+            params["claim_namespace"] = scope.one
         return params
 
     def _claim_now(self) -> ColumnElement[Any]:
@@ -244,9 +230,20 @@ class Claiming(SQLCore):
         return {r.schedule_id: r.id for r in found}
 
     @transient_retry
-    def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
+    def next_due(
+        self,
+        *,
+        buckets: Sequence[int] | None,
+        steal_after: float | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> datetime | None:
+        served = served_namespaces(namespaces)
+        only = namespace_filter(served, None)
+
         def earliest(owned: ColumnElement[bool] | None) -> Select[Any]:
             query = select(func.min(schedules.c.next_fire)).where(claimable())
+            if only is not None:
+                query = query.where(only)
             return query if owned is None else query.where(owned)
 
         steal = applied_steal_after(buckets, steal_after)
@@ -262,7 +259,7 @@ class Claiming(SQLCore):
             return select(owned.scalar_subquery(), late.scalar_subquery())
 
         # Built once: the loop asks this whenever it has nothing in hand, several times a second.
-        query = self._statement(f"next_due/{buckets is None}/{steal is not None}", build)
+        query = self._statement(f"next_due/{buckets is None}/{steal is not None}/{served}", build)
         params = {} if buckets is None else {"owned_buckets": self.owned_mask(buckets)}
         with self._tx() as conn:
             row = conn.execute(query, params).one()

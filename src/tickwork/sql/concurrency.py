@@ -19,11 +19,12 @@ from typing import Any
 
 from sqlalchemy import Connection, Text, bindparam, func, literal, select, update
 
-from ..structures import ADMISSION_FENCED, Admission, Finish, RunStatus
+from ..structures import ADMISSION_FENCED, NAMESPACE_KEY_PREFIX, Admission, Finish, RunStatus
 from ..structures import cap_error as cap
 from .ending import Ending
+from .namespacelimits import lock_key
 from .retry import transient_retry
-from .schema import UTCDateTime, concurrency_keys, runs, schedules
+from .schema import UTCDateTime, runs, schedules
 
 
 class Concurrency(Ending):
@@ -64,7 +65,10 @@ class Concurrency(Ending):
                     or 0
                 )
                 self.statements += 1
-            refused = admission.refusal(running, keyed)
+            namespaced = 0
+            if admission.namespace_limit is not None:
+                namespaced = self._lock_and_count_namespace(conn, spec.namespace, claim.run_id)
+            refused = admission.refusal(running, keyed, namespaced)
             if refused is not None:
                 return refused
             conn.execute(
@@ -97,18 +101,30 @@ class Concurrency(Ending):
     def _lock_and_count_key(self, conn: Connection, key: str, run_id: int | None) -> int:
         """Lock the key's row (created on first use) and count the other running runs admitted
         under it."""
-        lock = select(concurrency_keys.c.key).where(concurrency_keys.c.key == key).with_for_update()
-        # Locked first, inserted only on the key's first use: an INSERT IGNORE of an existing
-        # row takes a shared lock on MySQL, and two of them upgrading to FOR UPDATE deadlock.
-        if conn.scalar(lock) is None:
-            conn.execute(self.insert_ignore(concurrency_keys).values(key=key))
-            conn.execute(lock)
+        lock_key(self, conn, key)
         count = conn.scalar(
             select(func.count())
             .select_from(runs)
             .where(runs.c.concurrency_key == key, runs.c.status == "running", runs.c.id != run_id)
         )
-        self.statements += 3
+        self.statements += 1
+        return int(count or 0)
+
+    def _lock_and_count_namespace(self, conn: Connection, namespace: str, run_id: int | None) -> int:
+        """Lock the namespace's key row and count the other running runs of its schedules that
+        were admitted (every fire of a namespace with ``max_concurrent`` is)."""
+        lock_key(self, conn, NAMESPACE_KEY_PREFIX + namespace)
+        count = conn.scalar(
+            select(func.count())
+            .select_from(runs.join(schedules, schedules.c.id == runs.c.schedule_id))
+            .where(
+                schedules.c.namespace == namespace,
+                runs.c.status == "running",
+                runs.c.concurrency_key.is_not(None),
+                runs.c.id != run_id,
+            )
+        )
+        self.statements += 1
         return int(count or 0)
 
     def _release_started(self, conn: Connection, node_id: str, admission: Admission) -> None:

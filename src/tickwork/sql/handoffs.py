@@ -9,11 +9,12 @@ from typing import Any
 from sqlalchemy import and_, func, literal, select, update
 
 from ..errors import ScheduleNotFoundError
-from ..structures import HANDOFF_OPEN, RunRecord, RunStatus, cap_worker
+from ..structures import DEFAULT_NAMESPACE, HANDOFF_OPEN, RunRecord, RunStatus, ScheduleKey, cap_worker
 from ..structures import cap_error as cap
+from .bulk import keyed
 from .retry import transient_retry
 from .rows import run_record
-from .schema import runs, schedules
+from .schema import named, runs, schedules
 from .storecore import SQLCore
 
 _OPEN = sorted(s.value for s in HANDOFF_OPEN)
@@ -58,16 +59,16 @@ class Handoffs(SQLCore):
         return False, None if current is None else RunStatus(current)
 
     @transient_retry
-    def pending_handoffs(self, names: Collection[str], report_timeout: float) -> dict[str, RunRecord]:
-        found: dict[str, RunRecord] = {}
-        wanted = sorted(set(names))
+    def pending_handoffs(self, keys: Collection[ScheduleKey], report_timeout: float) -> dict[ScheduleKey, RunRecord]:
+        found: dict[ScheduleKey, RunRecord] = {}
+        wanted = sorted(set(keys))
         # Chunks keep the IN lists within every database's bound-parameter limit.
         for start in range(0, len(wanted), PENDING_CHUNK):
             found.update(self._pending_of(wanted[start : start + PENDING_CHUNK], report_timeout))
         return found
 
-    def _pending_of(self, names: list[str], report_timeout: float) -> dict[str, RunRecord]:
-        schedule_ids = select(schedules.c.id).where(schedules.c.name.in_(names))
+    def _pending_of(self, keys: list[ScheduleKey], report_timeout: float) -> dict[ScheduleKey, RunRecord]:
+        schedule_ids = select(schedules.c.id).where(keyed(keys))
         pending = and_(runs.c.schedule_id.in_(schedule_ids), runs.c.status.in_(_OPEN))
         # Submitted: finished_at is the hand-off; started: started_at is the worker's start.
         since = func.coalesce(runs.c.finished_at, runs.c.started_at)
@@ -83,17 +84,17 @@ class Handoffs(SQLCore):
                 )
             )
             rows = conn.execute(
-                select(runs, schedules.c.name.label("schedule_name"))
+                select(runs, schedules.c.name.label("schedule_name"), schedules.c.namespace.label("schedule_namespace"))
                 .join(schedules, schedules.c.id == runs.c.schedule_id)
                 .where(pending)
                 .order_by(runs.c.id)
             ).all()
         # The latest pending run of each schedule (rows in id order: the last one wins).
-        return {row.schedule_name: run_record(row) for row in rows}
+        return {(row.schedule_namespace, row.schedule_name): run_record(row) for row in rows}
 
     def _runs_of(self, conn: Any, ids: list[int]) -> list[RunRecord]:
         rows = conn.execute(
-            select(runs, schedules.c.name.label("schedule_name"))
+            select(runs, schedules.c.name.label("schedule_name"), schedules.c.namespace.label("schedule_namespace"))
             .join(schedules, schedules.c.id == runs.c.schedule_id)
             .where(runs.c.id.in_(ids))
             .order_by(runs.c.id)
@@ -134,10 +135,10 @@ class Handoffs(SQLCore):
             return self._runs_of(conn, marked) if marked else []
 
     @transient_retry
-    def release_handoffs(self, schedule: str, reason: str) -> list[RunRecord]:
+    def release_handoffs(self, schedule: str, reason: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[RunRecord]:
         submitted = RunStatus.SUBMITTED.value
         with self._tx() as conn:
-            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == schedule))
+            schedule_id = conn.scalar(select(schedules.c.id).where(*named(schedule, namespace)))
             if schedule_id is None:
                 raise ScheduleNotFoundError(schedule)
             candidates = list(

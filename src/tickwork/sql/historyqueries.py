@@ -42,15 +42,17 @@ class HistoryQueries(SQLCore):
     """Reading the history and the schedules for admins (tickwork.admin, the CLI, the dashboard), and pruning."""
 
     @transient_retry
-    def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
+    def history(self, *, limit: int = 50, schedule: str | None = None, namespace: str | None = None) -> list[RunRecord]:
         query = (
-            select(runs, schedules.c.name.label("schedule_name"))
+            select(runs, schedules.c.name.label("schedule_name"), schedules.c.namespace.label("schedule_namespace"))
             .join(schedules, schedules.c.id == runs.c.schedule_id)
             .order_by(runs.c.id.desc())
             .limit(limit)
         )
         if schedule is not None:
             query = query.where(schedules.c.name == schedule)
+        if namespace is not None:
+            query = query.where(schedules.c.namespace == namespace)
         with self._tx() as conn:
             return [run_record(r) for r in conn.execute(query)]
 
@@ -61,8 +63,11 @@ class HistoryQueries(SQLCore):
         search: str | None,
         failing: bool | None = None,
         parked: bool | None = None,
+        namespace: str | None = None,
     ) -> list[ColumnElement[bool]]:
         conditions: list[ColumnElement[bool]] = []
+        if namespace is not None:
+            conditions.append(schedules.c.namespace == namespace)
         if parked is not None:
             conditions.append(schedules.c.fault.is_not(None) if parked else schedules.c.fault.is_(None))
         if failing is not None:
@@ -95,12 +100,18 @@ class HistoryQueries(SQLCore):
         offset: int = 0,
         failing: bool | None = None,
         parked: bool | None = None,
+        namespace: str | None = None,
     ) -> list[Schedule]:
         # NULLS LAST spelled as a CASE: MySQL/MariaDB have no NULLS LAST.
         query = (
             select(schedules)
-            .where(*self._schedule_filters(state, enabled, search, failing, parked))
-            .order_by(case((schedules.c.next_fire.is_(None), 1), else_=0), schedules.c.next_fire, schedules.c.name)
+            .where(*self._schedule_filters(state, enabled, search, failing, parked, namespace))
+            .order_by(
+                case((schedules.c.next_fire.is_(None), 1), else_=0),
+                schedules.c.next_fire,
+                schedules.c.name,
+                schedules.c.namespace,
+            )
             .offset(offset)
         )
         if limit is not None:
@@ -117,11 +128,12 @@ class HistoryQueries(SQLCore):
         search: str | None = None,
         failing: bool | None = None,
         parked: bool | None = None,
+        namespace: str | None = None,
     ) -> int:
         query = (
             select(func.count())
             .select_from(schedules)
-            .where(*self._schedule_filters(state, enabled, search, failing, parked))
+            .where(*self._schedule_filters(state, enabled, search, failing, parked, namespace))
         )
         with self._tx() as conn:
             return int(conn.execute(query).scalar_one())
@@ -135,7 +147,7 @@ class HistoryQueries(SQLCore):
             # From each schedule to its latest fire's latest attempt: not the highest run id,
             # which a backfill of last week (or a rerun of an old fire) would make an old fire.
             query = (
-                select(runs, schedules.c.name.label("schedule_name"))
+                select(runs, schedules.c.name.label("schedule_name"), schedules.c.namespace.label("schedule_namespace"))
                 .select_from(schedules.join(runs, runs.c.id == _latest_of_each("id")))
                 .where(schedules.c.id.in_(list(batch)))
             )
@@ -155,7 +167,7 @@ class HistoryQueries(SQLCore):
         # page of 50 on a local PostgreSQL, 24-36 against 11-22 ms on SQLite (300 schedules).
         out: dict[int, list[RunRecord]] = {}
         query = (
-            select(runs, literal("").label("schedule_name"))
+            select(runs, literal("").label("schedule_name"), literal("").label("schedule_namespace"))
             .where(runs.c.schedule_id == bindparam("sid"))
             .order_by(runs.c.scheduled_for.desc(), runs.c.attempt.desc())
             .limit(limit)
@@ -165,7 +177,9 @@ class HistoryQueries(SQLCore):
         with self._tx() as conn:
             for schedule in schedules:
                 rows = conn.execute(query, {"sid": schedule.id})
-                out[schedule.id] = [replace(run_record(r), schedule=schedule.name) for r in rows]
+                out[schedule.id] = [
+                    replace(run_record(r), schedule=schedule.name, namespace=schedule.spec.namespace) for r in rows
+                ]
         return out
 
     @transient_retry
@@ -178,9 +192,10 @@ class HistoryQueries(SQLCore):
         until: datetime | None = None,
         node: str | None = None,
         limit: int = 100,
+        namespace: str | None = None,
     ) -> list[RunRecord]:
         query = (
-            select(runs, schedules.c.name.label("schedule_name"))
+            select(runs, schedules.c.name.label("schedule_name"), schedules.c.namespace.label("schedule_namespace"))
             .join(schedules, schedules.c.id == runs.c.schedule_id)
             .order_by(runs.c.scheduled_for.desc(), runs.c.attempt.desc(), runs.c.id.desc())
             .limit(limit)
@@ -195,13 +210,15 @@ class HistoryQueries(SQLCore):
             query = query.where(runs.c.scheduled_for < until)
         if node is not None:
             query = query.where(runs.c.node == node)
+        if namespace is not None:
+            query = query.where(schedules.c.namespace == namespace)
         with self._tx() as conn:
             return [run_record(r) for r in conn.execute(query)]
 
     @transient_retry
     def get_run(self, run_id: int) -> RunRecord | None:
         query = (
-            select(runs, schedules.c.name.label("schedule_name"))
+            select(runs, schedules.c.name.label("schedule_name"), schedules.c.namespace.label("schedule_namespace"))
             .join(schedules, schedules.c.id == runs.c.schedule_id)
             .where(runs.c.id == run_id)
         )

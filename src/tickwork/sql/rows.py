@@ -104,6 +104,7 @@ def spec_from_row(r: Mapping[Any, Any]) -> ScheduleSpec:
         "misfire": MisfirePolicy(r["misfire"]) if r["misfire"] else None,
         "retries": r["retries"],
         "retry_backoff": _seconds(r["retry_backoff_s"]),
+        "namespace": r["namespace"],
     }
     options = _options(r["options"])
     if options is not None:
@@ -136,7 +137,7 @@ def schedule_from_row(row: Row[Any]) -> Schedule:
 
 
 def run_record(r: Row[Any]) -> RunRecord:
-    """A run row joined with its schedule's name (``schedule_name``)."""
+    """A run row joined with its schedule's name and namespace (``schedule_name``, ``schedule_namespace``)."""
     return RunRecord(
         id=r.id,
         schedule=r.schedule_name,
@@ -149,12 +150,14 @@ def run_record(r: Row[Any]) -> RunRecord:
         attempt=r.attempt,
         worker=r.worker,
         version=r.version,
+        namespace=r.schedule_namespace,
     )
 
 
 def spec_values(spec: ScheduleSpec) -> dict[str, Any]:
     return {
         "name": spec.name,
+        "namespace": spec.namespace,
         "module": spec.module,
         "bucket": spec.bucket,
         "trigger_kind": spec.trigger_kind,

@@ -21,36 +21,41 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from ..abc.storeroles import namespace_growth
 from ..errors import (
     ScheduleExistsError,
     ScheduleNotFoundError,
 )
 from ..structures import (
+    DEFAULT_NAMESPACE,
     Pause,
     Schedule,
+    ScheduleKey,
     SchedulePlan,
     ScheduleSpec,
 )
-from . import bulk, versioning
+from . import bulk, namespacelimits, versioning
 from .pausing import PAUSE_CLEARED, pause_values
 from .retry import transient_retry
 from .rows import next_fire_values, schedule_from_row, spec_values
-from .schema import backfills, runs, schedules
+from .schema import backfills, named, runs, schedules
 from .storecore import SQLCore
 
 
 class ScheduleWriting(SQLCore):
     """Writing schedules: add, update, the batched write of a deployment sync, enable, "run now", remove."""
 
-    def _written(self, conn: Connection, write: Insert | Update, name: str, returning: bool) -> Row[Any] | None:
-        """The row of schedule ``name`` as ``write`` left it: returned by the write where the
+    def _written(
+        self, conn: Connection, write: Insert | Update, name: str, namespace: str, returning: bool
+    ) -> Row[Any] | None:
+        """The row of schedule ``name`` (of ``namespace``) as ``write`` left it: returned by the write where the
         database can (``returning``), else read after it in the same transaction. ``None``:
         the write changed no row."""
         if returning:
             return conn.execute(write.returning(*schedules.c)).first()
         if not conn.execute(write).rowcount:
             return None
-        return conn.execute(select(schedules).where(schedules.c.name == name)).first()
+        return conn.execute(select(schedules).where(*named(name, namespace))).first()
 
     def add(self, spec: ScheduleSpec, next_fire: datetime | None, *, by: str | None = None) -> Schedule:
         now = self.now_expr()
@@ -58,7 +63,8 @@ class ScheduleWriting(SQLCore):
         returning = self.features.insert_returning
         try:
             with self._tx() as conn:
-                row = self._written(conn, insert(schedules).values(**values), spec.name, returning)
+                namespacelimits.check_room(self, conn, {spec.namespace: 1})
+                row = self._written(conn, insert(schedules).values(**values), spec.name, spec.namespace, returning)
                 assert row is not None
                 versioning.record(self, conn, versioning.diffs([(spec, None)]), by)
                 self._notify(conn)
@@ -79,14 +85,14 @@ class ScheduleWriting(SQLCore):
         with self._tx() as conn:
             # The definition it replaces, locked until the version is written: two writers at
             # once number their versions one after the other.
-            before = conn.execute(select(schedules).where(schedules.c.name == spec.name).with_for_update()).first()
+            before = conn.execute(select(schedules).where(*named(spec.name, spec.namespace)).with_for_update()).first()
             if before is None:
                 raise ScheduleNotFoundError(spec.name)
             changed = versioning.diffs([(spec, schedule_from_row(before).spec)])
             if changed:
                 values |= {"version": schedules.c.version + 1}
-            write = update(schedules).where(schedules.c.name == spec.name).values(**values)
-            row = self._written(conn, write, spec.name, self.features.update_returning)
+            write = update(schedules).where(*named(spec.name, spec.namespace)).values(**values)
+            row = self._written(conn, write, spec.name, spec.namespace, self.features.update_returning)
             if row is None:
                 raise ScheduleNotFoundError(spec.name)
             versioning.record(self, conn, changed, by)
@@ -107,11 +113,15 @@ class ScheduleWriting(SQLCore):
         try:
             with self._tx() as conn:
                 self.lock_schedule_writes(conn)
-                stored = [schedule_from_row(r) for r in conn.execute(select(schedules).order_by(schedules.c.name))]
+                stored = [
+                    schedule_from_row(r)
+                    for r in conn.execute(select(schedules).order_by(schedules.c.namespace, schedules.c.name))
+                ]
                 applied = plan(stored)
-                before = {s.name: s.spec for s in stored}
+                before = {s.key: s.spec for s in stored}
                 written: list[tuple[ScheduleSpec, ScheduleSpec | None]] = [(s, None) for s in applied.create]
-                written += [(s, before.get(s.name)) for s in (*applied.update, *applied.retrigger)]
+                written += [(s, before.get(s.key)) for s in (*applied.update, *applied.retrigger)]
+                namespacelimits.check_room(self, conn, namespace_growth(stored, applied))
                 changed = versioning.diffs(written)
                 bulk.insert_schedules(self, conn, applied.create, next_fire, spec_values)
                 bulk.update_schedules(self, conn, applied.update, None, spec_values, changed)
@@ -127,23 +137,25 @@ class ScheduleWriting(SQLCore):
         return applied
 
     @transient_retry
-    def mark_applied(self, names: Sequence[str]) -> None:
+    def mark_applied(self, keys: Sequence[ScheduleKey]) -> None:
         with self._tx() as conn:
-            bulk.mark_applied(conn, names)
+            bulk.mark_applied(conn, keys)
 
     @transient_retry
-    def get(self, name: str) -> Schedule:
+    def get(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> Schedule:
         with self._tx() as conn:
-            row = conn.execute(select(schedules).where(schedules.c.name == name)).first()
+            row = conn.execute(select(schedules).where(*named(name, namespace))).first()
         if row is None:
             raise ScheduleNotFoundError(name)
         return schedule_from_row(row)
 
     @transient_retry
-    def list_schedules(self, *, module: str | None = None) -> list[Schedule]:
-        query = select(schedules).order_by(schedules.c.name)
+    def list_schedules(self, *, module: str | None = None, namespace: str | None = None) -> list[Schedule]:
+        query = select(schedules).order_by(schedules.c.name, schedules.c.namespace)
         if module is not None:
             query = query.where(schedules.c.module == module)
+        if namespace is not None:
+            query = query.where(schedules.c.namespace == namespace)
         with self._tx() as conn:
             return [schedule_from_row(row) for row in conn.execute(query)]
 
@@ -157,9 +169,9 @@ class ScheduleWriting(SQLCore):
                 counts[str(name)] = int(count)
         return counts
 
-    def remove(self, name: str) -> None:
+    def remove(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         with self._tx() as conn:
-            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == name))
+            schedule_id = conn.scalar(select(schedules.c.id).where(*named(name, namespace)))
             if schedule_id is None:
                 raise ScheduleNotFoundError(name)
             # Explicit, so SQLite does not depend on PRAGMA foreign_keys for the cascade.
@@ -169,7 +181,15 @@ class ScheduleWriting(SQLCore):
             conn.execute(delete(schedules).where(schedules.c.id == schedule_id))
             self._notify(conn)
 
-    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
+    def set_enabled(
+        self,
+        name: str,
+        enabled: bool,
+        next_fire: datetime | None,
+        pause: Pause | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Schedule:
         now = self.now_expr()
         values: dict[str, Any] = {
             "enabled": enabled,
@@ -181,26 +201,28 @@ class ScheduleWriting(SQLCore):
             values |= PAUSE_CLEARED
         elif pause is not None:
             values |= pause_values(pause, now)
-        write = update(schedules).where(schedules.c.name == name).values(**values)
+        write = update(schedules).where(*named(name, namespace)).values(**values)
         returning = self.features.update_returning
         with self._tx() as conn:
-            row = self._written(conn, write, name, returning)
+            row = self._written(conn, write, name, namespace, returning)
             if row is None:
                 raise ScheduleNotFoundError(name)
             self._notify(conn)
         return schedule_from_row(row)
 
-    def fire_now(self, name: str) -> Schedule:
+    def fire_now(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> Schedule:
         now = self.now_expr()
         returning = self.features.update_returning
-        idle = update(schedules).where(schedules.c.name == name, schedules.c.state == "idle")
+        idle = update(schedules).where(*named(name, namespace), schedules.c.state == "idle")
         with self._tx() as conn:
-            row = self._written(conn, idle.values(next_fire=now, updated_at=now), name, returning)
+            row = self._written(conn, idle.values(next_fire=now, updated_at=now), name, namespace, returning)
             if row is None:
                 # Running: the end of the current run would overwrite next_fire, so leave a
                 # request that the release honours (fires right after the current run).
-                held = update(schedules).where(schedules.c.name == name)
-                row = self._written(conn, held.values(fire_requested_at=now, updated_at=now), name, returning)
+                held = update(schedules).where(*named(name, namespace))
+                row = self._written(
+                    conn, held.values(fire_requested_at=now, updated_at=now), name, namespace, returning
+                )
             if row is None:
                 raise ScheduleNotFoundError(name)
             self._notify(conn)

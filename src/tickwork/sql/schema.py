@@ -27,7 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.sql.elements import ColumnElement, TextClause
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from .dialects import traits_of
@@ -105,7 +105,9 @@ schedules = Table(
     "tickwork_schedules",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    Column("name", String(200), nullable=False, unique=True),
+    Column("name", String(200), nullable=False),
+    # The team's share of the cluster (docs/teams.md; migration 0015): a name is unique within it.
+    Column("namespace", String(100), nullable=False, server_default="default"),
     Column("module", String(200), nullable=True),
     Column("bucket", Integer, nullable=False),
     Column("trigger_kind", String(32), nullable=False),
@@ -162,6 +164,7 @@ schedules = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint("state IN ('idle', 'running')", name="state"),
     CheckConstraint("misfire IS NULL OR misfire IN ('skip', 'once', 'all')", name="misfire"),
+    UniqueConstraint("namespace", "name", name="uq_tickwork_schedules_name"),
 )
 
 #: The predicate of the partial "due" index. Queries must repeat it verbatim (``claimable()``):
@@ -178,6 +181,22 @@ Index(
     sqlite_where=text(CLAIMABLE),
     postgresql_where=text(CLAIMABLE),
 )
+
+
+# The fair claim (sql/claimturns.py) takes each namespace's due fires in turn: this index finds one
+# namespace's earliest ones without passing over another's herd.
+Index(
+    "ix_tickwork_schedules_due_namespace",
+    schedules.c.namespace,
+    schedules.c.next_fire,
+    sqlite_where=text(CLAIMABLE),
+    postgresql_where=text(CLAIMABLE),
+)
+
+
+def named(name: str, namespace: str) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+    """The WHERE terms of the schedule ``name`` of ``namespace`` (its key: names are unique only within one)."""
+    return (schedules.c.namespace == namespace, schedules.c.name == name)
 
 
 def claimable() -> TextClause:

@@ -74,6 +74,11 @@ class SQLCore(Store):
         #: The executor names each node of this process announced, as stored (a JSON list): a
         #: record the heartbeat creates again after a rejoin carries them (NodeState).
         self.announced: dict[str, str] = {}
+        #: The namespaces holding schedules, when they were read (monotonic), and the fair
+        #: claim's next first turn (sql/claimturns.py).
+        self._namespaces: tuple[str, ...] = ()
+        self._namespaces_read = float("-inf")
+        self._turn = 0
 
     @abstractmethod
     def _create_engine(self) -> Engine:

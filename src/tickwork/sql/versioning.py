@@ -11,14 +11,14 @@ from sqlalchemy import Connection, delete, select
 
 from ..errors import ScheduleNotFoundError
 from ..scheduling.versions import changes, definition
-from ..structures import ScheduleSpec, ScheduleVersion
+from ..structures import DEFAULT_NAMESPACE, ScheduleKey, ScheduleSpec, ScheduleVersion
 from . import bulk
 from .retry import transient_retry
-from .schema import schedule_versions, schedules
+from .schema import named, schedule_versions, schedules
 from .storecore import SQLCore
 
-#: Each changed definition by schedule name: its changes and the whole definition after them.
-Diffs = dict[str, tuple[dict[str, dict[str, Any]], dict[str, Any]]]
+#: Each changed definition by schedule key: its changes and the whole definition after them.
+Diffs = dict[ScheduleKey, tuple[dict[str, dict[str, Any]], dict[str, Any]]]
 
 
 def diffs(written: Sequence[tuple[ScheduleSpec, ScheduleSpec | None]]) -> Diffs:
@@ -29,7 +29,7 @@ def diffs(written: Sequence[tuple[ScheduleSpec, ScheduleSpec | None]]) -> Diffs:
         new = definition(spec)
         changed = changes(None if before is None else definition(before), new)
         if changed:
-            out[spec.name] = (changed, new)
+            out[spec.key] = (changed, new)
     return out
 
 
@@ -44,7 +44,9 @@ def record(store: SQLCore, conn: Connection, wanted: Diffs, by: str | None) -> N
     insert = schedule_versions.insert()
     for batch in bulk.chunks(sorted(wanted)):
         found = conn.execute(
-            select(schedules.c.id, schedules.c.name, schedules.c.version).where(schedules.c.name.in_(list(batch)))
+            select(schedules.c.id, schedules.c.namespace, schedules.c.name, schedules.c.version).where(
+                bulk.keyed(batch)
+            )
         )
         rows = [
             {
@@ -52,10 +54,10 @@ def record(store: SQLCore, conn: Connection, wanted: Diffs, by: str | None) -> N
                 "version": number,
                 "created_at": now,
                 "created_by": by,
-                "changes": wanted[name][0],
-                "definition": wanted[name][1],
+                "changes": wanted[(namespace, name)][0],
+                "definition": wanted[(namespace, name)][1],
             }
-            for sid, name, number in found
+            for sid, namespace, name, number in found
         ]
         if rows:
             conn.execute(insert, rows)
@@ -71,9 +73,9 @@ class ScheduleVersions(SQLCore):
     """Reading a schedule's versions."""
 
     @transient_retry
-    def versions(self, name: str) -> list[ScheduleVersion]:
+    def versions(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[ScheduleVersion]:
         with self._tx() as conn:
-            schedule_id = conn.scalar(select(schedules.c.id).where(schedules.c.name == name))
+            schedule_id = conn.scalar(select(schedules.c.id).where(*named(name, namespace)))
             if schedule_id is None:
                 raise ScheduleNotFoundError(name)
             rows = conn.execute(

@@ -46,6 +46,7 @@ from .contract_concurrency import ConcurrencyContract
 from .contract_expiry import ClaimExpiryContract
 from .contract_helpers import MINUTE, OK, claim_all, finish, spec
 from .contract_history import HistoryContract
+from .contract_namespaces import NamespacesContract
 from .contract_nodes import NodeRecordContract
 from .contract_reruns import RerunContract
 from .contract_rounds import StartRoundContract
@@ -73,6 +74,7 @@ class StoreContract(
     WritesDuringRunContract,
     VersionsContract,
     TokensContract,
+    NamespacesContract,
 ):
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``.
 

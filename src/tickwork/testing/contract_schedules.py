@@ -77,7 +77,7 @@ class ScheduleCatalogContract:
                 create=tuple(created),
                 update=(spec("keep", module="app", target="m:g"),),
                 retrigger=(spec("retrigger", module="app", expression="0 * * * *"),),
-                remove=("gone",),
+                remove=(("default", "gone"),),
             )
 
         def next_fire(s: ScheduleSpec, now: datetime) -> datetime:

@@ -127,7 +127,7 @@ class VersionsContract:
             return SchedulePlan(
                 create=(spec("new"),),
                 update=(spec("kept", retries=2),),
-                applied=("new", "kept", "gone"),  # a name not stored is skipped
+                applied=(("default", "new"), ("default", "kept"), ("default", "gone")),  # one not stored: skipped
             )
 
         store.write_schedules(plan, lambda s, now: now + MINUTE, by="apply:carol")
@@ -139,14 +139,14 @@ class VersionsContract:
         # A later change by anyone else moves the version past the applied one (drift).
         store.update(spec("kept", retries=3), None, retime=False, by="dave")
         assert (store.get("kept").version, store.get("kept").applied_version) == (3, 2)
-        store.mark_applied(["kept"])
+        store.mark_applied([("default", "kept")])
         assert store.get("kept").applied_version == 3
 
     def test_marking_applied_leaves_a_run_in_flight_and_its_fence_alone(self, store: Store) -> None:
         t = store.now()
         store.add(spec("a"), t)
         (claim,) = claim_all(store)
-        store.mark_applied(["a"])
+        store.mark_applied([("default", "a")])
         held = store.get("a")
         assert (held.applied_version, held.claim_seq, held.claimed_by) == (1, claim.claim_seq, "n1")
         assert finish(store, claim, t + MINUTE)

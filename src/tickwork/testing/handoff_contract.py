@@ -13,9 +13,23 @@ import pytest
 
 from ..abc import Store
 from ..errors import ScheduleNotFoundError, TickworkError
-from ..structures import HANDOFF_STUCK, Finish, Outcome, RunStatus, ScheduleSpec, handoff_stuck
+from ..structures import (
+    DEFAULT_NAMESPACE,
+    HANDOFF_STUCK,
+    Finish,
+    Outcome,
+    RunStatus,
+    ScheduleKey,
+    ScheduleSpec,
+    handoff_stuck,
+)
 
 _WAITING = frozenset({RunStatus.SUBMITTED, RunStatus.ABANDONED})
+
+
+def _k(name: str) -> ScheduleKey:
+    """The key of schedule ``name`` in the default namespace."""
+    return (DEFAULT_NAMESPACE, name)
 
 
 def _hand_off(store: Store, name: str, executor: str = "local") -> int:
@@ -32,7 +46,7 @@ def _hand_off(store: Store, name: str, executor: str = "local") -> int:
 def _supports_handoffs(store: Store) -> bool:
     """False for a store that refuses hand-offs, after checking it refuses both methods."""
     try:
-        store.pending_handoffs(["no-such-schedule"], 60).get("no-such-schedule")
+        store.pending_handoffs([_k("no-such-schedule")], 60).get(_k("no-such-schedule"))
     except TickworkError:
         with pytest.raises(TickworkError):
             store.report_handoff(1, RunStatus.STARTED, expect=_WAITING)
@@ -47,7 +61,7 @@ class HandoffContract:
         if not _supports_handoffs(store):
             return
         run_id = _hand_off(store, "a")
-        pending = store.pending_handoffs(["a"], 3600).get("a")
+        pending = store.pending_handoffs([_k("a")], 3600).get(_k("a"))
         assert pending is not None and pending.id == run_id and pending.status is RunStatus.SUBMITTED
         assert store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING) == (True, RunStatus.STARTED)
         (run,) = store.history(schedule="a")
@@ -58,7 +72,7 @@ class HandoffContract:
         assert landed == (True, RunStatus.FAILED)
         (run,) = store.history(schedule="a")
         assert run.status is RunStatus.FAILED and run.error == "Traceback: boom" and run.finished_at is not None
-        assert store.pending_handoffs(["a"], 3600).get("a") is None
+        assert store.pending_handoffs([_k("a")], 3600).get(_k("a")) is None
         assert store.report_handoff(run_id + 1000, RunStatus.STARTED, expect=_WAITING) == (False, None)
 
     def test_a_report_before_the_node_recorded_the_handoff_does_not_land(self, store: Store) -> None:
@@ -68,7 +82,7 @@ class HandoffContract:
         (claim,) = store.claim_due("n1", limit=1, buckets=None)
         assert claim.run_id is not None
         assert store.report_handoff(claim.run_id, RunStatus.STARTED, expect=_WAITING) == (False, RunStatus.RUNNING)
-        assert store.pending_handoffs(["b"], 3600).get("b") is None  # a claim in progress is not a hand-off yet
+        assert store.pending_handoffs([_k("b")], 3600).get(_k("b")) is None  # a claim in progress is not a hand-off yet
 
     def test_the_pending_handoffs_of_many_schedules_are_read_at_once(self, store: Store) -> None:
         if not _supports_handoffs(store):
@@ -76,14 +90,14 @@ class HandoffContract:
         first = _hand_off(store, "m1")
         second = _hand_off(store, "m2")
         store.add(ScheduleSpec(name="m3", trigger_kind="cron", expression="* * * * *", target="m:f"), store.now())
-        found = store.pending_handoffs(["m1", "m2", "m3", "no-such-schedule", "m1"], 3600)
+        found = store.pending_handoffs([_k("m1"), _k("m2"), _k("m3"), _k("no-such-schedule"), _k("m1")], 3600)
         # One entry per schedule with a pending hand-off: m3 has none, the unknown name is absent.
-        assert {name: run.id for name, run in found.items()} == {"m1": first, "m2": second}
+        assert {key: run.id for key, run in found.items()} == {_k("m1"): first, _k("m2"): second}
         assert all(run.status is RunStatus.SUBMITTED for run in found.values())
         assert store.report_handoff(first, RunStatus.SUCCEEDED, expect=_WAITING) == (True, RunStatus.SUCCEEDED)
-        assert set(store.pending_handoffs(["m1", "m2"], 3600)) == {"m2"}
+        assert set(store.pending_handoffs([_k("m1"), _k("m2")], 3600)) == {_k("m2")}
         # An overdue one ends timed_out in the same call, whichever schedules are asked with it.
-        assert store.pending_handoffs(["m2", "m3"], -5) == {}
+        assert store.pending_handoffs([_k("m2"), _k("m3")], -5) == {}
         (run,) = store.history(schedule="m2")
         assert run.status is RunStatus.TIMED_OUT
         assert store.pending_handoffs([], 3600) == {}
@@ -92,9 +106,9 @@ class HandoffContract:
         if not _supports_handoffs(store):
             return
         run_id = _hand_off(store, "c")
-        assert store.pending_handoffs(["c"], 3600).get("c") is not None
+        assert store.pending_handoffs([_k("c")], 3600).get(_k("c")) is not None
         # A negative timeout puts the deadline before the hand-off: it is overdue at once.
-        assert store.pending_handoffs(["c"], -5).get("c") is None
+        assert store.pending_handoffs([_k("c")], -5).get(_k("c")) is None
         (run,) = store.history(schedule="c")
         assert run.id == run_id and run.status is RunStatus.TIMED_OUT and "report_timeout" in (run.error or "")
         # A worker reporting after that is fenced out.
@@ -117,7 +131,7 @@ class HandoffContract:
         assert run.id == other and run.error is None  # another executor's hand-off is not its to mark
         # The run is still the schedule's pending hand-off, and a late worker still starts it,
         # which clears the mark.
-        pending = store.pending_handoffs(["d"], 3600).get("d")
+        pending = store.pending_handoffs([_k("d")], 3600).get(_k("d"))
         assert pending is not None and pending.id == run_id
         assert store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING) == (True, RunStatus.STARTED)
         (run,) = store.history(schedule="d")
@@ -131,7 +145,7 @@ class HandoffContract:
         assert released.id == run_id and released.status is RunStatus.CANCELLED
         (run,) = store.history(schedule="f")
         assert run.status is RunStatus.CANCELLED and run.error == "released by alice" and run.finished_at is not None
-        assert store.pending_handoffs(["f"], 3600).get("f") is None  # the next fire is handed off again
+        assert store.pending_handoffs([_k("f")], 3600).get(_k("f")) is None  # the next fire is handed off again
         # The worker that takes the message afterwards must not run it, nor change the row.
         assert store.report_handoff(run_id, RunStatus.STARTED, expect=_WAITING) == (False, RunStatus.CANCELLED)
         assert store.release_handoffs("f", "released by bob") == []

@@ -34,10 +34,25 @@ from .memory_concurrency import MemoryConcurrency
 from .memory_counts import MemoryCounts
 from .memory_handoffs import MemoryHandoffs
 from .memory_reruns import MemoryReruns
-from .memory_rows import RunRow
+from .memory_rows import RunRow, ScheduleRow
 from .memory_starts import MemoryStarts, unstarted
 from .memory_tables import MemoryTables, aware
 from .memory_tokens import MemoryTokens
+
+
+def fair_order(due: Sequence[ScheduleRow], limit: int) -> list[ScheduleRow]:
+    """Up to ``limit`` of the ``due`` rows as the SQL store's fair claim takes them
+    (docs/teams.md#fair-firing): each namespace's earliest first, the namespaces taking turns."""
+    by_namespace: dict[str, list[ScheduleRow]] = {}
+    for row in sorted(due, key=lambda r: (r.next_fire, r.id)):
+        by_namespace.setdefault(row.spec.namespace, []).append(row)
+    queues = [by_namespace[n] for n in sorted(by_namespace)]
+    out: list[ScheduleRow] = []
+    depth = 0
+    while len(out) < limit and any(depth < len(q) for q in queues):
+        out.extend(q[depth] for q in queues if depth < len(q))
+        depth += 1
+    return out[:limit]
 
 
 class MemorySettings(StoreSettings):
@@ -85,9 +100,11 @@ class MemoryStore(
         buckets: Sequence[int] | None,
         ahead: float = 0.0,
         steal_after: float | None = None,
+        namespaces: Sequence[str] | None = None,
     ) -> list[Claim]:
         limit = max(1, min(limit, self.batch_size))
         owned = None if buckets is None else set(buckets)
+        served = None if namespaces is None else set(namespaces)
         with self._tx() as now:
             # Invariant 2: due by the clock of this very claim (plus the look-ahead window).
             due_by = now + timedelta(seconds=max(ahead, 0.0))
@@ -99,11 +116,11 @@ class MemoryStore(
                 if r.claimable
                 and r.next_fire is not None
                 and r.next_fire <= due_by
+                and (served is None or r.spec.namespace in served)
                 and (owned is None or r.spec.bucket in owned or (stolen_by is not None and r.next_fire <= stolen_by))
             ]
-            due.sort(key=lambda r: (r.next_fire, r.id))
             claims = []
-            for row in due[:limit]:
+            for row in fair_order(due, limit):
                 assert row.next_fire is not None
                 row.state, row.claimed_by, row.claimed_at = ScheduleState.RUNNING, node_id, now
                 row.claim_seq += 1  # the fence token
@@ -223,14 +240,21 @@ class MemoryStore(
             )
             return self._insert_run(run)
 
-    def next_due(self, *, buckets: Sequence[int] | None, steal_after: float | None = None) -> datetime | None:
+    def next_due(
+        self,
+        *,
+        buckets: Sequence[int] | None,
+        steal_after: float | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> datetime | None:
         owned = None if buckets is None else set(buckets)
+        served = None if namespaces is None else set(namespaces)
         # Another bucket's fire is claimable once overdue by steal_after (claim_due).
         late = None if steal_after is None else timedelta(seconds=steal_after)
         with self._tx() as now:
             times = []
             for r in self._schedules.values():
-                if not r.claimable or r.next_fire is None:
+                if not r.claimable or r.next_fire is None or (served is not None and r.spec.namespace not in served):
                     continue
                 if owned is None or r.spec.bucket in owned:
                     times.append(r.next_fire)

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import _GeneratorContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..structures import (
+    DEFAULT_NAMESPACE,
     Claim,
     Outcome,
     RunStatus,
@@ -31,7 +32,7 @@ class MemoryBackfills:
         _run_ids: itertools.count[int]
 
         def _tx(self) -> _GeneratorContextManager[datetime]: ...
-        def _row(self, name: str) -> ScheduleRow: ...
+        def _row(self, name: str, namespace: str = ...) -> ScheduleRow: ...
         def _insert_run(self, run: RunRow) -> int | None: ...
         def _notify(self) -> None: ...
 
@@ -47,11 +48,17 @@ class MemoryBackfills:
             del self._queued[key]
 
     def queue_backfill(
-        self, name: str, times: Sequence[datetime], *, rerun: bool = False, overlap: str = "buffer_all"
+        self,
+        name: str,
+        times: Sequence[datetime],
+        *,
+        rerun: bool = False,
+        overlap: str = "buffer_all",
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> list[datetime]:
         check_backfill_overlap(overlap)
         with self._tx() as now:
-            row = self._row(name)
+            row = self._row(name, namespace)
             refuse_future_backfill(name, times, now)
             ran = set() if rerun else self._ran(row.id)
             wanted = [utc(t) for t in times if utc(t) not in ran]
@@ -69,10 +76,14 @@ class MemoryBackfills:
             if r.schedule_id == schedule_id and r.status is not RunStatus.SKIPPED
         }
 
-    def take_backfills(self, node_id: str, *, limit: int, buckets: Sequence[int] | None) -> list[Claim]:
-        owned: Callable[[ScheduleRow], bool] = (
-            (lambda row: True) if buckets is None else (lambda row: bucket_of(row.spec.name) in set(buckets))
-        )
+    def take_backfills(
+        self, node_id: str, *, limit: int, buckets: Sequence[int] | None, namespaces: Sequence[str] | None = None
+    ) -> list[Claim]:
+        def owned(row: ScheduleRow) -> bool:
+            if namespaces is not None and row.spec.namespace not in namespaces:
+                return False
+            return buckets is None or bucket_of(row.spec.name) in set(buckets)
+
         with self._tx() as now:
             # As the SQL store: schedule by schedule (earliest queued fire first), the leading
             # queued fires its backfills' overlap lets start beside its running runs.

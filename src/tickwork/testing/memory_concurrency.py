@@ -38,7 +38,14 @@ class MemoryConcurrency(MemoryCounts, MemoryTables):
             running = sum(1 for r in others if r.schedule_id == claim.schedule_id)
             key = spec.concurrency_key
             keyed = 0 if key is None else sum(1 for r in others if self._admitted.get(r.id) == key)
-            refused = admission.refusal(running, keyed)
+            namespaced = 0
+            if admission.namespace_limit is not None:
+                namespaced = sum(
+                    1
+                    for r in others
+                    if r.id in self._admitted and self._schedules[r.schedule_id].spec.namespace == spec.namespace
+                )
+            refused = admission.refusal(running, keyed, namespaced)
             if refused is not None:
                 return refused
             run = self._runs.get(claim.run_id) if claim.run_id is not None else None

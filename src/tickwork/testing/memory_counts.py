@@ -17,7 +17,7 @@ class MemoryCounts:
 
     if TYPE_CHECKING:
         _schedules: dict[int, ScheduleRow]
-        _by_name: dict[str, int]
+        _by_name: dict[tuple[str, str], int]
         _runs: dict[int, RunRow]
         _versions: dict[int, list[ScheduleVersion]]
 
@@ -57,6 +57,6 @@ class MemoryCounts:
     def _remove_finished(self, row: ScheduleRow) -> None:
         for run in [r for r in self._runs.values() if r.schedule_id == row.id]:
             self._delete_run(run.id)
-        del self._schedules[row.id], self._by_name[row.spec.name]
+        del self._schedules[row.id], self._by_name[row.spec.key]
         self._versions.pop(row.id, None)
         self._drop_backfills(row.id)

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import timedelta
 
 from ..errors import ScheduleNotFoundError
-from ..structures import HANDOFF_OPEN, RunRecord, RunStatus, cap_error, cap_worker
+from ..structures import DEFAULT_NAMESPACE, HANDOFF_OPEN, RunRecord, RunStatus, ScheduleKey, cap_error, cap_worker
 from .memory_tables import MemoryTables
 
 
@@ -38,12 +38,12 @@ class MemoryHandoffs(MemoryTables):
                 run.finished_at = now
             return True, status
 
-    def pending_handoffs(self, names: Collection[str], report_timeout: float) -> dict[str, RunRecord]:
-        found: dict[str, RunRecord] = {}
+    def pending_handoffs(self, keys: Collection[ScheduleKey], report_timeout: float) -> dict[ScheduleKey, RunRecord]:
+        found: dict[ScheduleKey, RunRecord] = {}
         with self._tx() as now:
             cutoff = now - timedelta(seconds=report_timeout)
-            for name in set(names):
-                sid = self._by_name.get(name)
+            for namespace, name in set(keys):
+                sid = self._by_name.get((namespace, name))
                 if sid is None:
                     continue
                 pending = [r for r in self._runs.values() if r.schedule_id == sid and r.status in HANDOFF_OPEN]
@@ -58,13 +58,13 @@ class MemoryHandoffs(MemoryTables):
                         )
                 left = [r for r in pending if r.status in HANDOFF_OPEN]
                 if left:
-                    found[name] = max(left, key=lambda r: r.id).public(name)
+                    found[(namespace, name)] = max(left, key=lambda r: r.id).public(name, namespace)
         return found
 
     def mark_stuck_handoffs(self, executor: str, pickup_timeout: float, note: str, limit: int = 100) -> list[RunRecord]:
         with self._tx() as now:
             cutoff = now - timedelta(seconds=pickup_timeout)
-            names = {sid: row.spec.name for sid, row in self._schedules.items() if row.spec.executor == executor}
+            names = {sid: row.spec.key for sid, row in self._schedules.items() if row.spec.executor == executor}
             marked: list[RunRecord] = []
             for run in sorted(self._runs.values(), key=lambda r: r.id):
                 if len(marked) >= limit:
@@ -77,17 +77,17 @@ class MemoryHandoffs(MemoryTables):
                     and run.finished_at < cutoff
                 ):
                     run.error = cap_error(note)
-                    marked.append(run.public(names[run.schedule_id]))
+                    marked.append(run.public(names[run.schedule_id][1], names[run.schedule_id][0]))
             return marked
 
-    def release_handoffs(self, schedule: str, reason: str) -> list[RunRecord]:
+    def release_handoffs(self, schedule: str, reason: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[RunRecord]:
         with self._tx() as now:
-            sid = self._by_name.get(schedule)
+            sid = self._by_name.get((namespace, schedule))
             if sid is None:
                 raise ScheduleNotFoundError(schedule)
             released: list[RunRecord] = []
             for run in sorted(self._runs.values(), key=lambda r: r.id):
                 if run.schedule_id == sid and run.status is RunStatus.SUBMITTED:
                     run.end(RunStatus.CANCELLED, reason, now)
-                    released.append(run.public(schedule))
+                    released.append(run.public(schedule, namespace))
             return released

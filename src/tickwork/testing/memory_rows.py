@@ -133,10 +133,11 @@ class RunRow:
         self.error = cap_error(error)
         self.finished_at = at
 
-    def public(self, schedule: str) -> RunRecord:
+    def public(self, schedule: str, namespace: str) -> RunRecord:
         return RunRecord(
             id=self.id,
             schedule=schedule,
+            namespace=namespace,
             scheduled_for=self.scheduled_for,
             started_at=self.started_at,
             finished_at=self.finished_at,

@@ -5,23 +5,26 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from ..abc import Store
-from ..abc.storeroles import PRUNE_BATCH
+from ..abc.storeroles import PRUNE_BATCH, refuse_past_limits
 from ..errors import ScheduleExistsError, ScheduleNotFoundError, StoreError
 from ..scheduling.versions import changes, definition
 from ..structures import (
+    DEFAULT_NAMESPACE,
     Claim,
+    NamespaceLimits,
     NodeRecord,
     Pause,
     RunRecord,
     RunStatus,
     Schedule,
+    ScheduleKey,
     SchedulePlan,
     ScheduleSpec,
     ScheduleState,
@@ -40,6 +43,9 @@ def aware(value: datetime | None) -> datetime | None:
 class MemoryTables:
     """Tables, one lock, one clock; the store's non-protocol methods."""
 
+    #: Set by the store (:attr:`tickwork.abc.Store.namespace_limits`).
+    namespace_limits: Mapping[str, NamespaceLimits]
+
     def _init_tables(self, clock: Callable[[], datetime] | None) -> None:
         self.clock = clock
         self._lock = threading.RLock()
@@ -47,7 +53,7 @@ class MemoryTables:
         self._ids = itertools.count(1)
         self._run_ids = itertools.count(1)
         self._schedules: dict[int, ScheduleRow] = {}
-        self._by_name: dict[str, int] = {}
+        self._by_name: dict[ScheduleKey, int] = {}
         self._runs: dict[int, RunRow] = {}
         #: Invariant 1: (schedule, scheduled-for, attempt) -> the one run row for it.
         self._fires: dict[tuple[int, datetime, int], int] = {}
@@ -76,8 +82,8 @@ class MemoryTables:
     def _clock(self) -> datetime:
         return utc(self.clock()) if self.clock is not None else datetime.now(UTC)
 
-    def _row(self, name: str) -> ScheduleRow:
-        sid = self._by_name.get(name)
+    def _row(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> ScheduleRow:
+        sid = self._by_name.get((namespace, name))
         if sid is None:
             raise ScheduleNotFoundError(name)
         return self._schedules[sid]
@@ -140,11 +146,14 @@ class MemoryTables:
 
     def add(self, spec: ScheduleSpec, next_fire: datetime | None, *, by: str | None = None) -> Schedule:
         with self._tx() as now:
-            if spec.name in self._by_name:
+            if spec.key in self._by_name:
                 raise ScheduleExistsError(spec.name)
+            refuse_past_limits(
+                self.namespace_limits, [r.public() for r in self._schedules.values()], SchedulePlan(create=(spec,))
+            )
             row = ScheduleRow(next(self._ids), stored_spec(spec), aware(next_fire), now, now)
             self._schedules[row.id] = row
-            self._by_name[spec.name] = row.id
+            self._by_name[spec.key] = row.id
             self._version(row, None, by, now)
             self._notify()
             return row.public()
@@ -153,7 +162,7 @@ class MemoryTables:
         self, spec: ScheduleSpec, next_fire: datetime | None, *, retime: bool = True, by: str | None = None
     ) -> Schedule:
         with self._tx() as now:
-            row = self._row(spec.name)
+            row = self._row(spec.name, spec.namespace)
             before = row.spec
             row.spec, row.updated_at, row.fault, row.fault_kind = stored_spec(spec), now, None, None
             self._version(row, before, by, now)
@@ -176,39 +185,51 @@ class MemoryTables:
         with self._tx():
             return Store.write_schedules(cast(Store, self), plan, next_fire, by=by)
 
-    def mark_applied(self, names: Sequence[str]) -> None:
+    def mark_applied(self, keys: Sequence[ScheduleKey]) -> None:
         with self._tx():
-            for name in names:
-                sid = self._by_name.get(name)
+            for key in keys:
+                sid = self._by_name.get(key)
                 if sid is not None:
                     self._schedules[sid].applied_version = self._schedules[sid].version
 
-    def versions(self, name: str) -> list[ScheduleVersion]:
+    def versions(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[ScheduleVersion]:
         with self._tx():
-            return list(self._versions.get(self._row(name).id, []))
+            return list(self._versions.get(self._row(name, namespace).id, []))
 
-    def get(self, name: str) -> Schedule:
+    def get(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> Schedule:
         with self._tx():
-            return self._row(name).public()
+            return self._row(name, namespace).public()
 
-    def list_schedules(self, *, module: str | None = None) -> list[Schedule]:
+    def list_schedules(self, *, module: str | None = None, namespace: str | None = None) -> list[Schedule]:
         with self._tx():
-            rows = sorted(self._schedules.values(), key=lambda r: r.spec.name)
-            return [r.public() for r in rows if module is None or r.spec.module == module]
+            rows = sorted(self._schedules.values(), key=lambda r: (r.spec.name, r.spec.namespace))
+            return [
+                r.public()
+                for r in rows
+                if (module is None or r.spec.module == module) and (namespace is None or r.spec.namespace == namespace)
+            ]
 
-    def remove(self, name: str) -> None:
+    def remove(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         with self._tx():
-            row = self._row(name)
+            row = self._row(name, namespace)
             for run in [r for r in self._runs.values() if r.schedule_id == row.id]:
                 self._delete_run(run.id)
-            del self._schedules[row.id], self._by_name[name]
+            del self._schedules[row.id], self._by_name[row.spec.key]
             self._versions.pop(row.id, None)
             self._drop_backfills(row.id)
             self._notify()
 
-    def set_enabled(self, name: str, enabled: bool, next_fire: datetime | None, pause: Pause | None = None) -> Schedule:
+    def set_enabled(
+        self,
+        name: str,
+        enabled: bool,
+        next_fire: datetime | None,
+        pause: Pause | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Schedule:
         with self._tx() as now:
-            row = self._row(name)
+            row = self._row(name, namespace)
             row.spec, row.updated_at = replace(row.spec, enabled=enabled), now
             row.choose_next_fire(aware(next_fire))
             row.fault = row.fault_kind = None
@@ -219,9 +240,9 @@ class MemoryTables:
             self._notify()
             return row.public()
 
-    def fire_now(self, name: str) -> Schedule:
+    def fire_now(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> Schedule:
         with self._tx() as now:
-            row = self._row(name)
+            row = self._row(name, namespace)
             if row.state is ScheduleState.IDLE:
                 row.next_fire = now
             else:
@@ -257,12 +278,17 @@ class MemoryTables:
 
     # -- history and notifications ----------------------------------------------------------------
 
-    def history(self, *, limit: int = 50, schedule: str | None = None) -> list[RunRecord]:
+    def history(self, *, limit: int = 50, schedule: str | None = None, namespace: str | None = None) -> list[RunRecord]:
         with self._tx():
-            names = {r.id: r.spec.name for r in self._schedules.values()}
+            keys = {r.id: r.spec.key for r in self._schedules.values()}
             newest = sorted(self._runs.values(), key=lambda r: r.id, reverse=True)
-            chosen = [r for r in newest if schedule is None or names[r.schedule_id] == schedule]
-            return [r.public(names[r.schedule_id]) for r in chosen[:limit]]
+            chosen = [
+                r
+                for r in newest
+                if (schedule is None or keys[r.schedule_id][1] == schedule)
+                and (namespace is None or keys[r.schedule_id][0] == namespace)
+            ]
+            return [r.public(keys[r.schedule_id][1], keys[r.schedule_id][0]) for r in chosen[:limit]]
 
     def prune_history(self, older_than: timedelta, *, limit: int = PRUNE_BATCH) -> int:
         """Delete at most ``limit`` finished runs that finished more than ``older_than`` ago

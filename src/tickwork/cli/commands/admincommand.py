@@ -11,13 +11,14 @@ from ...admin.api import Admin
 from ...config.files import Config
 from ...errors import ScheduleNotFoundError
 from ...plugin.command import Command
+from ..parser import namespace_of
 
 
 class AdminCommand(Command):
     """A command run with an :class:`Admin` on the configuration, closed when it ends."""
 
     def run(self, args: argparse.Namespace, config: Config) -> int:
-        with Admin(config) as admin:
+        with Admin(config, namespace=namespace_of(args)) as admin:
             try:
                 return self.act(args, admin)
             except ScheduleNotFoundError as exc:

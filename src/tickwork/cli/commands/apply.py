@@ -13,9 +13,10 @@ from ...admin.api import Admin
 from ...config.files import Config
 from ...errors import ConfigError
 from ...scheduling import schedulefile
-from ...scheduling.applyplan import DEFAULT_NAMESPACE, ApplyPlan, Drift
+from ...scheduling.applyplan import ApplyPlan, Drift
 from ...structures import ScheduleSpec
 from ..exitcodes import EXIT_STATE
+from ..parser import namespace_of
 from .admincommand import AdminCommand, operator
 from .executornotes import add_node_check_flag, executor_notes
 from .jobs_versions import change_lines, value_text
@@ -50,8 +51,7 @@ class ApplyCommand(AdminCommand):
         return super().run(args, config)
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
-        # The namespace of the global --namespace option once namespaces are stored (issue #43 §1).
-        namespace = getattr(args, "namespace", None) or DEFAULT_NAMESPACE
+        namespace = namespace_of(args)
         live = admin.live_executors() if args.check_nodes else None  # the live nodes, read once
         build = functools.partial(admin.spec, check_nodes=args.check_nodes, live=live)
         specs = read_files([Path(f) for f in args.files], build)

@@ -13,7 +13,7 @@ from ...admin.info import ScheduleInfo
 from ...plugin.tracebacks import for_people
 from ...scheduling.localtime import local_time
 from ...scheduling.options import shown
-from ...structures import FaultKind, ScheduleState
+from ...structures import ALL_NAMESPACES, FaultKind, ScheduleState
 from ..argtypes import count
 from ..output import Column, Listing, age, duration, iso_z, one_line, short_time
 from .admincommand import AdminCommand
@@ -115,9 +115,12 @@ class JobsList(AdminCommand):
         )
         # A terminal's table says when in short forms: the zone is its own column, a run an age.
         now = admin.store().now() if infos else None
+        # Across every namespace a name alone is ambiguous: namespace/name (docs/teams.md).
+        every = admin.namespace == ALL_NAMESPACES
+        names = [f"{i.namespace}/{i.name}" if every else i.name for i in infos]
         terminal = [
             [
-                i.name,
+                name,
                 i.kind,
                 i.expression,
                 i.timezone,
@@ -128,7 +131,7 @@ class JobsList(AdminCommand):
                 i.executor,
                 i.target,
             ]
-            for i in infos
+            for i, name in zip(infos, names, strict=True)
         ]
         filtered = any(v is not None for v in (args.state, args.enabled, args.search, args.limit)) or args.offset
         Listing(
@@ -136,7 +139,7 @@ class JobsList(AdminCommand):
             wide=args.wide,
             rows=[
                 (
-                    i.name,
+                    name,
                     i.kind,
                     i.expression,
                     i.timezone,
@@ -147,7 +150,7 @@ class JobsList(AdminCommand):
                     i.executor,
                     i.target,
                 )
-                for i in infos
+                for i, name in zip(infos, names, strict=True)
             ],
             objects=[i.as_json() for i in infos],
             empty="no schedules match" if filtered else "no schedules",

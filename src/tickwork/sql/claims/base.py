@@ -111,6 +111,7 @@ CLAIMED_COLUMNS: tuple[ColumnElement[Any], ...] = (
     schedules.c.claimed_at,
     schedules.c.updated_at,
     schedules.c.name,
+    schedules.c.namespace,
     schedules.c.trigger_kind,
     schedules.c.expression,
     schedules.c.timezone,
