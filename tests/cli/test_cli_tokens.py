@@ -48,4 +48,4 @@ def test_a_name_is_unique_and_a_revoked_token_is_gone(tw: Tickwork) -> None:
 def test_names_roles_and_namespaces_are_checked(tw: Tickwork) -> None:
     # A value the command line got wrong: status 2, as every ConfigError.
     assert "token name 'two words'" in error_of(tw("tokens", "create", "two words", "--role", "admin"), 2)
-    assert "namespace 'a b'" in error_of(tw("tokens", "create", "x", "--role", "admin", "--namespace", "a b"), 2)
+    assert "got 'a b'" in error_of(tw("tokens", "create", "x", "--role", "admin", "--namespace", "a b"), 2)

@@ -56,7 +56,7 @@ def slow() -> None:
 
 @tickwork.cron("* * * * * *", name="gc-probe", enabled=os.environ.get("PROC_JOB") == "gc")
 def gc_probe() -> None:
-    _append("gc.txt", json.dumps([gc.get_threshold(), gc.get_freeze_count()]))
+    _append("gc.txt", json.dumps([gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()]))
 '''
 
 CONFIG = """
@@ -183,7 +183,9 @@ def test_tickwork_run_tunes_the_garbage_collector_of_its_process(project: Path) 
     assert "garbage collector tuned for this node's process" in result.stderr
     seen = [json.loads(line) for line in lines(project / "gc.txt")]
     assert seen, result.stderr
-    for threshold, frozen in seen:
-        # The interpreter's default young threshold (700) raised; what start-up built frozen.
+    for threshold, frozen, enabled in seen:
+        # The interpreter's default young threshold (700) raised; what start-up built frozen;
+        # the collector, held while the node started, running again.
         assert threshold[0] == GC_YOUNG_THRESHOLD
         assert frozen > 0
+        assert enabled

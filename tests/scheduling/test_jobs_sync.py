@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from datetime import timedelta
 
@@ -106,3 +107,21 @@ def test_sync_refuses_to_take_over_a_name_used_elsewhere(sqlite_store: SQLStore)
     admin.add(sqlite_store, replace(job.spec, module=None, target="other:thing"))
     with pytest.raises(DeclarationError, match="already used by the CLI"):
         admin.sync_module(sqlite_store, MODULE, [job])
+
+
+def test_a_wrapper_naming_parameters_is_judged_by_the_signature_it_names() -> None:
+    def needs(x: int) -> None:
+        pass
+
+    with pytest.raises(DeclarationError, match=r"needs \(.*\): a declared job must take no parameters.*\(x\)"):
+
+        @tickwork.cron("* * * * *")
+        @functools.wraps(needs)
+        def wrapper() -> None:
+            pass
+
+
+def test_declarations_without_options_each_get_their_own_arguments() -> None:
+    specs = [j.spec for j in declared_in(MODULE) if not j.spec.arguments]
+    assert len(specs) >= 2
+    assert len({id(s.arguments) for s in specs}) == len(specs)

@@ -16,7 +16,7 @@ import re
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import did_you_mean
+from ..errors import ConfigError, did_you_mean
 from ..plugin.command import Command, CommandGroup
 from ..plugin.registry import Registry
 from ..structures import DEFAULT_NAMESPACE
@@ -67,20 +67,34 @@ def _globals(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         default=default(False),
         help="machine-readable output: one JSON object per line",
     )
+    # Repeatable, for the one command that takes several (`tokens create`: the token's scope);
+    # every other command acts in one namespace (namespace_of).
     group.add_argument(
         "--namespace",
         metavar="NAME",
+        action="append",
         default=default(None),
         help=f"the namespace schedules are named in and listed from; '*' lists every namespace "
         f"(default: ${NAMESPACE_ENV}, else default)",
     )
 
 
+def namespaces_given(args: argparse.Namespace) -> list[str]:
+    """Every ``--namespace`` given (in order), none when it was not."""
+    given: list[str] | None = getattr(args, "namespace", None)
+    return list(given or [])
+
+
 def namespace_of(args: argparse.Namespace) -> str:
     """The namespace a command acts in: ``--namespace``, else ``$TICKWORK_NAMESPACE``, else
-    ``default`` (docs/teams.md). Checked by :class:`tickwork.Admin`, which refuses a bad one."""
-    given = getattr(args, "namespace", None)
-    return given or os.environ.get(NAMESPACE_ENV) or DEFAULT_NAMESPACE
+    ``default`` (docs/teams.md). Checked by :class:`tickwork.Admin`, which refuses a bad one.
+
+    :raises tickwork.ConfigError: ``--namespace`` given more than once
+    """
+    given = namespaces_given(args)
+    if len(given) > 1:
+        raise ConfigError(f"--namespace: one namespace at a time, got {', '.join(given)}")
+    return (given[0] if given else None) or os.environ.get(NAMESPACE_ENV) or DEFAULT_NAMESPACE
 
 
 def _command(sub: argparse._SubParsersAction[Parser], name: str, command: type[Command]) -> argparse.ArgumentParser:

@@ -31,7 +31,7 @@ from .banner import log_banner
 from .embedding import AsyncEmbedding
 from .hooklistener import HookListener
 from .jobsync import declared_jobs, sync_declared
-from .process import tune_gc
+from .process import hold_gc, tune_gc
 from .registration import Registration
 from .shutdown import leave
 from .signals import StopSignals
@@ -229,8 +229,9 @@ class Node(AsyncEmbedding):
         """Run in this thread until SIGINT/SIGTERM, :meth:`stop` or ``duration`` seconds, then stop
         gracefully. A second SIGINT/SIGTERM while stopping stops at once.
 
-        :param tune_process: the process is this node's own (``tickwork run``): once the node is
-            open, tune the process-wide garbage collector for it (:func:`.process.tune_gc`).
+        :param tune_process: the process is this node's own (``tickwork run``): hold the
+            process-wide garbage collector while the node opens (:func:`.process.hold_gc`), then
+            tune it for the node (:func:`.process.tune_gc`).
             Off by default: a node run inside an application leaves the application's collector
             alone.
         """
@@ -238,10 +239,14 @@ class Node(AsyncEmbedding):
             self._signals.install()
         self._looping = True
         try:
-            if not self._opened:
-                self.open()
             if tune_process:
-                tune_gc()
+                hold_gc()
+            try:
+                if not self._opened:
+                    self.open()
+            finally:
+                if tune_process:
+                    tune_gc()
             until = None if duration is None else time.monotonic() + duration
             self.engine.run_forever(until)
         finally:

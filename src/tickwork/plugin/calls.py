@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,12 +20,30 @@ log = logging.getLogger("tickwork.calls")
 RESERVED_PREFIX = "_tickwork"
 
 
+#: Code flags of a function taking ``*args`` or ``**kwargs``.
+_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def takes_no_parameters(func: object) -> bool:
+    """Whether ``func`` is a plain Python function whose code declares no parameter, told from
+    its code object alone. What :func:`inspect.signature` would answer (no parameters) for the
+    common declared job, without building a signature: about 30 µs a function, the largest
+    part of declaring 20,000 jobs. ``False`` means "ask :func:`inspect.signature`" (a wrapper
+    that names another signature, a method, a callable object, or parameters)."""
+    if type(func) is not types.FunctionType or hasattr(func, "__wrapped__") or hasattr(func, "__signature__"):
+        return False
+    code = func.__code__
+    return code.co_argcount == 0 and code.co_kwonlyargcount == 0 and not code.co_flags & _VARIADIC
+
+
 def context_parameter(func: Callable[..., Any]) -> str | None:
     """The name of ``func``'s parameter annotated :class:`tickwork.RunContext`, if it has one.
 
     String annotations (``from __future__ import annotations``) are resolved in the function's
     module; one that cannot be resolved is compared by name (``RunContext``, ``tickwork.RunContext``).
     """
+    if takes_no_parameters(func):
+        return None
     try:
         hints = typing.get_type_hints(func)
     except Exception:  # an unresolvable annotation elsewhere in the signature
@@ -50,6 +69,8 @@ def _parameters(func: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
 @functools.lru_cache(maxsize=4096)
 def _signature(func: Callable[..., Any]) -> tuple[frozenset[str], bool, tuple[str, ...], str | None]:
     """(parameter names, takes ``**kwargs``, required names, run-context parameter) of ``func``."""
+    if takes_no_parameters(func):
+        return frozenset(), False, (), None
     params = _parameters(func)
     context = context_parameter(func)
     required = tuple(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import threading
@@ -12,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, Unpack
 
 from ..errors import ConfigError, DeclarationError, TickworkError
-from ..plugin.calls import context_parameter
+from ..plugin.calls import context_parameter, takes_no_parameters
 from ..structures import DEFAULT_NAMESPACE, ScheduleSpec
 from .importerrors import describe_failure, failure_location, function_location
 from .options import CODE_NAMES, CodeOptions, given, values
@@ -52,6 +53,20 @@ SPELLING = {
     "calendar": '@tickwork.calendar("Mon..Fri 09:00")',
     "every": '@tickwork.every("90s")',
 }
+
+
+@functools.cache
+def _defaults() -> dict[str, Any]:
+    return values({})
+
+
+def default_fields() -> dict[str, Any]:
+    """The spec fields of a declaration that gives no option (most do), converted once per
+    process: converting every option's default again cost a fifth of a declaration. A copy,
+    with its own ``arguments``: the only mutable value."""
+    fields = dict(_defaults())
+    fields["arguments"] = dict(fields["arguments"])
+    return fields
 
 
 def _refuse_bare(decorator: str, given: object) -> None:
@@ -100,38 +115,42 @@ def schedule(
     named = given(options, allowed=CODE_NAMES)
 
     def decorate(func: F) -> F:
-        where = (
-            f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)!s} ({function_location(func)})"
-        )
+        def where() -> str:
+            # Only for an error message: finding the file and line costs more than the rest of a
+            # declaration, and a module may declare tens of thousands of jobs.
+            who = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)!s}"
+            return f"{who} ({function_location(func)})"
+
         if not callable(func):
             raise DeclarationError(f"@{kind} must decorate a function, got {func!r}")
-        params = inspect.signature(func).parameters
-        if params and (len(params) > 1 or context_parameter(func) is None):
-            raise DeclarationError(
-                f"{where}: a declared job must take no parameters (or one annotated tickwork.RunContext), "
-                f"but it takes ({', '.join(params)})"
-            )
+        if not takes_no_parameters(func):
+            params = inspect.signature(func).parameters
+            if params and (len(params) > 1 or context_parameter(func) is None):
+                raise DeclarationError(
+                    f"{where()}: a declared job must take no parameters (or one annotated tickwork.RunContext), "
+                    f"but it takes ({', '.join(params)})"
+                )
         from .triggers import check_period, check_zone, get_trigger  # deferred: loads trigger plugins on first use
 
         try:
-            fields = values(named)
+            fields = default_fields() if not named else values(named)
         except ConfigError as exc:
-            raise DeclarationError(f"{where}: {exc}") from None
+            raise DeclarationError(f"{where()}: {exc}") from None
         except ValueError as exc:
-            raise DeclarationError(f"{where}: {exc}") from exc
+            raise DeclarationError(f"{where()}: {exc}") from exc
         fields["trigger_kind"] = kind
         fields["executor"] = fields["executor"] or DEFAULT_EXECUTOR
         timezone = fields["timezone"]
         try:
             check_zone(timezone)
         except TickworkError as exc:
-            raise DeclarationError(f"{where}: timezone: {exc}") from exc
+            raise DeclarationError(f"{where()}: timezone: {exc}") from exc
         try:
             check_period(get_trigger(kind, expression, timezone), datetime.now(UTC))
         except TickworkError as exc:
-            raise DeclarationError(f"{where}: invalid {kind} expression {expression!r}: {exc}") from exc
+            raise DeclarationError(f"{where()}: invalid {kind} expression {expression!r}: {exc}") from exc
         if "<locals>" in func.__qualname__:
-            raise DeclarationError(f"{where}: a job must be a module-level function (it is imported by name)")
+            raise DeclarationError(f"{where()}: a job must be a module-level function (it is imported by name)")
         try:
             spec = ScheduleSpec(
                 name=name or f"{func.__module__}.{func.__qualname__}",
@@ -142,14 +161,14 @@ def schedule(
                 **fields,
             )
         except ValueError as exc:
-            raise DeclarationError(f"{where}: {exc}") from exc
+            raise DeclarationError(f"{where()}: {exc}") from exc
         with _lock:
             module_jobs = _declared.setdefault(func.__module__, {})
             key = (namespace, spec.name)
             existing = module_jobs.get(key)
             if existing is not None and existing.spec.target != spec.target:
                 raise DeclarationError(
-                    f"{where}: schedule name {spec.name!r} is already declared by {existing.spec.target}"
+                    f"{where()}: schedule name {spec.name!r} is already declared by {existing.spec.target}"
                 )
             module_jobs[key] = DeclaredJob(spec, func, namespace is not None)
         return func

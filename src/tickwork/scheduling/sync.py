@@ -273,7 +273,9 @@ def sync_module(
                 raise DeclarationError(
                     f"{spec.target}: schedule name {spec.name!r} is already used by {owner}; choose another name="
                 )
-            wanted = replace(spec, enabled=current.spec.enabled)
+            # ``enabled`` is the stored one (run-time state); most declarations already agree,
+            # and a replace() validates the whole spec again (20,000 of them on every start).
+            wanted = spec if spec.enabled == current.spec.enabled else replace(spec, enabled=current.spec.enabled)
             if wanted == current.spec:
                 report.unchanged.append(spec.name)
             elif (wanted.times_key != current.spec.times_key or current.fault is not None) and wanted.enabled:

@@ -24,13 +24,16 @@ _STATE = frozenset({"enabled"})
 _DEFAULTS: dict[str, Any] = {o.name: o.dump(o.default) for o in OPTIONS}
 
 
+#: The options a definition holds.
+_DEFINED = tuple(o for o in OPTIONS if o.name not in _STATE)
+
+
 def definition(spec: ScheduleSpec) -> dict[str, Any]:
     """``spec``'s definition as JSON, under the names ``Admin.update`` takes: what a version
     stores and what a revert passes back to ``Admin.update``."""
     out: dict[str, Any] = {"expression": spec.expression, "target": spec.target}
-    for option in OPTIONS:
-        if option.name not in _STATE:
-            out[option.name] = option.dump(getattr(spec, option.field))
+    for option in _DEFINED:
+        out[option.name] = option.dump(getattr(spec, option.field))
     return out
 
 

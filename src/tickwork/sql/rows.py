@@ -113,26 +113,30 @@ def spec_from_row(r: Mapping[Any, Any]) -> ScheduleSpec:
 
 
 def schedule_from_row(row: Row[Any]) -> Schedule:
+    # By key, as spec_from_row: a sync reads every stored schedule at each node start.
+    r = row._mapping
+    paused_note = r["paused_note"]
+    fault_kind = r["fault_kind"]
     return Schedule(
-        id=row.id,
-        spec=spec_from_row(row._mapping),
+        id=r["id"],
+        spec=spec_from_row(r),
         # A next fire chosen while a claim held the row is what comes next after that run.
-        next_fire=row.retimed_next if row.retimed else row.next_fire,
-        state=ScheduleState(row.state),
-        claimed_by=row.claimed_by,
-        claimed_at=row.claimed_at,
-        claim_seq=row.claim_seq,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        fault=row.fault,
-        fault_kind=None if row.fault_kind is None else FaultKind(row.fault_kind),
+        next_fire=r["retimed_next"] if r["retimed"] else r["next_fire"],
+        state=ScheduleState(r["state"]),
+        claimed_by=r["claimed_by"],
+        claimed_at=r["claimed_at"],
+        claim_seq=r["claim_seq"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+        fault=r["fault"],
+        fault_kind=None if fault_kind is None else FaultKind(fault_kind),
         pause=None
-        if row.paused_note is None
-        else Pause(row.paused_note, by=row.paused_by, at=row.paused_at, until=row.paused_until),
-        failures=row.failures,
-        run_count=row.run_count,
-        version=row.version,
-        applied_version=row.applied_version,
+        if paused_note is None
+        else Pause(paused_note, by=r["paused_by"], at=r["paused_at"], until=r["paused_until"]),
+        failures=r["failures"],
+        run_count=r["run_count"],
+        version=r["version"],
+        applied_version=r["applied_version"],
     )
 
 

@@ -6,19 +6,26 @@ from __future__ import annotations
 import argparse
 import getpass
 from abc import abstractmethod
+from typing import ClassVar
 
 from ...admin.api import Admin
 from ...config.files import Config
 from ...errors import ScheduleNotFoundError
 from ...plugin.command import Command
+from ...structures import DEFAULT_NAMESPACE
 from ..parser import namespace_of
 
 
 class AdminCommand(Command):
     """A command run with an :class:`Admin` on the configuration, closed when it ends."""
 
+    #: Whether it acts in the namespace of ``--namespace`` (``tokens`` does not: for it the
+    #: option names a token's scope).
+    namespaced: ClassVar[bool] = True
+
     def run(self, args: argparse.Namespace, config: Config) -> int:
-        with Admin(config, namespace=namespace_of(args)) as admin:
+        namespace = namespace_of(args) if self.namespaced else DEFAULT_NAMESPACE
+        with Admin(config, namespace=namespace) as admin:
             try:
                 return self.act(args, admin)
             except ScheduleNotFoundError as exc:

@@ -14,10 +14,12 @@ from ...admin.roles import namespaces_text
 from ...plugin.command import Command, CommandGroup
 from ...structures import Role
 from ..output import Listing, short_time
+from ..parser import namespaces_given
 from .admincommand import AdminCommand, operator
 
 
 class TokensCreate(AdminCommand):
+    namespaced = False
     help = "create an API token and print its secret (shown this once)"
 
     @classmethod
@@ -30,17 +32,9 @@ class TokensCreate(AdminCommand):
             help="viewer: reads; operator: also runs, pauses, resumes, backfills, releases, enables, disables; "
             "admin: also adds, changes and removes schedules",
         )
-        parser.add_argument(
-            "--namespace",
-            dest="token_namespaces",
-            action="append",
-            default=[],
-            metavar="NS",
-            help="a namespace the token may act on (repeat for several; none: every namespace)",
-        )
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:
-        token, secret = admin.create_token(args.name, args.role, args.token_namespaces, by=operator())
+        token, secret = admin.create_token(args.name, args.role, namespaces_given(args), by=operator())
         if args.json:
             print(json.dumps({**token.as_json(), "secret": secret}))
         else:
@@ -54,6 +48,7 @@ class TokensCreate(AdminCommand):
 
 
 class TokensRevoke(AdminCommand):
+    namespaced = False
     help = "revoke an API token: its requests and dashboard sessions stop working at once"
 
     @classmethod
@@ -70,6 +65,7 @@ class TokensRevoke(AdminCommand):
 
 
 class TokensList(AdminCommand):
+    namespaced = False
     help = "list the API tokens (never a secret: only digests are stored)"
 
     def act(self, args: argparse.Namespace, admin: Admin) -> int:

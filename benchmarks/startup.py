@@ -1,0 +1,213 @@
+"""Start-up of ``tickwork run`` with N jobs declared in code: how long from the launch of the
+process until the node logs its start and until it fires.
+
+The generated module declares N jobs that never fire while measured (``0 0 1 1 *``) and one
+``tick`` job firing every second, which appends the wall time it ran at and the fire time it ran
+for to a file. Each trial launches ``tickwork run --for S`` twice against one scratch store:
+
+- **empty**: the store has its schema and no schedule, so the sync creates all N + 1. ``tick``'s
+  first fire is the first whole second after the sync, so "first fire" includes up to a second
+  of waiting for it; "ready" (the ``node ... starting`` line) does not.
+- **restart**: the store already holds them, unchanged, and ``tick`` is overdue (its stored next
+  fire passed while no node ran), so its first fire is taken in the node's first pass: "first
+  fire" is the time until the node fires.
+
+Times are wall-clock seconds from just before the launch: the interpreter, the imports, the
+module's import (its declarations), the sync, the node's start. ``--profile DIR`` runs the nodes
+under cProfile (one ``.prof`` per start; read with ``python -m pstats``): the figures then
+include the profiler's own cost.
+
+    python benchmarks/startup.py --jobs 20000
+    python benchmarks/startup.py --jobs 20000 --store postgres
+    python benchmarks/startup.py --jobs 20000 --store mysql --trials 3
+    # before/after in one run: a copy of another tree first on the path
+    PYTHONPATH=/tmp/base/src:/tmp/base/plugins python benchmarks/startup.py --jobs 20000
+
+Measure alone: every figure is a timing on a shared machine; the load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+HEADER = '''"""{n} declared jobs that do not fire while measured, and one that fires every second."""
+
+import time
+
+import tickwork
+
+MARK = {mark!r}
+
+
+@tickwork.every("1s")
+def tick(context: tickwork.RunContext) -> None:
+    with open(MARK, "a", encoding="utf-8") as out:
+        out.write(f"{{time.time()}} {{context.scheduled_for.timestamp()}}\\n")
+
+'''
+
+JOB = """
+@tickwork.cron("0 0 1 1 *")
+def job_{i:06d}() -> None:
+    pass
+"""
+
+
+def write_module(path: Path, jobs: int, mark: Path) -> None:
+    parts = [HEADER.format(n=jobs, mark=str(mark))]
+    parts.extend(JOB.format(i=i) for i in range(jobs))
+    path.write_text("".join(parts), encoding="utf-8")
+
+
+def scratch_database(store: str, admin_url: str) -> tuple[str, str]:
+    """A new empty database on the server of ``admin_url``: (its URL, its name)."""
+    name = f"tw_start_{uuid.uuid4().hex[:10]}"
+    if store == "postgres":
+        import psycopg
+
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    else:
+        import pymysql
+
+        conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{name}`")
+        conn.close()
+    return admin_url.rsplit("/", 1)[0] + "/" + name, name
+
+
+def drop_database(store: str, admin_url: str, name: str) -> None:
+    if store == "postgres":
+        import psycopg
+
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    else:
+        import pymysql
+
+        conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()
+
+
+def log_time(line: str) -> float:
+    """The wall time of a text-format log line (``%(asctime)s``: local time, milliseconds)."""
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def start_once(
+    args: argparse.Namespace, scratch: Path, config: Path, mark: Path, label: str, env: dict[str, str]
+) -> dict[str, Any]:
+    """Launch one node, wait for it to stop; the times of its start."""
+    mark.unlink(missing_ok=True)
+    log = scratch / f"{label}.log"
+    command = [sys.executable]
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        command += ["-m", "cProfile", "-o", str(args.profile / f"{args.store}-{label}.prof")]
+    command += ["-m", "tickwork", "--config", str(config), "run", "--for", str(args.run_for)]
+    with log.open("w", encoding="utf-8") as err:
+        launched = time.time()
+        code = subprocess.run(command, cwd=scratch, env=env, stdout=subprocess.DEVNULL, stderr=err).returncode
+    text = log.read_text(encoding="utf-8")
+    if code != 0:
+        raise SystemExit(f"the node failed (exit {code}):\n{text[-3000:]}")
+    ready = next((log_time(line) - launched for line in text.splitlines() if " starting: config " in line), None)
+    synced = next((line.split(": ", 1)[1] for line in text.splitlines() if "tickwork.schedules: synced" in line), "")
+    fires = [tuple(map(float, line.split())) for line in mark.read_text(encoding="utf-8").splitlines()]
+    first = min(fires, key=lambda f: f[0]) if fires else None
+    return {
+        "ready_s": ready,
+        "first_fire_s": None if first is None else first[0] - launched,
+        "first_fire_due_s": None if first is None else first[1] - launched,
+        "synced": synced,
+    }
+
+
+def trial(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="tw-start-") as tmp:
+        scratch = Path(tmp)
+        mark = scratch / "fires.txt"
+        module = f"startjobs_{args.jobs}"
+        write_module(scratch / f"{module}.py", args.jobs, mark)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(scratch), os.environ.get("PYTHONPATH")]))}
+        # A deployed node loads its modules from .pyc files: with PYTHONDONTWRITEBYTECODE set
+        # (as on the machine these figures come from) every start would compile the generated
+        # module and tickwork's own from source, about 2 s of CPU that no deployment pays.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        # The .pyc is written once, untimed: a deployed module is imported from its .pyc.
+        subprocess.run([sys.executable, "-c", f"import {module}"], cwd=scratch, env=env, check=True)
+        database = None
+        if args.store == "sqlite":
+            store = f'path = "{scratch / "start.db"}"'
+        else:
+            admin_url = args.pg_url if args.store == "postgres" else args.mysql_url
+            url, database = scratch_database(args.store, admin_url)
+            store = f'plugin = "{args.store}"\nurl = "{url}"'
+        config = scratch / "node.toml"
+        config.write_text(f'[scheduler]\nnode_id = "start-1"\njobs = ["{module}"]\n\n[store]\n{store}\n', "utf-8")
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "tickwork", "--config", str(config), "db", "upgrade"],
+                cwd=scratch,
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            empty = start_once(args, scratch, config, mark, "empty", env)
+            time.sleep(args.pause)  # tick's stored next fire passes: overdue at the restart
+            restart = start_once(args, scratch, config, mark, "restart", env)
+        finally:
+            if database is not None:
+                drop_database(args.store, args.pg_url if args.store == "postgres" else args.mysql_url, database)
+    return {"empty": empty, "restart": restart}
+
+
+def fmt(values: list[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    if not known:
+        return "-"
+    if len(known) == 1:
+        return f"{known[0]:.2f}"
+    return f"{statistics.median(known):.2f} [{min(known):.2f}-{max(known):.2f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=20_000, help="declared jobs besides tick (default 20,000)")
+    parser.add_argument("--store", choices=["sqlite", "postgres", "mysql"], default="sqlite")
+    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--mysql-url", default="mysql://root@127.0.0.1:3306/mysql")
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--run-for", type=float, default=2.0, help="seconds each node runs (--for)")
+    parser.add_argument("--pause", type=float, default=1.5, help="seconds between the two starts")
+    parser.add_argument("--profile", type=Path, help="cProfile each start into DIR")
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    results = [trial(args) for _ in range(args.trials)]
+    print(f"load average after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    print(f"{args.jobs} declared jobs + tick, {args.store}, {args.trials} trial(s): median [range], s from launch")
+    print("start | node starting line | first fire | first fire due at | sync (last trial)")
+    for label in ("empty", "restart"):
+        rows = [r[label] for r in results]
+        print(
+            f"{label} | {fmt([r['ready_s'] for r in rows])} | {fmt([r['first_fire_s'] for r in rows])} "
+            f"| {fmt([r['first_fire_due_s'] for r in rows])} | {rows[-1]['synced']}"
+        )
+
+
+if __name__ == "__main__":
+    main()
