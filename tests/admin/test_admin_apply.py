@@ -130,9 +130,32 @@ def test_invalid_entries_and_repeated_names_write_nothing(config: dict[str, Any]
             admin.apply([entry("a"), entry("a")], check_nodes=False)
         with pytest.raises(ConfigError):
             admin.apply([entry("a"), entry("b", "not cron")], check_nodes=False)
-        with pytest.raises(ConfigError, match="only the namespace 'default'"):
-            admin.plan([entry("a")], namespace="team-b", check_nodes=False)
+        with pytest.raises(ConfigError, match="name another namespace than this apply's 'default'"):
+            admin.plan([{**entry("a"), "namespace": "team-b"}], check_nodes=False)
+        with pytest.raises(ConfigError, match="namespace: letters"):
+            admin.plan([entry("a")], namespace="two words", check_nodes=False)
         assert admin.names() == []
+
+
+def test_an_apply_makes_one_namespace_what_its_files_say_and_leaves_the_others_alone(
+    config: dict[str, Any],
+) -> None:
+    with tickwork.connect(config) as admin:
+        admin.add("a", "0 3 * * *", RECORD, check_nodes=False)  # in default
+        admin.apply([entry("a"), entry("b")], namespace="team-b", check_nodes=False)
+        # Same name in another namespace: its own schedule; default's is untouched.
+        plan = admin.plan([entry("b")], namespace="team-b", prune=True, check_nodes=False)
+        assert plan.remove == ("a",) and plan.namespace == "team-b"
+        admin.apply([entry("b")], namespace="team-b", prune=True, check_nodes=False)
+    with tickwork.connect(config, namespace="team-b") as team_b:
+        assert team_b.names() == ["b"]
+    with tickwork.connect(config) as admin:
+        assert admin.names() == ["a"]
+        # Pruning default with a file that names nothing of it removes a, and nothing of team-b.
+        admin.apply([entry("c")], prune=True, check_nodes=False)
+        assert admin.names() == ["c"]
+    with tickwork.connect(config, namespace="team-b") as team_b:
+        assert team_b.names() == ["b"]
 
 
 class FailingWrites:

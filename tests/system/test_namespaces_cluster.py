@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.cluster import node_config
+from tests.support.concurrentruns import every_second, most_at_once, ran
 from tests.support.paths import REPO
-from tests.system.test_concurrency_cluster import every_second, most_at_once, ran
 from tickwork.structures import RunStatus, SchedulePlan, ScheduleSpec
 from tickwork_postgres.store import PostgresStore
 

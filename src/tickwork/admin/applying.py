@@ -114,7 +114,10 @@ class Applying:
     ) -> builtins.list[ScheduleSpec]:
         if isinstance(schedules, Mapping):
             raise ConfigError("apply: expected a list of schedules, got one mapping")
-        check_namespace(namespace)
+        try:
+            check_namespace(namespace)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         # An apply makes one namespace what its files say: an entry naming none is in it, one
         # naming another is refused (its namespace would be pruned, or written, by mistake).
         elsewhere = sorted(
