@@ -120,7 +120,7 @@ def test_the_readme_starts_with_the_two_set_up_commands() -> None:
     )
     assert blocks[1] == (
         "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' "
-        "&& .venv/bin/python -m pytest -q -n 3 --dist worksteal"
+        "&& .venv/bin/python -m pytest -q -n 4 --dist worksteal"
     )
 
 

@@ -8,6 +8,7 @@ and ``tickwork jobs release`` ends the run, its history row naming who released 
 from __future__ import annotations
 
 import getpass
+import itertools
 import json
 import subprocess
 import sys
@@ -131,10 +132,17 @@ def test_a_worker_without_the_worker_side_is_reported_stuck_and_released(
             assert "report" in checked.stdout and "digest" in checked.stdout and "stuck" in checked.stdout
 
             harness.wait_until(
-                lambda: {("report", "healthy", "stuck"), ("digest", "healthy", "stuck")} <= set(hook.changes()),
+                lambda: {("report", "stuck"), ("digest", "stuck")} <= {(n, new) for n, _, new in hook.changes()},
                 WAIT_S,
                 "the stuck notifications",
             )
+            # Each schedule went from healthy to stuck, through late when fires were skipped behind
+            # the hand-off before pickup_timeout declared it stuck, each change said once.
+            for name in ("report", "digest"):
+                said = [(old, new) for n, old, new in hook.changes() if n == name]
+                assert said[0][0] == "healthy" and said[-1][1] == "stuck", said
+                assert all(a[1] == b[0] for a, b in itertools.pairwise(said)), said
+                assert {new for _, new in said} <= {"late", "stuck"}, said
 
             # One WARNING per stuck run, however many looks: each run is named in one line only.
             text = node_log.read_text()
