@@ -80,3 +80,17 @@ def test_schedule_files_name_their_namespace_and_max_schedules_refuses_past_it(w
     assert refused.returncode == 1
     assert "[namespaces.small] max_schedules = 1" in refused.stderr
     assert listed(workdir, namespace="small") == [("small", "one")]
+
+
+def test_remove_from_a_file_acts_in_the_commands_namespace_and_refuses_another(workdir: Path) -> None:
+    assert tw(workdir, "jobs", "add", "report", "0 3 * * *", TARGET).returncode == 0  # in default
+    assert tw(workdir, "jobs", "add", "report", "0 4 * * *", TARGET, namespace="b").returncode == 0
+    listing = workdir / "gone.jsonl"
+    listing.write_text(json.dumps({"name": "report", "namespace": "b"}) + "\n")
+    # Read in default, the entry of b is refused: not taken as default's schedule of that name.
+    refused = tw(workdir, "jobs", "remove", "--from", str(listing))
+    assert refused.returncode == 2 and "namespace 'b', not this command's 'default'" in refused.stderr
+    assert listed(workdir) == [("default", "report")]
+    # In b, it removes b's, and default's stays.
+    assert tw(workdir, "jobs", "remove", "--from", str(listing), namespace="b").returncode == 0
+    assert listed(workdir, "--namespace", "*") == [("default", "report")]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ConfigProblems, TickworkError
-from ..structures import ScheduleSpec
+from ..structures import DEFAULT_NAMESPACE, ScheduleSpec
 from .options import ALIASES, NAMES
 
 REQUIRED = ("name", "expression", "target")
@@ -101,9 +101,11 @@ def load(path: Path, build: Callable[..., ScheduleSpec]) -> tuple[list[Entry], l
     return entries, specs
 
 
-def names(path: Path, effect: str) -> list[str]:
+def names(path: Path, effect: str, namespace: str = DEFAULT_NAMESPACE) -> list[str]:
     """The schedule names of ``path`` (for ``jobs remove|enable|disable --from``), in file order,
-    each once. Only ``name`` is read: the file that added the schedules names them.
+    each once. Only ``name`` is read, and ``namespace`` where an entry gives one: the command acts
+    in ``namespace`` (``--namespace``), so an entry of another is refused, not acted on as the
+    schedule of its name in the command's namespace.
 
     :param effect: what the command does, for "nothing was ...": ``removed``, ``enabled``, ...
 
@@ -115,8 +117,13 @@ def names(path: Path, effect: str) -> list[str]:
     found: dict[str, None] = {}
     for entry in entries:
         name = entry.fields.get("name")
+        given = entry.fields.get("namespace", namespace)
         if not isinstance(name, str) or not name:
             problems.add(entry.line, f"expected a schedule name (a non-empty string in field name), got {name!r}")
+        elif given != namespace:
+            problems.add(
+                entry.line, f"{name}: namespace {given!r}, not this command's {namespace!r} (--namespace {given})"
+            )
         else:
             found[name] = None
     problems.check()

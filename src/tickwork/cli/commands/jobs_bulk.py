@@ -18,6 +18,7 @@ from ...scheduling import schedulefile
 from ...scheduling.localtime import in_zone, local_time
 from ...structures import BACKFILL_OVERLAP, iso_z
 from ..argtypes import parse_ahead, parse_local
+from ..parser import namespace_of
 from .admincommand import AdminCommand, operator
 from .executornotes import enabled_notes
 from .jobs_view import declared_note, said
@@ -51,7 +52,11 @@ class _Several(AdminCommand):
             self.one(args.names[0], args.json, admin)
             return 0
         source = f" of {args.from_file}" if args.from_file is not None else ""
-        names = schedulefile.names(Path(args.from_file), done) if args.from_file is not None else args.names
+        names = (
+            schedulefile.names(Path(args.from_file), done, namespace_of(args))
+            if args.from_file is not None
+            else args.names
+        )
         try:
             infos = self.many(names, admin)
         except ScheduleNotFoundError as exc:
