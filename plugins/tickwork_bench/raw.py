@@ -29,10 +29,10 @@ from typing import Any
 
 from .cells import Cell
 from .metrics import CellResult, burst_metrics
-from .procs import ChildError, collect
+from .procs import ChildError
 from .progress import Progress
 from .scratch import Armed, Scratch
-from .workloads import CpuMeter, Settings, add_cpu_shares, due_set_for, start_children, wait_burst
+from .workloads import CpuMeter, Settings, add_cpu_shares, due_set_for, start_children, stop_children, wait_burst
 
 PG_CLAIM = """
 WITH locked AS MATERIALIZED (
@@ -252,11 +252,7 @@ def run_raw_cell(index: int, cell: Cell, scratch: Scratch, settings: Settings, p
     except ChildError as exc:
         result.errors.append(str(exc))
     finally:
-        for child in children:
-            child.terminate()
-        workers, errors = collect(children, "result", settings.stop_timeout)
-        result.nodes = [{k: v for k, v in w.items() if k != "event"} for w in workers]
-        result.errors.extend(errors)
+        stop_children(children, result, settings)
     if armed is not None:
         metrics = burst_metrics(cell, armed.t0, scratch.run_rows(armed.t0), scratch.duplicates())
         fires = metrics["fires"]

@@ -23,10 +23,18 @@ from tickwork.sql.schema import runs, schedules
 
 from .cells import Cell
 from .metrics import CellResult, lag_metrics, node_metrics, percentile
-from .procs import ChildError, collect
+from .procs import ChildError
 from .progress import Progress
 from .scratch import YEARLY, Armed, DueSet, MeasuredRun, Scratch
-from .workloads import POLL_SECONDS, STEADY_EXPRESSION, CpuMeter, Settings, add_cpu_shares, node_args, start_children
+from .workloads import (
+    POLL_SECONDS,
+    STEADY_EXPRESSION,
+    CpuMeter,
+    Settings,
+    add_cpu_shares,
+    start_nodes,
+    stop_children,
+)
 
 HERD = "a"
 TICKS = "b"
@@ -125,16 +133,7 @@ def run_tenants_cell(index: int, cell: Cell, scratch: Scratch, settings: Setting
     )
     max_seconds = settings.ready_timeout + settings.settle + settings.lead
     max_seconds += max(30.0, cell.schedules / settings.min_burst_rate) + cell.seconds
-    children = start_children(
-        cell,
-        index,
-        settings,
-        lambda k: (
-            f"node{k + 1}",
-            "tickwork_bench.nodeproc",
-            node_args(cell, scratch, settings, f"bench-node-{k + 1}", max_seconds + 30),
-        ),
-    )
+    children = start_nodes(cell, index, scratch, settings, max_seconds)
     armed: Armed | None = None
     shares: dict[str, float | None] = {}
     try:
@@ -152,11 +151,7 @@ def run_tenants_cell(index: int, cell: Cell, scratch: Scratch, settings: Setting
     except ChildError as exc:
         result.errors.append(str(exc))
     finally:
-        for child in children:
-            child.terminate()
-        nodes, errors = collect(children, "result", settings.stop_timeout)
-        result.nodes = [{k: v for k, v in n.items() if k != "event"} for n in nodes]
-        result.errors.extend(errors)
+        stop_children(children, result, settings)
     if armed is not None:
         metrics = tenants_metrics(cell, armed.t0, _rows(scratch, armed.t0), scratch.duplicates())
         metrics.update(node_metrics(result.nodes, metrics["fires"]))

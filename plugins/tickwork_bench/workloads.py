@@ -250,16 +250,10 @@ def start_children(
     return children
 
 
-def run_cell(index: int, cell: Cell, scratch: Scratch, settings: Settings, progress: Progress) -> CellResult:
-    """Measure one tickwork cell (K node processes)."""
-    result = CellResult(cell)
-    scratch.prepare(index)
-    progress.update(0, 0, "seeding")
-    burst = cell.workload == "burst"
-    scratch.seed(cell.schedules, cell.stored, due_set_for(cell))
-    max_seconds = settings.ready_timeout + settings.settle + settings.lead
-    max_seconds += burst_timeout(cell, settings) if burst else cell.seconds + settings.steady_grace
-    children = start_children(
+def start_nodes(cell: Cell, index: int, scratch: Scratch, settings: Settings, max_seconds: float) -> list[Child]:
+    """The cell's K tickwork node processes (``tickwork_bench.nodeproc``), each told to stop by
+    itself ``max_seconds`` + 30 s after its start at the latest."""
+    return start_children(
         cell,
         index,
         settings,
@@ -269,6 +263,28 @@ def run_cell(index: int, cell: Cell, scratch: Scratch, settings: Settings, progr
             node_args(cell, scratch, settings, f"bench-node-{k + 1}", max_seconds + 30),
         ),
     )
+
+
+def stop_children(children: Sequence[Child], result: CellResult, settings: Settings) -> None:
+    """Stop the cell's processes and keep what each reported (its ``result`` line, without the
+    event name) and every error in ``result``."""
+    for child in children:
+        child.terminate()
+    reports, errors = collect(children, "result", settings.stop_timeout)
+    result.nodes = [{k: v for k, v in r.items() if k != "event"} for r in reports]
+    result.errors.extend(errors)
+
+
+def run_cell(index: int, cell: Cell, scratch: Scratch, settings: Settings, progress: Progress) -> CellResult:
+    """Measure one tickwork cell (K node processes)."""
+    result = CellResult(cell)
+    scratch.prepare(index)
+    progress.update(0, 0, "seeding")
+    burst = cell.workload == "burst"
+    scratch.seed(cell.schedules, cell.stored, due_set_for(cell))
+    max_seconds = settings.ready_timeout + settings.settle + settings.lead
+    max_seconds += burst_timeout(cell, settings) if burst else cell.seconds + settings.steady_grace
+    children = start_nodes(cell, index, scratch, settings, max_seconds)
     armed: Armed | None = None
     shares: dict[str, float | None] = {}
     window_cpu: float | None = None
@@ -299,11 +315,7 @@ def run_cell(index: int, cell: Cell, scratch: Scratch, settings: Settings, progr
     except ChildError as exc:
         result.errors.append(str(exc))
     finally:
-        for child in children:
-            child.terminate()
-        nodes, errors = collect(children, "result", settings.stop_timeout)
-        result.nodes = [{k: v for k, v in n.items() if k != "event"} for n in nodes]
-        result.errors.extend(errors)
+        stop_children(children, result, settings)
     if armed is not None:
         measure(result, scratch, armed, shares, window_cpu)
     return result
