@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import column, create_engine, inspect, select, table
 
+from tests.support.migrationrows import schedule_row, schedules_without
 from tickwork.sql import migrations
 from tickwork.sql.schema import runs, schedules
 
@@ -17,29 +18,12 @@ AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 def test_0014_starts_existing_rows_at_version_0_and_downgrades_to_them(url: str) -> None:
     engine = create_engine(url)
     # The tables as 0013 left them: the inserts name no version column.
-    old_schedules = table(
-        "tickwork_schedules",
-        *(column(c.name, c.type) for c in schedules.c if c.name != "version"),
-    )
+    old_schedules = schedules_without("version")
     old_runs = table("tickwork_runs", *(column(c.name, c.type) for c in runs.c if c.name != "version"))
     try:
         with engine.begin() as conn:
             migrations.upgrade(conn, "0013")
-            conn.execute(
-                old_schedules.insert().values(
-                    id=1,
-                    name="old",
-                    bucket=1,
-                    trigger_kind="cron",
-                    expression="0 * * * *",
-                    executor="local",
-                    target="m:f",
-                    arguments={},
-                    timeout_s=60.0,
-                    created_at=AT,
-                    updated_at=AT,
-                )
-            )
+            conn.execute(old_schedules.insert().values(schedule_row(AT, id=1)))
             conn.execute(old_runs.insert().values(schedule_id=1, scheduled_for=AT, attempt=1, status="succeeded"))
         with engine.begin() as conn:
             migrations.upgrade(conn, "0014")
