@@ -167,14 +167,21 @@ class CeleryExecutor(HandoffExecutor):
         # reached the broker: they are sent once more, on a new connection, with the same ids
         # (the worker side runs one copy: docs/handoff.md#batches). A second break fails them.
         for tries_left in (1, 0):
+            cause: Exception | None = None
             try:
-                outcomes = self._link().send([sends[i][0] for i in todo], max(deadline - time.monotonic(), 0.001))
-            except BrokenBatch as broken:
-                self._drop_link()
-                outcomes = broken.outcomes
-                cause: Exception | None = broken.cause
+                link = self._link()
+            except Exception as exc:
+                # Nothing of the batch was written: a connection that breaks while it is being
+                # made (the other thread's batch broke it) is tried once more like a broken batch.
+                outcomes: list[bool | Exception | None] = [None] * len(todo)
+                cause = exc
             else:
-                cause = None
+                try:
+                    outcomes = link.send([sends[i][0] for i in todo], max(deadline - time.monotonic(), 0.001))
+                except BrokenBatch as broken:
+                    self._drop_link()
+                    outcomes = broken.outcomes
+                    cause = broken.cause
             unknown = []
             for i, outcome in zip(todo, outcomes, strict=True):
                 if outcome is None:

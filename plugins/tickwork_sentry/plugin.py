@@ -43,23 +43,40 @@ class CheckIns:
         self._settings = settings
         self._specs: dict[tuple[str, str], ScheduleSpec] = {}
         self._lock = threading.Lock()
+        self._stopped = False
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name="tickwork-sentry", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
         while (work := self._queue.get()) is not None:
-            try:
-                work()
-            except Exception as exc:  # a store or SDK error loses check-ins, never the thread
-                log.warning("sentry: a check-in was not sent: %s", exc)
+            self._do(work)
+
+    @staticmethod
+    def _do(work: Callable[[], None]) -> None:
+        try:
+            work()
+        except Exception as exc:  # a store or SDK error loses check-ins, never the thread
+            log.warning("sentry: a check-in was not sent: %s", exc)
 
     def submit(self, work: Callable[[], None]) -> None:
-        self._queue.put(work)
+        with self._lock:
+            inline = self._stopped
+            if not inline:
+                self._queue.put(work)
+        if inline:
+            # The node is stopping: the ends and skips it records meanwhile are few, and their
+            # specs must be read before it closes its store.
+            self._do(work)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Send what is queued (for at most ``timeout`` seconds), then end the thread."""
-        self._queue.put(None)
+        """Send what is queued (for at most ``timeout`` seconds) while the store is still open,
+        then end the thread; what is submitted afterwards is sent at once, on the caller's thread."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._queue.put(None)
         self._thread.join(timeout)
 
     def _spec(self, name: str, namespace: str) -> ScheduleSpec | None:
@@ -177,6 +194,14 @@ def tickwork_fires_skipped(node_id: str, skipped: Sequence[SkippedFire]) -> None
     found = _nodes.get(node_id)
     if found is not None:
         found.submit(lambda: found.skipped(skipped))
+
+
+@hookimpl
+def tickwork_node_stopping(node_id: str) -> None:
+    # Before the node closes its store: the queued check-ins may still have to read a spec.
+    found = _nodes.get(node_id)
+    if found is not None:
+        found.stop()
 
 
 @hookimpl

@@ -167,15 +167,27 @@ def test_an_end_never_waits_past_the_time_its_next_fire_may_be_claimed(
     make: Callable[..., Engine], store: CountingStore, clock: FakeClock, ticker: Ticker
 ) -> None:
     add(store, "every-second", "* * * * * *")
+    # A run still in flight keeps the node from being idle (an idle node writes an end at once),
+    # whenever the node happens to read its next due time.
+    admin.add(
+        store,
+        ScheduleSpec(
+            name="slow", trigger_kind="cron", expression="* * * * * *", target="tests.support.jobs_for_tests:blocked"
+        ),
+    )
     clock.advance(1)
     # A node claiming 0.5 s ahead (lookahead 1) must see the release 0.5 s before the next
     # fire, however long the window: here 0.5 s after the run ended (the clocks stand still).
     engine = make(end_batch_window=0.9, lookahead=1.0)
-    gather(engine, 1)
-    assert engine.ends.seconds_until_due() == pytest.approx(0.5, abs=1e-6)
-    ticker.advance(0.5)
-    engine.tick()
-    assert store.finish_calls == [1]
+    jobs.gate.clear()
+    try:
+        gather(engine, 1)
+        assert engine.ends.seconds_until_due() == pytest.approx(0.5, abs=1e-6)
+        ticker.advance(0.5)
+        engine.tick()
+        assert store.finish_calls == [1]
+    finally:
+        jobs.gate.set()
 
 
 def test_a_full_batch_is_written_at_once(make: Callable[..., Engine], store: CountingStore, clock: FakeClock) -> None:

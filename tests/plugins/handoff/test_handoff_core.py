@@ -13,9 +13,12 @@ import pytest
 import tickwork
 from tickwork.errors import ConfigError, ExecutorError
 from tickwork.structures import JobCall, RunStatus
+from tickwork_celery import executor as celery_executor
+from tickwork_celery import links
 from tickwork_celery.executor import CeleryExecutor, task_name
 from tickwork_dramatiq.executor import DramatiqExecutor
 from tickwork_handoff import identity
+from tickwork_handoff.executor import Message
 from tickwork_rq.executor import RQExecutor, function_path
 
 T = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
@@ -130,3 +133,39 @@ def test_fires_of_one_schedule_handed_off_together_pass_one_at_a_time(tmp_path: 
     assert kinds.count(RunStatus.SUBMITTED) == 1, statuses
     assert kinds.count(RunStatus.SKIPPED) == len(report.queued) - 1, statuses
     assert all((e or "").startswith("previous hand-off") for s, e in statuses if s is RunStatus.SKIPPED), statuses
+
+
+def _messages(count: int) -> list[Message]:
+    common = {"scheduled_for": T, "target": "proj.tasks.report", "arguments": {}, "timeout": 5, "node_id": "n1"}
+    calls = [JobCall(run_id=i, schedule=f"s{i}", attempt=1, **common) for i in range(count)]
+    return [Message(call, identity.message_id_of(call), identity.headers(call)) for call in calls]
+
+
+@pytest.mark.parametrize("failures", [1, 2])
+def test_a_connection_that_breaks_while_it_is_made_is_made_once_more(
+    monkeypatch: pytest.MonkeyPatch, failures: int
+) -> None:
+    """The other publishing thread's broken batch can close this thread's connection while it is
+    being opened: nothing of the batch was written, so it is tried once more, as a broken batch
+    is; a second failure fails the batch with the broker's error."""
+    made: list[int] = []
+
+    class Flaky(links.Link):
+        def __init__(self, app: Any) -> None:
+            made.append(1)
+            if len(made) <= failures:
+                raise OSError("Server unexpectedly closed connection")
+            super().__init__(app)
+
+    monkeypatch.setattr(celery_executor, "Link", Flaky)
+    executor = CeleryExecutor(app="tests.support.handoff.local_app:memory", publish_timeout=5)
+    executor.connect()
+    try:
+        results = executor.publish(_messages(3))
+    finally:
+        executor.disconnect()
+    assert len(made) == 2
+    if failures == 1:
+        assert all(isinstance(r, str) and r.startswith("celery task proj.tasks.report") for r in results), results
+    else:
+        assert [str(r) for r in results] == ["Server unexpectedly closed connection"] * 3
