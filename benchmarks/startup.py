@@ -5,15 +5,19 @@ The generated module declares N jobs that never fire while measured (``0 0 1 1 *
 ``tick`` job firing every second, which appends the wall time it ran at and the fire time it ran
 for to a file. Each trial launches ``tickwork run --for S`` twice against one scratch store:
 
-- **empty**: the store has its schema and no schedule, so the sync creates all N + 1. ``tick``'s
-  first fire is the first whole second after the sync, so "first fire" includes up to a second
-  of waiting for it; "ready" (the ``node ... starting`` line) does not.
+- **empty**: the store has its schema and no schedule, so the sync creates all N + 1. The schema
+  is made by ``tickwork db upgrade`` first, timed on its own (the command, launch to exit); with
+  ``--node-creates-schema`` (SQLite) no upgrade runs and the node creates the schema in the new
+  file at its start, as a first SQLite deployment does. ``tick``'s first fire is the first
+  whole second after the sync, so "first fire" includes up to a second of waiting for it;
+  "ready" (the ``node ... starting`` line) does not.
 - **restart**: the store already holds them, unchanged, and ``tick`` is overdue (its stored next
   fire passed while no node ran), so its first fire is taken in the node's first pass: "first
   fire" is the time until the node fires.
 
 Times are wall-clock seconds from just before the launch: the interpreter, the imports, the
-module's import (its declarations), the sync, the node's start. ``--profile DIR`` runs the nodes
+module's import (its declarations), the sync, the node's start; "process CPU" is the user + system
+time of the whole process (the database server's work is not in it). ``--profile DIR`` runs the nodes
 under cProfile (one ``.prof`` per start; read with ``python -m pstats``): the figures then
 include the profiler's own cost.
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -119,8 +124,10 @@ def start_once(
         command += ["-m", "cProfile", "-o", str(args.profile / f"{args.store}-{label}.prof")]
     command += ["-m", "tickwork", "--config", str(config), "run", "--for", str(args.run_for)]
     with log.open("w", encoding="utf-8") as err:
+        cpu = children_cpu()
         launched = time.time()
         code = subprocess.run(command, cwd=scratch, env=env, stdout=subprocess.DEVNULL, stderr=err).returncode
+        cpu = children_cpu() - cpu
     text = log.read_text(encoding="utf-8")
     if code != 0:
         raise SystemExit(f"the node failed (exit {code}):\n{text[-3000:]}")
@@ -133,7 +140,14 @@ def start_once(
         "first_fire_s": None if first is None else first[0] - launched,
         "first_fire_due_s": None if first is None else first[1] - launched,
         "synced": synced,
+        "cpu_s": cpu,
     }
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def trial(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -159,21 +173,27 @@ def trial(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         config = scratch / "node.toml"
         config.write_text(f'[scheduler]\nnode_id = "start-1"\njobs = ["{module}"]\n\n[store]\n{store}\n', "utf-8")
         try:
-            subprocess.run(
-                [sys.executable, "-m", "tickwork", "--config", str(config), "db", "upgrade"],
-                cwd=scratch,
-                env=env,
-                check=True,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+            upgrade = upgrade_cpu = None
+            if not args.node_creates_schema:
+                cpu = children_cpu()
+                launched = time.time()
+                subprocess.run(
+                    [sys.executable, "-m", "tickwork", "--config", str(config), "db", "upgrade"],
+                    cwd=scratch,
+                    env=env,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                upgrade = time.time() - launched
+                upgrade_cpu = children_cpu() - cpu
             empty = start_once(args, scratch, config, mark, "empty", env)
             time.sleep(args.pause)  # tick's stored next fire passes: overdue at the restart
             restart = start_once(args, scratch, config, mark, "restart", env)
         finally:
             if database is not None:
                 drop_database(args.store, args.pg_url if args.store == "postgres" else args.mysql_url, database)
-    return {"empty": empty, "restart": restart}
+    return {"empty": empty, "restart": restart, "upgrade": {"upgrade_s": upgrade, "cpu_s": upgrade_cpu}}
 
 
 def fmt(values: list[float | None]) -> str:
@@ -195,17 +215,29 @@ def main() -> None:
     parser.add_argument("--run-for", type=float, default=2.0, help="seconds each node runs (--for)")
     parser.add_argument("--pause", type=float, default=1.5, help="seconds between the two starts")
     parser.add_argument("--profile", type=Path, help="cProfile each start into DIR")
+    parser.add_argument(
+        "--node-creates-schema",
+        action="store_true",
+        help="SQLite: no `db upgrade` first; the empty start's node creates the schema in the new file",
+    )
     args = parser.parse_args()
+    if args.node_creates_schema and args.store != "sqlite":
+        parser.error("--node-creates-schema: only a SQLite store creates its schema at a node's start")
     print(f"load average before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     results = [trial(args) for _ in range(args.trials)]
     print(f"load average after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"{args.jobs} declared jobs + tick, {args.store}, {args.trials} trial(s): median [range], s from launch")
-    print("start | node starting line | first fire | first fire due at | sync (last trial)")
+    print("start | node starting line | first fire | first fire due at | sync (last trial) | process CPU s")
+    upgrades = [r["upgrade"] for r in results]
+    print(
+        f"db upgrade | {fmt([u['upgrade_s'] for u in upgrades])} (the command, launch to exit) | - | - | - "
+        f"| {fmt([u['cpu_s'] for u in upgrades])}"
+    )
     for label in ("empty", "restart"):
         rows = [r[label] for r in results]
         print(
             f"{label} | {fmt([r['ready_s'] for r in rows])} | {fmt([r['first_fire_s'] for r in rows])} "
-            f"| {fmt([r['first_fire_due_s'] for r in rows])} | {rows[-1]['synced']}"
+            f"| {fmt([r['first_fire_due_s'] for r in rows])} | {rows[-1]['synced']} | {fmt([r['cpu_s'] for r in rows])}"
         )
 
 

@@ -17,7 +17,10 @@ import pytest
 from tests.support.servers.configs import ConfigFor
 from tests.support.servers.postgres import PostgresServer
 from tickwork import schedules as admin
+from tickwork.errors import ScheduleExistsError
 from tickwork.scheduling.declare import DeclaredJob
+from tickwork.sql import bulk
+from tickwork.sql.rows import spec_values
 from tickwork.structures import ScheduleSpec
 from tickwork_sqlite.store import SQLiteStore
 
@@ -195,3 +198,36 @@ def test_the_sync_workload_of_tickwork_bench_runs_at_a_tiny_size(
     (postgres,) = [d["database"] for d in doc["databases"] if d["store"] == "postgres"]
     with psycopg.connect(postgres_server.conninfo(postgres_server.maintenance_dbname), autocommit=True) as conn:
         assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (postgres,)).fetchone() is None
+
+
+def test_a_batch_insert_reads_back_what_it_wrote_and_refuses_a_name_of_another_module(tmp_path: Path) -> None:
+    # The insert reads its new rows back by id; a name it skipped (taken before) is read by key:
+    # of the same module it is reported with its stored id and version, of another it is refused.
+    store = SQLiteStore(str(tmp_path / "t.db"))
+    store.upgrade()
+    store.open()
+    try:
+
+        def spec(name: str, module: str) -> ScheduleSpec:
+            return ScheduleSpec(
+                name=name, trigger_kind="cron", expression="0 0 1 1 *", target=f"{module}:f", module=module
+            )
+
+        def no_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
+            return None
+
+        taken = admin.add(store, spec("m.taken", "m"))
+        changed = ScheduleSpec(name="m.taken", trigger_kind="cron", expression="0 0 2 1 *", target="m:f", module="m")
+        assert admin.update(store, changed, recompute=True).version == 2
+        fresh = [spec(f"m.new{i}", "m") for i in range(3)]
+        with store._tx() as conn:
+            written = bulk.insert_schedules(store, conn, [*fresh, spec("m.taken", "m")], no_fire, spec_values)
+        ids = {s.name: s.id for s in store.list_schedules()}
+        assert written == {
+            **{s.key: (ids[s.name], 1) for s in fresh},
+            ("default", "m.taken"): (taken.id, 2),
+        }
+        with pytest.raises(ScheduleExistsError, match=r"m\.taken"), store._tx() as conn:
+            bulk.insert_schedules(store, conn, [spec("m.taken", "other")], no_fire, spec_values)
+    finally:
+        store.close()

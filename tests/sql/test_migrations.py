@@ -1,13 +1,29 @@
-"""The Alembic migrations and the declared SQLAlchemy metadata never drift, on every database;
-upgrade from empty, downgrade to nothing, upgrade again (Procrastinate's migration test idea)."""
+"""The Alembic migrations and the declared SQLAlchemy metadata never drift, on every database:
+upgrade revision by revision, downgrade to nothing, then the empty database's schema created at
+once from the metadata, equal to the migrated one (Procrastinate's migration test idea)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
+import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, insert, inspect, select, update
+from sqlalchemy import (
+    Column,
+    Connection,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    insert,
+    inspect,
+    select,
+    update,
+)
 
 from tickwork.sql import migrations
 from tickwork.sql.schema import UTCDateTime, backfills, metadata, nodes, schedules
@@ -21,29 +37,98 @@ def _tables(engine_url: str) -> set[str]:
         engine.dispose()
 
 
-def test_upgrade_downgrade_upgrade_matches_metadata(url: str) -> None:
+def _drift(conn: Connection) -> list[Any]:
+    """What autogenerate would change to make the database ``tickwork.sql.schema``."""
+    context = MigrationContext.configure(conn, opts={"compare_type": True, "version_table": migrations.VERSION_TABLE})
+    return [
+        d
+        for d in compare_metadata(context, metadata)
+        if not (isinstance(d, tuple) and d[0] == "remove_table" and d[1].name == migrations.VERSION_TABLE)
+    ]
+
+
+def _schema(conn: Connection) -> dict[str, dict[str, Any]]:
+    """tickwork's tables as the database reports them: columns (type, nullability, server
+    default, autoincrement), primary key, foreign keys (with ON DELETE), indexes (with their
+    partial predicate), unique and check constraints, each by name. Not the order of the columns:
+    a migration can only add a column at the end, and every statement names its columns."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return value if value is None or isinstance(value, str | int | float | bool) else str(value)
+
+    reflected = inspect(conn)
+    out = {}
+    for table in sorted(t for t in reflected.get_table_names() if t.startswith("tickwork_")):
+        out[table] = {
+            "columns": {c["name"]: plain(c) for c in reflected.get_columns(table)},
+            "primary key": plain(reflected.get_pk_constraint(table)),
+            "foreign keys": sorted(map(repr, plain(reflected.get_foreign_keys(table)))),
+            "indexes": sorted(map(repr, plain(reflected.get_indexes(table)))),
+            "unique": sorted(map(repr, plain(reflected.get_unique_constraints(table)))),
+            "checks": sorted(map(repr, plain(reflected.get_check_constraints(table)))),
+        }
+    return out
+
+
+def test_upgrade_downgrade_create_matches_metadata(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Migrated revision by revision (from 0001: an empty database would take the shortcut below),
+    # downgraded to nothing, then created at once from the metadata and stamped, as an empty
+    # database is: both schemas are the metadata's, and the same in every reflected detail.
     engine = create_engine(url)
     try:
         with engine.begin() as conn:
             assert migrations.current_revision(conn) is None
+            migrations.upgrade(conn, "0001")
             migrations.upgrade(conn)
             assert migrations.current_revision(conn) == migrations.head_revision()
         assert _tables(url) >= {"tickwork_schedules", "tickwork_runs", "tickwork_nodes"}
+        with engine.connect() as conn:
+            assert _drift(conn) == [], "migrations and tickwork.sql.schema disagree"
+            migrated = _schema(conn)
         with engine.begin() as conn:
             migrations.downgrade(conn, "base")
         assert _tables(url) == {"tickwork_alembic_version"} or _tables(url) == set()
+
+        def no_revisions(*args: object, **kwargs: object) -> None:
+            raise AssertionError("an empty database ran the revisions one by one")
+
+        monkeypatch.setattr(command, "upgrade", no_revisions)
         with engine.begin() as conn:
             migrations.upgrade(conn)
         with engine.connect() as conn:
-            context = MigrationContext.configure(
-                conn, opts={"compare_type": True, "version_table": migrations.VERSION_TABLE}
-            )
-            diff = [
-                d
-                for d in compare_metadata(context, metadata)
-                if not (isinstance(d, tuple) and d[0] == "remove_table" and d[1].name == migrations.VERSION_TABLE)
-            ]
-        assert diff == [], f"migrations and tickwork.sql.schema disagree: {diff}"
+            assert migrations.current_revision(conn) == migrations.head_revision()
+            assert _drift(conn) == [], "tickwork.sql.schema does not create itself"
+            created = _schema(conn)
+        assert created.keys() == migrated.keys()
+        for table in migrated:
+            assert created[table] == migrated[table], f"{table}: created from the metadata != migrated"
+    finally:
+        engine.dispose()
+
+
+def test_a_database_at_an_older_revision_migrates_step_by_step(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only an empty database gets the schema at once: one at 0016 runs 0017, keeping its rows.
+    engine = create_engine(url)
+    at = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+    try:
+        with engine.begin() as conn:
+            migrations.upgrade(conn, "0016")
+            # 0017 leaves the nodes table as it is.
+            conn.execute(insert(nodes).values(id="n1", started_at=at, heartbeat_at=at))
+
+        def no_create(connection: Connection) -> None:
+            raise AssertionError("a database at 0016 was created anew")
+
+        monkeypatch.setattr(migrations, "create_head", no_create)
+        with engine.begin() as conn:
+            assert not migrations.is_empty(conn)
+            migrations.upgrade(conn)
+            assert migrations.current_revision(conn) == migrations.head_revision()
+            assert conn.execute(select(nodes.c.id, nodes.c.started_at)).all() == [("n1", at)]
     finally:
         engine.dispose()
 

@@ -123,11 +123,11 @@ class ScheduleWriting(SQLCore):
                 written += [(s, before.get(s.key)) for s in (*applied.update, *applied.retrigger)]
                 namespacelimits.check_room(self, conn, namespace_growth(stored, applied))
                 changed = versioning.diffs(written)
-                bulk.insert_schedules(self, conn, applied.create, next_fire, spec_values)
+                created = bulk.insert_schedules(self, conn, applied.create, next_fire, spec_values)
                 bulk.update_schedules(self, conn, applied.update, None, spec_values, changed)
                 bulk.update_schedules(self, conn, applied.retrigger, next_fire, spec_values, changed)
                 bulk.delete_schedules(conn, applied.remove)
-                versioning.record(self, conn, changed, by)
+                versioning.record(self, conn, changed, by, created)
                 # After the versions moved: the numbers the apply leaves them at.
                 bulk.mark_applied(conn, applied.applied)
                 if applied.create or applied.update or applied.retrigger or applied.remove:

@@ -27,7 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.sql.elements import ColumnElement, TextClause
+from sqlalchemy.sql.elements import ColumnElement, TextClause, conv
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from .dialects import traits_of
@@ -98,6 +98,34 @@ def _from_micros(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)
 
 
+def _migrated_check(sqltext: str, name: str) -> tuple[CheckConstraint, CheckConstraint]:
+    """A check of ``tickwork_schedules`` named as the migrations left it on each database, so that
+    a schema created from this metadata (``migrations.create_head``) is the migrated one: on
+    PostgreSQL and MySQL migration 0001 gave the full name to ``op.create_table``, and the naming
+    convention prefixed it once more; on SQLite, 0017 rebuilt the table with the plain name."""
+    return (
+        CheckConstraint(sqltext, name=name).ddl_if(dialect="sqlite"),
+        CheckConstraint(sqltext, name=conv(f"ck_tickwork_schedules_ck_tickwork_schedules_{name}")).ddl_if(
+            callable_=_not_sqlite
+        ),
+    )
+
+
+def _not_sqlite(
+    ddl: Any,
+    target: Any,
+    bind: Any,
+    tables: Any = None,
+    state: Any = None,
+    *,
+    dialect: Dialect,
+    compiler: Any = None,
+    checkfirst: bool = False,
+) -> bool:
+    # Called with or without ``checkfirst`` (not for a check rendered inside CREATE TABLE).
+    return dialect.name != "sqlite"
+
+
 # SQLite only aliases rowid for INTEGER PRIMARY KEY, not BIGINT.
 Id = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -162,8 +190,8 @@ schedules = Table(
     Column("applied_version", Integer, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
-    CheckConstraint("state IN ('idle', 'running')", name="state"),
-    CheckConstraint("misfire IS NULL OR misfire IN ('skip', 'once', 'all')", name="misfire"),
+    *_migrated_check("state IN ('idle', 'running')", "state"),
+    *_migrated_check("misfire IS NULL OR misfire IN ('skip', 'once', 'all')", "misfire"),
     UniqueConstraint("namespace", "name", name="uq_tickwork_schedules_name"),
 )
 

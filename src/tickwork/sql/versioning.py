@@ -5,6 +5,7 @@ definition can leave its version out, and read by :meth:`ScheduleVersions.versio
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, delete, select
@@ -33,34 +34,40 @@ def diffs(written: Sequence[tuple[ScheduleSpec, ScheduleSpec | None]]) -> Diffs:
     return out
 
 
-def record(store: SQLCore, conn: Connection, wanted: Diffs, by: str | None) -> None:
+def record(store: SQLCore, conn: Connection, wanted: Diffs, by: str | None, known: bulk.Written | None = None) -> None:
     """Insert the version rows of the definitions just written in ``conn``'s transaction (the
     changed ones, :func:`diffs`): each schedule's number is read back from its row, which the
-    write set (1 for a new schedule, one more for a changed one)."""
+    write set (1 for a new schedule, one more for a changed one), unless ``known`` holds it (the
+    schedules :func:`.bulk.insert_schedules` just created, read back by it already)."""
     if not wanted:
         return
+    known = known or {}
     # The clock read once, not bound per row: an executemany evaluates a bound clock at every row.
     now = bulk.clock(store, conn)
     insert = schedule_versions.insert()
-    for batch in bulk.chunks(sorted(wanted)):
+    rows = [_row(key, *known[key], wanted, now, by) for key in sorted(wanted) if key in known]
+    for batch in bulk.chunks(rows):
+        conn.execute(insert, list(batch))
+    for batch in bulk.chunks(sorted(key for key in wanted if key not in known)):
         found = conn.execute(
             select(schedules.c.id, schedules.c.namespace, schedules.c.name, schedules.c.version).where(
                 bulk.keyed(batch)
             )
         )
-        rows = [
-            {
-                "schedule_id": sid,
-                "version": number,
-                "created_at": now,
-                "created_by": by,
-                "changes": wanted[(namespace, name)][0],
-                "definition": wanted[(namespace, name)][1],
-            }
-            for sid, namespace, name, number in found
-        ]
+        rows = [_row((namespace, name), sid, number, wanted, now, by) for sid, namespace, name, number in found]
         if rows:
             conn.execute(insert, rows)
+
+
+def _row(key: ScheduleKey, sid: int, number: int, wanted: Diffs, now: datetime, by: str | None) -> dict[str, Any]:
+    return {
+        "schedule_id": sid,
+        "version": number,
+        "created_at": now,
+        "created_by": by,
+        "changes": wanted[key][0],
+        "definition": wanted[key][1],
+    }
 
 
 def forget(conn: Connection, schedule_ids: Any) -> None:
