@@ -191,12 +191,14 @@ def main() -> None:
     )
     results = []
     for trial in range(args.trials):
+        load = os.getloadavg()[0]
         r = run_one(args)
         results.append(r)
         print(
-            f"trial {trial + 1}: launch->last end {r['launch_to_last_s']:.1f} s | first start->last end "
-            f"{r['first_to_last_s']:.1f} s | {r['per_s']:.0f} fires/s | fires {r['fires']}/{r['expected']} "
-            f"complete={r['complete']} twice={r['twice']} statuses={r['statuses']} by node={r['by_node']}",
+            f"trial {trial + 1} (load {load:.1f}): launch->last end {r['launch_to_last_s']:.1f} s | "
+            f"first start->last end {r['first_to_last_s']:.1f} s | {r['per_s']:.0f} fires/s | "
+            f"fires {r['fires']}/{r['expected']} complete={r['complete']} twice={r['twice']} "
+            f"statuses={r['statuses']} by node={r['by_node']}",
             flush=True,
         )
     for key in ("launch_to_last_s", "first_to_last_s", "per_s"):

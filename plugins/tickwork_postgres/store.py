@@ -39,6 +39,7 @@ from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import runs
 
+from .backfilltake import PostgresBackfills
 from .operations import CHANNEL, PostgresOperations
 from .roundtrips import PostgresRoundTrips
 from .settings import PostgresSettings
@@ -60,7 +61,7 @@ def sqlalchemy_url(url: str) -> str:
     return "postgresql+psycopg://" + url.partition("://")[2]
 
 
-class PostgresStore(PostgresRoundTrips):
+class PostgresStore(PostgresBackfills, PostgresRoundTrips):
     """PostgreSQL store; its options: :class:`~tickwork_postgres.settings.PostgresSettings`.
 
     :param url: ``postgresql://user:password@host:port/dbname`` (``${ENV}`` is expanded by the config)

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ from tests.support.engines import new_engine as new_engine  # the fixture
 from tests.support.stores import T0
 from tickwork.engine.loop import Engine
 from tickwork.sql.store import SQLStore
-from tickwork.structures import RunStatus
+from tickwork.structures import Claim, RunStatus
 from tickwork.testing import FakeClock
 
 #: Guards against a hung executor thread or a loop that never wakes; not a timing assertion.
@@ -172,3 +173,33 @@ def test_a_sleeping_loop_runs_a_backfill_through_by_its_ends(
         engine.stop()
         loop.join(5)
     assert backfill_jobs.started == [t.isoformat() for t in times]
+
+
+def test_the_end_of_a_buffered_fire_and_the_take_of_the_next_are_one_store_call(
+    new_engine: Callable[..., Engine], sqlite_store: SQLStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass that collects a backfilled run's end carries it in its take (one transaction:
+    :meth:`Store.take_backfills` with ``ends``), never as an end_attempt of its own."""
+    takes: list[tuple[list[datetime], list[datetime]]] = []
+    take = sqlite_store.take_backfills
+
+    def spy(node_id: str, **kwargs: Any) -> list[Claim]:
+        taken = take(node_id, **kwargs)
+        takes.append(([f.claim.scheduled_for for f in kwargs.get("ends", ())], [c.scheduled_for for c in taken]))
+        return taken
+
+    def no_end_attempt(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a backfilled run's end was written on its own")
+
+    monkeypatch.setattr(sqlite_store, "take_backfills", spy)
+    monkeypatch.setattr(sqlite_store, "end_attempt", no_end_attempt)
+    engine = new_engine(sqlite_store, monotonic=stopped)
+    add(sqlite_store, "stepped", "0 * * * *", target="tests.support.backfill_jobs:stepped")
+    times = yesterday(3)
+    sqlite_store.queue_backfill("stepped", times)
+    engine.tick()
+    backfill_jobs.steps.release(len(times))
+    passes_until(engine, lambda: len([r for r in runs(sqlite_store) if r.status is RunStatus.SUCCEEDED]) == 3)
+    carried = [(ends, taken) for ends, taken in takes if ends]
+    # Each end rode on the take that started the next fire; the last one's on a take of nothing.
+    assert carried == [([times[0]], [times[1]]), ([times[1]], [times[2]]), ([times[2]], [])]

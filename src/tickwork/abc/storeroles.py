@@ -226,7 +226,13 @@ class ScheduleCatalog(StoreClock):
         raise NotImplementedError(f"{type(self).__name__} has no backfill")
 
     def take_backfills(
-        self, node_id: str, *, limit: int, buckets: Sequence[int] | None, namespaces: Sequence[str] | None = None
+        self,
+        node_id: str,
+        *,
+        limit: int,
+        buckets: Sequence[int] | None,
+        namespaces: Sequence[str] | None = None,
+        ends: Sequence[Finish] = (),
     ) -> list[Claim]:
         """Take up to ``limit`` queued backfill times of schedules in ``buckets`` (``None``: all)
         and of the ``namespaces`` this node serves (``None``: all),
@@ -238,7 +244,13 @@ class ScheduleCatalog(StoreClock):
         (:func:`~tickwork.structures.backfill_takeable`): a ``buffer_all`` time is taken only
         when none is running, and alone; an ``allow`` time while fewer than the schedule's
         ``max_concurrent`` run. The claims carry their run ids; their ends are written with
-        :meth:`end_attempt`. Default: nothing (a store without backfill)."""
+        :meth:`end_attempt`, or carried by the next take: ``ends`` (ends of backfilled runs)
+        are written first in the take's own transaction, each as :meth:`end_attempt` writes it
+        (a run no longer ``running`` is left as it is), so that the slots they free are taken in
+        the same round trip (``limit`` 0: only the ends are written). Default: nothing (a store
+        without backfill, which never has a backfilled run to end)."""
+        if ends:
+            raise NotImplementedError(f"{type(self).__name__} has no backfill")
         return []
 
     def retry_backfill(self, claim: Claim, outcome: Outcome) -> bool:

@@ -2,11 +2,14 @@
 times of the schedules this node owns and hands them to the engine's run path (:class:`.runs.Runs`)
 like any claim: the same fence, hard deadline, retries, end batching and listener calls
 (docs/cluster.md#backfill). What differs is in the claim (``Claim.backfill``): its run holds no
-claim of its schedule, so its end is written with :meth:`Store.end_attempt` and plans no next fire.
+claim of its schedule, so its end releases nothing and plans no next fire: it is written as
+:meth:`Store.end_attempt` writes one, carried by the next take (below).
 
-Pace: the queue is looked at again as soon as one of this node's backfilled runs has its end
-recorded (or its fire queued again for a retry): the loop's pass that writes the end takes the
-next fire, after the schedules' own due fires (:meth:`BackfillRunner.run_if_wanted`). The
+Pace: the queue is looked at again as soon as one of this node's backfilled runs ends (or its
+fire is queued again for a retry): the loop's pass that collects the end takes the next fire,
+after the schedules' own due fires (:meth:`BackfillRunner.run_if_wanted`), and the take carries
+the ends gathered (``Store.take_backfills(ends=...)``): one transaction ends the runs and takes
+the slots they free, a buffered fire's successor included. The
 housekeeping duty's look every second (while backfilled runs are in flight, else every
 ``reap_interval``) is only the fallback for what this node cannot see end: a backfill queued by the
 admin API, a buffered fire waiting for a run of another node or for the schedule's own run."""
@@ -16,6 +19,7 @@ from __future__ import annotations
 import logging
 
 from ..abc import Membership, Store
+from ..structures import Finish
 from .runs import Runs
 from .settings import EngineSettings
 
@@ -51,8 +55,17 @@ class BackfillRunner:
 
     def run_if_wanted(self) -> int:
         """Take and start what fits if a backfilled run ended since the last look (see
-        :meth:`run`); how many fires were taken."""
-        return self._take() if self._wanted else 0
+        :meth:`run`), carrying the ends of backfilled runs gathered meanwhile; how many fires
+        were taken."""
+        carried = self.runs.ends.take_backfill_ends()
+        return self._take(carried) if self._wanted or carried else 0
+
+    def write_ends(self) -> None:
+        """Write the gathered ends of backfilled runs without taking (a pass that claimed a
+        full batch of due fires: live work first); the next pass takes."""
+        carried = self.runs.ends.take_backfill_ends()
+        if carried:
+            self._take(carried, take=False)
 
     @property
     def in_flight(self) -> int:
@@ -67,20 +80,37 @@ class BackfillRunner:
         fire is taken only once the schedule's previous run has ended); returns how many
         backfilled runs this node has in flight after the pass, so that housekeeping looks again
         within a second while any runs (the fallback for ends this node does not see)."""
-        taken = self._take()
+        taken = self._take(self.runs.ends.take_backfill_ends())
         return self.in_flight or taken
 
-    def _take(self) -> int:
+    def _take(self, carried: list[Finish], *, take: bool = True) -> int:
+        """One store round trip: write ``carried`` (ends of backfilled runs, taken from the end
+        writer) and take what fits in the same transaction, so that a buffered fire's successor
+        starts in the transaction that ends it (docs/cluster.md#backfill)."""
+        # Counted without the carried ends: the take writes them before it counts.
         room = MAX_BACKFILLS_IN_FLIGHT - self.in_flight
-        if room <= 0 or not self.membership.healthy():
+        takes = take and room > 0 and self.membership.healthy()
+        if not takes and not carried:
             self._wanted = False  # the next end asks again
             return 0
         node = self.settings.node_id
-        claims = self.store.take_backfills(
-            node, limit=room, buckets=self.membership.owned_buckets(), namespaces=self.settings.namespaces
-        )
-        # Only once the store answered: a take that failed (an outage) is tried again next pass.
-        self._wanted = False
+        try:
+            claims = self.store.take_backfills(
+                node,
+                limit=room if takes else 0,
+                buckets=self.membership.owned_buckets() if takes else None,
+                namespaces=self.settings.namespaces,
+                ends=carried,
+            )
+        except BaseException:
+            self.runs.ends.put_back(carried)  # an end is never lost: written next pass
+            raise
+        # Reported as written (which asks for a take: a slot freed) ...
+        self.runs.ends.backfills_written(carried)
+        if takes:
+            # ... but a take after the ends, in their transaction, has seen that slot. Only
+            # once the store answered: a take that failed (an outage) is tried again next pass.
+            self._wanted = False
         for claim in claims:
             log.info("backfill: running %s for %s", claim.spec.name, claim.scheduled_for.isoformat())
         self.runs.dispatch(claims)

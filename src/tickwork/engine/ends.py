@@ -142,24 +142,43 @@ class EndWriter:
             return None
         return max(0.0, self._write_by - self.clock.monotonic())
 
-    def write_due(self) -> bool:
+    def write_due(self, *, keep_backfills: bool = False) -> bool:
         """Write what was gathered if its time has come.
 
+        :param keep_backfills: leave backfilled runs' ends gathered (due at once): the pass
+            carries them in its take of backfilled fires (:meth:`take_backfill_ends`)
         :return: whether a write was attempted
         :raises tickwork.errors.StoreError: after keeping what was not written
         """
         if self._write_by is None or self._write_by > self.clock.monotonic():
             return False
-        self.write()
+        self.write(keep_backfills=keep_backfills)
         return True
 
-    def write(self, finishes: Sequence[Finish] = (), parks: Sequence[tuple[Finish, Fault]] = ()) -> None:
-        """Write ``finishes`` and ``parks`` now, after anything gathered or kept from before.
+    def write(
+        self,
+        finishes: Sequence[Finish] = (),
+        parks: Sequence[tuple[Finish, Fault]] = (),
+        *,
+        keep_backfills: bool = False,
+    ) -> None:
+        """Write ``finishes`` and ``parks`` now, after anything gathered or kept from before
+        (``keep_backfills``: see :meth:`write_due`).
 
         :raises tickwork.errors.StoreError: after keeping what was not written (due at once)
         """
         self._unparked += parks
         self._unsaved += finishes
+        if keep_backfills:
+            kept = [f for f in self._unsaved if f.claim.backfill]
+            if kept:
+                self._unsaved = [f for f in self._unsaved if not f.claim.backfill]
+                try:
+                    self.write()
+                finally:
+                    self._unsaved = kept + self._unsaved
+                    self._write_by = self.clock.monotonic()
+                return
         if not self._unsaved and not self._unparked:
             self._write_by = None
             return
@@ -234,28 +253,43 @@ class EndWriter:
         return bool(busy)
 
     def _write_backfills(self, batch: list[Finish]) -> list[Finish]:
-        """Write the ends of the backfilled runs in ``batch`` (one statement each, by the store's
-        clock: they hold no claim to release, :meth:`Store.end_attempt`); returns the others.
+        """Write the ends of the backfilled runs in ``batch`` (one transaction, by the store's
+        clock: they hold no claim to release; a take of nothing carrying them,
+        :meth:`Store.take_backfills`); returns the others.
 
         :raises tickwork.errors.StoreError: after keeping what was not written
         """
         backfills = [f for f in batch if f.claim.backfill]
         others = [f for f in batch if not f.claim.backfill]
-        written = 0
         try:
-            for finish in backfills:
-                self.store.end_attempt(finish.claim, finish.outcome, finish.started_at)
-                written += 1
+            self.store.take_backfills(self.node_id, limit=0, buckets=None, ends=backfills)
         except StoreError:
-            self._unsaved = backfills[written:] + others + self._unsaved
+            self._unsaved = backfills + others + self._unsaved
             raise
-        finally:
-            self.counters.finished += written
-            self._report(backfills[:written])
-            log_run_ends(self.node_id, backfills[:written], [True] * written)
-            if written:
-                self._backfill_ended()
+        self.backfills_written(backfills)
         return others
+
+    def take_backfill_ends(self) -> list[Finish]:
+        """Take the gathered ends of backfilled runs, to be carried by a take of backfilled
+        fires (:meth:`Store.take_backfills`, ``ends``): written in its transaction, the slots
+        they free are taken at once. Every end taken must be handed back to
+        :meth:`backfills_written` or :meth:`put_back`."""
+        carried = [f for f in self._unsaved if f.claim.backfill]
+        if carried:
+            self._unsaved = [f for f in self._unsaved if not f.claim.backfill]
+            if not self._unsaved and not self._unparked:
+                self._write_by = None
+        return carried
+
+    def backfills_written(self, finishes: Sequence[Finish]) -> None:
+        """Account for ends of backfilled runs written (by :meth:`write` or carried by a take):
+        counted, reported to the listener, logged; the backfill runner told a slot freed."""
+        if not finishes:
+            return
+        self.counters.finished += len(finishes)
+        self._report(finishes)
+        log_run_ends(self.node_id, finishes, [True] * len(finishes))
+        self._backfill_ended()
 
     def _keep_busy(self, busy: list[Finish]) -> None:
         """Keep ends whose schedule rows another transaction holds locked, to be written again

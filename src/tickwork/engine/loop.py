@@ -351,15 +351,19 @@ class Engine:
             with self.watch.step("starting retries"):
                 self.retries.start_due(self.runs.start_retry)
         with self.watch.step(f"writing {self.ends.backlog} run end(s)"):
-            self.runs.write_ends()
+            # Backfilled runs' ends wait for this pass's take, which carries them (healthy only:
+            # an unsure node takes nothing, so they are written here).
+            self.runs.write_ends(keep_backfills=healthy)
         if not healthy:
             return False
         busy = self.claim_due()
-        if not busy:
-            # After the schedules' own due fires, and only when they left no backlog (a full
-            # batch): live work first, a backfill takes what is left (docs/cluster.md#backfill).
-            with self.watch.step("taking backfilled fires"):
+        with self.watch.step("taking backfilled fires"):
+            if not busy:
+                # After the schedules' own due fires, and only when they left no backlog (a full
+                # batch): live work first, a backfill takes what is left (docs/cluster.md#backfill).
                 self.backfills.run_if_wanted()
+            else:
+                self.backfills.write_ends()
         return busy
 
     def claim_due(self) -> bool:

@@ -359,15 +359,17 @@ class Runs:
             )
         self.ends.add(finishes, parks, since=first_arrived)
 
-    def write_ends(self, *, now: bool = False) -> None:
-        """Write the gathered ends if their time has come (``now``: whatever their time).
+    def write_ends(self, *, now: bool = False, keep_backfills: bool = False) -> None:
+        """Write the gathered ends if their time has come (``now``: whatever their time;
+        ``keep_backfills``: backfilled runs' ends are left for the pass's take to carry,
+        :meth:`.ends.EndWriter.write_due`).
 
         :raises tickwork.errors.StoreError: after the end writer kept what was not written
         """
         if now:
             self.ends.write()
         else:
-            self.ends.write_due()
+            self.ends.write_due(keep_backfills=keep_backfills)
         self.concurrency.write()
 
     def expire_overdue(self) -> None:

@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, exists, func, or_, select, update
+from sqlalchemy import Connection, Select, bindparam, case, delete, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import ScheduleNotFoundError
 from ..structures import (
     DEFAULT_NAMESPACE,
     Claim,
+    Finish,
     Outcome,
     Overlap,
     backfill_takeable,
@@ -81,41 +82,91 @@ class Backfilling(SQLCore):
 
     @transient_retry
     def take_backfills(
-        self, node_id: str, *, limit: int, buckets: Sequence[int] | None, namespaces: Sequence[str] | None = None
+        self,
+        node_id: str,
+        *,
+        limit: int,
+        buckets: Sequence[int] | None,
+        namespaces: Sequence[str] | None = None,
+        ends: Sequence[Finish] = (),
     ) -> list[Claim]:
-        # One transaction. Schedule by schedule, earliest queued fire first: the schedule's row
-        # is locked, its running runs counted under that lock, and the leading queued fires its
-        # backfills' overlap lets start now are taken (backfill_takeable), so two nodes never
-        # both start the next fire of a buffer_all backfill. The queue rows taken are deleted as
-        # their runs are recorded (the delete's row count decides which node took one).
+        # One transaction. The ends carried first (the runs they end no longer count as
+        # running below, so a buffered fire's successor starts in the transaction that ends it).
+        # Then schedule by schedule, earliest queued fire first: the schedule's row is locked,
+        # its running runs counted under that lock, and the leading queued fires its backfills'
+        # overlap lets start now are taken (backfill_takeable), so two nodes never both start
+        # the next fire of a buffer_all backfill. The queue rows taken are deleted as their runs
+        # are recorded (the delete's row count decides which node took one).
         with self._tx() as conn:
-            first = func.min(backfills.c.scheduled_for)
-            # Only schedules that may start one now: a schedule with a running run waits unless
-            # it has an allow backfill. A pre-filter (each is checked again under its row's lock
-            # below): without it the `limit` schedules with the earliest queued fires are the ones
-            # whose backfill is running, and a node that looks as a run ends takes nothing.
-            runs_beside = func.max(case((backfills.c.overlap == Overlap.ALLOW.value, 1), else_=0)) == 1
-            running = exists().where(runs.c.schedule_id == backfills.c.schedule_id, runs.c.status == "running")
-            waiting = (
-                select(backfills.c.schedule_id)
-                .join(schedules, schedules.c.id == backfills.c.schedule_id)
-                .where(backfills.c.scheduled_for <= self.now_expr())
-                .group_by(backfills.c.schedule_id)
-                .having(or_(runs_beside, ~running))
-                .order_by(first, backfills.c.schedule_id)
-                .limit(limit)
-            )
-            owned = self._owned(buckets)
-            if owned is not None:
-                waiting = waiting.where(owned)
-            if namespaces is not None:
-                waiting = waiting.where(schedules.c.namespace.in_(list(namespaces)))
+            self._end_backfilled(conn, ends)
+            if limit <= 0:
+                return []
+            waiting = self._waiting_backfills(limit, buckets, namespaces)
             taken: list[Claim] = []
             for schedule_id in conn.scalars(waiting).all():
                 if len(taken) >= limit:
                     break
                 taken.extend(self._take_of(conn, int(schedule_id), limit - len(taken), node_id))
         return taken
+
+    def _end_backfilled(self, conn: Connection, ends: Sequence[Finish]) -> None:
+        """Write the ends of backfilled runs as :meth:`end_attempt` does (a run no longer
+        ``running``, recorded abandoned meanwhile, is left as it is), in one executemany."""
+        if not ends:
+            return
+        statement = self._statement(
+            "backfill_ends",
+            lambda: (
+                update(runs)
+                .where(runs.c.id == bindparam("e_id"), runs.c.status == "running")
+                .values(
+                    status=bindparam("e_status"),
+                    error=bindparam("e_error"),
+                    finished_at=self.now_expr(),
+                    started_at=func.coalesce(bindparam("e_started", type_=UTCDateTime), runs.c.started_at),
+                )
+            ),
+        )
+        conn.execute(
+            statement,
+            [
+                {
+                    "e_id": f.claim.run_id,
+                    "e_status": f.outcome.status.value,
+                    "e_error": cap(f.outcome.error),
+                    "e_started": f.started_at,
+                }
+                for f in ends
+            ],
+        )
+
+    def _waiting_backfills(
+        self, limit: int, buckets: Sequence[int] | None, namespaces: Sequence[str] | None
+    ) -> Select[Any]:
+        """The ids of up to ``limit`` owned schedules with a queued fire due that may start one
+        now, earliest queued fire first."""
+        first = func.min(backfills.c.scheduled_for)
+        # Only schedules that may start one now: a schedule with a running run waits unless
+        # it has an allow backfill. A pre-filter (each is checked again under its row's lock
+        # by the take): without it the `limit` schedules with the earliest queued fires are the ones
+        # whose backfill is running, and a node that looks as a run ends takes nothing.
+        runs_beside = func.max(case((backfills.c.overlap == Overlap.ALLOW.value, 1), else_=0)) == 1
+        running = exists().where(runs.c.schedule_id == backfills.c.schedule_id, runs.c.status == "running")
+        waiting = (
+            select(backfills.c.schedule_id)
+            .join(schedules, schedules.c.id == backfills.c.schedule_id)
+            .where(backfills.c.scheduled_for <= self.now_expr())
+            .group_by(backfills.c.schedule_id)
+            .having(or_(runs_beside, ~running))
+            .order_by(first, backfills.c.schedule_id)
+            .limit(limit)
+        )
+        owned = self._owned(buckets)
+        if owned is not None:
+            waiting = waiting.where(owned)
+        if namespaces is not None:
+            waiting = waiting.where(schedules.c.namespace.in_(list(namespaces)))
+        return waiting
 
     @transient_retry
     def retry_backfill(self, claim: Claim, outcome: Outcome) -> bool:

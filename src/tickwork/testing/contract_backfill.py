@@ -84,6 +84,50 @@ class BackfillOverlapContract:
         [third] = store.take_backfills("n2", limit=10, buckets=None)
         assert third.scheduled_for == bounded[2]
 
+    def test_a_take_writes_the_ends_it_carries_and_takes_the_slots_they_free(self, store: Store) -> None:
+        """``take_backfills(ends=...)``: the ends of backfilled runs are written in the take's own
+        transaction, as :meth:`Store.end_attempt` writes them, so a buffered fire's successor is
+        taken by the call that ends it; ``limit`` 0 only writes them."""
+        times = _hourly(store, "chain")
+        store.queue_backfill("chain", times[:3])
+        [first] = store.take_backfills("n1", limit=10, buckets=None)
+        started = store.now() - timedelta(seconds=5)
+        ended = Finish(first, OK, None, started_at=started)
+        [second] = store.take_backfills("n1", limit=10, buckets=None, ends=[ended])
+        assert second.scheduled_for == times[1]
+        assert store.take_backfills("n2", limit=10, buckets=None) == []  # the second runs
+        failed = Outcome(RunStatus.FAILED, error="boom")
+        assert store.take_backfills("n1", limit=0, buckets=None, ends=[Finish(second, failed, None)]) == []
+        # An end carried again for a run no longer running (ended, or recorded abandoned) changes nothing.
+        [third] = store.take_backfills("n2", limit=10, buckets=None, ends=[Finish(first, failed, None)])
+        assert third.scheduled_for == times[2]
+        runs = {r.scheduled_for: r for r in store.history(schedule="chain")}
+        assert (runs[times[0]].status, runs[times[0]].error) == (RunStatus.SUCCEEDED, None)
+        assert runs[times[0]].started_at == started
+        assert (runs[times[1]].status, runs[times[1]].error) == (RunStatus.FAILED, "boom")
+        assert runs[times[2]].status is RunStatus.RUNNING
+        successor_start, predecessor_end = runs[times[1]].started_at, runs[times[0]].finished_at
+        assert successor_start is not None and predecessor_end is not None
+        assert successor_start >= predecessor_end  # never before its predecessor's end
+
+    def test_a_take_keeps_fire_time_order_across_a_schedules_mixed_backfills(self, store: Store) -> None:
+        """Two backfills of one schedule, ``allow`` then ``buffer_all``: the allowed fires run
+        together, the buffered one only once they all ended (alone), an allowed one after it beside
+        it; the carried ends free the slots within the take."""
+        times = _hourly(store, "mixed", overlap="allow", max_concurrent=2)
+        store.queue_backfill("mixed", [*times[:2], times[3]], overlap="allow")
+        store.queue_backfill("mixed", [times[2]], overlap="buffer_all")
+        both = store.take_backfills("n1", limit=10, buckets=None)
+        assert [c.scheduled_for for c in both] == times[:2]
+        assert store.take_backfills("n1", limit=10, buckets=None) == []  # the buffered one waits
+        # One end frees one slot, but the buffered fire (next in order) must run alone.
+        assert store.take_backfills("n1", limit=10, buckets=None, ends=[Finish(both[0], OK, None)]) == []
+        [alone] = store.take_backfills("n1", limit=10, buckets=None, ends=[Finish(both[1], OK, None)])
+        assert (alone.scheduled_for, alone.backfill_overlap) == (times[2], "buffer_all")
+        # An allowed fire after it runs beside it (one running, under max_concurrent 2).
+        [last] = store.take_backfills("n2", limit=10, buckets=None)
+        assert (last.scheduled_for, last.backfill_overlap) == (times[3], "allow")
+
     def test_an_unknown_backfill_overlap_is_refused(self, store: Store) -> None:
         times = _hourly(store, "odd")
         with pytest.raises(ValueError, match="buffer_all"):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..structures import (
     DEFAULT_NAMESPACE,
     Claim,
+    Finish,
     Outcome,
     RunStatus,
     backfill_takeable,
@@ -77,7 +78,13 @@ class MemoryBackfills:
         }
 
     def take_backfills(
-        self, node_id: str, *, limit: int, buckets: Sequence[int] | None, namespaces: Sequence[str] | None = None
+        self,
+        node_id: str,
+        *,
+        limit: int,
+        buckets: Sequence[int] | None,
+        namespaces: Sequence[str] | None = None,
+        ends: Sequence[Finish] = (),
     ) -> list[Claim]:
         def owned(row: ScheduleRow) -> bool:
             if namespaces is not None and row.spec.namespace not in namespaces:
@@ -85,6 +92,13 @@ class MemoryBackfills:
             return buckets is None or bucket_of(row.spec.name) in set(buckets)
 
         with self._tx() as now:
+            # The ends first, in the same transaction (as end_attempt writes each).
+            for finish in ends:
+                run = self._runs.get(finish.claim.run_id) if finish.claim.run_id is not None else None
+                if run is not None and run.status is RunStatus.RUNNING:
+                    run.end(finish.outcome.status, finish.outcome.error, now)
+                    if finish.started_at is not None:
+                        run.started_at = utc(finish.started_at)
             # As the SQL store: schedule by schedule (earliest queued fire first), the leading
             # queued fires its backfills' overlap lets start beside its running runs.
             order = sorted(self._queued, key=lambda key: (key[1], key[0]))
