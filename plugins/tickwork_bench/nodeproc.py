@@ -105,8 +105,11 @@ class Meter:
         self, _conn: Any, _cursor: Any, _statement: str, parameters: Any, context: Any, executemany: bool
     ) -> None:
         # executemany sends one statement per parameter set (psycopg pipelines them: one round trip);
-        # SQLAlchemy's "insertmanyvalues" batches are single multi-row statements.
-        batched = getattr(context, "execute_style", None) is ExecuteStyle.INSERTMANYVALUES
+        # SQLAlchemy's "insertmanyvalues" batches are single multi-row statements, and so is
+        # PyMySQL's executemany of an INSERT ... VALUES (it rewrites it as one multi-row INSERT).
+        batched = getattr(context, "execute_style", None) is ExecuteStyle.INSERTMANYVALUES or (
+            executemany and driver_batches(_cursor, _statement)
+        )
         n = len(parameters) if executemany and parameters and not batched else 1
         with self._lock:
             self.counters.db_calls += 1
@@ -125,6 +128,17 @@ class Meter:
 
     def store_statements(self) -> int:
         return self.store.statements - self._store_statements_base
+
+
+def driver_batches(cursor: Any, statement: str) -> bool:
+    """Whether the driver sends an executemany of ``statement`` as one multi-row statement:
+    PyMySQL does for INSERT ... VALUES (up to its ``max_stmt_length`` per statement, 1 MB: a
+    batch of the bench's run rows fits in one), and every other UPDATE or DELETE row by row."""
+    if not type(cursor).__module__.startswith("pymysql"):
+        return False
+    from pymysql.cursors import RE_INSERT_VALUES
+
+    return RE_INSERT_VALUES.match(statement) is not None
 
 
 def cpu_by_thread() -> dict[str, float]:

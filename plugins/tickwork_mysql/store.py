@@ -26,7 +26,6 @@ from tickwork.sql import dburl
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import claimable, schedules
-from tickwork.sql.serverstore import ServerStore
 from tickwork.sql.starting import LockHolders, locked_rows
 from tickwork.sql.watch import UNREAD, poll_loop
 from tickwork.structures import NodeRecord
@@ -34,6 +33,7 @@ from tickwork.structures import NodeRecord
 from .connecting import connection_class
 from .locks import TAG_NODE, TAG_SESSION, UNTAG_NODE, LockHolderReader
 from .operations import MySQLOperations
+from .rounds import MySQLRoundTrips
 from .settings import MySQLSettings
 
 log = logging.getLogger("tickwork.mysql")
@@ -61,7 +61,7 @@ def sqlalchemy_url(url: str) -> str:
     return parsed.set(drivername="mysql+pymysql", query=query).render_as_string(hide_password=False)
 
 
-class MySQLStore(ServerStore):
+class MySQLStore(MySQLRoundTrips):
     """MySQL / MariaDB store; its options: :class:`~tickwork_mysql.settings.MySQLSettings`.
 
     :param url: ``mysql://user:password@host:port/dbname`` (``${ENV}`` is expanded by the config)

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
     Connection,
     Select,
+    String,
     Text,
     Update,
     bindparam,
+    case,
     func,
     literal,
     select,
+    tuple_,
     update,
 )
 
@@ -35,6 +41,51 @@ from .starting import started_at
 
 #: Seconds to wait before asking again for ends whose schedule rows were locked elsewhere.
 BUSY_PAUSES = (0.005, 0.02)
+#: Most rows one multi-row release or end statement writes (its parameters: a few per row).
+FOLD_ROWS = 512
+#: The numbers of rows a multi-row statement is built for, a batch padded up to the next: each
+#: size is built and compiled once. Built per batch (a CASE of literals), the statements cost a
+#: node 0.1-0.15 s of CPU more per 1,000 fires than the executemany they replace (MariaDB, 1,000
+#: fires at once, 3 nodes), in making and compiling them.
+FOLD_SIZES = (8, 32, 128, FOLD_ROWS)
+
+
+def fold_size(rows: int) -> int:
+    """The size of :data:`FOLD_SIZES` a batch of ``rows`` is padded to."""
+    return next(n for n in FOLD_SIZES if n >= rows)
+
+
+def case_by_key(prefix: str, key: ColumnElement[Any], size: int, *types: Any) -> list[ColumnElement[Any]]:
+    """For each of ``types``, ``CASE key WHEN :{prefix}_k0 THEN :{prefix}_{j}_0 ... END`` over
+    ``size`` bound pairs (:func:`by_key` fills them): a value picked by the row's key, NULL for
+    a key not listed."""
+    keys = [bindparam(f"{prefix}_k{i}", type_=BigInteger) for i in range(size)]
+    return [
+        case({k: bindparam(f"{prefix}_{j}_{i}", type_=type_) for i, k in enumerate(keys)}, value=key)
+        for j, type_ in enumerate(types)
+    ]
+
+
+def by_key(prefix: str, rows: Sequence[tuple[int, tuple[Any, ...]]], size: int) -> dict[str, Any]:
+    """The parameters of :func:`case_by_key` for ``rows`` (each a key and its values), padded to
+    ``size`` with keys no row has (ids are positive) and NULL values."""
+    width = len(rows[0][1]) if rows else 0
+    params: dict[str, Any] = {}
+    for i in range(size):
+        k, values = rows[i] if i < len(rows) else (-1 - i, (None,) * width)
+        params[f"{prefix}_k{i}"] = k
+        for j, v in enumerate(values):
+            params[f"{prefix}_{j}_{i}"] = v
+    return params
+
+
+T = TypeVar("T")
+
+
+def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 class Ending(Pausing):
@@ -59,36 +110,82 @@ class Ending(Pausing):
         """:meth:`_release_and_end` for a database without UPDATE ... RETURNING or whose
         transaction already holds the write lock: read the fences in one SELECT (``lock``: FOR
         UPDATE SKIP LOCKED, so they cannot change before the UPDATEs), then release the rows that
-        still carry ours and end their runs with one executemany of one cached statement each."""
+        still carry ours in one statement and end their runs in another (up to
+        :data:`FOLD_ROWS` rows each)."""
         ids = [f.claim.schedule_id for f in finishes]
         key = f"fences/{lock}"
         read = {
             row.id: (row.claim_seq, row.state)
             for row in conn.execute(self._statement(key, lambda: self._fences(lock)), {"ids": ids})
         }
-        current = {sid: seq for sid, (seq, state) in read.items() if state == "running"}
-        busy = self.locked_elsewhere(conn, [i for i in ids if i not in read]) if lock else set()
-        mine = [f for f in finishes if current.get(f.claim.schedule_id) == f.claim.claim_seq]
         self.statements += 1
-        if mine:
-            releases = [{"b_id": f.claim.schedule_id, "b_seq": f.claim.claim_seq, "b_next": f.next_fire} for f in mine]
-            conn.execute(self._statement("release_many", self._release_many), releases)
+        busy = self.locked_elsewhere(conn, [i for i in ids if i not in read]) if lock else set()
+        return self._release_and_end_read(conn, finishes, read), busy
+
+    def _release_and_end_read(
+        self, conn: Connection, finishes: Sequence[Finish], read: dict[int, tuple[int, str]]
+    ) -> set[int]:
+        """The writes of :meth:`_release_and_end_by_fences` once the fences were read (locked, in
+        this transaction): ``read`` maps schedule ids to their ``claim_seq`` and ``state``.
+
+        :return: the schedule ids released
+        """
+        current = {sid: seq for sid, (seq, state) in read.items() if state == "running"}
+        mine = [f for f in finishes if current.get(f.claim.schedule_id) == f.claim.claim_seq]
+        # Multi-row statements, not executemany: PyMySQL sends an executemany of an UPDATE as
+        # one statement per row (3.7 statements per fire at 1,000 fires at once on MariaDB).
+        for chunk in chunked(mine, FOLD_ROWS):
+            size = fold_size(len(chunk))
+            params = by_key("r", [(f.claim.schedule_id, (f.next_fire,)) for f in chunk], size)
+            params["r_ids"] = [f.claim.schedule_id for f in chunk]
+            params["r_fences"] = [(f.claim.schedule_id, f.claim.claim_seq) for f in chunk]
+            conn.execute(self._statement(f"release_rows/{size}", partial(self._release_rows, size)), params)
             self.statements += 1
-        ends = [
-            {
-                "b_id": f.claim.run_id,
-                "b_status": f.outcome.status.value,
-                "b_error": cap(f.outcome.error),
-                "b_started": f.started_at,
-                "b_finished": f.finished_at,
-            }
-            for f in mine
-            if f.claim.run_id is not None
-        ]
-        if ends:
-            conn.execute(self._statement("end_runs_many", self._end_many), ends)
+        ended = [f for f in mine if f.claim.run_id is not None]
+        for chunk in chunked(ended, FOLD_ROWS):
+            size = fold_size(len(chunk))
+            values = [
+                (f.claim.run_id, (f.outcome.status.value, cap(f.outcome.error), f.finished_at, f.started_at))
+                for f in chunk
+                if f.claim.run_id is not None
+            ]
+            params = by_key("e", values, size)
+            params["e_ids"] = [run_id for run_id, _ in values]
+            conn.execute(self._statement(f"end_rows/{size}", partial(self._end_rows, size)), params)
             self.statements += 1
-        return {f.claim.schedule_id for f in mine}, busy
+        return {f.claim.schedule_id for f in mine}
+
+    def _release_rows(self, size: int) -> Update:
+        """One fenced release of up to ``size`` schedules (``r_ids``, their fences ``r_fences``):
+        each row's next fire picked by its id (:func:`case_by_key`), each row still required
+        to carry the claim's ``claim_seq`` and to be running (the fences were read locked, so
+        this is the same check again, on the row version written)."""
+        (next_fire,) = case_by_key("r", schedules.c.id, size, UTCDateTime)
+        return (
+            update(schedules)
+            .where(
+                schedules.c.id.in_(bindparam("r_ids", expanding=True)),
+                tuple_(schedules.c.id, schedules.c.claim_seq).in_(bindparam("r_fences", expanding=True)),
+                schedules.c.state == "running",
+            )
+            .values(**self.release_values(next_fire))
+        )
+
+    def _end_rows(self, size: int) -> Update:
+        """One end of up to ``size`` runs (``e_ids``; their releases landed in this
+        transaction): each row's status, error, end and start picked by its id. A run with no
+        end time given ends at the database clock, one with no start keeps its own."""
+        status, error, finished, started = case_by_key("e", runs.c.id, size, String(16), Text, UTCDateTime, UTCDateTime)
+        return (
+            update(runs)
+            .where(runs.c.id.in_(bindparam("e_ids", expanding=True)))
+            .values(
+                status=status,
+                error=error,
+                finished_at=func.coalesce(finished, self.now_expr()),
+                started_at=func.coalesce(started, runs.c.started_at),
+            )
+        )
 
     def locked_elsewhere(self, conn: Connection, missing: Sequence[int]) -> set[int]:
         """Of the schedule ids a locking read (SKIP LOCKED) did not return, those that exist:
@@ -104,29 +201,6 @@ class Ending(Pausing):
             schedules.c.id.in_(bindparam("ids", expanding=True))
         )
         return query.with_for_update(skip_locked=True) if lock else query
-
-    def _release_many(self) -> Update:
-        return (
-            update(schedules)
-            .where(
-                schedules.c.id == bindparam("b_id"),
-                schedules.c.claim_seq == bindparam("b_seq"),
-                schedules.c.state == "running",
-            )
-            .values(**self.release_values(bindparam("b_next", type_=UTCDateTime)))
-        )
-
-    def _end_many(self) -> Update:
-        return (
-            update(runs)
-            .where(runs.c.id == bindparam("b_id"))
-            .values(
-                status=bindparam("b_status"),
-                error=bindparam("b_error"),
-                finished_at=func.coalesce(bindparam("b_finished", type_=UTCDateTime), self.now_expr()),
-                started_at=func.coalesce(bindparam("b_started", type_=UTCDateTime), runs.c.started_at),
-            )
-        )
 
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:
         return self._ask_busy_again(node_id, finishes, self._finish_once(node_id, finishes))
