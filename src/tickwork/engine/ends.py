@@ -84,10 +84,7 @@ class EndWriter:
         self._unparked: list[tuple[Finish, Fault]] = []
         #: Monotonic time by which the gathered ends must be written (None: nothing gathered).
         self._write_by: float | None = None
-        #: Monotonic time of the last warning about ends whose rows were locked elsewhere.
-        self._busy_warned = -1e9
-        #: Since when each end kept because its row was locked has been passed over, by its claim.
-        self._busy_since: dict[tuple[int, int], float] = {}
+        self._passed_over = PassedOver(clock)
 
     @property
     def backlog(self) -> int:
@@ -193,7 +190,7 @@ class EndWriter:
             self.counters.parked += landed.count(True)
             self.counters.finished += len(parked)
             self._log([f for f, _ in parked], landed, parked=True)
-            self._report([f for f, _ in parked])
+            report_ends(self._listener(), [f for f, _ in parked])
         batch, self._unsaved = self._unsaved, []
         if any(f.claim.backfill for f in batch):
             batch = self._write_backfills(batch)
@@ -238,14 +235,18 @@ class EndWriter:
         self.counters.end_batches += 1
         busy = [f for f, ok in zip(batch, ended, strict=True) if ok is None]
         if busy:
-            self._keep_busy(busy)
+            # Kept to be written again after BUSY_RETRY seconds (waiting for the lock would
+            # stall the loop).
+            self._unsaved = busy + self._unsaved
+            self._write_by = self.clock.monotonic() + BUSY_RETRY
+            self._passed_over.note(busy)
             batch = [f for f, ok in zip(batch, ended, strict=True) if ok is not None]
         else:
-            self._busy_since = {}  # none passed over: the next one starts a new count
+            self._passed_over.clear()  # none passed over: the next one starts a new count
         landed = [ok for ok in ended if ok is not None]
         self.counters.finished += len(batch)
         self.counters.fenced_out += landed.count(False)
-        self._report(batch)
+        report_ends(self._listener(), batch)
         released = [f.next_fire for f, ok in zip(batch, landed, strict=True) if ok and f.next_fire is not None]
         if released:
             self._released(released)
@@ -287,24 +288,43 @@ class EndWriter:
         if not finishes:
             return
         self.counters.finished += len(finishes)
-        self._report(finishes)
+        report_ends(self._listener(), finishes)
         log_run_ends(self.node_id, finishes, [True] * len(finishes))
         self._backfill_ended()
 
-    def _keep_busy(self, busy: list[Finish]) -> None:
-        """Keep ends whose schedule rows another transaction holds locked, to be written again
-        after :data:`BUSY_RETRY` seconds (waiting for the lock would stall the loop); warn once
-        one of them has been passed over for :data:`BUSY_WARN_AFTER` seconds."""
-        now_mono = self.clock.monotonic()
-        self._unsaved = busy + self._unsaved
-        self._write_by = now_mono + BUSY_RETRY
-        since = self._busy_since
-        self._busy_since = {
+    def _log(self, finishes: Sequence[Finish], landed: Sequence[bool], parked: bool = False) -> None:
+        if parked:
+            for f, ok in zip(finishes, landed, strict=True):
+                if ok:
+                    log.error("%s: parked (no further fires until fixed): %s", f.claim.spec.name, f.outcome.error)
+        log_run_ends(self.node_id, finishes, landed)
+
+
+class PassedOver:
+    """Ends passed over because another transaction holds their schedules' rows locked: since
+    when each has been, and a warning once one has been for :data:`BUSY_WARN_AFTER` seconds
+    (then every :data:`BUSY_WARN_EVERY` seconds while it lasts)."""
+
+    def __init__(self, clock: DatabaseClock) -> None:
+        self._clock = clock
+        #: Monotonic time of the last warning.
+        self._warned = -1e9
+        #: Since when each end has been passed over, by its claim (schedule id, claim_seq).
+        self._since: dict[tuple[int, int], float] = {}
+
+    def clear(self) -> None:
+        self._since = {}
+
+    def note(self, busy: list[Finish]) -> None:
+        """``busy`` were passed over again (the others are not any more)."""
+        now_mono = self._clock.monotonic()
+        since = self._since
+        self._since = {
             key: since.get(key, now_mono) for key in ((f.claim.schedule_id, f.claim.claim_seq) for f in busy)
         }
-        stuck = now_mono - min(self._busy_since.values())
-        if stuck >= BUSY_WARN_AFTER and now_mono - self._busy_warned >= BUSY_WARN_EVERY:
-            self._busy_warned = now_mono
+        stuck = now_mono - min(self._since.values())
+        if stuck >= BUSY_WARN_AFTER and now_mono - self._warned >= BUSY_WARN_EVERY:
+            self._warned = now_mono
             names = sorted({f.claim.spec.name for f in busy})
             log.warning(
                 "cannot write the end of %d run(s) (%s): their schedules' rows have stayed locked for %.1fs by "
@@ -316,28 +336,19 @@ class EndWriter:
                 BUSY_RETRY,
             )
 
-    def _report(self, finishes: Sequence[Finish]) -> None:
-        """Tell the listener which runs ended and which fire times were recorded as skipped."""
-        listener = self._listener()
-        results = [f for f in finishes if f.outcome.status is not RunStatus.SKIPPED]
-        skipped = [
-            SkippedFire(f.claim.spec.name, f.claim.scheduled_for, f.outcome.error or "skipped", f.claim.spec.namespace)
-            for f in finishes
-            if f.outcome.status is RunStatus.SKIPPED
-        ]
-        skipped += [
-            SkippedFire(f.claim.spec.name, at, reason, f.claim.spec.namespace)
-            for f in finishes
-            for at, reason in f.skipped
-        ]
-        if results:
-            listener.runs_finished(results)
-        if skipped:
-            listener.fires_skipped(skipped)
 
-    def _log(self, finishes: Sequence[Finish], landed: Sequence[bool], parked: bool = False) -> None:
-        if parked:
-            for f, ok in zip(finishes, landed, strict=True):
-                if ok:
-                    log.error("%s: parked (no further fires until fixed): %s", f.claim.spec.name, f.outcome.error)
-        log_run_ends(self.node_id, finishes, landed)
+def report_ends(listener: EngineListener, finishes: Sequence[Finish]) -> None:
+    """Tell ``listener`` which runs ended and which fire times were recorded as skipped."""
+    results = [f for f in finishes if f.outcome.status is not RunStatus.SKIPPED]
+    skipped = [
+        SkippedFire(f.claim.spec.name, f.claim.scheduled_for, f.outcome.error or "skipped", f.claim.spec.namespace)
+        for f in finishes
+        if f.outcome.status is RunStatus.SKIPPED
+    ]
+    skipped += [
+        SkippedFire(f.claim.spec.name, at, reason, f.claim.spec.namespace) for f in finishes for at, reason in f.skipped
+    ]
+    if results:
+        listener.runs_finished(results)
+    if skipped:
+        listener.fires_skipped(skipped)
