@@ -18,16 +18,15 @@ from typing import Any
 
 from sqlalchemy import Select, bindparam, case, literal, or_, select, update
 
-from tickwork.errors import StoreError
 from tickwork.sql.retry import transient_retry
+from tickwork.sql.rounds import OneTransactionRound
 from tickwork.sql.rows import UNHELD
 from tickwork.sql.schema import schedules
 from tickwork.sql.serverstore import ServerStore
-from tickwork.sql.starting import say_taken_over
 from tickwork.structures import Claim, Finish, StartRound
 
 
-class MySQLRoundTrips(ServerStore):
+class MySQLRoundTrips(OneTransactionRound):
     """A start window's start, takeover and ends in one transaction with one locking read."""
 
     def _round_read(self, take_over: bool, ends: bool) -> Select[Any]:
@@ -72,20 +71,9 @@ class MySQLRoundTrips(ServerStore):
         finishes: Sequence[Finish] = (),
     ) -> StartRound:
         if not claims:
-            return super().start_round(node_id, claims, grace, lead, take_over=take_over, finishes=finishes)
-        granted, taken, ended = self._round_once(node_id, claims, grace, lead, take_over, finishes)
-        if taken:
-            say_taken_over(taken)
-        error: StoreError | None = None
-        if finishes:
-            # Ends passed over as locked: asked again at once, as Store.finish does. The round
-            # committed: an error here must not undo it in the caller's eyes (the starts stand),
-            # so those ends stay unanswered, kept by the caller and written again later.
-            try:
-                ended = self._ask_busy_again(node_id, finishes, ended)
-            except StoreError as exc:
-                error = exc
-        return StartRound(granted, len(taken) if take_over else None, tuple(ended), error)
+            # Nothing to start: the shared store's turns (the takeover, the ends) do the rest.
+            return ServerStore.start_round(self, node_id, claims, grace, lead, take_over=take_over, finishes=finishes)
+        return super().start_round(node_id, claims, grace, lead, take_over=take_over, finishes=finishes)
 
     @transient_retry
     def _round_once(

@@ -36,13 +36,11 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.selectable import CTE
 
-from tickwork.errors import StoreError
 from tickwork.sql.retry import transient_retry
+from tickwork.sql.rounds import OneTransactionRound
 from tickwork.sql.rows import UNHELD
 from tickwork.sql.schema import UTCDateTime, runs, schedules
-from tickwork.sql.serverstore import ServerStore
-from tickwork.sql.starting import say_taken_over
-from tickwork.structures import Claim, Finish, StartRound
+from tickwork.structures import Claim, Finish
 from tickwork.structures import cap_error as cap
 
 
@@ -69,7 +67,7 @@ def end_batch(finishes: Sequence[Finish]) -> str:
     )
 
 
-class PostgresRoundTrips(ServerStore):
+class PostgresRoundTrips(OneTransactionRound):
     """Fenced starts, batched ends, and both with the takeover in one statement."""
 
     def _fenced(self) -> ColumnElement[bool]:
@@ -243,30 +241,6 @@ class PostgresRoundTrips(ServerStore):
                 ).select_from(locked.outerjoin(released, released.c.id == locked.c.id))
             )
         return union_all(*parts).add_cte(*writes)
-
-    def start_round(
-        self,
-        node_id: str,
-        claims: Sequence[Claim],
-        grace: float,
-        lead: float = 0.0,
-        *,
-        take_over: bool = False,
-        finishes: Sequence[Finish] = (),
-    ) -> StartRound:
-        granted, taken, ended = self._round_once(node_id, claims, grace, lead, take_over, finishes)
-        if taken:
-            say_taken_over(taken)
-        error: StoreError | None = None
-        if finishes:
-            # Ends passed over as locked: asked again at once, as Store.finish does. The round
-            # committed: an error here must not undo it in the caller's eyes (the starts stand),
-            # so those ends stay unanswered, kept by the caller and written again later.
-            try:
-                ended = self._ask_busy_again(node_id, finishes, ended)
-            except StoreError as exc:
-                error = exc
-        return StartRound(granted, len(taken) if take_over else None, tuple(ended), error)
 
     @transient_retry
     def _round_once(
