@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import create_engine, insert, inspect, select
 
+from tests.support.migrationrows import schedule_row
 from tickwork.sql import migrations
 from tickwork.sql.schema import schedules
 
@@ -14,17 +15,6 @@ from tickwork.sql.schema import schedules
 def test_0011_gives_parked_rows_their_kind_and_downgrades_to_the_column_alone(url: str) -> None:
     engine = create_engine(url)
     at = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
-    row = {
-        "bucket": 1,
-        "trigger_kind": "cron",
-        "expression": "0 * * * *",
-        "executor": "local",
-        "target": "m:f",
-        "arguments": {},
-        "timeout_s": 60.0,
-        "created_at": at,
-        "updated_at": at,
-    }
     faults = {
         "no-executor": "TickworkError: executor 'http' is not configured on node n1",
         "bad-zone": "TriggerError: unknown time zone 'Mars/Olympus'",
@@ -35,7 +25,7 @@ def test_0011_gives_parked_rows_their_kind_and_downgrades_to_the_column_alone(ur
             migrations.upgrade(conn, "0010")
             for name, fault in faults.items():
                 # The table as 0010 left it (the insert names no fault_kind).
-                conn.execute(insert(schedules).values(name=name, fault=fault, **row))
+                conn.execute(insert(schedules).values(schedule_row(at, name=name, fault=fault)))
         with engine.begin() as conn:
             migrations.upgrade(conn, "0011")
             kinds = {r.name: r.fault_kind for r in conn.execute(select(schedules.c.name, schedules.c.fault_kind))}

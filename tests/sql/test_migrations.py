@@ -25,6 +25,7 @@ from sqlalchemy import (
     update,
 )
 
+from tests.support.migrationrows import schedule_row
 from tickwork.sql import migrations
 from tickwork.sql.schema import UTCDateTime, backfills, metadata, nodes, schedules
 
@@ -214,24 +215,12 @@ def test_0010_keeps_the_next_fire_of_a_schedule_retimed_before_it(url: str) -> N
     # upgrade copies it there. A row not retimed gets none. The downgrade drops only the column.
     engine = create_engine(url)
     at = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
-    row = {
-        "bucket": 1,
-        "trigger_kind": "cron",
-        "expression": "0 * * * *",
-        "executor": "local",
-        "target": "m:f",
-        "arguments": {},
-        "timeout_s": 60.0,
-        "created_at": at,
-        "updated_at": at,
-        "state": "running",
-        "next_fire": at,
-    }
     try:
         with engine.begin() as conn:
             migrations.upgrade(conn, "0009")
-            conn.execute(insert(schedules).values(name="retimed", retimed=True, **row))
-            conn.execute(insert(schedules).values(name="plain", **row))
+            running = {"state": "running", "next_fire": at}
+            conn.execute(insert(schedules).values(schedule_row(at, name="retimed", retimed=True, **running)))
+            conn.execute(insert(schedules).values(schedule_row(at, name="plain", **running)))
         with engine.begin() as conn:
             migrations.upgrade(conn, "0010")
             assert migrations.current_revision(conn) == "0010"
