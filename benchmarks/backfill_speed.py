@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from typing import Any
 from sqlalchemy import create_engine, func, select
 
 import tickwork
+from scratchdbs import drop_database, scratch_database
 from tickwork.sql.schema import runs
 
 JOBS = '''
@@ -44,24 +44,6 @@ JOBS = '''
 def noop() -> None:
     pass
 '''
-
-
-def fresh_postgres(url: str) -> str:
-    """An empty database on the server of ``url`` (libpq form); its SQLAlchemy URL."""
-    import psycopg
-
-    name = f"tw_backfill_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return url.rsplit("/", 1)[0] + "/" + name
-
-
-def drop_postgres(url: str) -> None:
-    import psycopg
-
-    server, name = url.rsplit("/", 1)
-    with psycopg.connect(server + "/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def config_text(store: str, node: int, nodes: int) -> str:
@@ -86,11 +68,11 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
         (scratch / "bfjobs.py").write_text(JOBS, encoding="utf-8")
         sys.path.insert(0, str(scratch))  # the admin API checks the target as it adds the schedules
         if args.store == "postgres":
-            url = fresh_postgres(args.pg_url)
+            url, database = scratch_database("postgres", args.pg_url, "tw_backfill")
             store = f'plugin = "postgres"\nurl = "{url}"'
             sa_url = url.replace("postgresql://", "postgresql+psycopg://", 1)
         else:
-            url = ""
+            url = database = ""
             store = f'path = "{scratch / "bf.db"}"'
             sa_url = f"sqlite:///{scratch / 'bf.db'}"
         configs = []
@@ -153,8 +135,8 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
             ).all()
         db.dispose()
         sys.path.remove(str(scratch))
-        if url:
-            drop_postgres(url)
+        if database:
+            drop_database("postgres", args.pg_url, database)
     fires = collections.Counter((r.schedule_id, r.scheduled_for) for r in rows)
     starts = [r.started_at for r in rows if r.started_at is not None]
     ends = [r.finished_at for r in rows if r.finished_at is not None]

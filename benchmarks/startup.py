@@ -40,10 +40,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from scratchdbs import drop_database, scratch_database
 
 HEADER = '''"""{n} declared jobs that do not fire while measured, and one that fires every second."""
 
@@ -72,39 +73,6 @@ def write_module(path: Path, jobs: int, mark: Path) -> None:
     parts = [HEADER.format(n=jobs, mark=str(mark))]
     parts.extend(JOB.format(i=i) for i in range(jobs))
     path.write_text("".join(parts), encoding="utf-8")
-
-
-def scratch_database(store: str, admin_url: str) -> tuple[str, str]:
-    """A new empty database on the server of ``admin_url``: (its URL, its name)."""
-    name = f"tw_start_{uuid.uuid4().hex[:10]}"
-    if store == "postgres":
-        import psycopg
-
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-    else:
-        import pymysql
-
-        conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", autocommit=True)
-        with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE `{name}`")
-        conn.close()
-    return admin_url.rsplit("/", 1)[0] + "/" + name, name
-
-
-def drop_database(store: str, admin_url: str, name: str) -> None:
-    if store == "postgres":
-        import psycopg
-
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    else:
-        import pymysql
-
-        conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", autocommit=True)
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        conn.close()
 
 
 def log_time(line: str) -> float:
@@ -164,11 +132,11 @@ def trial(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         # The .pyc is written once, untimed: a deployed module is imported from its .pyc.
         subprocess.run([sys.executable, "-c", f"import {module}"], cwd=scratch, env=env, check=True)
         database = None
+        admin_url = args.pg_url if args.store == "postgres" else args.mysql_url
         if args.store == "sqlite":
             store = f'path = "{scratch / "start.db"}"'
         else:
-            admin_url = args.pg_url if args.store == "postgres" else args.mysql_url
-            url, database = scratch_database(args.store, admin_url)
+            url, database = scratch_database(args.store, admin_url, "tw_start")
             store = f'plugin = "{args.store}"\nurl = "{url}"'
         config = scratch / "node.toml"
         config.write_text(f'[scheduler]\nnode_id = "start-1"\njobs = ["{module}"]\n\n[store]\n{store}\n', "utf-8")
@@ -192,7 +160,7 @@ def trial(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             restart = start_once(args, scratch, config, mark, "restart", env)
         finally:
             if database is not None:
-                drop_database(args.store, args.pg_url if args.store == "postgres" else args.mysql_url, database)
+                drop_database(args.store, admin_url, database)
     return {"empty": empty, "restart": restart, "upgrade": {"upgrade_s": upgrade, "cpu_s": upgrade_cpu}}
 
 
