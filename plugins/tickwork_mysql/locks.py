@@ -48,7 +48,10 @@ TAG_NODE = f"SELECT GET_LOCK({_NODE_LOCK}, 0)"
 UNTAG_NODE = f"SELECT RELEASE_LOCK({_NODE_LOCK})"
 
 #: The transactions holding row locks now (other than the reader's), in this database or in none,
-#: oldest first; for each, whether it is tickwork's and of which node.
+#: oldest first; for each, whether it is tickwork's and of which node. PROCESSLIST is joined, not
+#: left-joined: INNODB_TRX is a sample up to 0.1 s old, PROCESSLIST is now, and a transaction whose
+#: session has ended since holds nothing (left-joined, its NULL ``p.DB`` named it as another
+#: database session, even one of another database's).
 HOLDERS = text(
     f"""
     SELECT t.trx_mysql_thread_id AS thread,
@@ -62,7 +65,7 @@ HOLDERS = text(
                                        LEFT(SHA1(CONCAT(DATABASE(), ':', n.id)), 24))) = t.trx_mysql_thread_id
              LIMIT 1) AS node
     FROM information_schema.INNODB_TRX t
-    LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+    JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
     WHERE t.trx_mysql_thread_id <> CONNECTION_ID() AND t.trx_rows_locked > 0
       AND (p.DB = DATABASE() OR p.DB IS NULL)
     ORDER BY t.trx_started, t.trx_mysql_thread_id

@@ -2,22 +2,23 @@
 some namespaces (``[scheduler] namespaces``) runs only theirs; a herd in one namespace does not
 stand before another's due fires (the claim takes turns, so the other's fires are claimed before
 the herd is drained: evidence from the order of the run rows, which the claims insert, not from
-timings); a namespace's ``max_concurrent`` holds across both nodes; and every fire runs once."""
+timings); a namespace's ``max_concurrent`` holds across both nodes; and every fire runs once.
+
+The node that serves the other namespace makes its first claim before the second node starts:
+started together, the second (which does not serve it) could drain the whole herd alone while the
+first was still starting on a loaded machine, leaving no claim that had to choose."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import time
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import node_config
+from tests.support.cluster import node_config, start_node
 from tests.support.concurrentruns import every_second, most_at_once, ran
-from tests.support.paths import REPO
 from tickwork.structures import RunStatus, SchedulePlan, ScheduleSpec
 from tickwork_postgres.store import PostgresStore
 
@@ -68,7 +69,6 @@ def test_restricted_nodes_fair_claims_and_a_namespace_limit_on_two_nodes(tmp_pat
         store.add(every_second(f"slow-{i}", 200 + i, 1.5, namespace="c"), t + timedelta(seconds=1))
     fires = tmp_path / "fires.txt"
     fires.touch()
-    env = dict(os.environ, CLUSTER_FIRES=str(fires))
     configs = {
         # n1 serves every namespace; n2 only a and c: b's fires must all run on n1.
         "n1": node_config(tmp_path, postgres_url, "n1", store={"batch_size": 20}),
@@ -77,20 +77,17 @@ def test_restricted_nodes_fair_claims_and_a_namespace_limit_on_two_nodes(tmp_pat
     for path in configs.values():
         text = path.read_text().replace('"__LIST__"', '["a", "c"]')
         path.write_text(text + "\n[namespaces.c]\nmax_concurrent = 1\n")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tickwork.cli", "run", "--for", f"{RUN_FOR:.1f}", "--config", str(path)],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for path in configs.values()
-    ]
-    outputs = [p.communicate(timeout=RUN_FOR + 60)[0] for p in procs]
-    for p, out in zip(procs, outputs, strict=True):
-        assert p.returncode == 0, out[-3000:]
+    logs = {name: tmp_path / f"{name}.log" for name in configs}
+    procs = [start_node(configs["n1"], fires, RUN_FOR, logs["n1"])]
+    # n2 once n1 has claimed (a run row of n1's): n1's first claim is made with the whole herd due.
+    deadline = time.monotonic() + 60
+    while not any(r.node == "n1" for r in store.history(limit=100)):
+        assert procs[0].poll() is None and time.monotonic() < deadline, logs["n1"].read_text()[-3000:]
+        time.sleep(0.05)
+    procs.append(start_node(configs["n2"], fires, RUN_FOR, logs["n2"]))
+    for p, name in zip(procs, logs, strict=True):
+        p.wait(timeout=RUN_FOR + 60)
+        assert p.returncode == 0, logs[name].read_text()[-3000:]
     end = store.now()
     history = store.history(limit=100_000)
     store.close()

@@ -1,5 +1,5 @@
-"""Runs: handing claims to executors and collecting their outcomes (what follows each end is
-planned by :mod:`.followups`).
+"""Runs: handing claims to executors and collecting their outcomes (which arrive through
+:mod:`.outcomes`; what follows each end is planned by :mod:`.followups`).
 
 Every claim is handled on its own: a fault while handling one (its trigger kind or time zone
 unknown here, its executor missing, its arithmetic failing) ends that run with the error recorded
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
-import queue
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -28,6 +26,7 @@ from .fence import NOT_STARTED, StartFence
 from .followups import FollowUps, Parked
 from .held import HeldFire, HeldFires
 from .listener import EngineListener
+from .outcomes import Outcomes
 from .overlap import CancelWatch, not_stopped
 from .planning import grace_of, misfire_reason
 from .rerun import Reruns
@@ -51,8 +50,8 @@ class InFlight:
 
 
 class Runs:
-    """The runs of one engine: in flight (by run id) and ended but not yet planned (a queue
-    executors fill from their threads; ``wake`` is set whenever one arrives)."""
+    """The runs of one engine: in flight (by run id) and ended but not yet planned (their
+    :class:`.outcomes.Outcomes`, which set ``wake`` when one must not wait)."""
 
     def __init__(
         self,
@@ -82,23 +81,13 @@ class Runs:
         self.listener = listener
         #: Admissions under concurrency bounds, and the ends of runs that outlived their claim.
         self.concurrency = Concurrency(follow_ups.store, settings, counters, listener)
-        self._wake = wake
         #: What an executor asks before it starts a run's body (fence.py); replaced by
         #: :meth:`rejoined` when the node learns it was declared dead.
         self.fence = StartFence(membership, membership.rejoins())
         self.in_flight: dict[int, InFlight] = {}
         #: The cancel_other runs, stopped when their schedule's next fire comes (overlap.py).
         self.cancels = CancelWatch()
-        #: (run, outcome, monotonic time it arrived), filled from executor threads.
-        self._done: queue.SimpleQueue[tuple[InFlight, Outcome, float]] = queue.SimpleQueue()
-        # Monotonic time by which the loop looks at the queue anyway (written by the loop thread
-        # only; see loop_asleep). An outcome wakes the loop only when that is later than the end
-        # batch window allows: a pass per run end was most of a spread load's CPU. 0 while a pass
-        # runs (the loop checks the queue after it), infinite while no loop runs.
-        self._looks_by = math.inf
-        # Set by loop_asleep: nothing is due to start within the end batch window, so the outcome
-        # of the last run in flight wakes the loop at once (its end has no company to wait for).
-        self._quiet = False
+        self.outcomes: Outcomes[InFlight] = Outcomes(self.in_flight, ends, clock, wake)
 
     def rejoined(self, epoch: int) -> None:
         """The node learnt it was declared dead (the membership's count is now ``epoch``): runs
@@ -231,58 +220,24 @@ class Runs:
         try:
             # An executor that may hold a run before starting its body (a queue for a worker)
             # asks the fence at that moment (the local executor); others start it as they take it.
-            executor.submit_fenced(call, self._on_done_for(flight), self.fence)
+            executor.submit_fenced(call, self.outcomes.reporter(flight), self.fence)
         except Exception as exc:  # an executor bug must not lose the claim
             log.exception("executor %s refused run %s", claim.spec.executor, claim.run_id)
-            self._on_done_for(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
+            self.outcomes.reporter(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
         return call
 
-    def _on_done_for(self, flight: InFlight) -> Callable[[Outcome], None]:
-        monotonic = self.clock.monotonic
-        backfill = flight.claim.backfill
-
-        def on_done(outcome: Outcome) -> None:
-            arrived = monotonic()
-            self._done.put((flight, outcome, arrived))
-            # Reads of the loop's state from an executor thread: while the loop sleeps it changes
-            # none of it; while it runs a pass (_looks_by 0) it collects the outcome anyway.
-            last = self._quiet and self._done.qsize() >= len(self.in_flight)
-            # A backfilled run's end wakes the loop at once: the backfill's next fire waits for
-            # it (backfills.py), and its end is written on its own anyway (EndWriter).
-            if last or backfill or self._looks_by > arrived + self.ends.window:
-                self._wake.set()
-
-        return on_done
-
-    # -- when outcomes wake the loop --------------------------------------------------------------
+    # -- when outcomes wake the loop (the engine's calls; see Outcomes) ----------------------------
 
     def loop_awake(self) -> None:
-        """The loop starts a pass: an outcome arriving now is seen by :meth:`loop_asleep`."""
-        self._looks_by = 0.0
-        self._quiet = False
+        self.outcomes.loop_awake()
 
     def loop_asleep(self, wait: float, *, quiet: bool = False) -> float:
-        """The loop is about to wait ``wait`` seconds; returns how long it may wait so that no
-        outcome waits longer than the end batch window to be collected.
-
-        :param quiet: nothing is due to start within the end batch window: the outcome of the
-            last run in flight wakes the loop at once (its end is written at once, see EndWriter)
-        """
-        now = self.clock.monotonic()
-        self._quiet = quiet
-        self._looks_by = now + wait
-        # After publishing the time: an outcome put before this check is seen here, one put
-        # after it sees the time and wakes the loop if that is too late.
-        if quiet and not self._done.empty() and self._done.qsize() >= len(self.in_flight):
-            wait = 0.0
-        elif not self._done.empty() and wait > self.ends.window:
-            wait = self.ends.window
-            self._looks_by = now + wait
-        return wait
+        return self.outcomes.loop_asleep(wait, quiet=quiet)
 
     def loop_stopped(self) -> None:
-        """No loop runs (stopping, draining, tests driving passes by hand): every outcome wakes."""
-        self._looks_by = math.inf
+        self.outcomes.loop_stopped()
+
+    # -- starting what waited ---------------------------------------------------------------------
 
     def start_held(self, due: list[HeldFire]) -> None:
         """Dispatch held fires whose start was granted (:meth:`HeldFires.start_due`)."""
@@ -310,11 +265,7 @@ class Runs:
         # The clock now, per claim batch (claim time and monotonic time of its answer); a run's
         # end is that as of when it arrived (DatabaseClock.before): one estimate per batch.
         anchors: dict[tuple[datetime, float], datetime] = {}
-        while True:
-            try:
-                flight, outcome, arrived = self._done.get_nowait()
-            except queue.Empty:
-                break
+        for flight, outcome, arrived in self.outcomes.arrived():
             if first_arrived is None:
                 first_arrived = arrived
             if flight.done:  # already ended by the engine's own deadline
@@ -383,6 +334,6 @@ class Runs:
                 flight.claim.run_id,
                 flight.claim.spec.name,
             )
-            self._on_done_for(flight)(
+            self.outcomes.reporter(flight)(
                 Outcome(RunStatus.TIMED_OUT, error="the executor did not report an end within timeout + grace")
             )

@@ -31,10 +31,12 @@ from .banner import log_banner
 from .embedding import AsyncEmbedding
 from .hooklistener import HookListener
 from .jobsync import declared_jobs, sync_declared
+from .joining import join
 from .process import hold_gc, tune_gc
 from .registration import Registration
 from .shutdown import leave
 from .signals import StopSignals
+from .status import NodeStatus
 
 if TYPE_CHECKING:
     from ..admin.api import Admin
@@ -45,7 +47,7 @@ log = logging.getLogger("tickwork.node")
 T = TypeVar("T")
 
 
-class Node(AsyncEmbedding):
+class Node(NodeStatus, AsyncEmbedding):
     """A tickwork node: store + membership + executors + engine, built from a :class:`Config`.
 
     Run it in the foreground with :meth:`run` (what ``tickwork run`` does), or embedded in an
@@ -133,37 +135,7 @@ class Node(AsyncEmbedding):
             raise RuntimeError(f"node {self.node_id} was stopped; build a new Node to run again")
         # The job modules first: one that fails to import must not leave a new database behind.
         declared = declared_jobs(self.config, self.manager, self.executors)
-        self.store.open()
-        try:
-            self._registration.check()
-            # Before anything else: releasing "this node's" claims would release a live namesake's.
-            self._registration.register()
-        except BaseException:
-            self.store.close()
-            raise
-        started: list[Executor] = []
-        try:
-            self._registration.check()
-            # What `jobs add` checks a schedule's executor against: the names this node runs.
-            self.store.announce_executors(self.node_id, sorted(self.executors))
-            released = self.store.release_node(self.node_id, f"node {self.node_id} restarted; run abandoned")
-            if released:
-                log.warning("released %d claim(s) this node (%s) left behind", released, self.node_id)
-            reports = self.sync_jobs(declared)
-            self._registration.check()
-            for executor in self.executors.values():
-                executor.start()
-                started.append(executor)
-            self.membership.start(self.store, self.node_id)
-        except BaseException:
-            # An application may retry start(): leave no threads or connections behind, and no
-            # record that makes the next start wait for it to go stale.
-            for executor in started:
-                executor.shutdown(wait=False)
-            with contextlib.suppress(Exception):
-                self.store.remove_node(self.node_id)
-            self.store.close()
-            raise
+        reports = join(self, self._registration, declared)
         self._opened = True
         try:
             self.membership.on_change(self._membership_changed)
@@ -329,44 +301,6 @@ class Node(AsyncEmbedding):
 
             self._admin = Admin(self.config, manager=self.manager)
         return self._admin
-
-    @property
-    def running(self) -> bool:
-        """True from :meth:`start` (or :meth:`run`) until the node has stopped."""
-        return self._looping and self._opened
-
-    @property
-    def in_flight(self) -> int:
-        """Runs handed to executors that have not ended."""
-        return len(self.engine.in_flight)
-
-    @property
-    def held(self) -> int:
-        """Fires claimed ahead of their time, waiting in memory to start."""
-        return len(self.engine.held_fires) + len(self.engine.fenced_starts)
-
-    def health(self) -> tuple[bool, str]:
-        """(healthy, reason): the store answers, the loop is not stalled (a pass waiting longer than
-        ``node_ttl / 2``) and this node's heartbeat is fresh."""
-        if not self._opened:
-            return False, "node is not running"
-        if self.engine.stopping:
-            return False, "node is stopping"
-        try:
-            self.store.now()
-        except Exception as exc:
-            return False, f"store unreachable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-        stalled = self.engine.watch.stalled()
-        if stalled is not None:
-            return False, f"loop stalled: waiting on {stalled}"
-        if not self.membership.healthy():
-            return False, "heartbeat is stale: this node could not renew its heartbeat in the store"
-        return True, "ok"
-
-    def members(self) -> list[str]:
-        """The live nodes as this node's membership sees them."""
-        live = self.membership.live_nodes
-        return sorted(live) if live else [self.node_id]
 
     def _membership_changed(self) -> None:
         self.engine.wake()

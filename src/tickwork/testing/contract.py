@@ -32,16 +32,9 @@ from datetime import timedelta
 import pytest
 
 from ..abc import Store
-from ..structures import (
-    BUCKETS,
-    Claim,
-    Finish,
-    Outcome,
-    RunStatus,
-    ScheduleState,
-    bucket_of,
-)
+from ..structures import Claim, Finish, Outcome, RunStatus, ScheduleState
 from .contract_backfill import BackfillOverlapContract
+from .contract_buckets import BucketContract
 from .contract_concurrency import ConcurrencyContract
 from .contract_expiry import ClaimExpiryContract
 from .contract_helpers import MINUTE, OK, claim_all, finish, spec
@@ -60,6 +53,7 @@ from .handoff_contract import HandoffContract
 
 
 class StoreContract(
+    BucketContract,
     ScheduleCatalogContract,
     ClaimExpiryContract,
     HistoryContract,
@@ -79,7 +73,8 @@ class StoreContract(
     """The tests every :class:`~tickwork.abc.Store` passes; subclass it and define ``make_store``.
 
     This class holds the claim invariants (never early, only the holder advances, one run per due
-    time); the rest is mixed in: the schedule catalogue (:mod:`.contract_schedules`), expiring
+    time); the rest is mixed in: which buckets' fires a claim takes (:mod:`.contract_buckets`),
+    the schedule catalogue (:mod:`.contract_schedules`), expiring
     claims (:mod:`.contract_expiry`), the history (:mod:`.contract_history`), schedule semantics
     (:mod:`.contract_semantics`), hand-offs (:mod:`.handoff_contract`), fenced starts
     (:mod:`.contract_starts`) and a start window's round trip (:mod:`.contract_rounds`), reruns
@@ -175,70 +170,6 @@ class StoreContract(
         claims = store.claim_due("n1", limit=2, buckets=None)
         assert [c.spec.name for c in claims] == ["s4", "s3"]
         assert {c.spec.name for c in claim_all(store)} == {"s2", "s1", "s0"}
-
-    def test_bucket_filter(self, store: Store) -> None:
-        t = store.now()
-        names = [f"job-{i}" for i in range(20)]
-        for name in names:
-            store.add(spec(name), t)
-        mine = sorted({bucket_of(n) for n in names[:7]})
-        claims = claim_all(store, buckets=mine)
-        assert {c.spec.name for c in claims} == {n for n in names if bucket_of(n) in mine}
-        assert store.next_due(buckets=mine) is None
-        assert store.next_due(buckets=None) == t
-
-    def test_bucket_filter_at_the_edges_and_owning_nothing(self, store: Store) -> None:
-        t = store.now()
-        edge = {0: "", BUCKETS - 1: ""}
-        i = 0
-        while not all(edge.values()):
-            name = f"edge-{i}"
-            if bucket_of(name) in edge and not edge[bucket_of(name)]:
-                edge[bucket_of(name)] = name
-            i += 1
-        for name in edge.values():
-            store.add(spec(name), t)
-        assert claim_all(store, buckets=[]) == [] and store.next_due(buckets=[]) is None
-        assert [c.spec.name for c in claim_all(store, buckets=[BUCKETS - 1])] == [edge[BUCKETS - 1]]
-        assert [c.spec.name for c in claim_all(store, buckets=[0, 5])] == [edge[0]]
-
-    def test_steal_after_takes_other_buckets_fires_only_when_overdue(self, store: Store) -> None:
-        t = store.now()
-        names = [f"steal-{i}" for i in range(40)]
-        mine = sorted({bucket_of(n) for n in names[:3]})
-        theirs = [n for n in names if bucket_of(n) not in mine]
-        store.add(spec(names[0]), t + timedelta(seconds=30))  # mine, within the look-ahead
-        store.add(spec(theirs[0]), t - 10 * MINUTE)  # theirs, long overdue
-        store.add(spec(theirs[1]), t - timedelta(seconds=5))  # theirs, overdue but not by enough
-        store.add(spec(theirs[2]), t + timedelta(seconds=30))  # theirs, not due yet
-        claims = store.claim_due("n1", limit=1000, buckets=mine, ahead=60.0, steal_after=60.0)
-        assert sorted(c.spec.name for c in claims) == sorted([names[0], theirs[0]])
-        # Without buckets every bucket is claimable anyway; steal_after changes nothing.
-        assert sorted(c.spec.name for c in store.claim_due("n2", limit=1000, buckets=None, steal_after=3600.0)) == [
-            theirs[1]
-        ]
-        # Owning nothing: only what is overdue by more than steal_after.
-        store.add(spec("steal-late"), t - 2 * MINUTE)
-        assert claim_all(store, "n3", buckets=[]) == []
-        stolen = store.claim_due("n3", limit=1000, buckets=[], steal_after=60.0)
-        assert [c.spec.name for c in stolen] == ["steal-late"]
-
-    def test_next_due_counts_other_buckets_from_when_they_may_be_stolen(self, store: Store) -> None:
-        t = store.now()
-        names = [f"due-{i}" for i in range(40)]
-        mine = sorted({bucket_of(names[0])})
-        theirs = [n for n in names if bucket_of(n) not in mine]
-        store.add(spec(names[0]), t + 10 * MINUTE)
-        store.add(spec(theirs[0]), t + MINUTE)  # not due yet: its owners claim it
-        assert store.next_due(buckets=mine, steal_after=30.0) == t + 10 * MINUTE
-        assert store.next_due(buckets=[], steal_after=30.0) is None
-        store.add(spec(theirs[1]), t - MINUTE)  # due and still idle: its owners are behind
-        assert store.next_due(buckets=mine) == t + 10 * MINUTE
-        assert store.next_due(buckets=mine, steal_after=30.0) == t - MINUTE + timedelta(seconds=30)
-        assert store.next_due(buckets=mine, steal_after=3600.0) == t + 10 * MINUTE
-        assert store.next_due(buckets=[], steal_after=30.0) == t - MINUTE + timedelta(seconds=30)
-        assert store.next_due(buckets=[]) is None
-        assert store.next_due(buckets=None, steal_after=30.0) == t - MINUTE
 
     # -- claiming: invariant 3, only the holder advances ------------------------------------------
 

@@ -4,9 +4,10 @@ It is the executable specification of docs/claim-protocol.md: every rule a SQL s
 constraints and fenced statements is written here as plain Python under one lock, so a reader
 can check a database store against it line by line, and users can test their jobs without a
 database (``SchedulerHarness`` uses it by default). This module holds the protocol (claims,
-ends, retries, expiry); memory_starts.py the fenced starts and takeovers; memory_reruns.py the
-reruns of abandoned fires; memory_concurrency.py admissions under concurrency limits;
-memory_tables.py the rest (schedules, nodes, history).
+ends, retries); memory_releases.py what a node leaves behind given back (its release, a dead
+node's, claims past their hard timeout); memory_starts.py the fenced starts and takeovers;
+memory_reruns.py the reruns of abandoned fires; memory_concurrency.py admissions under
+concurrency limits; memory_tables.py the rest (schedules, nodes, history).
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from .memory_backfill import MemoryBackfills
 from .memory_concurrency import MemoryConcurrency
 from .memory_counts import MemoryCounts
 from .memory_handoffs import MemoryHandoffs
+from .memory_releases import MemoryReleases
 from .memory_reruns import MemoryReruns
 from .memory_rows import RunRow, ScheduleRow
-from .memory_starts import MemoryStarts, unstarted
+from .memory_starts import unstarted
 from .memory_tables import MemoryTables, aware
 from .memory_tokens import MemoryTokens
 
@@ -63,7 +65,7 @@ class MemorySettings(StoreSettings):
 
 class MemoryStore(
     MemoryConcurrency,
-    MemoryStarts,
+    MemoryReleases,
     MemoryHandoffs,
     MemoryCounts,
     MemoryBackfills,
@@ -276,21 +278,6 @@ class MemoryStore(
                     # Never before the fire time: a start recorded ahead stays started.
                     row.claimed_at = max(now, row.next_fire) if row.next_fire is not None else now
 
-    def release_node(self, node_id: str, reason: str) -> int:
-        with self._tx() as now:
-            # Fires claimed ahead and never started are given back, not abandoned: the fenced
-            # start keeps the node from starting them now, so the next claim runs them.
-            self._give_back_unstarted_of(node_id)
-            for run in self._runs.values():
-                if run.node == node_id and run.status is RunStatus.RUNNING:
-                    run.end(RunStatus.ABANDONED, reason, now)
-            held = [r for r in self._schedules.values() if r.claimed_by == node_id and r.state is ScheduleState.RUNNING]
-            for row in held:
-                row.unhold()
-            if held:
-                self._notify()
-            return len(held)
-
     def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool]:
         with self._tx() as now:
             landed = []
@@ -309,29 +296,6 @@ class MemoryStore(
                 self._notify()
             return landed
 
-    def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
-        keep = {(c.schedule_id, c.claim_seq) for c in tracked}
-        with self._tx() as now:
-            self._give_back_unstarted_of(node_id, keep)
-            stranded = [
-                r
-                for r in self._schedules.values()
-                if r.claimed_by == node_id and r.state is ScheduleState.RUNNING and (r.id, r.claim_seq) not in keep
-            ]
-            fences = {(r.id, r.claim_seq) for r in stranded}
-            for run in self._runs.values():
-                if (
-                    run.node == node_id
-                    and run.status is RunStatus.RUNNING
-                    and (run.schedule_id, run.claim_seq) in fences
-                ):
-                    run.end(RunStatus.ABANDONED, reason, now)
-            for row in stranded:
-                row.unhold()
-            if stranded:
-                self._notify()
-            return len(stranded)
-
     def register_node(self, node_id: str, instance: str, live_within: float) -> NodeRecord | None:
         with self._tx() as now:
             known = self._nodes.get(node_id)
@@ -341,30 +305,3 @@ class MemoryStore(
             self._nodes[node_id] = NodeRecord(node_id, now, now, self._announced.get(node_id))
             self._instances[node_id] = instance
             return None
-
-    def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
-        with self._tx() as now:
-            known = self._nodes.get(node_id)
-            if known is None or known.heartbeat_at >= now - timedelta(seconds=stale_after):
-                return None
-            self._nodes.pop(node_id, None)
-        return self.release_node(node_id, reason)
-
-    def reap_expired(self, grace_seconds: float) -> int:
-        with self._tx() as now:
-            expired = [
-                r
-                for r in self._schedules.values()
-                if r.state is ScheduleState.RUNNING
-                and r.claimed_at is not None
-                and r.claimed_at + r.spec.timeout + timedelta(seconds=grace_seconds) < now
-            ]
-            for row in expired:
-                row.unhold()
-                for run in self._runs.values():
-                    if run.schedule_id == row.id and run.claim_seq == row.claim_seq and run.status is RunStatus.RUNNING:
-                        error = f"hard timeout: claim not ended within timeout + {grace_seconds:g}s grace"
-                        run.end(RunStatus.TIMED_OUT, error, now)
-            if expired:
-                self._notify()
-            return len(expired)

@@ -132,6 +132,25 @@ def test_a_start_refused_by_another_nodes_transaction_names_the_node_not_another
     assert not any("another database session" in m for m in messages(caplog))
 
 
+def test_a_transaction_whose_session_has_ended_is_not_named_from_innodbs_older_sample(
+    node_a: MySQLStore, mysql_url: str
+) -> None:
+    # INNODB_TRX is a sample kept 0.1 s; PROCESSLIST is read live. A session that held a lock when
+    # the sample was taken and is gone now holds nothing: it is not named (it was, as another
+    # database session of no user, when a node read within 0.1 s of another reader's sample).
+    claim_ahead(node_a, "held", 30.0)
+    with stray_lock(mysql_url, "held", node_a) as thread:
+        pass  # the sample shows its lock; leaving ends its transaction and its session
+    with node_a.engine.connect() as conn:
+        alive = text("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = :thread")
+        for _ in range(200):
+            if not conn.scalar(alive, {"thread": thread}):
+                break
+            time.sleep(0.001)
+        held = {int(r.thread) for r in conn.execute(HOLDERS)}
+    assert thread not in held
+
+
 def test_its_own_other_transaction_is_named_as_this_nodes(node_a: MySQLStore, caplog: pytest.LogCaptureFixture) -> None:
     claim = claim_ahead(node_a, "held", 30.0)
     with node_lock(node_a, "held", node_a), caplog.at_level(logging.DEBUG):
