@@ -4,6 +4,7 @@ release the first one's running claims as "left behind"); real processes on SQLi
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -47,7 +48,13 @@ def test_a_second_live_node_with_the_same_id_refuses_to_start(tmp_path: Path) ->
     env = {k: v for k, v in os.environ.items() if k != "TICKWORK_CONFIG"}
     script = str(Path(sys.executable).with_name("tickwork"))
     first = subprocess.Popen(
-        [script, "run", "--for", "8"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        # Long enough for a loaded machine to start the second process; stopped by SIGTERM below.
+        [script, "run", "--for", "120"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 30
@@ -60,6 +67,12 @@ def test_a_second_live_node_with_the_same_id_refuses_to_start(tmp_path: Path) ->
         assert second.returncode == 1, second.stderr
         assert second.stderr.startswith("tickwork: error: node id 'twin' is in use by a live node"), second.stderr
         assert second.stderr.count("\n") == 1
+        # The first node runs on untouched: it keeps firing (a success after the refusal), then stops.
+        seen = len(_succeeded(tmp_path / "twin.db"))
+        while len(_succeeded(tmp_path / "twin.db")) <= seen:
+            assert time.monotonic() < deadline + 60 and first.poll() is None, "the first node stopped firing"
+            time.sleep(0.2)
+        first.send_signal(signal.SIGTERM)
         _, err = first.communicate(timeout=60)
     finally:
         if first.poll() is None:
@@ -72,6 +85,15 @@ def test_a_second_live_node_with_the_same_id_refuses_to_start(tmp_path: Path) ->
     finally:
         store.close()
     assert RunStatus.ABANDONED not in statuses and RunStatus.SUCCEEDED in statuses
+
+
+def _succeeded(path: Path) -> list[int]:
+    store = SQLiteStore(str(path), create=False)
+    try:
+        store.open(check_schema=False)
+        return [r.id for r in store.history(limit=1000) if r.status is RunStatus.SUCCEEDED]
+    finally:
+        store.close()
 
 
 def _nodes(path: Path) -> list[str]:
