@@ -64,11 +64,12 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     print("| code | executor | N | beats | load | handed off | raw publish | hand-off / raw | duplicates | beat sent |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for spec in args.cells:
+    for k, spec in enumerate(args.cells, 1):
         executor, schedules, beats = spec.split(":")
         trees = [("before", args.before), ("after", None)] if args.before else [("after", None)]
         for label, tree in trees:
-            out = args.out / f"{executor}-{schedules}-beats{beats}-{label}.json"
+            # Numbered by the cell's place: a cell given twice keeps both runs.
+            out = args.out / f"{k:02d}-{executor}-{schedules}-beats{beats}-{label}.json"
             result = run(tree, executor, int(schedules), int(beats), out)
             print(row(label, executor, int(beats), result), flush=True)
 

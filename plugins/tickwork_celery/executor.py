@@ -23,6 +23,7 @@ from tickwork_handoff.executor import HandoffExecutor, Message, Published
 from tickwork_handoff.targets import check_arguments, load
 
 from .links import BrokenBatch, Link, Send
+from .messages import DELAYED, Builder, Templates
 from .settings import CelerySettings
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ class CeleryExecutor(HandoffExecutor):
         self.expires = settings.expires
         self.app_reference = settings.app
         self._app: Celery | None = None
+        self._messages: Builder | None = None
         #: Each publishing thread's connection (:mod:`.links`), and all of them, to close at shutdown.
         self._links = threading.local()
         self._links_lock = threading.Lock()
@@ -132,6 +134,11 @@ class CeleryExecutor(HandoffExecutor):
                 raise ConfigError(f"[executor.celery] app: {self.app_reference!r} is not a Celery application")
             self._app = app
         return self._app
+
+    def _builder(self, app: Celery) -> Builder:
+        if self._messages is None:
+            self._messages = Builder(app)
+        return self._messages
 
     def validate_target(self, target: str, arguments: dict[str, Any]) -> None:
         name = task_name(target)
@@ -160,7 +167,9 @@ class CeleryExecutor(HandoffExecutor):
     def publish(self, messages: Sequence[Message]) -> list[Published]:
         app = self._load_app()
         deadline = time.monotonic() + self.publish_timeout
-        sends = [self._sender(app, message) for message in messages]
+        builder = self._builder(app)
+        templates = Templates(builder) if builder.usable() else None
+        sends = [self._sender(app, message, templates) for message in messages]
         results: list[Published | None] = [None] * len(messages)
         todo = list(range(len(messages)))
         # A connection that breaks mid-batch leaves messages unconfirmed, some of which may have
@@ -199,9 +208,10 @@ class CeleryExecutor(HandoffExecutor):
             log.warning("celery: the connection broke during a batch (%s); sending %d messages again", cause, len(todo))
         return [result if result is not None else ExecutorError("no outcome") for result in results]
 
-    def _sender(self, app: Celery, message: Message) -> tuple[Send, str]:
-        """How to send ``message`` with Celery's own ``send_task`` on a given producer, and its
-        description."""
+    def _sender(self, app: Celery, message: Message, templates: Templates | None) -> tuple[Send, str]:
+        """How to send ``message`` on a given producer, and its description: built from the
+        batch's ``templates`` (:mod:`.messages`), or by Celery's own ``send_task`` when they are
+        ``None`` or the call is delayed."""
         call = message.call
         name = task_name(call.target)
         args, kwargs, own = call_parts(call.target, dict(call.arguments))
@@ -211,13 +221,26 @@ class CeleryExecutor(HandoffExecutor):
         # also the message's periodic_task_name, the header django-celery-beat's scheduler sets
         # (django-celery-results stores it with the task's result).
         headers = {**own.get("headers", {}), PERIODIC_TASK_NAME: call.schedule, **message.headers}
+        queue = options.get("queue")
+        description = f"celery task {name}" + (f" (queue {queue})" if queue else "")
+        # The queue is declared with the first message to it on a connection.
+        route = f"{name}\x00{queue}"
+        if templates is not None and not DELAYED.intersection(options):
+            template = templates.get(name, options)
+            builder = templates.builder
+
+            def build(link: Link) -> None:
+                builder.send(link.producer, template, message.id, args, kwargs, headers,
+                             [] if route in link.declared else None)  # fmt: skip
+                link.declared.add(route)
+
+            return build, description
 
         def send(link: Link) -> None:
             # Celery's own message (protocol 2, its routes, the task's options), written on the
             # thread's producer: no connection from the pool, no wait for the broker per message
             # (the link collects the confirmations of the batch). No retry loop inside kombu: a
-            # failed write breaks the batch. The queue is declared with the first message to it.
-            route = f"{name}\x00{options.get('queue')}"
+            # failed write breaks the batch.
             declare: dict[str, list[object]] = {} if route not in link.declared else {"declare": []}
             app.send_task(
                 name, args=args, kwargs=kwargs, task_id=message.id, headers=headers, producer=link.producer,
@@ -225,8 +248,7 @@ class CeleryExecutor(HandoffExecutor):
             )  # fmt: skip
             link.declared.add(route)
 
-        queue = options.get("queue")
-        return send, f"celery task {name}" + (f" (queue {queue})" if queue else "")
+        return send, description
 
     def _link(self) -> Link:
         link: Link | None = getattr(self._links, "link", None)

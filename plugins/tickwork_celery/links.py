@@ -5,9 +5,10 @@ On RabbitMQ (kombu's ``pyamqp`` transport) the channel is put in confirm mode on
 of a batch is published without waiting, and the broker's ``basic.ack`` / ``basic.nack`` frames
 are read once the whole batch is out: the publishes are numbered from 1 on the channel (AMQP's
 delivery tags), an ack with ``multiple`` confirms every tag up to its own. The per-message
-``confirm_publish`` of kombu (one round trip per message) is off on this connection, so Celery's
-own ``send_task`` only builds and writes each message. On the other transports (Redis, the
-in-memory one) each publish is a command whose reply is the broker's acknowledgement.
+``confirm_publish`` of kombu (one round trip per message) is off on this connection, so a
+message is only built (:mod:`.messages`) and written, its header table encoded by
+:mod:`.properties`. On the other transports (Redis, the in-memory one) each publish is a command
+whose reply is the broker's acknowledgement.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class ConfirmTimeout(Exception):
 #: Bytes of messages gathered before one write to the broker's socket.
 WRITE_BYTES = 256 * 1024
 
-#: Sends one message on the link given (``app.send_task`` with the message's id and options).
+#: Sends one message on the link given (built from its batch's template, or by ``app.send_task``).
 Send = Callable[["Link"], None]
 
 
@@ -62,6 +63,11 @@ class Link:
                 capabilities = self.connection.connection.client_properties.get("capabilities")
                 if isinstance(capabilities, dict):
                     capabilities["connection.blocked"] = False
+                # The header tables encoded in fewer steps (.properties, which needs py-amqp), on
+                # this channel only.
+                from .properties import use_fast_messages
+
+                use_fast_messages(self.channel)
                 self.channel.confirm_select()
                 self.channel.events["basic_ack"].add(self._on_ack)
                 self.channel.events["basic_nack"].add(self._on_nack)

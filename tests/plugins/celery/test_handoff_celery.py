@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -172,13 +173,17 @@ def test_a_pool_child_killed_mid_task_is_recorded_failed(amqp_url: str, tmp_path
     assert (run.error or "").startswith("WorkerLostError"), run
 
 
+@pytest.mark.parametrize("broker", ["amqp", "redis"])
 def test_a_whole_call_in_arguments_reaches_the_task_as_import_celery_beat_writes_it(
-    redis_url: str, tmp_path: Path, config_for: ConfigFor
+    broker: str, request: pytest.FixtureRequest, tmp_path: Path, config_for: ConfigFor
 ) -> None:
     # `tickwork import celery-beat` writes {"args", "kwargs", "options"}: positional arguments and
     # the entry's own apply_async options (here its queue) must reach the worker as beat sent them.
+    # Over RabbitMQ the message is built from the batch's template (tickwork_celery.messages) and
+    # its header table encoded by tickwork_celery.properties.
+    broker_url = request.getfixturevalue("amqp_url" if broker == "amqp" else "redis_url")
     store_config = config_for("postgres", migrated=True)
-    config, queue, log, env = _single_node(tmp_path, store_config.store, redis_url, queue="not-this-one")
+    config, queue, log, env = _single_node(tmp_path, store_config.store, broker_url, queue="not-this-one", expires=300)
     call = {"args": [7], "kwargs": {}, "options": {"queue": queue, "headers": {"from": "beat"}}}
     with harness.admin(config) as admin:
         admin.add("imported", "0 0 1 1 *", "handoff.work", executor="celery", args=call)
@@ -204,4 +209,9 @@ def test_a_whole_call_in_arguments_reaches_the_task_as_import_celery_beat_writes
     assert (done["schedule"], done["n"]) == ("imported", 7), logs
     # The header django-celery-beat's scheduler sets names the schedule.
     assert done["periodic_task_name"] == "imported", logs
+    # Protocol 2's own headers, as send_task writes them for a message sent outside a task.
+    assert done["root_id"] == done["message_id"] and done["parent_id"] is None, done
+    assert done["origin"], done
+    expires = datetime.fromisoformat(done["expires"]).timestamp()
+    assert 0 < expires - done["at"] <= 300, done
     assert [r.status for r in rows] == [RunStatus.SUCCEEDED], logs

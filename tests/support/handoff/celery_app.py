@@ -25,7 +25,18 @@ install(app)
 
 @app.task(name="handoff.work", bind=True)
 def work(self: Any, n: int = 0) -> None:
-    jobs.record(self.request.id, n=n, periodic_task_name=getattr(self.request, "periodic_task_name", None))
+    request = self.request
+    jobs.record(
+        request.id,
+        n=n,
+        periodic_task_name=getattr(request, "periodic_task_name", None),
+        # What Celery's protocol 2 says of the message (tests of the executor's message builder).
+        root_id=request.root_id,
+        parent_id=request.parent_id,
+        origin=request.origin,
+        expires=request.expires,
+        ignore_result=request.ignore_result,
+    )
 
 
 @app.task(name="handoff.boom", bind=True)
