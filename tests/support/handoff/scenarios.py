@@ -106,9 +106,16 @@ def broker_outage(tmp_path: Path, config_for: ConfigFor, queue_on: Callable[[str
         workers = queue.start_workers(env, tmp_path)
         # Long enough after the outage for the workers to reconnect (their back-off grows while
         # Redis is away).
-        node = harness.start_node(config, 34, env, tmp_path / "n1.log")
+        node = harness.start_node(config, 40, env, tmp_path / "n1.log")
         try:
-            time.sleep(6.0)
+            # The outage starts once every schedule has been handed off and run (at least 6 s in):
+            # a loaded machine may take longer than that to start the node, and a first fire still
+            # waiting to be published would then fail before the window the test allows for it.
+            started = time.monotonic()
+            harness.wait_until(
+                lambda: {e["schedule"] for e in harness.executions(log)} == {"w0", "w1", "w2"}, 60, "the first runs"
+            )
+            time.sleep(max(0.0, 6.0 - (time.monotonic() - started)))
             broker.stop()
             down = store.now()
             time.sleep(10.0)
