@@ -174,11 +174,21 @@ def first_fires(
 ) -> Callable[[ScheduleSpec, datetime], datetime | None]:
     """``next_fire`` for :meth:`Store.write_schedules`: an enabled spec's first fire after ``now``
     (none for one that ran its ``max_runs``, by ``run_counts``: key -> fires it ran)."""
+    # The specs of a write batch share one clock reading, and most share what decides their
+    # fire times (``times_key``): each first fire is computed once per both (a first sync of
+    # 20,000 declared jobs computed the same one 20,000 times). Not with jitter: its offset
+    # comes from the name.
+    known: dict[tuple[tuple[object, ...], datetime], datetime | None] = {}
 
     def next_fire(spec: ScheduleSpec, now: datetime) -> datetime | None:
         if not spec.enabled or _finished((run_counts or {}).get(spec.key, 0), spec):
             return None
-        return first_fire(spec, now, manager)
+        if spec.jitter:
+            return first_fire(spec, now, manager)
+        key = (spec.times_key, now)
+        if key not in known:
+            known[key] = first_fire(spec, now, manager)
+        return known[key]
 
     return next_fire
 

@@ -10,7 +10,9 @@ declaration's sync, a revert) writes its version with it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any
 
 from ..structures import ScheduleSpec
@@ -50,3 +52,61 @@ def changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, 
         }
     # Both sides as definition() writes them (lists, not tuples): compared as they are.
     return {key: {"old": old.get(key), "new": value} for key, value in new.items() if old.get(key) != value}
+
+
+#: What a first version's JSON depends on besides the target: the expression and every defined
+#: option but ``args`` (a dict, unhashable: a spec with arguments is not shared, and one without
+#: any dumps ``{}`` like every other).
+_SHAPE_FIELDS = ("expression", *(o.field for o in _DEFINED if o.name != "args"))
+_shape = attrgetter(*_SHAPE_FIELDS)
+
+
+class FirstVersions:
+    """The first version of new schedules, ``(changes, definition)`` as the JSON text
+    ``json.dumps`` writes for :func:`changes` ``(None, definition(spec))`` and
+    :func:`definition`, each worked out once per *shape* (everything but the target) and then
+    joined around each spec's target: the declared jobs of a module mostly share a few shapes,
+    and a first sync of 20,000 of them spent most of its Python on 20,000 definitions and their
+    JSON. One per write (the shapes are kept for as long as it lives)."""
+
+    def __init__(self) -> None:
+        self._shapes: dict[tuple[object, ...], tuple[str, str, str, str]] = {}
+
+    def texts(self, spec: ScheduleSpec) -> tuple[str, str]:
+        """``spec``'s first version: its changes and its definition, as JSON text."""
+        if spec.arguments:
+            return _texts(spec)
+        values = _shape(spec)
+        # The types too: equal values of two types (1 and True) are written differently.
+        key = (values, tuple(map(type, values)))
+        try:
+            parts = self._shapes.get(key)
+        except TypeError:  # an unhashable value (a list where a tuple belongs): not shared
+            return _texts(spec)
+        if parts is None:
+            parts = self._shapes[key] = _parts(spec)
+        target = json.dumps(spec.target)
+        return parts[0] + target + parts[1], parts[2] + target + parts[3]
+
+
+def _texts(spec: ScheduleSpec) -> tuple[str, str]:
+    new = definition(spec)
+    return json.dumps(changes(None, new)), json.dumps(new)
+
+
+def _parts(spec: ScheduleSpec) -> tuple[str, str, str, str]:
+    """The JSON of ``spec``'s first version before and after its target: changes, definition."""
+    new = definition(spec)
+    changes_head, changes_tail = _around(changes(None, new), "target")
+    definition_head, definition_tail = _around(new, "target")
+    # A new schedule's change of the target is {"old": null, "new": TARGET}.
+    return changes_head + '{"old": null, "new": ', "}" + changes_tail, definition_head, definition_tail
+
+
+def _around(obj: Mapping[str, Any], key: str) -> tuple[str, str]:
+    """``json.dumps(obj)`` cut where ``obj[key]``'s JSON goes (``key`` must be in ``obj``)."""
+    items = [json.dumps(k) + ": " + json.dumps(v) for k, v in obj.items()]
+    at = list(obj).index(key)
+    head = "{" + "".join(item + ", " for item in items[:at]) + json.dumps(key) + ": "
+    tail = "".join(", " + item for item in items[at + 1 :]) + "}"
+    return head, tail

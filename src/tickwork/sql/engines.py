@@ -1,5 +1,6 @@
 """SQLAlchemy engine setup shared by the SQL store plugins and the jobqueue plugin, so the two
-sides cannot drift apart (pool sizes, pre-ping, SQLite's pragmas and write locking)."""
+sides cannot drift apart (pool sizes, pre-ping, SQLite's pragmas and write locking, the JSON
+serializer that writes pre-encoded JSON as it is: :mod:`tickwork.sql.jsontext`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event
 
+from . import jsontext
 from .filemode import create_private
 from .prepared import driver_execute
 
@@ -26,7 +28,9 @@ def sqlite_file_engine(path: str | Path, *, busy_timeout: float, immediate: bool
     :param busy_timeout: seconds a writer waits for another process's write lock
     """
     create_private(Path(path))
-    engine = create_engine(f"sqlite+pysqlite:///{path}", connect_args={"timeout": busy_timeout})
+    engine = create_engine(
+        f"sqlite+pysqlite:///{path}", connect_args={"timeout": busy_timeout}, json_serializer=jsontext.dumps
+    )
     busy_ms = int(busy_timeout * 1000)
 
     @event.listens_for(engine, "connect")
@@ -73,5 +77,6 @@ def pooled_engine(
         max_overflow=2,
         pool_pre_ping=pre_ping,
         connect_args=connect_args or {},
+        json_serializer=jsontext.dumps,
         **extra,
     )

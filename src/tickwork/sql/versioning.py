@@ -11,24 +11,34 @@ from typing import Any
 from sqlalchemy import Connection, delete, select
 
 from ..errors import ScheduleNotFoundError
-from ..scheduling.versions import changes, definition
+from ..scheduling.versions import FirstVersions, changes, definition
 from ..structures import DEFAULT_NAMESPACE, ScheduleKey, ScheduleSpec, ScheduleVersion
 from . import bulk
+from .jsontext import Encoded
 from .retry import transient_retry
 from .schema import named, schedule_versions, schedules
 from .storecore import SQLCore
 
-#: Each changed definition by schedule key: its changes and the whole definition after them.
-Diffs = dict[ScheduleKey, tuple[dict[str, dict[str, Any]], dict[str, Any]]]
+#: Each changed definition by schedule key: its changes and the whole definition after them
+#: (JSON, or a new schedule's as its JSON text).
+Diffs = dict[ScheduleKey, tuple[dict[str, dict[str, Any]] | Encoded, dict[str, Any] | Encoded]]
 
 
 def diffs(written: Sequence[tuple[ScheduleSpec, ScheduleSpec | None]]) -> Diffs:
     """The definitions of ``written`` (each with the one it replaces, ``None``: a new schedule)
-    that changed, each definition computed once (a sync of 20,000 jobs computes 20,000)."""
+    that changed. A new schedule's first version is always a change, and its JSON text is built
+    once per shape of definition (:class:`FirstVersions`: a first sync of 20,000 declared jobs
+    built 20,000 definitions and encoded 40,000 JSON objects); a changed one's definitions are
+    computed once each."""
     out: Diffs = {}
+    first = FirstVersions()
     for spec, before in written:
+        if before is None:
+            changed_text, new_text = first.texts(spec)
+            out[spec.key] = (Encoded(changed_text), Encoded(new_text))
+            continue
         new = definition(spec)
-        changed = changes(None if before is None else definition(before), new)
+        changed = changes(definition(before), new)
         if changed:
             out[spec.key] = (changed, new)
     return out

@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from ..abc import Store
-from ..scheduling.versions import definition
+from ..scheduling.versions import changes, definition
 from ..structures import Finish, Outcome, Pause, RunStatus, SchedulePlan
 from .contract_helpers import MINUTE, claim_all, finish, spec
 
@@ -72,6 +72,25 @@ class VersionsContract:
         assert store.versions("changed")[-1].changes == {"timeout": {"old": 300.0, "new": 7.0}}
         assert [(v.version, v.by) for v in store.versions("retimed")] == [(1, None), (2, "code")]
         assert store.get("retimed").version == 2 and store.get("kept").version == 1
+
+    def test_a_batch_creates_each_schedules_own_first_version(self, store: Store) -> None:
+        # Many share a shape (everything but the target), as a module's declared jobs do; some
+        # differ by an option, by arguments, or by a target JSON must escape.
+        created = [
+            *(spec(f"same-{i}", target=f"m:f{i}") for i in range(5)),
+            spec("retries", target="m:f0", retries=2),
+            spec("args", target="m:f0", arguments={"x": [1, "ü"]}),
+            spec("escaped", target='m:"ü" \\ ✓'),
+            *(
+                spec(f"hourly-{i}", expression="0 * * * *", target=f"m:f{i}", timezone="Europe/Berlin")
+                for i in range(3)
+            ),
+        ]
+        store.write_schedules(lambda _: SchedulePlan(create=tuple(created)), lambda _spec, now: now + MINUTE, by="code")
+        for s in created:
+            (first,) = store.versions(s.name)
+            assert (first.version, first.by, first.definition) == (1, "code", definition(s)), s.name
+            assert first.changes == changes(None, definition(s)), s.name
 
     def test_removing_a_schedule_removes_its_versions(self, store: Store) -> None:
         t = store.now()
