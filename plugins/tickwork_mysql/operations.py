@@ -6,11 +6,13 @@ SQLAlchemy reports), so the shared store writes, then reads what it wrote, in on
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    CursorResult,
     Delete,
     Executable,
     column,
@@ -27,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 
 from tickwork.sql.features import Operations
 from tickwork.sql.migrations import VERSION_TABLE
-from tickwork.sql.schema import UTCDateTime
+from tickwork.sql.schema import UTCDateTime, from_epoch_micros
 
 # NOW(6) is fixed for the duration of one statement, like PostgreSQL's statement_timestamp().
 _NOW_MICROS = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
@@ -49,6 +51,15 @@ class MySQLOperations(Operations):
 
     def plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
         return value.op("+", return_type=UTCDateTime)(seconds * 1_000_000)
+
+    def answered(self, value: ColumnElement[Any]) -> ColumnElement[Any] | None:
+        # LAST_INSERT_ID(expr) returns expr and makes it the session's last insert id, which the
+        # server sends in the UPDATE's OK packet (the driver's lastrowid): no read after the write.
+        return type_coerce(func.last_insert_id(value), UTCDateTime)
+
+    def answer(self, result: CursorResult[Any]) -> datetime:
+        # The schema keeps times as microseconds since the epoch here (UTCDateTime).
+        return from_epoch_micros(int(result.lastrowid))
 
     def insert_ignore(self, table: Any) -> Any:
         # ON DUPLICATE KEY UPDATE of the key itself: skips duplicates only, where INSERT IGNORE

@@ -99,15 +99,24 @@ class Claiming(NamespaceTurns):
     def _claim_then_read(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]:
         """:meth:`_claim_once` without ``UPDATE ... RETURNING`` (:mod:`.claims.writethenread`)."""
         with self._tx() as conn:
-            now = conn.execute(self.now_query()).scalar_one()
             owned = self._claim_filter(scope)
+            if self.strategy.name == "skip-locked":
+                ids, now = writethenread.locked_due(conn, self._claim_request(node_id, limit, scope))
+                self.statements += 1
+                if not ids:
+                    return []
+                req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
+                rows = writethenread.take(conn, req, ids, now)
+                self.statements += 2
+                return self._record_runs(conn, node_id, rows, {}) if rows else []
+            now = conn.execute(self.now_query()).scalar_one()
             req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
             self.statements += 1
             if self.strategy.name == "unique-fire":
                 rows, run_ids = writethenread.unique_fire(conn, req, now)
                 self.statements += 4
             else:
-                ids = writethenread.candidates(conn, req, lock=self.strategy.name == "skip-locked")
+                ids = writethenread.candidates(conn, req)
                 rows = writethenread.take(conn, req, ids, now)
                 run_ids = {}
                 self.statements += 3

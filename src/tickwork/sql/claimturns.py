@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from sqlalchemy import ColumnElement, String, and_, bindparam, func, literal_column, select
+from sqlalchemy import ColumnElement, Integer, Select, String, and_, bindparam, func, literal, literal_column, select
 
 from ..structures import Claim, check_namespace
 from .retry import transient_retry
@@ -79,6 +79,26 @@ def namespace_filter(served: tuple[str, ...] | None, one: str | None) -> ColumnE
 #: (:meth:`NamespaceTurns.known_namespaces`).
 NAMESPACES_FRESH = 1.0
 
+#: The most namespaces one statement of :func:`namespace_walk` names (below MySQL's default
+#: ``cte_max_recursion_depth`` of 1,000); more are read by further statements.
+NAMESPACE_WALK_STEPS = 500
+
+
+def namespace_walk() -> Select[Any]:
+    """The namespaces after the parameter ``after``, in order, up to :data:`NAMESPACE_WALK_STEPS`:
+    a recursive walk of the unique index on (namespace, name), each step the least namespace
+    after the one before (a loose index scan, which no database here does by itself)."""
+    later = schedules.alias("later")
+    first = select(func.min(schedules.c.namespace).label("namespace"), literal(1, Integer).label("step")).where(
+        schedules.c.namespace > bindparam("after", type_=String)
+    )
+    walk = first.cte("known_namespaces", recursive=True)
+    following = select(func.min(later.c.namespace)).where(later.c.namespace > walk.c.namespace).scalar_subquery()
+    walk = walk.union_all(
+        select(following, walk.c.step + 1).where(walk.c.namespace.is_not(None), walk.c.step < NAMESPACE_WALK_STEPS)
+    )
+    return select(walk.c.namespace).where(walk.c.namespace.is_not(None)).order_by(walk.c.step)
+
 
 class NamespaceTurns(SQLCore):
     """The fair claim's turns between namespaces, and the namespace terms of a claim."""
@@ -121,26 +141,21 @@ class NamespaceTurns(SQLCore):
     def known_namespaces(self) -> tuple[str, ...]:
         """The namespaces that hold schedules, read at most every :data:`NAMESPACES_FRESH`
         seconds: one index probe per namespace (the next one after the last, in the unique
-        index on (namespace, name)), whatever the number of schedules."""
+        index on (namespace, name)), whatever the number of schedules, all of them walked by
+        one recursive statement (a statement per probe was two a second on every node with a
+        single namespace: 0.006 statements per fire of a spread load of 1,000 a second)."""
         now = time.monotonic()
         if now - self._namespaces_read < NAMESPACES_FRESH:
             return self._namespaces
         found: list[str] = []
-        query = self._statement(
-            "namespaces/next",
-            lambda: select(func.min(schedules.c.namespace)).where(
-                schedules.c.namespace > bindparam("after", type_=String)
-            ),
-        )
+        query = self._statement("namespaces/walk", namespace_walk)
         with self._tx() as conn:
-            after = ""
             while True:
-                following = conn.execute(query, {"after": after}).scalar()
-                if following is None:
+                names = [str(n) for n in conn.scalars(query, {"after": found[-1] if found else ""})]
+                self.statements += 1
+                found.extend(names)
+                if len(names) < NAMESPACE_WALK_STEPS:
                     break
-                found.append(str(following))
-                after = str(following)
-        self.statements += len(found) + 1
         self._namespaces, self._namespaces_read = tuple(found), now
         return self._namespaces
 

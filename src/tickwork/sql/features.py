@@ -11,9 +11,10 @@ but no ``UPDATE ... RETURNING``, MySQL none); the rest a store plugin declares i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import CTE, ColumnElement, Connection, Delete, Executable, bindparam, delete, select
+from sqlalchemy import CTE, ColumnElement, Connection, CursorResult, Delete, Executable, bindparam, delete, select
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 
@@ -74,6 +75,16 @@ class Operations:
 
     def plus_seconds(self, value: ColumnElement[Any], seconds: ColumnElement[Any]) -> ColumnElement[Any]:
         """SQL for ``value + seconds`` on a UTCDateTime column."""
+        raise NotImplementedError
+
+    def answered(self, value: ColumnElement[Any]) -> ColumnElement[Any] | None:
+        """The time ``value`` wrapped so that the UPDATE that writes it also answers it, in its
+        reply to the driver (:meth:`answer`), without ``RETURNING``: ``None`` where the database
+        has no such way (the default; a store that has ``RETURNING`` uses that)."""
+        return None
+
+    def answer(self, result: CursorResult[Any]) -> datetime:
+        """The time :meth:`answered` wrapped, as the reply of the UPDATE that wrote it carried it."""
         raise NotImplementedError
 
     def insert_ignore(self, table: Any) -> Any:

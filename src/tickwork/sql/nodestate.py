@@ -176,11 +176,25 @@ class NodeState(Starting):
         with self._tx() as conn:
             if self.features.update_returning:
                 value = conn.execute(refreshed.returning(nodes.c.heartbeat_at)).scalar()
-            elif conn.execute(refreshed).rowcount:
-                value = conn.scalar(select(nodes.c.heartbeat_at).where(nodes.c.id == node_id))
             else:
-                value = None
+                value = self._refresh_then_read(conn, node_id)
         assert value is None or isinstance(value, datetime)
+        return value
+
+    def _refresh_then_read(self, conn: Connection, node_id: str) -> datetime | None:
+        """Without ``UPDATE ... RETURNING``: the heartbeat refreshed and its new value (``None``:
+        the node has no record), from the UPDATE's own reply where the database answers so
+        (:meth:`Operations.answered`: one statement instead of two, every heartbeat of every
+        MySQL node), else read after it."""
+        answered = self.operations.answered(self.now_expr())
+        refreshed = update(nodes).where(nodes.c.id == node_id)
+        if answered is not None:
+            result = conn.execute(refreshed.values(heartbeat_at=answered))
+            return self.operations.answer(result) if result.rowcount else None
+        if not conn.execute(refreshed.values(heartbeat_at=self.now_expr())).rowcount:
+            return None
+        value = conn.scalar(select(nodes.c.heartbeat_at).where(nodes.c.id == node_id))
+        assert isinstance(value, datetime)
         return value
 
     def _heartbeat_then_read(self, node_id: str) -> datetime:
@@ -188,14 +202,14 @@ class NodeState(Starting):
         record a namesake created in between is read as it wrote it: fresh)."""
         now = self.now_expr()
         with self._tx() as conn:
-            refreshed = update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now)
-            if not conn.execute(refreshed).rowcount:
+            value = self._refresh_then_read(conn, node_id)
+            if value is None:
                 conn.execute(
                     self.insert_ignore(nodes).values(
                         id=node_id, started_at=now, heartbeat_at=now, executors=self.announced.get(node_id)
                     )
                 )
-            value = conn.scalar(select(nodes.c.heartbeat_at).where(nodes.c.id == node_id))
+                value = conn.scalar(select(nodes.c.heartbeat_at).where(nodes.c.id == node_id))
         assert isinstance(value, datetime)
         return value
 

@@ -74,7 +74,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         if traits_of(dialect).epoch_micros:
 
             def from_micros(value: Any) -> datetime | None:
-                return None if value is None else _from_micros(int(value))
+                return None if value is None else from_epoch_micros(int(value))
 
             return from_micros
 
@@ -91,7 +91,7 @@ def epoch_micros(value: datetime) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _from_micros(micros: int) -> datetime:
+def from_epoch_micros(micros: int) -> datetime:
     """A stored epoch-microseconds value as an aware datetime (immutable, so shared): a claim's
     rows repeat their fire time and claim time, and converting each was 7 % of a SQLite node's
     engine thread in a burst."""

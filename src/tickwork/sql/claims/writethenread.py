@@ -6,6 +6,9 @@ the rows it won by that exact claim time.
 Reading the clock first is safe for invariant 2: the bound value is at or behind the database
 clock at the moment the UPDATE re-checks due-ness, so nothing is ever taken early; at worst a
 fire that became due during the claim's round trip waits for the next claim.
+
+``skip-locked`` reads that clock in its locking read (:func:`locked_due`), still before the
+UPDATE re-checks due-ness, and takes the ids read as every claim here does (:func:`take`).
 """
 
 from __future__ import annotations
@@ -37,13 +40,23 @@ def request(node_id: str, limit: int, owned: Any, now: datetime, ahead: float, s
     return ClaimRequest(node_id, limit, owned, bindparam("claim_now", now, type_=UTCDateTime), due_by, sql=sql)
 
 
-def candidates(conn: Connection, req: ClaimRequest, *, lock: bool) -> list[int]:
-    """Ids of due schedules, earliest first; with ``lock``, locked with ``FOR UPDATE SKIP LOCKED``
-    (rows another node is claiming are passed over, never waited for)."""
-    query = due_ids(req)
-    if lock:
-        query = query.with_for_update(skip_locked=True)
-    return list(conn.scalars(query).all())
+def candidates(conn: Connection, req: ClaimRequest) -> list[int]:
+    """Ids of due schedules, earliest first, read without a lock (``optimistic``: the UPDATE of
+    :func:`take` re-checks each; ``skip-locked`` locks them in :func:`locked_due`)."""
+    return list(conn.scalars(due_ids(req)).all())
+
+
+def locked_due(conn: Connection, req: ClaimRequest) -> tuple[list[int], datetime]:
+    """Ids of up to ``claim_limit`` due schedules, earliest first, locked with ``FOR UPDATE SKIP
+    LOCKED`` (rows another node is claiming are passed over, never waited for), and the clock
+    ``req.now`` (an expression: the database's) as the statement read it: the clock read and
+    the read of the ids in one statement, where they were two (one of them in every claim,
+    including the many that find nothing)."""
+    query = due_ids(req).add_columns(req.now.label("claim_clock")).with_for_update(skip_locked=True)
+    rows = conn.execute(query).all()
+    if not rows:
+        return [], datetime.min
+    return [r.id for r in rows], rows[0].claim_clock
 
 
 def take(conn: Connection, req: ClaimRequest, ids: Sequence[int], now: datetime) -> list[RowMapping]:
@@ -55,6 +68,8 @@ def take(conn: Connection, req: ClaimRequest, ids: Sequence[int], now: datetime)
     if not ids:
         return []
     conn.execute(update(schedules).where(schedules.c.id.in_(ids), due_filter(req)).values(**claim_assignment(req)))
+    # Read back, not inferred from what was read before: the rows won, as written (their new
+    # fence tokens), whatever happened to them between the read of the ids and the UPDATE.
     return list(
         conn.execute(
             select(*CLAIMED_COLUMNS).where(
