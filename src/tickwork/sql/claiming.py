@@ -1,8 +1,10 @@
-"""Claiming due fires (through the configured claim strategy), recording their runs, giving claims back."""
+"""Claiming due fires (through the configured claim strategy), the time the next one is due, and
+giving claims back. The run rows of what a claim won are written by :mod:`.claimedruns`, the fair
+claim's turns between namespaces taken by :mod:`.claimturns`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -10,32 +12,28 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Float,
-    Integer,
     Select,
     Update,
     bindparam,
     delete,
     func,
-    literal,
     select,
     tuple_,
     update,
 )
-from sqlalchemy.exc import IntegrityError
 
-from ..structures import (
-    Claim,
-    ScheduleSpec,
-)
+from ..structures import Claim
+from .claimedruns import ClaimedRuns
 from .claims import CLAIMED_COLUMNS, ClaimRequest, writethenread
 from .claimturns import ClaimScope, NamespaceTurns, applied_steal_after, namespace_filter, served_namespaces
 from .retry import transient_retry
-from .rows import UNHELD, spec_from_row
-from .schema import UTCDateTime, claimable, runs, schedules
+from .rows import UNHELD
+from .schema import claimable, runs, schedules
 
 
-class Claiming(NamespaceTurns):
-    """Claiming due fires (through the configured claim strategy), recording their runs, giving claims back."""
+class Claiming(ClaimedRuns, NamespaceTurns):
+    """Claiming due fires (through the configured claim strategy), the time the next one is due,
+    and giving claims back."""
 
     def claim_due(
         self,
@@ -167,77 +165,6 @@ class Claiming(NamespaceTurns):
         :attr:`claim_records_runs`."""
         return take.returning(*CLAIMED_COLUMNS)
 
-    def _record_runs(
-        self, conn: Connection, node_id: str, rows: Sequence[Mapping[Any, Any]], run_ids: dict[int, int]
-    ) -> list[Claim]:
-        """Insert the running run rows of claimed ``rows`` that have none in ``run_ids`` yet."""
-        need = [r for r in rows if r["id"] not in run_ids]
-        if need:
-            params = [
-                {
-                    "schedule_id": r["id"],
-                    "scheduled_for": r["next_fire"],
-                    "attempt": 1,
-                    "claim_seq": r["claim_seq"],
-                    "node": node_id,
-                    # A fire claimed ahead of its time has not started yet.
-                    "started_at": None if r["next_fire"] > r["claimed_at"] else r["claimed_at"],
-                    "status": "running",
-                    "version": r["version"],
-                }
-                for r in need
-            ]
-            run_ids = run_ids | self._insert_runs(conn, params)
-            self.statements += 1
-        return self._claims(rows, run_ids)
-
-    def _claims(self, rows: Sequence[Mapping[Any, Any]], run_ids: dict[int, int]) -> list[Claim]:
-        claims = []
-        for r in rows:
-            claims.append(
-                Claim.stored(
-                    schedule_id=r["id"],
-                    spec=self._spec(r),
-                    scheduled_for=r["next_fire"],
-                    claim_seq=r["claim_seq"],
-                    claimed_at=r["claimed_at"],
-                    run_id=run_ids.get(r["id"]),
-                    version=r["version"],
-                )
-            )
-        claims.sort(key=lambda c: (c.scheduled_for, c.schedule_id))
-        return claims
-
-    def _spec(self, r: Mapping[Any, Any]) -> ScheduleSpec:
-        """The row's spec, cached by (id, updated_at): a definition only changes with updated_at,
-        and building a spec per fire was a measurable share of a node's CPU."""
-        key = (r["id"], r["updated_at"])
-        spec = self._specs.get(key)
-        if spec is None:
-            if len(self._specs) > 100_000:
-                self._specs.clear()
-            spec = self._specs[key] = spec_from_row(r)
-        return spec
-
-    def _insert_runs(self, conn: Connection, params: list[dict[str, Any]]) -> dict[int, int]:
-        """Insert running run rows, skipping (schedule, fire, attempt) already recorded; return
-        ``{schedule_id: run_id}`` of those inserted. executemany: one cached statement that
-        SQLAlchemy batches into multi-row INSERTs; without a ``RETURNING`` that skips duplicates,
-        the insert is followed by a read of the rows written under these claims' fence tokens."""
-        if self.features.insert_ignore_returning:
-            result = conn.execute(self.insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
-            return {r.schedule_id: r.id for r in result}
-        conn.execute(self.insert_ignore(runs), params)
-        keys = [(p["schedule_id"], p["scheduled_for"], p["attempt"], p["claim_seq"]) for p in params]
-        found = conn.execute(
-            select(runs.c.id, runs.c.schedule_id).where(
-                tuple_(runs.c.schedule_id, runs.c.scheduled_for, runs.c.attempt, runs.c.claim_seq).in_(keys),
-                runs.c.node == params[0]["node"],
-            )
-        )
-        self.statements += 1
-        return {r.schedule_id: r.id for r in found}
-
     @transient_retry
     def next_due(
         self,
@@ -299,95 +226,3 @@ class Claiming(NamespaceTurns):
             if released:
                 self._notify(conn)
         return len(released)
-
-    def start_attempt(self, node_id: str, claim: Claim) -> int | None:
-        if not self.features.insert_ignore_returning:
-            return self._start_attempt_then_read(node_id, claim)
-        fenced = select(
-            schedules.c.id,
-            literal(claim.scheduled_for, UTCDateTime),
-            literal(claim.attempt),
-            schedules.c.claim_seq,
-            literal(node_id),
-            self.now_expr(),
-            literal("running"),
-            literal(claim.version, Integer),
-        ).where(
-            schedules.c.id == claim.schedule_id,
-            schedules.c.claim_seq == claim.claim_seq,
-            schedules.c.state == "running",
-        )
-        with self._tx() as conn:
-            conn.execute(
-                update(schedules)
-                .where(schedules.c.id == claim.schedule_id, schedules.c.claim_seq == claim.claim_seq)
-                .values(claimed_at=self.now_expr())
-            )
-            run_id = conn.execute(
-                self.insert_ignore(runs)
-                .from_select(
-                    ["schedule_id", "scheduled_for", "attempt", "claim_seq", "node", "started_at", "status", "version"],
-                    fenced,
-                )
-                .returning(runs.c.id)
-            ).scalar()
-            if run_id is None:
-                # Opened before under this very claim (the answer was lost): the same attempt.
-                run_id = conn.execute(
-                    select(runs.c.id).where(
-                        runs.c.schedule_id == claim.schedule_id,
-                        runs.c.scheduled_for == claim.scheduled_for,
-                        runs.c.attempt == claim.attempt,
-                        runs.c.claim_seq == claim.claim_seq,
-                        runs.c.node == node_id,
-                        runs.c.status == "running",
-                        fenced.exists(),
-                    )
-                ).scalar()
-        return None if run_id is None else int(run_id)
-
-    def _start_attempt_then_read(self, node_id: str, claim: Claim) -> int | None:
-        """:meth:`start_attempt` without an ``INSERT`` that skips duplicates in ``RETURNING``:
-        the fence is read and locked first, the run inserted plainly, a duplicate read back."""
-        with self._tx() as conn:
-            now = conn.execute(self.now_query()).scalar_one()
-            held = (schedules.c.id == claim.schedule_id, schedules.c.claim_seq == claim.claim_seq)
-            seq = conn.scalar(
-                select(schedules.c.claim_seq).where(*held, schedules.c.state == "running").with_for_update()
-            )
-            conn.execute(
-                update(schedules).where(*held).values(claimed_at=bindparam("renewed_at", now, type_=UTCDateTime))
-            )
-            if seq is None:
-                return None
-            run = {
-                "schedule_id": claim.schedule_id,
-                "scheduled_for": claim.scheduled_for,
-                "attempt": claim.attempt,
-                "claim_seq": seq,
-                "node": node_id,
-                "started_at": now,
-                "status": "running",
-                "version": claim.version,
-            }
-            # A plain INSERT in a savepoint: a duplicate fails only this statement, and tells
-            # "already recorded" apart from "inserted", which an upsert's row count does not
-            # (MySQL under CLIENT_FOUND_ROWS).
-            try:
-                with conn.begin_nested():
-                    inserted = conn.execute(runs.insert().values(**run))
-            except IntegrityError:
-                # Opened before under this very claim (the answer was lost): the same attempt.
-                again = conn.scalar(
-                    select(runs.c.id).where(
-                        runs.c.schedule_id == claim.schedule_id,
-                        runs.c.scheduled_for == claim.scheduled_for,
-                        runs.c.attempt == claim.attempt,
-                        runs.c.claim_seq == seq,
-                        runs.c.node == node_id,
-                        runs.c.status == "running",
-                    )
-                )
-                return None if again is None else int(again)
-            key = inserted.inserted_primary_key
-            return None if key is None else int(key[0])

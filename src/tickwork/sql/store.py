@@ -12,7 +12,10 @@ one job each:
 - :mod:`.rows` (rows to structures), :mod:`.retry`
   (transient errors);
 - :mod:`.schedulewrites`: adding, updating, syncing, enabling and removing schedules;
-- :mod:`.claiming`: claiming due fires and recording their runs;
+- :mod:`.claiming`: claiming due fires (the fair claim's namespace turns in :mod:`.claimturns`),
+  the time the next is due, giving claims back; :mod:`.claimedruns`: the run rows of what a claim
+  won, and the claims read back;
+- :mod:`.attempts`: a retry's next attempt opened under its claim's fence;
 - :mod:`.starting`: fenced starts of fires claimed ahead, and the takeover of late ones;
 - :mod:`.ending`: ending runs (the fenced batch release), renewing and parking;
 - :mod:`.nodestate`: heartbeats and releasing what a node holds (on :mod:`.starting`);
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 from ..structures import MAX_ERROR_CHARS
 from ..structures import cap_error as cap
+from .attempts import Attempts
 from .backfilling import Backfilling
 from .claiming import Claiming
 from .concurrency import Concurrency
@@ -58,6 +62,7 @@ class SQLStore(
     Handoffs,
     Backfilling,
     Rerunning,
+    Attempts,
     HealthRecordsSQL,
     ScheduleVersions,
     TokensSQL,

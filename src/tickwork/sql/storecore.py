@@ -67,7 +67,7 @@ class SQLCore(Store):
         self._features: Features | None = None
         #: Statements executed by this store (for benchmarks' statements-per-fire).
         self.statements = 0
-        #: Specs of claimed rows by (id, updated_at) (see Claiming._spec).
+        #: Specs of claimed rows by (id, updated_at) (see ClaimedRuns._spec).
         self._specs: dict[tuple[int, datetime], ScheduleSpec] = {}
         self.cache = StatementCache(lambda stmt: self.operations.prepare(stmt, self.engine.dialect))
         self.buckets = BucketFilters(self.now_expr, self.operations.plus_seconds)
