@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import jobs_for_tests as jobs
-from tests.support.engines import SwitchableMembership, add, runs, step, step_until_attempts
+from tests.support.engines import SwitchableMembership, add, make_engine, runs, step, step_until_attempts
 from tests.support.engines import new_engine as new_engine  # the fixture
 from tests.support.faulty_store import FaultyStore
 from tests.support.stores import T0
@@ -235,8 +235,6 @@ def test_a_retry_whose_start_fails_stays_pending_and_runs_later(tmp_path: Path, 
     store = FaultyStore(str(tmp_path / "t.db"), clock=clock)
     store.upgrade()
     store.open()
-    from tests.support.engines import make_engine
-
     engine, executor = make_engine(store, clock)
     try:
         add(store, "fails_twice", "0 * * * *", retries=3, retry_backoff=timedelta(seconds=0.01))
@@ -277,6 +275,37 @@ def test_a_held_fire_obeys_the_misfire_policy_when_it_starts(
     assert jobs.calls == []
     (run,) = runs(sqlite_store)
     assert run.status is RunStatus.SKIPPED and (run.error or "").startswith("missed by 40.0s")
+
+
+def test_a_failed_step_of_a_graceful_stop_leaves_the_next_ones_to_run(tmp_path: Path, clock: FakeClock) -> None:
+    store = FaultyStore(str(tmp_path / "t.db"), clock=clock)
+    store.upgrade()
+    store.open()
+    engine, executor = make_engine(store, clock, lookahead=10.0, start_lead=0.0)
+    jobs.gate.clear()
+    try:
+        add(store, "blocked", "0 * * * * *")
+        clock.advance(60)
+        engine.tick()
+        assert len(engine.in_flight) == 1
+        add(store, "record", "30 * * * * *")
+        clock.advance(28)  # "record" is due in 2 s: claimed ahead and held
+        engine.tick()
+        assert [c.spec.name for c in engine.held] == ["record"]
+        jobs.gate.set()
+        store.fail_next.append("unclaim")
+        with pytest.raises(StoreError, match="before unclaim"):
+            engine.shutdown(timeout=5)
+        # The give-back failed first; the run that ended meanwhile was recorded all the same, and
+        # the fire that could not be given back is still this node's (the next start releases it).
+        assert [r.status for r in runs(store) if r.schedule == "blocked"] == [RunStatus.SUCCEEDED]
+        assert jobs.calls == ["blocked"]
+        assert [c.spec.name for c in engine.held] == ["record"]
+    finally:
+        jobs.gate.set()
+        executor.shutdown(wait=False)
+        engine.membership.stop()
+        store.close()
 
 
 def test_after_a_graceful_stop_nothing_is_left_running(tmp_path: Path, clock: FakeClock) -> None:

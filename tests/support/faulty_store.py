@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from tickwork.abc.storeroles import PRUNE_BATCH
 from tickwork.errors import StoreError
 from tickwork.structures import Claim, Fault, Finish, Outcome
 from tickwork_sqlite.store import SQLiteStore
@@ -118,5 +119,7 @@ class FaultyStore(SQLiteStore):
             "release_untracked", lambda: super(FaultyStore, self).release_untracked(node_id, tracked, reason)
         )
 
-    def prune_history(self, older_than: timedelta) -> int:
-        return self._call("prune_history", lambda: super(FaultyStore, self).prune_history(older_than))  # type: ignore[no-any-return]
+    def prune_history(self, older_than: timedelta, *, limit: int = PRUNE_BATCH) -> int:
+        return self._call(  # type: ignore[no-any-return]
+            "prune_history", lambda: super(FaultyStore, self).prune_history(older_than, limit=limit)
+        )

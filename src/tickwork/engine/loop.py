@@ -1,10 +1,11 @@
 """The engine of one tickwork node: sleep until something is due, claim it, run it, end it.
 
 One thread runs the loop; executors report outcomes from their own threads into a queue the loop
-drains in batches, so claims, history writes and releases are each one statement per batch. The
-loop delegates to small parts (docs/architecture.md#the-engine): the database clock, the claim
-gate, the held fires, the retry queue, the end writer and the housekeeping services; fire times
-come from the pure functions of ``planning.py``.
+drains in batches, so claims, history writes and releases are each one statement per batch. This
+module builds the engine's parts (docs/architecture.md#the-engine) and drives the thread: when a
+pass runs, how long it sleeps, what a failed pass costs. What a pass does is ``passes.py``, the
+graceful stop ``shutdown.py``, how long to sleep ``pacing.py``; fire times come from the pure
+functions of ``planning.py``.
 
 A fault while handling one claim (its trigger, its executor, its arithmetic) ends that run with
 the error recorded and parks the schedule; a fault of the loop itself is logged and backed off.
@@ -35,17 +36,20 @@ from .housekeeping import Housekeeping
 from .listener import EngineListener, SafeListener
 from .nextfires import NextFires
 from .pacing import Pacing
+from .passes import Pass
 from .rerun import Reruns
 from .retries import RetryQueue
 from .runs import Runs
-from .settings import EngineSettings, clamp_wait
+from .settings import EngineSettings
+from .shutdown import Shutdown
 from .watch import PassWatch
 
 log = logging.getLogger("tickwork.engine")
 
 
 class Engine:
-    """Runs the claim → execute → finish loop of one node.
+    """Runs the claim → execute → finish loop of one node: builds its parts, drives the loop
+    thread, and is their public face.
 
     :param store: an open store
     :param executors: executors by name (a schedule names the one that runs it)
@@ -168,6 +172,37 @@ class Engine:
             self.ends,
             self.housekeeping,
         )
+        #: What one pass does, in its order (the loop decides when a pass runs).
+        self.one_pass = Pass(
+            store=store,
+            settings=settings,
+            membership=membership,
+            clock=self.clock,
+            listener=lambda: self.listener,
+            gate=self.gate,
+            runs=self.runs,
+            starts=self.fenced_starts,
+            retries=self.retries,
+            ends=self.ends,
+            housekeeping=self.housekeeping,
+            rejoins=self.rejoins,
+            pacing=self.pacing,
+            backfills=self.backfills,
+            watch=self.watch,
+        )
+        #: The graceful stop of the loop's work (:meth:`shutdown`).
+        self.way_out = Shutdown(
+            store=store,
+            node_id=settings.node_id,
+            housekeeping=self.housekeeping,
+            held=self.held_fires,
+            starts=self.fenced_starts,
+            runs=self.runs,
+            follow_ups=self.follow_ups,
+            ends=self.ends,
+            wake=self._wake,
+            errors=self._errors,
+        )
 
     # -- counters (logs, tests, benchmarks) ---------------------------------------------------------
 
@@ -257,28 +292,13 @@ class Engine:
         """Graceful stop of the loop's work: give back held claims (first, so other nodes can
         run them on time), wait up to ``timeout`` seconds for running jobs and record them, give
         up pending retries, then release whatever else this node still holds in the store (see
-        :meth:`reconcile`). Each step runs even if an earlier one failed.
+        :meth:`reconcile`). Each step runs even if an earlier one failed (:class:`.shutdown.Shutdown`).
 
-        :raises tickwork.errors.StoreError: the first store error met (after all steps ran)
+        :raises Exception: the first error met, after all steps ran (a
+            :class:`tickwork.errors.StoreError` when the store was away)
         """
         self.stop()
-        failed: list[Exception] = []
-        steps: list[tuple[str, Callable[[], object]]] = [
-            # Waits for the batch in progress (one bounded statement): the store closes next.
-            ("stop pruning the history", self.housekeeping.stop),
-            ("give back claims taken ahead of their time", self.release_held),
-            ("record the last runs", lambda: self.drain(timeout)),
-            ("give up pending retries", self.drop_retries),
-            ("release untracked claims", self.reconcile),
-        ]
-        for what, step in steps:
-            try:
-                step()
-            except Exception as exc:
-                failed.append(exc)
-                self._errors.log(f"shutdown: could not {what}", exc)
-        if failed:
-            raise failed[0]
+        self.way_out.run(timeout)
 
     @property
     def held(self) -> list[Claim]:
@@ -298,31 +318,12 @@ class Engine:
 
     def release_held(self) -> int:
         """Give back claims taken ahead of their time (node stopping), so that another node
-        can run them on time; see :meth:`tickwork.abc.Store.unclaim`. Those whose start was
-        recorded ahead (``start_lead``) run at their time first, a few milliseconds away."""
-        self.fenced_starts.run_all(time.sleep)
-        given_back = self.held_fires.give_back(lambda claims: self.store.unclaim(self.settings.node_id, claims))
-        if given_back:
-            log.info(
-                "handed %d upcoming fire(s) back to the cluster: they were claimed early to start on time; "
-                "another node (or this one's next start) runs them",
-                given_back,
-            )
-        return given_back
-
-    def drop_retries(self) -> None:
-        """Give up pending retries (node stopping): release their schedules to the next fire."""
-        self.ends.write(*self.follow_ups.give_up_retries())
+        can run them on time (:meth:`.shutdown.Shutdown.release_held`)."""
+        return self.way_out.release_held()
 
     def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds (real time) for in-flight runs to end and record them."""
-        deadline = time.monotonic() + clamp_wait(timeout)
-        while self.in_flight and time.monotonic() < deadline:
-            self._wake.wait(min(0.05, max(0.0, deadline - time.monotonic())))
-            self._wake.clear()
-            self.runs.expire_overdue()
-            self.runs.finish_completed()
-        self.runs.write_ends(now=True)
+        self.way_out.drain(timeout)
 
     def reconcile(self) -> int:
         """Release every claim this node holds in the store but no longer tracks (run by the
@@ -332,63 +333,8 @@ class Engine:
     # -- one pass ---------------------------------------------------------------------------------
 
     def tick(self) -> bool:
-        """One pass: gather completed runs, housekeeping, start held fires and retries that are
-        due, write the gathered ends whose time has come, claim and dispatch what is due.
-
-        :return: True when a full batch was claimed (more may be due right away)
-        """
-        self.rejoins.check()
-        self.runs.expire_overdue()
-        self.runs.finish_completed()
-        with self.watch.step("housekeeping (renew, reap, reconcile, takeover)"):
-            self.housekeeping.run_due(busy=self.pacing.busy())
-        # A node unsure of its membership starts nothing, held fires included: others may soon
-        # declare it dead and release its claims (docs/claim-protocol.md, bounds).
-        healthy = self.membership.healthy()
-        if healthy:
-            # Before writing ends: a fire due now must not wait for a round trip.
-            self.fenced_starts.start_due()
-            with self.watch.step("starting retries"):
-                self.retries.start_due(self.runs.start_retry)
-        with self.watch.step(f"writing {self.ends.backlog} run end(s)"):
-            # Backfilled runs' ends wait for this pass's take, which carries them (healthy only:
-            # an unsure node takes nothing, so they are written here).
-            self.runs.write_ends(keep_backfills=healthy)
-        if not healthy:
-            return False
-        busy = self.claim_due()
-        with self.watch.step("taking backfilled fires"):
-            if not busy:
-                # After the schedules' own due fires, and only when they left no backlog (a full
-                # batch): live work first, a backfill takes what is left (docs/cluster.md#backfill).
-                self.backfills.run_if_wanted()
-            else:
-                self.backfills.write_ends()
-        return busy
-
-    def claim_due(self) -> bool:
-        """Claim and dispatch what is due (part of :meth:`tick`); True when a full batch was claimed."""
-        room = self.settings.max_in_flight - len(self.in_flight) - len(self.held_fires) - len(self.fenced_starts)
-        if room <= 0 or not self.gate.is_open():
-            return False
-        limit = min(self.settings.batch_size, room)
-        claim_started = self.clock.monotonic()
-        with self.watch.step("claiming due fires"):
-            claims = self.store.claim_due(
-                self.settings.node_id,
-                limit=limit,
-                buckets=self.membership.owned_buckets(),
-                ahead=self.settings.lookahead,
-                steal_after=self.settings.steal_after,
-                namespaces=self.settings.namespaces,
-            )
-        self.listener.claimed(len(claims), self.clock.monotonic() - claim_started)
-        self.gate.claimed(len(claims), limit)
-        if claims:
-            self.runs.dispatch(claims)
-            # Fires claimed ahead whose time came while the claim's answer travelled.
-            self.fenced_starts.start_due()
-        return len(claims) >= limit
+        """One pass (:meth:`.passes.Pass.run`); True when a full batch was claimed."""
+        return self.one_pass.run()
 
     def nothing_due_within(self, seconds: float) -> bool:
         """See :meth:`.pacing.Pacing.nothing_due_within`."""

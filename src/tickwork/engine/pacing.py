@@ -43,6 +43,11 @@ class Pacing:
         """Whether any run is in flight or any fire or retry waits to start."""
         return bool(self.runs.in_flight or self.held or self.starts or self.retries)
 
+    def room(self) -> int:
+        """How many more fires this node may claim: ``max_in_flight`` less the runs in flight and
+        the fires held for their time."""
+        return self.settings.max_in_flight - len(self.runs.in_flight) - len(self.held) - len(self.starts)
+
     def nothing_due_within(self, seconds: float) -> bool:
         """Whether no held fire, retry or claimable fire is due within ``seconds``, by what the
         engine knows without asking the store: then no run but those in flight can end by then."""
@@ -86,6 +91,6 @@ class Pacing:
         granted = self.starts.seconds_until_run()
         if granted is not None:
             sleep = min(sleep, granted)
-        if len(self.runs.in_flight) + len(self.held) + len(self.starts) >= settings.max_in_flight:
+        if self.room() <= 0:
             return clamp_wait(min(sleep, 0.5))
         return clamp_wait(self.gate.seconds_until_claim(sleep))
