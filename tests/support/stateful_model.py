@@ -39,7 +39,8 @@ from tickwork.structures import JobCall, Outcome, RunStatus
 #: (``cancel_other`` too: the run is stopped before the next fire is claimed.)
 ONE_AT_A_TIME = frozenset({"skip", "buffer_one", "buffer_all", "cancel_other"})
 #: The module whose callbacks the engine hands an executor (``Runs``' outcome queue,
-#: ``tickwork.engine.outcomes.Outcomes``): every run, scheduled or backfilled, goes through it. ``JobCall.backfill`` tells the two apart (the one-at-a-time rules differ).
+#: ``tickwork.engine.outcomes.Outcomes``): every run, scheduled or backfilled, goes through it.
+#: ``JobCall.backfill`` tells the two apart (the one-at-a-time rules differ).
 SCHEDULED = "tickwork.engine.outcomes"
 #: Seconds of the fake monotonic clock between two heartbeats of a node (the membership default).
 HEARTBEAT_INTERVAL = 1.0
