@@ -94,7 +94,15 @@ def test_terminated_backends_strand_nothing_and_duplicate_nothing(postgres_url: 
     ]
     stop, killed = threading.Event(), []
     killer = threading.Thread(target=terminate_backends, args=(postgres_url, stop, killed))
-    time.sleep(KILL_FROM)
+    # Terminations begin once both nodes have opened the store (their banner is logged after it):
+    # this test is about running nodes, and a loaded machine may take longer than KILL_FROM to start.
+    begun = time.monotonic()
+    for i in (1, 2):
+        log = tmp_path / f"n{i}.log"
+        while f"node n{i} starting" not in (log.read_text(errors="replace") if log.exists() else ""):
+            assert time.monotonic() - begun < 60 and procs[i - 1].poll() is None, log.read_text(errors="replace")
+            time.sleep(0.1)
+    time.sleep(max(0.0, KILL_FROM - (time.monotonic() - begun)))
     killer.start()
     try:
         codes = [p.wait(timeout=DURATION + 60) for p in procs]
