@@ -31,7 +31,9 @@ def server_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQL
 
 def test_a_round_is_one_transaction_with_one_locking_read(server_store: SQLStore) -> None:
     store = server_store
-    late = claim_ahead(store, "late", 1.0, node="n2")
+    # 3 s ahead: the add and the claim ahead must both happen before the fire is due, and a loaded
+    # MariaDB took more than 1 s for them once.
+    late = claim_ahead(store, "late", 3.0, node="n2")
     wait_until(store, late.scheduled_for + timedelta(seconds=0.1))
     store.add(ScheduleSpec(name="due", trigger_kind="cron", expression="* * * * *", target="m:f"), store.now())
     (due,) = store.claim_due("n1", limit=10, buckets=None)
