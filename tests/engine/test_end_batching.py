@@ -284,15 +284,15 @@ def test_an_outcome_that_arrived_during_a_pass_shortens_the_sleep_to_the_window(
     add(store, "a")
     clock.advance(60)
     engine = make(monotonic=time.monotonic, end_batch_window=0.05, max_sleep=30.0)
-    engine.runs.loop_awake()
+    engine.runs.outcomes.loop_awake()
     engine.tick()  # starts the run; it ends on an executor thread, waking nothing
     deadline = time.monotonic() + 10
-    while engine.runs.loop_asleep(30.0) == 30.0:
+    while engine.runs.outcomes.loop_asleep(30.0) == 30.0:
         assert time.monotonic() < deadline, "the ended run never shortened the sleep"
-        engine.runs.loop_awake()
+        engine.runs.outcomes.loop_awake()
         time.sleep(0.01)
-    engine.runs.loop_awake()
-    assert engine.runs.loop_asleep(30.0) == 0.05
+    engine.runs.outcomes.loop_awake()
+    assert engine.runs.outcomes.loop_asleep(30.0) == 0.05
     engine.tick()
     assert engine.ends.backlog == 1
 

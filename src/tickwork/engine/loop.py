@@ -253,17 +253,19 @@ class Engine:
                 if until is not None and mono() >= until:
                     break
                 self._wake.clear()
-                self.runs.loop_awake()
+                self.runs.outcomes.loop_awake()
                 wait = self.run_once()
                 if wait <= 0.0:
                     continue
                 if until is not None:
                     wait = min(wait, max(0.0, until - mono()))
-                wait = self.runs.loop_asleep(wait, quiet=self.nothing_due_within(self.settings.end_batch_window))
+                wait = self.runs.outcomes.loop_asleep(
+                    wait, quiet=self.nothing_due_within(self.settings.end_batch_window)
+                )
                 if wait > 0.0:
                     self._wake.wait(wait)
         finally:
-            self.runs.loop_stopped()
+            self.runs.outcomes.loop_stopped()
 
     def run_once(self) -> float:
         """One pass of the loop: :meth:`tick`, then how long to wait before the next pass (0: at

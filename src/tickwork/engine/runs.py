@@ -226,17 +226,6 @@ class Runs:
             self.outcomes.reporter(flight)(Outcome(RunStatus.FAILED, error=f"executor refused the run: {exc!r}"))
         return call
 
-    # -- when outcomes wake the loop (the engine's calls; see Outcomes) ----------------------------
-
-    def loop_awake(self) -> None:
-        self.outcomes.loop_awake()
-
-    def loop_asleep(self, wait: float, *, quiet: bool = False) -> float:
-        return self.outcomes.loop_asleep(wait, quiet=quiet)
-
-    def loop_stopped(self) -> None:
-        self.outcomes.loop_stopped()
-
     # -- starting what waited ---------------------------------------------------------------------
 
     def start_held(self, due: list[HeldFire]) -> None:
