@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from ..abc import Store
 from ..structures import Finish, Outcome, RunStatus, ScheduleSpec, ScheduleState
-from .contract_starts import claim_ahead, wait_until
+from .contract_starts import AHEAD, claim_ahead, wait_until
 
 OK = Outcome(RunStatus.SUCCEEDED)
 
@@ -18,7 +18,7 @@ class StartRoundContract:
 
     def test_a_start_round_starts_takes_over_and_ends_each_by_its_own_fence(self, store: Store) -> None:
         # n2 held a fire past its deadline: the round's takeover gives it back.
-        late = claim_ahead(store, "late", 1.0, node="n2")
+        late = claim_ahead(store, "late", AHEAD, node="n2")
         wait_until(store, late.scheduled_for + timedelta(seconds=0.1))
         # n1 runs a fire claimed when due, whose end rides on the round ...
         store.add(ScheduleSpec(name="due", trigger_kind="cron", expression="* * * * *", target="m:f"), store.now())
@@ -54,7 +54,7 @@ class StartRoundContract:
     def test_a_start_round_refuses_a_start_past_its_deadline_and_takes_it_over(self, store: Store) -> None:
         # The start and the takeover of one fire in one round: the start is refused (its
         # deadline passed) and the takeover gives it back; never both started and given back.
-        claim = claim_ahead(store, "overdue", 1.0)
+        claim = claim_ahead(store, "overdue", AHEAD)
         wait_until(store, claim.scheduled_for + timedelta(seconds=0.1))
         done = store.start_round("n1", [claim], 0.05, 0.0, take_over=True)
         assert done.granted == (False,) and done.taken_over == 1

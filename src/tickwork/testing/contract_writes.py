@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from ..abc import Store
 from ..structures import Claim, Pause, RunStatus, SchedulePlan, ScheduleState
 from .contract_helpers import MINUTE, claim_all, finish, spec
-from .contract_starts import claim_ahead, wait_until
+from .contract_starts import AHEAD, claim_ahead, wait_until
 
 HOUR = timedelta(hours=1)
 #: The next fire the writes choose: soon, so that it passes while the run is still in flight
@@ -105,7 +105,7 @@ class WritesDuringRunContract:
     def test_a_fire_claimed_ahead_and_redefined_does_not_start(self, store: Store) -> None:
         # Disabled after the claim and before its time: the fire of the old definition is not
         # started, the takeover gives it back at its deadline, and it stays disabled.
-        claim = claim_ahead(store, "a", 1.0)
+        claim = claim_ahead(store, "a", AHEAD)
         store.set_enabled("a", False, None)
         wait_until(store, claim.scheduled_for)
         assert store.start_held("n1", [claim], 5.0) == [False]
