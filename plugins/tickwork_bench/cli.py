@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -151,8 +153,22 @@ def measure(
     return results, databases
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (``kill``, a CI job's timeout, ``timeout(1)``) stop a run as Ctrl-C does: the
+    run stops its nodes, workers and beats, drops its scratch databases and reports what it
+    measured. With the default action the bench died at once and left its node and worker
+    processes (each in a process group of its own) loading the machine."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``tickwork bench``; returns 0, 1 (a cell failed or fired twice) or 2 (invalid options)."""
+    stop_on_sigterm()
     if wants_handoff(args):
         return run_handoff(args, _scratch)
     try:

@@ -9,11 +9,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 import pytest
 from sqlalchemy import insert
@@ -634,3 +638,47 @@ def test_handoff_to_rq_and_dramatiq_workers(
         assert [k for k in connection.scan_iter(f"*{queue}*")] == []
     finally:
         connection.close()
+
+
+def _is_node(process: psutil.Process) -> bool:
+    try:
+        return "tickwork_bench.nodeproc" in process.cmdline()
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does_and_leaves_no_node_running(tmp_path: Path) -> None:
+    # `kill` or a CI job's timeout: the bench must stop its node processes (each in a process
+    # group of its own, so they do not get the signal) and report, not die and leave them firing.
+    out = tmp_path / "results.json"
+    bench = subprocess.Popen(
+        [
+            sys.executable, "-m", "tickwork_bench",
+            "--store", "sqlite",
+            "--claim", "optimistic",
+            "--nodes", "2",
+            "--membership", "hashring",
+            "--workload", "steady",
+            "--steady-schedules", "20",
+            "--steady-seconds", "120",
+            "--out", str(out),
+            "--no-progress",
+        ],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        nodes: list[psutil.Process] = []
+        while len(nodes) < 2 and bench.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            nodes = [p for p in psutil.Process(bench.pid).children(recursive=True) if _is_node(p)]
+        assert len(nodes) == 2, bench.communicate(timeout=10)[0] if bench.poll() is not None else "nodes not started"
+        bench.send_signal(signal.SIGTERM)
+        output, _ = bench.communicate(timeout=120)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+    # Reported as a run that measured nothing (exit status 1), not killed by the signal.
+    assert bench.returncode == 1 and "only 0 of 1 cells were measured" in output, output
+    _gone, alive = psutil.wait_procs(nodes, timeout=10)
+    assert alive == [], [p.pid for p in alive]
