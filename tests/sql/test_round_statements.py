@@ -16,7 +16,7 @@ from sqlalchemy import event
 from tests.support.stores import make_store
 from tickwork.sql.store import SQLStore
 from tickwork.structures import Finish, Outcome, RunStatus, ScheduleSpec, ScheduleState
-from tickwork.testing.contract_starts import AHEAD, claim_ahead, wait_until
+from tickwork.testing.contract_starts import claim_ahead, wait_until
 
 OK = Outcome(RunStatus.SUCCEEDED)
 
@@ -33,7 +33,7 @@ def test_a_round_is_one_transaction_with_one_locking_read(server_store: SQLStore
     store = server_store
     # 3 s ahead: the add and the claim ahead must both happen before the fire is due, and a loaded
     # MariaDB took more than 1 s for them once.
-    late = claim_ahead(store, "late", AHEAD, node="n2")
+    late = claim_ahead(store, "late", 3.0, node="n2")
     wait_until(store, late.scheduled_for + timedelta(seconds=0.1))
     store.add(ScheduleSpec(name="due", trigger_kind="cron", expression="* * * * *", target="m:f"), store.now())
     (due,) = store.claim_due("n1", limit=10, buckets=None)
