@@ -112,6 +112,8 @@ class HandoffRun:
         self.handed_off = 0
         self.handed_off_at: float | None = None
         self.settled = False
+        #: when the nodes were stopped (machine clock): once the minute was settled
+        self.nodes_stopped_at: float | None = None
         #: the broker's own publish rate measured in this run (:mod:`.handoffraw`)
         self.raw: dict[str, Any] | None = None
 
@@ -271,9 +273,16 @@ class HandoffRun:
                     for beat in self.beats:
                         beat.terminate()
                     beats_done = True
+            if self.nodes and self.settled:
+                # The minute is handed off: the nodes' part is done, and their next minutes'
+                # fires must not join this minute's in the queue while the workers drain it
+                # (20,000 a minute outrun a slow machine's worker, and the cell never ended).
+                self._stop_nodes()
+                self.nodes_stopped_at = time.time()
+                self.progress.message(f"handed off {self.handed_off:,}; waiting for the workers to run them")
             tickwork_done = self.settled and ran >= self.handed_off
-            if self.nodes and tickwork_done:
-                self._stop_tickwork()
+            if self.services and tickwork_done:
+                self._stop_workers()
             beat_ran = sum(1 for e in done if e["kind"] == "beat")
             self.progress.update(ran + beat_ran, n + len(self.sends.items))
             if tickwork_done and beats_done and beat_ran >= len(self.sends.read()):
@@ -287,22 +296,26 @@ class HandoffRun:
         for beat in self.beats:
             beat.stop(timeout=30)
 
-    def _stop_tickwork(self) -> None:
-        """The nodes and tickwork's workers, once their part is done: their next minute's fires
-        must not load the machine while beat's worker drains its queue."""
+    def _stop_nodes(self) -> None:
+        """The nodes, and their reports kept."""
         for node in self.nodes:
             node.terminate()
         results, errors = collect(self.nodes, "result", 120)
         self.nodes = []
         self.node_results += [{k: v for k, v in r.items() if k != "event"} for r in results]
         self.errors.extend(errors)
+
+    def _stop_workers(self) -> None:
+        """Tickwork's workers, once they ran the minute: they must not load the machine while
+        beat's worker drains its queue."""
         for service in self.services:
             service.stop()
         self.services = []
 
     def _stop_all(self) -> None:
         self._stop_beats()
-        self._stop_tickwork()
+        self._stop_nodes()
+        self._stop_workers()
         for service in self.beat_workers:
             service.stop()
         queues = [self.queue, *([self.beat_queue] if self.s.beats else [])]
@@ -326,6 +339,9 @@ class HandoffRun:
             "queues": {"tickwork": self.queue, **({"beat": self.beat_queue} if s.beats else {})},
             "t0": None if t0 is None else t0.isoformat(),
             "node_results": self.node_results,
+            "nodes_stopped_s": None
+            if t0 is None or self.nodes_stopped_at is None
+            else self.nodes_stopped_at - t0.timestamp(),
             "errors": self.errors,
         }
         if t0 is None:

@@ -110,8 +110,10 @@ def test_an_announcement_goes_with_its_schedule(two_stores: tuple[Store, Store])
     kept, removed = add(a, "kept"), add(a, "removed")
     claims = [AnnouncementClaim(i, "failing", True, None, a.now()) for i in (kept, removed)]
     assert a.claim_announcements(claims) == [True, True]
+    assert set(b.all_announcements()) == {kept, removed}
     a.remove("removed")
     assert set(b.announcements([kept, removed])) == {kept}
+    assert b.all_announcements() == b.announcements([kept])
     # A schedule removed between the read and the claim is not announced.
     assert b.claim_announcements([AnnouncementClaim(removed, "failing", True, None, b.now())]) == [False]
     # A new schedule never inherits what was said about a removed one.

@@ -25,5 +25,8 @@ def test_the_default_announcements_land_once_on_the_version_read() -> None:
     after = store.announcements([sid])[sid]
     assert (after.since, after.version) == (began.since, 1)
     assert store.announcements([sid + 1]) == {}
+    assert store.all_announcements() == {sid: after}
     # No runs yet: no failures to count.
     assert store.count_failures_since(store.get("nightly"), None) == 0
+    store.remove("nightly")
+    assert store.all_announcements() == {}

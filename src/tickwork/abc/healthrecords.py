@@ -42,6 +42,8 @@ class HealthRecords:
             limit: int = 100,
         ) -> list[RunRecord]: ...
 
+        def list_schedules(self, *, module: str | None = None, namespace: str | None = None) -> list[Schedule]: ...
+
     def count_failures_since(self, schedule: Schedule, success: RunRecord | None) -> int:
         """The failed or timed-out runs of ``schedule`` after its run ``success`` (in the
         history's order: scheduled time, then attempt), or all of them when ``success`` is
@@ -57,6 +59,16 @@ class HealthRecords:
         """The last announcement of each of these schedules that has one, by schedule id."""
         with self._announced_guard():
             return {i: self._announced_here[i] for i in schedule_ids if i in self._announced_here}
+
+    def all_announcements(self) -> dict[int, Announcement]:
+        """The last announcement of every schedule that has one, by schedule id: what the health
+        sweep reads before anything it assesses, in one read.
+
+        The default asks :meth:`announcements` for the ids of every stored schedule, so a store
+        that keeps its announcements elsewhere stays correct without overriding this; the SQL
+        store reads its announcements table alone, without the schedules.
+        """
+        return self.announcements([s.id for s in self.list_schedules()])
 
     def claim_announcements(self, claims: Sequence[AnnouncementClaim]) -> list[bool]:
         """Record each claim only if the schedule's announcement is still the one the claim read

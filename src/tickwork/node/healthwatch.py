@@ -82,17 +82,15 @@ class HealthWatch:
         if not members or min(members) != node.node_id:
             return []
         store = node.store
-        listed = store.find_schedules()
         # What was announced is read before anything the health is assessed from (definitions,
         # runs). An announcement another sweeper landed was assessed from what was committed
         # before it, which this node's later reads see too; read the other way round, a sweep
         # could assess from runs older than an announcement it then read and announce the change
         # back (a recovery announced, then "failing" again from a read made before the success).
-        announced: dict[int, Announcement] = {}
-        for start in range(0, len(listed), HEALTH_BATCH):
-            announced.update(store.announcements([s.id for s in listed[start : start + HEALTH_BATCH]]))
-        ids = {s.id for s in listed}
-        schedules = [s for s in store.find_schedules() if s.id in ids]
+        # One read of the announcements alone: listing the schedules first for their ids cost a
+        # second full read of every schedule per sweep (docs/observability.md#health-changes).
+        announced = store.all_announcements()
+        schedules = store.find_schedules()
         now = store.now()
         changes: list[HealthChange] = []
         for start in range(0, len(schedules), HEALTH_BATCH):

@@ -631,6 +631,8 @@ def test_handoff_to_rq_and_dramatiq_workers(
     assert cell["errors"] == [] and "beat" not in cell, cell
     tw = cell["tickwork"]
     assert (tw["handed_off"], tw["ran"], tw["executions"], tw["duplicates"]) == (20, 20, 20, 0), tw
+    # The nodes were stopped once the minute was handed off, not after the workers ran it all.
+    assert cell["nodes_stopped_s"] is not None and cell["nodes_stopped_s"] >= tw["handed_off_s"], cell
     assert tw["history"] == {"succeeded": 20}, tw
     queue = cell["queues"]["tickwork"]
     connection = redis.Redis.from_url(redis_url)
