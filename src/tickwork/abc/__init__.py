@@ -158,6 +158,10 @@ class Executor(ABC):
 #: Seconds a node counts as live after its last heartbeat when its membership plugin has no
 #: ``node_ttl`` (the heartbeat plugins' default).
 DEFAULT_NODE_TTL = 4.0
+#: How many times its ``batch_size`` a node's claim may grow to while a backlog lasts and no fire
+#: waits on the node for its time, as far as the store's ``claim_ceiling`` allows
+#: (docs/claim-protocol.md#claim-size): 1,000 fires per claim with the default batch of 100.
+CLAIM_GROWTH = 10
 
 
 class Membership(ABC):
@@ -240,6 +244,15 @@ class Store(RunHistory, ClaimLedger, NodeRegistry, HealthRecords, TokenStore):
     #: Most schedules one :meth:`claim_due` call takes (the engine's claim batch). A store that
     #: takes it as an option sets it per instance; 100 otherwise.
     batch_size: int = 100
+
+    @property
+    def claim_ceiling(self) -> int:
+        """Most schedules one :meth:`claim_due` call takes however many it is asked for. A node
+        with a backlog and no fire waiting for its time asks for up to :data:`CLAIM_GROWTH`
+        times :attr:`batch_size` (docs/claim-protocol.md#claim-size); a store that takes that
+        many says so here. Default: :attr:`batch_size` (the node's claims never grow)."""
+        return self.batch_size
+
     #: Statements this store has executed (benchmarks' statements per fire); a store that does
     #: not count them stays at 0.
     statements: int = 0

@@ -19,11 +19,12 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from ..abc import Executor, Membership, Store
+from ..abc import CLAIM_GROWTH, Executor, Membership, Store
 from ..errors import StoreError
 from ..plugin.manager import PluginManager
 from ..structures import Claim
 from .backfills import BackfillRunner
+from .claimsize import ClaimSize
 from .clock import DatabaseClock
 from .counters import Counters
 from .ends import EndWriter
@@ -180,6 +181,11 @@ class Engine:
             clock=self.clock,
             listener=lambda: self.listener,
             gate=self.gate,
+            claim_size=ClaimSize(
+                settings.batch_size,
+                min(store.claim_ceiling, CLAIM_GROWTH * settings.batch_size),
+                self.pacing.waiting,
+            ),
             runs=self.runs,
             starts=self.fenced_starts,
             retries=self.retries,

@@ -43,6 +43,11 @@ class Pacing:
         """Whether any run is in flight or any fire or retry waits to start."""
         return bool(self.runs.in_flight or self.held or self.starts or self.retries)
 
+    def waiting(self) -> bool:
+        """Whether any fire waits on this node for its time: held for its start, its fenced
+        start in flight, or a retry."""
+        return bool(self.held or self.starts or self.retries)
+
     def room(self) -> int:
         """How many more fires this node may claim: ``max_in_flight`` less the runs in flight and
         the fires held for their time."""

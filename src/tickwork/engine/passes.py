@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ..abc import Membership, Store
 from .backfills import BackfillRunner
+from .claimsize import ClaimSize
 from .clock import DatabaseClock
 from .ends import EndWriter
 from .failover import FencedStarts, Rejoins
@@ -38,6 +39,7 @@ class Pass:
         clock: DatabaseClock,
         listener: Callable[[], EngineListener],
         gate: ClaimGate,
+        claim_size: ClaimSize,
         runs: Runs,
         starts: FencedStarts,
         retries: RetryQueue,
@@ -54,6 +56,7 @@ class Pass:
         self.clock = clock
         self.listener = listener
         self.gate = gate
+        self.claim_size = claim_size
         self.runs = runs
         self.starts = starts
         self.retries = retries
@@ -105,7 +108,7 @@ class Pass:
         room = self.pacing.room()
         if room <= 0 or not self.gate.is_open():
             return False
-        limit = min(self.settings.batch_size, room)
+        limit = min(self.claim_size.next(), room)
         claim_started = self.clock.monotonic()
         with self.watch.step("claiming due fires"):
             claims = self.store.claim_due(
@@ -122,4 +125,5 @@ class Pass:
             self.runs.dispatch(claims)
             # Fires claimed ahead whose time came while the claim's answer travelled.
             self.starts.start_due()
+        self.claim_size.claimed(len(claims), limit)
         return len(claims) >= limit

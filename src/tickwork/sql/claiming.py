@@ -22,6 +22,7 @@ from sqlalchemy import (
     update,
 )
 
+from ..abc import CLAIM_GROWTH
 from ..structures import Claim
 from .claimedruns import ClaimedRuns
 from .claims import CLAIMED_COLUMNS, ClaimRequest, writethenread
@@ -35,6 +36,12 @@ class Claiming(ClaimedRuns, NamespaceTurns):
     """Claiming due fires (through the configured claim strategy), the time the next one is due,
     and giving claims back."""
 
+    @property
+    def claim_ceiling(self) -> int:
+        # One statement takes a claim whatever its size, except with a strategy that claims one
+        # fire per transaction: a larger claim there is only a longer pass.
+        return self.batch_size if self.strategy.one_per_transaction else CLAIM_GROWTH * self.batch_size
+
     def claim_due(
         self,
         node_id: str,
@@ -45,7 +52,7 @@ class Claiming(ClaimedRuns, NamespaceTurns):
         steal_after: float | None = None,
         namespaces: Sequence[str] | None = None,
     ) -> list[Claim]:
-        limit = max(1, min(limit, self.batch_size))
+        limit = max(1, min(limit, self.claim_ceiling))
         scope = ClaimScope.of(buckets, ahead, steal_after, namespaces)
         known = self.known_namespaces()
         turns = list(known if scope.served is None else (n for n in known if n in scope.served))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..abc import Store
+from ..abc import CLAIM_GROWTH, Store
 from ..config.declarations import Choice
 from ..config.tables import StoreSettings
 from ..structures import (
@@ -94,6 +94,10 @@ class MemoryStore(
 
     # -- claiming ---------------------------------------------------------------------------------
 
+    @property
+    def claim_ceiling(self) -> int:
+        return CLAIM_GROWTH * self.batch_size
+
     def claim_due(
         self,
         node_id: str,
@@ -104,7 +108,7 @@ class MemoryStore(
         steal_after: float | None = None,
         namespaces: Sequence[str] | None = None,
     ) -> list[Claim]:
-        limit = max(1, min(limit, self.batch_size))
+        limit = max(1, min(limit, self.claim_ceiling))
         owned = None if buckets is None else set(buckets)
         served = None if namespaces is None else set(namespaces)
         with self._tx() as now:

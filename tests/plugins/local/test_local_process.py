@@ -87,7 +87,9 @@ def test_a_soft_timeout_really_kills_the_child(process_executor: LocalExecutor, 
 def test_a_soft_timeout_also_kills_what_the_child_started(process_executor: LocalExecutor, tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     recorder = Recorder()
-    process_executor.submit(job_call("spawn_then_sleep", timeout=1.5, path=str(pid_file)), recorder)
+    # The timeout counts from the submit, so it must outlast the child's start on a loaded machine
+    # (1.5 s once did not: killed before it wrote its pids, CI).
+    process_executor.submit(job_call("spawn_then_sleep", timeout=6.0, path=str(pid_file)), recorder)
     child, grandchild = read_pids(pid_file, count=2)
     try:
         assert recorder.wait().status is RunStatus.TIMED_OUT
