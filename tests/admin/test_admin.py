@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import tickwork
+from tests.support.benchmarks import run_benchmark
 from tests.support.nodes import run_due
-from tests.support.paths import REPO
 from tests.support.servers.configs import BACKENDS, ConfigFor
 from tickwork.config import parse
 from tickwork.node import Node
@@ -309,17 +309,7 @@ def test_the_http_executor_is_accepted_once_configured(tmp_path: Path) -> None:
 
 
 def test_the_list_benchmark_runs_on_a_tiny_store() -> None:
-    import subprocess
-    import sys
-
-    repo = REPO
-    done = subprocess.run(
-        [sys.executable, str(repo / "benchmarks" / "bench_admin_list.py"), "--schedules", "30", "--repeat", "1"],
-        env={**os.environ, "PYTHONPATH": str(repo)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_benchmark("bench_admin_list.py", "--schedules", "30", "--repeat", "1")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "sqlite, 30 schedules, page 50, median of 1"

@@ -4,9 +4,6 @@ paused and late schedules, as the admin API and a real ``tickwork check`` proces
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -14,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
+from tests.support.benchmarks import run_benchmark
 from tests.support.probe import check, counts_of, lines_of
 from tests.support.servers.configs import ConfigFor
 from tickwork.admin.api import Admin, connect
@@ -205,14 +202,7 @@ def test_check_rejects_an_unknown_schedule_and_bad_options(world: World) -> None
 def test_the_health_benchmark_runs_and_reads_by_index() -> None:
     """benchmarks/bench_health.py at a tiny size (the lead times it at 100,000): it works, and
     the per-schedule read is a search of the runs' fire index, never a scan."""
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "bench_health.py"), "--schedules", "120", "--repeat", "1"],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=WAIT_S * 2,
-        check=False,
-    )
+    done = run_benchmark("bench_health.py", "--schedules", "120", "--repeat", "1", timeout=WAIT_S * 2)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "sqlite, 120 schedules, 10 runs each, page 50, median of 1"

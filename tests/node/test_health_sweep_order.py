@@ -4,13 +4,10 @@ runs older than the announcement it read (CI once heard a recovery, then "failin
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from tests.support.paths import REPO
+from tests.support.benchmarks import run_benchmark
 from tickwork.abc import Store
 from tickwork.config import Config, parse
 from tickwork.node import Node
@@ -85,13 +82,6 @@ def test_a_sweep_does_not_announce_failing_again_from_runs_read_before_the_recov
 def test_the_sweep_benchmark_runs_a_steady_sweep() -> None:
     """benchmarks/health_sweep.py at a tiny size (the lead times it at 20,000): it works, and its
     timed sweeps announce nothing (it refuses to time a sweep that did)."""
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "health_sweep.py"), "--schedules", "50", "--repeat", "2"],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_benchmark("health_sweep.py", "--schedules", "50", "--repeat", "2")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("health sweep of 50 schedules on sqlite, 2 sweeps: CPU median ")
