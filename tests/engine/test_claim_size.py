@@ -1,10 +1,12 @@
-"""A node's claims grow while a backlog lasts and nothing waits on it for its time
-(docs/claim-protocol.md#claim-size): the sizing rule alone, then an engine over a real SQLite store
-on a fake clock, its claims' sizes read from its listener."""
+"""A node's claims grow while a backlog lasts and nothing waits on it for its time before a larger
+claim would be back (docs/claim-protocol.md#claim-size): the sizing rule alone, then an engine over
+a real SQLite store on a fake clock, its claims' sizes read from its listener."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+
+import pytest
 
 from tests.support import jobs_for_tests as jobs
 from tests.support.engines import add, make_engine, step
@@ -16,13 +18,24 @@ from tickwork.testing import FakeClock
 
 
 class Waiting:
-    """Whether a fire waits on the node for its time, as the test says."""
+    """A fire waiting on the node for its time, due in ``due_in`` seconds (``None``: none waits),
+    and the horizons the rule asked about."""
 
     def __init__(self) -> None:
-        self.now = False
+        self.due_in: float | None = None
+        self.asked: list[float] = []
 
-    def __call__(self) -> bool:
-        return self.now
+    @property
+    def now(self) -> bool:
+        return self.due_in is not None
+
+    @now.setter
+    def now(self, value: bool) -> None:
+        self.due_in = 0.0 if value else None
+
+    def __call__(self, seconds: float) -> bool:
+        self.asked.append(seconds)
+        return self.due_in is not None and self.due_in <= seconds
 
 
 def test_a_full_claim_with_nothing_waiting_doubles_the_next_up_to_the_ceiling() -> None:
@@ -48,6 +61,44 @@ def test_anything_waiting_brings_claims_back_to_the_batch() -> None:
     waiting.now = False
     size.claimed(10, 10)
     assert size.next() == 20
+
+
+def test_a_fire_due_after_the_larger_claim_would_be_back_does_not_stop_the_growth() -> None:
+    waiting = Waiting()
+    size = ClaimSize(10, 1000, waiting, margin=0.05)
+    size.claimed(10, 10, 0.01)  # 1 ms per fire: a claim of 20 is back in ~20 ms
+    waiting.due_in = 0.5  # the fires just claimed ahead, due half a lookahead later
+    assert size.next() == 20
+    size.claimed(20, 20, 0.02)
+    assert size.next() == 40
+    # 3 x 40 ms + the 50 ms margin = 0.17 s: a fire due in 0.1 s would start late
+    waiting.due_in = 0.1
+    assert size.next() == 10
+    assert waiting.asked[-1] == pytest.approx(3 * 0.001 * 40 + 0.05)
+
+
+def test_a_slow_claim_makes_the_next_one_stop_growing_sooner() -> None:
+    waiting = Waiting()
+    size = ClaimSize(10, 1000, waiting, margin=0.05)
+    waiting.due_in = 0.5
+    size.claimed(10, 10, 0.2)  # 20 ms per fire: a claim of 20 would take ~0.4 s
+    assert size.next() == 10
+
+
+def test_a_claim_that_reached_ahead_of_its_fires_time_does_not_grow() -> None:
+    size = ClaimSize(10, 1000, Waiting())
+    size.claimed(10, 10, 0.01, ahead=True)
+    assert size.next() == 10
+    size.claimed(10, 10, 0.01)
+    assert size.next() == 20
+
+
+def test_before_any_claim_was_timed_any_waiting_fire_keeps_the_batch() -> None:
+    waiting = Waiting()
+    size = ClaimSize(10, 1000, waiting)
+    waiting.due_in = 3600.0
+    size.claimed(10, 10)
+    assert size.next() == 10
 
 
 def test_a_claim_limited_by_the_room_left_keeps_its_size() -> None:
@@ -98,6 +149,6 @@ def test_an_overdue_herd_is_claimed_in_growing_claims(sqlite_store: SQLStore, cl
 
 
 def test_fires_claimed_ahead_are_claimed_a_batch_at_a_time(sqlite_store: SQLStore, clock: FakeClock) -> None:
-    # Held for their time, each claim's fires wait on the node: a larger claim would be a longer
-    # pass before their start.
+    # Every owner of fires claimed ahead claims them at about the same time, a batch each in
+    # turn: a node whose claims grew would take most of them before the others' first batch.
     assert claims_of_a_herd(sqlite_store, clock, lookahead=1.0, at=59.8) == [10] * 7 + [5]

@@ -373,8 +373,8 @@ class StoreSettings(Section, table="store"):
         100,
         low=1,
         high=100_000,
-        help="Most schedules one claim statement takes while any fire waits on the node for its time; with a "
-        "backlog and nothing waiting, a node's claims grow to ten times this "
+        help="Most schedules one claim statement takes when it reaches ahead of their time, or a fire waiting "
+        "on the node is due soon; with a backlog due now, a node's claims grow to ten times this "
         "([claim size](claim-protocol.md#claim-size)).",
         details="Larger batches cost fewer statements per fire when many schedules are due at once; smaller ones "
         "spread a burst over more nodes.",

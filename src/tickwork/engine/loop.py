@@ -184,7 +184,8 @@ class Engine:
             claim_size=ClaimSize(
                 settings.batch_size,
                 min(store.claim_ceiling, CLAIM_GROWTH * settings.batch_size),
-                self.pacing.waiting,
+                self.pacing.waiting_within,
+                settings.start_lead,
             ),
             runs=self.runs,
             starts=self.fenced_starts,

@@ -43,10 +43,17 @@ class Pacing:
         """Whether any run is in flight or any fire or retry waits to start."""
         return bool(self.runs.in_flight or self.held or self.starts or self.retries)
 
-    def waiting(self) -> bool:
-        """Whether any fire waits on this node for its time: held for its start, its fenced
-        start in flight, or a retry."""
-        return bool(self.held or self.starts or self.retries)
+    def waiting_within(self, seconds: float) -> bool:
+        """Whether any fire waits on this node for its time (held for its start, its fenced
+        start granted, or a retry) and is due within ``seconds``."""
+        for until in (
+            self.held.seconds_until_next(),
+            self.starts.seconds_until_run(),
+            self.retries.seconds_until_next(),
+        ):
+            if until is not None and until <= seconds:
+                return True
+        return False
 
     def room(self) -> int:
         """How many more fires this node may claim: ``max_in_flight`` less the runs in flight and

@@ -119,11 +119,16 @@ class Pass:
                 steal_after=self.settings.steal_after,
                 namespaces=self.settings.namespaces,
             )
-        self.listener().claimed(len(claims), self.clock.monotonic() - claim_started)
+        claim_seconds = self.clock.monotonic() - claim_started
+        self.listener().claimed(len(claims), claim_seconds)
         self.gate.claimed(len(claims), limit)
         if claims:
             self.runs.dispatch(claims)
             # Fires claimed ahead whose time came while the claim's answer travelled.
             self.starts.start_due()
-        self.claim_size.claimed(len(claims), limit)
+        # A claim that reached ahead of any fire's time (the estimate: no read; none yet counts
+        # as ahead, the safe side: the claim does not grow).
+        now = self.clock.estimate()
+        ahead = bool(claims) and (now is None or any(c.scheduled_for > now for c in claims))
+        self.claim_size.claimed(len(claims), limit, claim_seconds, ahead=ahead)
         return len(claims) >= limit
