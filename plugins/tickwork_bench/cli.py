@@ -182,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(
         work_dir=work_dir,
         batch_size=args.batch_size,
+        max_in_flight=args.max_in_flight,
         lookahead=args.lookahead,
         end_batch_window=args.end_batch_window,
         start_batch_window=args.start_batch_window,
@@ -229,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
             else args.command_line,
             settings={
                 "batch_size": settings.batch_size,
+                "max_in_flight": settings.max_in_flight,
                 "lookahead_s": settings.lookahead,
                 "end_batch_window_s": settings.end_batch_window,
                 "start_batch_window_s": settings.start_batch_window,

@@ -60,6 +60,7 @@ class HandoffSettings:
     publish_threads: int
     lookahead: float
     batch_size: int
+    max_in_flight: int
     #: seconds after the due time until which everything must have run
     timeout: float
     ready_timeout: float = 120.0
@@ -178,7 +179,7 @@ class HandoffRun:
             args = [
                 "--node-id", f"bench-node-{k}", "--store", self.scratch.plugin,
                 "--store-options", json.dumps(store_options), "--membership", membership,
-                "--lookahead", str(s.lookahead), "--executor", s.executor,
+                "--lookahead", str(s.lookahead), "--max-in-flight", str(s.max_in_flight), "--executor", s.executor,
                 "--executor-options", json.dumps(self._executor_options()),
                 "--max-seconds", str(3 * MINUTE_S + s.timeout + s.ready_timeout),
             ]  # fmt: skip

@@ -66,6 +66,7 @@ def settings_from(args: argparse.Namespace, work_dir: Path) -> HandoffSettings:
         publish_threads=args.publish_threads,
         lookahead=args.lookahead if args.lookahead is not None else SchedulerConfig.lookahead.default,
         batch_size=args.batch_size,
+        max_in_flight=args.max_in_flight,
         timeout=args.handoff_timeout or max(120.0, schedules / 20.0),
     )
 
@@ -182,6 +183,7 @@ def run_handoff(args: argparse.Namespace, make_scratch: Callable[[str, argparse.
                     "publish_threads": settings.publish_threads,
                     "lookahead_s": settings.lookahead,
                     "batch_size": settings.batch_size,
+                    "max_in_flight": settings.max_in_flight,
                     "timeout_s": settings.timeout,
                 },
                 "failed": bool(problems),

@@ -171,6 +171,7 @@ def build_config(args: argparse.Namespace) -> Config:
             "end_batch_window": args.end_batch_window,
             "start_batch_window": args.start_batch_window,
             "steal_after": args.steal_after,
+            "max_in_flight": args.max_in_flight,
         },
         "store": {"plugin": args.store, **json.loads(args.store_options)},
         "membership": {"plugin": args.membership, **json.loads(args.membership_options)},
@@ -255,6 +256,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--steal-after", type=float, default=SchedulerConfig.steal_after.default, help="[scheduler] steal_after seconds"
+    )
+    p.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=SchedulerConfig.max_in_flight.default,
+        help="[scheduler] max_in_flight",
     )
     p.add_argument("--max-seconds", type=float, default=600.0, help="stop on its own after this long")
     p.add_argument("--log-level", default="WARNING")

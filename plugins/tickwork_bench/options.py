@@ -162,6 +162,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             help=f"the nodes' [scheduler] {key} ({setting.type_text()}; default {setting.default:g}, the node "
             f"default): {meaning}",
         )
+    in_flight = SchedulerConfig.settings()["max_in_flight"]
+    how.add_argument(
+        "--max-in-flight",
+        type=_positive_int,
+        default=in_flight.default,
+        help=f"the nodes' [scheduler] max_in_flight (default {in_flight.default}, the node default): "
+        f"{in_flight.help} It bounds the fires a node claims ahead too.",
+    )
     how.add_argument("--workers", type=_positive_int, default=8, help="local executor threads per node (default 8)")
     how.add_argument(
         "--settle",

@@ -40,6 +40,7 @@ class Settings:
 
     work_dir: Path
     batch_size: int = 100
+    max_in_flight: int = SchedulerConfig.max_in_flight.default
     #: not in burst cells: a burst is a backlog, due when the nodes first see it
     lookahead: float = SchedulerConfig.lookahead.default
     end_batch_window: float = SchedulerConfig.end_batch_window.default
@@ -162,6 +163,8 @@ def node_args(cell: Cell, scratch: Scratch, settings: Settings, node_id: str, ma
         str(settings.start_batch_window),
         "--steal-after",
         str(settings.steal_after),
+        "--max-in-flight",
+        str(settings.max_in_flight),
         *(arg for module in settings.node_imports for arg in ("--import", module)),
         *(["--metrics"] if settings.metrics else []),
     ]

@@ -620,6 +620,7 @@ def test_handoff_to_rq_and_dramatiq_workers(
             "--broker", redis_url,
             "--schedules", "20",
             "--worker-concurrency", "2",
+            "--max-in-flight", "8",
             "--pg-url", postgres_server.url("postgres"),
             "--out", str(out),
             "--no-progress",
@@ -627,8 +628,11 @@ def test_handoff_to_rq_and_dramatiq_workers(
     )  # fmt: skip
     doc = json.loads(out.read_text())
     assert status == 0, doc
+    assert doc["settings"]["max_in_flight"] == 8
     (cell,) = doc["cells"]
     assert cell["errors"] == [] and "beat" not in cell, cell
+    # The nodes ran with it: no claim asked for more than the room 8 fires in flight leave.
+    assert all(0 < n["asked"] <= 8 * n["claim_calls"] for n in cell["node_results"]), cell["node_results"]
     tw = cell["tickwork"]
     assert (tw["handed_off"], tw["ran"], tw["executions"], tw["duplicates"]) == (20, 20, 20, 0), tw
     # The nodes were stopped once the minute was handed off, not after the workers ran it all.
