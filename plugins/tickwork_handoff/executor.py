@@ -87,6 +87,7 @@ class HandoffExecutor(Executor):
 
     #: The executor's name in messages (``celery``, ``rq``, ``dramatiq``).
     name: ClassVar[str] = "handoff"
+    hands_off: ClassVar[bool] = True
     #: How the workers get the worker-side integration, for the stuck hand-off warning.
     worker_side: ClassVar[str] = "the worker-side integration of docs/handoff.md"
     section: ClassVar[type[Section]] = HandoffSettings

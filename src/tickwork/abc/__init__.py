@@ -101,6 +101,10 @@ class Executor(ABC):
     #: ``[executor.NAME]`` table (docs/plugins.md#options): the configuration is checked against
     #: it, the reference renders it, and the constructor's keyword arguments are its keys.
     section: ClassVar[type[Section]] = NoOptions
+    #: Whether a run is handed to a queue outside the node (a task queue's broker): in flight, it
+    #: holds no worker of this node, only a message until the broker confirms it, and it counts
+    #: as ``1 / HANDOFFS_PER_RUN`` of a run against ``max_in_flight`` (docs/handoff.md#options).
+    hands_off: ClassVar[bool] = False
 
     def __init__(self, **options: Any) -> None:
         #: The checked options (every declared key, defaults included).
@@ -162,6 +166,10 @@ DEFAULT_NODE_TTL = 4.0
 #: waits on the node for its time, as far as the store's ``claim_ceiling`` allows
 #: (docs/claim-protocol.md#claim-size): 1,000 fires per claim with the default batch of 100.
 CLAIM_GROWTH = 10
+#: How many fires for an executor that :attr:`~Executor.hands_off` count as one run against a
+#: node's ``max_in_flight``: a minute of hand-offs larger than it is claimed ahead and handed off
+#: at once (docs/handoff.md#options), while the runs a node runs itself stay bounded by it.
+HANDOFFS_PER_RUN = 10
 
 
 class Membership(ABC):

@@ -153,8 +153,10 @@ class SchedulerConfig(Section, table="scheduler"):
         1000,
         low=1,
         high=1_000_000,
-        help="Most runs this node has in flight at once.",
-        details="When it is full the node claims nothing until a run ends; due schedules wait for a node with room.",
+        help="Most runs this node has in flight at once, fires held for their time included.",
+        details="When it is full the node claims nothing until a run ends; due schedules wait for a node with room. "
+        "A fire for an executor that hands off (celery, rq, dramatiq) counts as a tenth of a run "
+        "([hand-off](handoff.md#options)).",
     )
     lookahead = Number(
         1,

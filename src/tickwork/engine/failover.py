@@ -209,6 +209,10 @@ class FencedStarts:
             sleep(min(self.seconds_until_run() or 0.0, max(0.0, deadline - time.monotonic())))
             self.run_due()
 
+    def count(self, which: Callable[[Claim], bool]) -> int:
+        """How many granted claims ``which`` accepts."""
+        return sum(1 for fire, _ in self._granted if which(fire.claim))
+
     def claims(self) -> list[Claim]:
         """The claims granted and waiting for their time, earliest first."""
         return [fire.claim for fire, _ in self._granted]

@@ -104,6 +104,10 @@ class HeldFires:
         self._heap = []
         return dropped
 
+    def count(self, which: Callable[[Claim], bool]) -> int:
+        """How many held claims ``which`` accepts."""
+        return sum(1 for _, _, fire in self._heap if which(fire.claim))
+
     def claims(self) -> list[Claim]:
         """The held claims, earliest first."""
         return [fire.claim for _, _, fire in sorted(self._heap)]

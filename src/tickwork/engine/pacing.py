@@ -3,7 +3,9 @@ deadlines, housekeeping, end batches, held fires, granted starts, retries, the n
 
 from __future__ import annotations
 
-from ..abc import Membership
+import math
+
+from ..abc import HANDOFFS_PER_RUN, Membership
 from .ends import EndWriter
 from .failover import FencedStarts
 from .gate import ClaimGate
@@ -55,10 +57,23 @@ class Pacing:
                 return True
         return False
 
-    def room(self) -> int:
+    def room(self, wanted: int = 1) -> int:
         """How many more fires this node may claim: ``max_in_flight`` less the runs in flight and
-        the fires held for their time."""
-        return self.settings.max_in_flight - len(self.runs.in_flight) - len(self.held) - len(self.starts)
+        the fires held for their time, each fire for an executor that hands off counting as
+        ``1 / HANDOFFS_PER_RUN`` (rounded up over all of them). Those are counted, one pass over
+        what is in flight and held, only when the plain count leaves fewer than ``wanted``: a
+        claim of fires that all run here never overshoots ``max_in_flight`` either way."""
+        used = len(self.runs.in_flight) + len(self.held) + len(self.starts)
+        room = self.settings.max_in_flight - used
+        if room >= wanted or not used:
+            return room
+        hands_off = self.runs.hands_off
+        handoffs = (
+            sum(1 for flight in self.runs.in_flight.values() if hands_off(flight.claim))
+            + self.held.count(hands_off)
+            + self.starts.count(hands_off)
+        )
+        return room + handoffs - math.ceil(handoffs / HANDOFFS_PER_RUN)
 
     def nothing_due_within(self, seconds: float) -> bool:
         """Whether no held fire, retry or claimable fire is due within ``seconds``, by what the

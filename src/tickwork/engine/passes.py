@@ -105,10 +105,11 @@ class Pass:
     def claim_due(self) -> bool:
         """Claim and dispatch what is due, as much as there is room for; True when a full batch
         was claimed."""
-        room = self.pacing.room()
+        size = self.claim_size.next()
+        room = self.pacing.room(size)
         if room <= 0 or not self.gate.is_open():
             return False
-        limit = min(self.claim_size.next(), room)
+        limit = min(size, room)
         claim_started = self.clock.monotonic()
         with self.watch.step("claiming due fires"):
             claims = self.store.claim_due(

@@ -193,6 +193,12 @@ class Runs:
             self.cancels.watch(claim, executor, next_after, now, now_mono)
         return call
 
+    def hands_off(self, claim: Claim) -> bool:
+        """Whether ``claim``'s executor hands its runs to a queue outside the node
+        (:attr:`Executor.hands_off`)."""
+        executor = self.executors.get(claim.spec.executor)
+        return executor is not None and executor.hands_off
+
     def _executor_of(self, claim: Claim) -> Executor:
         executor = self.executors.get(claim.spec.executor)
         if executor is None:
