@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 
 from tickwork.sql.schema import runs
 
@@ -245,8 +245,9 @@ class HandoffRun:
     def _handed_off(self, t0: datetime) -> tuple[int, int, float]:
         """Fires due at ``t0`` recorded handed off (or further), those no longer running (handed
         off, skipped or failed), and the database time."""
-        handed = func.count().filter(runs.c.status.in_(HANDED_OFF))
-        settled = func.count().filter(runs.c.status != "running")
+        # SUM(CASE ...), not COUNT(*) FILTER: MySQL/MariaDB have no FILTER clause.
+        handed = func.coalesce(func.sum(case((runs.c.status.in_(HANDED_OFF), 1), else_=0)), 0)
+        settled = func.coalesce(func.sum(case((runs.c.status != "running", 1), else_=0)), 0)
         with self.scratch.engine.connect() as conn:
             row = conn.execute(select(handed, settled).where(runs.c.scheduled_for == t0)).one()
             now = conn.execute(select(self.scratch.store.now_expr())).scalar_one()
