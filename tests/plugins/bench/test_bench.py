@@ -646,6 +646,25 @@ def test_handoff_to_rq_and_dramatiq_workers(
         connection.close()
 
 
+def test_handoff_over_a_mysql_store(mysql_server: MySQLServer, redis_url: str, tmp_path: Path) -> None:
+    """The hand-off workload over MySQL/MariaDB: the bench's own reads of the run history are
+    portable (no ``COUNT(*) FILTER``), and every fire is handed off and run once."""
+    out = tmp_path / "handoff.json"
+    status = cli.main(
+        [
+            "--workload", "handoff", "--executor", "rq", "--broker", redis_url, "--store", "mysql",
+            "--schedules", "20", "--worker-concurrency", "2", "--mysql-url", mysql_server.url("mysql"),
+            "--out", str(out), "--no-progress",
+        ]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc
+    (cell,) = doc["cells"]
+    assert cell["errors"] == [] and cell["store"] == "mysql", cell
+    tw = cell["tickwork"]
+    assert (tw["handed_off"], tw["ran"], tw["executions"], tw["duplicates"]) == (20, 20, 20, 0), tw
+
+
 def _is_node(process: psutil.Process) -> bool:
     try:
         return "tickwork_bench.nodeproc" in process.cmdline()
