@@ -152,3 +152,26 @@ def test_fires_claimed_ahead_are_claimed_a_batch_at_a_time(sqlite_store: SQLStor
     # Every owner of fires claimed ahead claims them at about the same time, a batch each in
     # turn: a node whose claims grew would take most of them before the others' first batch.
     assert claims_of_a_herd(sqlite_store, clock, lookahead=1.0, at=59.8) == [10] * 7 + [5]
+
+
+def test_a_herd_grows_its_claims_beside_a_retry_due_a_minute_later(sqlite_store: SQLStore, clock: FakeClock) -> None:
+    # A retry waits on the node for its time, a minute away: claims of the overdue herd beside
+    # it are back long before, so they grow as if nothing waited.
+    add(sqlite_store, "boom", "*/5 * * * *", retries=1, retry_backoff=timedelta(seconds=60))
+    engine, executor = make_engine(sqlite_store, clock, lookahead=0.0, batch_size=10)
+    claims = Claims()
+    engine.listener = claims
+    try:
+        clock.set(T0 + timedelta(seconds=301))
+        step(engine)  # boom fails; its retry waits a minute
+        assert engine.one_pass.pacing.waiting_within(3600.0)
+        assert not engine.one_pass.pacing.waiting_within(10.0)
+        for i in range(75):
+            add(sqlite_store, "record", name=f"herd-{i:02d}")  # due at +360
+        claims.counts.clear()
+        clock.set(T0 + timedelta(seconds=361))
+        step(engine)
+    finally:
+        executor.shutdown(wait=False)
+        engine.membership.stop()
+    assert claims.counts == [10, 20, 40, 5]
