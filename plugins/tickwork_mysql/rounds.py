@@ -118,7 +118,4 @@ class MySQLRoundTrips(OneTransactionRound):
                 busy = self.locked_elsewhere(conn, [i for i in end_ids if i not in read])
                 landed = self._release_and_end_read(conn, finishes, read)
                 ended = self._settle_ends(conn, node_id, finishes, landed, busy)
-            refused = [c.schedule_id for c in claims if c.schedule_id not in started]
-            if refused:
-                self._say_if_locked(conn, refused, params)
         return tuple(c.schedule_id in started for c in claims), [str(r.name) for r in overdue], ended

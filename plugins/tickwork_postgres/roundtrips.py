@@ -275,7 +275,4 @@ class PostgresRoundTrips(OneTransactionRound):
                     conn, [f.claim.schedule_id for f in finishes if f.claim.schedule_id not in locked]
                 )
                 ended = self._settle_ends(conn, node_id, finishes, landed, busy)
-            refused = [c.schedule_id for c in claims if c.schedule_id not in started]
-            if refused:
-                self._say_if_locked(conn, refused, params)
         return tuple(c.schedule_id in started for c in claims), taken, ended

@@ -15,8 +15,8 @@ from .starting import say_taken_over
 
 
 class OneTransactionRound(ServerStore):
-    """:meth:`start_round` by one transaction (:meth:`_round_once`), then the takeover said and
-    the ends passed over as locked asked again."""
+    """:meth:`start_round` by one transaction (:meth:`_round_once`), then the takeover said, and
+    the starts refused and the ends passed over as locked asked again."""
 
     def start_round(
         self,
@@ -31,6 +31,19 @@ class OneTransactionRound(ServerStore):
         granted, taken, ended = self._round_once(node_id, claims, grace, lead, take_over, finishes)
         if taken:
             say_taken_over(taken)
+        refused = [claim for claim, ok in zip(claims, granted, strict=True) if not ok]
+        if refused:
+            # Asked again at once, in a transaction of its own (which says which were refused
+            # only for a locked row, and by whom). The round's locking read passes over a row
+            # another session holds even for an instant: on MySQL/MariaDB another node's claim
+            # locks each row its scan of the due index examines, running rows included, until
+            # it has evaluated them. Refused, a start waits for its takeover (start_grace).
+            try:
+                again = iter(self.start_held(node_id, refused, grace, lead))
+            except StoreError:
+                pass  # the round committed: its starts stand, the refused wait for their takeover
+            else:
+                granted = tuple(ok or next(again) for ok in granted)
         error: StoreError | None = None
         if finishes:
             # Ends passed over as locked: asked again at once, as Store.finish does. The round

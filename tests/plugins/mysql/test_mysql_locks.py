@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import Connection, create_engine, make_url, select, text
+from sqlalchemy import Connection, create_engine, event, make_url, select, text
 from sqlalchemy.exc import DBAPIError
 
 from tickwork.sql.schema import schedules
@@ -114,6 +114,35 @@ def test_a_start_refused_by_a_stray_lock_names_the_session_at_warning(
     assert "cannot start 1 fire(s) claimed ahead (held): another database session holds rows locked" in said
     user = make_url(sqlalchemy_url(mysql_url)).username
     assert f"thread {thread} ({user}@" in said and "row(s) locked, idle in its transaction" in said, said
+
+
+def test_a_start_passed_over_for_an_instant_is_asked_again_by_the_round(
+    node_a: MySQLStore, mysql_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Another session holds the row while the round's locking read passes over it, and lets go
+    # right after (as another node's claim does with each row its scan of the due index
+    # examines): the round asks again at once, and the fire starts instead of waiting for its
+    # takeover.
+    claim = claim_ahead(node_a, "held", 30.0)
+    engine = create_engine(sqlalchemy_url(mysql_url))
+    try:
+        with engine.connect() as other:
+            other.execute(text("SELECT id FROM tickwork_schedules WHERE name = 'held' FOR UPDATE")).all()
+
+            def let_go(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+                if "SKIP LOCKED" in statement and other.in_transaction():
+                    other.rollback()
+
+            event.listen(node_a.engine, "after_cursor_execute", let_go)
+            try:
+                with caplog.at_level(logging.DEBUG):
+                    done = node_a.start_round("n1", [claim], 5.0, 60.0)
+            finally:
+                event.remove(node_a.engine, "after_cursor_execute", let_go)
+    finally:
+        engine.dispose()
+    assert done.granted == (True,)
+    assert not [m for m in messages(caplog) if m.startswith("cannot start")]
 
 
 def test_a_start_refused_by_another_nodes_transaction_names_the_node_not_another_session(
