@@ -102,15 +102,9 @@ class Meter:
             event.listen(engine, "commit", self._on_commit)
 
     def _on_execute(
-        self, _conn: Any, _cursor: Any, _statement: str, parameters: Any, context: Any, executemany: bool
+        self, _conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
     ) -> None:
-        # executemany sends one statement per parameter set (psycopg pipelines them: one round trip);
-        # SQLAlchemy's "insertmanyvalues" batches are single multi-row statements, and so is
-        # PyMySQL's executemany of an INSERT ... VALUES (it rewrites it as one multi-row INSERT).
-        batched = getattr(context, "execute_style", None) is ExecuteStyle.INSERTMANYVALUES or (
-            executemany and driver_batches(_cursor, _statement)
-        )
-        n = len(parameters) if executemany and parameters and not batched else 1
+        n = statements_sent(cursor, statement, parameters, context, executemany)
         with self._lock:
             self.counters.db_calls += 1
             self.counters.db_statements += n
@@ -128,6 +122,17 @@ class Meter:
 
     def store_statements(self) -> int:
         return self.store.statements - self._store_statements_base
+
+
+def statements_sent(cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> int:
+    """How many statements one ``before_cursor_execute`` sends: executemany sends one per parameter
+    set (psycopg pipelines them: one round trip); SQLAlchemy's "insertmanyvalues" batches are
+    single multi-row statements, and so is PyMySQL's executemany of an INSERT ... VALUES (it
+    rewrites it as one multi-row INSERT)."""
+    batched = getattr(context, "execute_style", None) is ExecuteStyle.INSERTMANYVALUES or (
+        executemany and driver_batches(cursor, statement)
+    )
+    return len(parameters) if executemany and parameters and not batched else 1
 
 
 def driver_batches(cursor: Any, statement: str) -> bool:

@@ -23,7 +23,6 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from sqlalchemy.engine.interfaces import ExecuteStyle
 
 from tickwork_bench import nodeproc
 
@@ -54,10 +53,7 @@ class KindCounter:
     def on_execute(
         self, _conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
     ) -> None:
-        batched = getattr(context, "execute_style", None) is ExecuteStyle.INSERTMANYVALUES or (
-            executemany and nodeproc.driver_batches(cursor, statement)
-        )
-        n = len(parameters) if executemany and parameters and not batched else 1
+        n = nodeproc.statements_sent(cursor, statement, parameters, context, executemany)
         with self._lock:
             self.counts[kind(statement)] += n
 

@@ -9,10 +9,9 @@ from datetime import timedelta
 import pytest
 
 from tests.support import jobs_for_tests as jobs
-from tests.support.engines import add, make_engine, step
+from tests.support.engines import ClaimCounts, add, make_engine, step
 from tests.support.stores import T0
 from tickwork.engine.claimsize import ClaimSize
-from tickwork.engine.listener import EngineListener
 from tickwork.sql.store import SQLStore
 from tickwork.testing import FakeClock
 
@@ -116,22 +115,13 @@ def test_a_store_that_does_not_take_more_never_grows_the_claims() -> None:
     assert size.next() == 10
 
 
-class Claims(EngineListener):
-    def __init__(self) -> None:
-        self.counts: list[int] = []
-
-    def claimed(self, count: int, seconds: float) -> None:
-        if count:
-            self.counts.append(count)
-
-
 def claims_of_a_herd(store: SQLStore, clock: FakeClock, *, lookahead: float, at: float) -> list[int]:
     """The sizes of the claims an engine with a batch of 10 takes of 75 fires due at +60 s, its
     clock at ``at`` seconds."""
     for i in range(75):
         add(store, "record", name=f"herd-{i:02d}")
     engine, executor = make_engine(store, clock, lookahead=lookahead, batch_size=10)
-    claims = Claims()
+    claims = ClaimCounts()
     engine.listener = claims
     try:
         clock.set(T0 + timedelta(seconds=at))
@@ -159,7 +149,7 @@ def test_a_herd_grows_its_claims_beside_a_retry_due_a_minute_later(sqlite_store:
     # it are back long before, so they grow as if nothing waited.
     add(sqlite_store, "boom", "*/5 * * * *", retries=1, retry_backoff=timedelta(seconds=60))
     engine, executor = make_engine(sqlite_store, clock, lookahead=0.0, batch_size=10)
-    claims = Claims()
+    claims = ClaimCounts()
     engine.listener = claims
     try:
         clock.set(T0 + timedelta(seconds=301))

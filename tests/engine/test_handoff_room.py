@@ -8,15 +8,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import ClassVar
 
-from tests.support.engines import add
+from tests.support.engines import ClaimCounts, add, make_engine
 from tests.support.stores import T0
 from tickwork.abc import HANDOFFS_PER_RUN
-from tickwork.engine import Engine, EngineSettings
-from tickwork.engine.listener import EngineListener
 from tickwork.sql.store import SQLStore
 from tickwork.testing import FakeClock
 from tickwork_local.executor import LocalExecutor
-from tickwork_membership.single import SingleMembership
 
 
 class HandingOff(LocalExecutor):
@@ -25,26 +22,13 @@ class HandingOff(LocalExecutor):
     hands_off: ClassVar[bool] = True
 
 
-class Claims(EngineListener):
-    def __init__(self) -> None:
-        self.counts: list[int] = []
-
-    def claimed(self, count: int, seconds: float) -> None:
-        if count:
-            self.counts.append(count)
-
-
 def claimed_ahead(store: SQLStore, clock: FakeClock, executor: LocalExecutor, *, fires: int) -> list[int]:
     """The claims an engine with ``max_in_flight`` 20 and a batch of 10 takes, 0.2 s before a
     minute, of ``fires`` schedules due at that minute (every fire claimed ahead is held)."""
     for i in range(fires):
         add(store, "record", name=f"minute-{i:03d}")
-    executor.start()
-    membership = SingleMembership()
-    membership.start(store, "n1")
-    settings = EngineSettings(node_id="n1", reap_interval=3600.0, max_in_flight=20, batch_size=10, lookahead=1.0)
-    engine = Engine(store, {"local": executor}, membership, settings, clock=clock)
-    claims = Claims()
+    engine, _ = make_engine(store, clock, executor=executor, max_in_flight=20, batch_size=10, lookahead=1.0)
+    claims = ClaimCounts()
     engine.listener = claims
     try:
         clock.set(T0 + timedelta(seconds=59.8))
@@ -52,7 +36,7 @@ def claimed_ahead(store: SQLStore, clock: FakeClock, executor: LocalExecutor, *,
             pass
     finally:
         executor.shutdown(wait=False)
-        membership.stop()
+        engine.membership.stop()
     return claims.counts
 
 

@@ -14,6 +14,7 @@ from tests.support import jobs_for_tests as jobs
 from tickwork import schedules as admin
 from tickwork.abc import Membership, Store
 from tickwork.engine import Engine, EngineSettings
+from tickwork.engine.listener import EngineListener
 from tickwork.sql.store import SQLStore
 from tickwork.structures import RunRecord, ScheduleSpec
 from tickwork.testing import FakeClock
@@ -26,9 +27,10 @@ def make_engine(
     clock: FakeClock | None,
     membership: SingleMembership | None = None,
     monotonic: Callable[[], float] = time.monotonic,
+    executor: LocalExecutor | None = None,
     **settings: object,
 ) -> tuple[Engine, LocalExecutor]:
-    executor = LocalExecutor(max_workers=4)
+    executor = executor or LocalExecutor(max_workers=4)
     executor.start()
     membership = membership or SingleMembership()
     membership.start(store, "n1")
@@ -77,6 +79,17 @@ def add(store: SQLStore, function: str, expression: str = "* * * * *", **kw: obj
     }
     values.update(kw)
     admin.add(store, ScheduleSpec(**values))  # type: ignore[arg-type]
+
+
+class ClaimCounts(EngineListener):
+    """The sizes of an engine's claims that took anything, in order."""
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+
+    def claimed(self, count: int, seconds: float) -> None:
+        if count:
+            self.counts.append(count)
 
 
 def step(engine: Engine) -> None:

@@ -45,17 +45,24 @@ class Pacing:
         """Whether any run is in flight or any fire or retry waits to start."""
         return bool(self.runs.in_flight or self.held or self.starts or self.retries)
 
+    def _next_waiting(self) -> float | None:
+        """Seconds until the earliest fire waiting on this node for its time (held for its
+        start, its fenced start granted, or a retry) is due; ``None`` when none waits."""
+        untils = [
+            until
+            for until in (
+                self.held.seconds_until_next(),
+                self.starts.seconds_until_run(),
+                self.retries.seconds_until_next(),
+            )
+            if until is not None
+        ]
+        return min(untils, default=None)
+
     def waiting_within(self, seconds: float) -> bool:
-        """Whether any fire waits on this node for its time (held for its start, its fenced
-        start granted, or a retry) and is due within ``seconds``."""
-        for until in (
-            self.held.seconds_until_next(),
-            self.starts.seconds_until_run(),
-            self.retries.seconds_until_next(),
-        ):
-            if until is not None and until <= seconds:
-                return True
-        return False
+        """Whether any fire waits on this node for its time and is due within ``seconds``."""
+        until = self._next_waiting()
+        return until is not None and until <= seconds
 
     def room(self, wanted: int = 1) -> int:
         """How many more fires this node may claim: ``max_in_flight`` less the runs in flight and
@@ -78,14 +85,7 @@ class Pacing:
     def nothing_due_within(self, seconds: float) -> bool:
         """Whether no held fire, retry or claimable fire is due within ``seconds``, by what the
         engine knows without asking the store: then no run but those in flight can end by then."""
-        for until in (
-            self.held.seconds_until_next(),
-            self.starts.seconds_until_run(),
-            self.retries.seconds_until_next(),
-        ):
-            if until is not None and until <= seconds:
-                return False
-        return self.gate.nothing_due_within(seconds)
+        return not self.waiting_within(seconds) and self.gate.nothing_due_within(seconds)
 
     def sleep_seconds(self) -> float:
         """How long the loop may sleep before something needs it (at most ``max_sleep``)."""
