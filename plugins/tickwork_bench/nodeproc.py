@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine.interfaces import ExecuteStyle
 
-from tickwork.abc import Store
+from tickwork.abc import NextDueSink, Store
 from tickwork.config import Config, SchedulerConfig, parse
 from tickwork.node import Node, build_store
 from tickwork.node.process import tune_gc
@@ -79,9 +79,18 @@ class Meter:
             ahead: float = 0.0,
             steal_after: float | None = None,
             namespaces: Sequence[str] | None = None,
+            next_due: NextDueSink | None = None,
         ) -> list[Claim]:
+            # next_due passed on only when given: the engine gives it only where the store takes it.
+            more = {} if next_due is None else {"next_due": next_due}
             claims = inner(
-                node_id, limit=limit, buckets=buckets, ahead=ahead, steal_after=steal_after, namespaces=namespaces
+                node_id,
+                limit=limit,
+                buckets=buckets,
+                ahead=ahead,
+                steal_after=steal_after,
+                namespaces=namespaces,
+                **more,
             )
             c = self.counters
             c.claim_calls += 1

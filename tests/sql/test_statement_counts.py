@@ -1,7 +1,8 @@
 """What a claim sends. MySQL/MariaDB (no ``UPDATE ... RETURNING``): the ``skip-locked`` claim
 reads the due ids and the clock in one locking read, takes them by id, reads back the rows won,
-then records their runs: five statements where it sent six (the clock was read on its own), and
-one for a claim that finds nothing (it was two); a heartbeat's refresh is one statement (the
+then records their runs: five statements where it sent six (the clock was read on its own), four
+on MariaDB (its ``INSERT ... RETURNING`` answers the run ids, which MySQL reads back), and one
+for a claim that finds nothing (it was two); a heartbeat's refresh is one statement (the
 UPDATE's reply carries the time it wrote), where it was the UPDATE and a read. The list of
 namespaces that the fair claim takes turns between is one statement whatever the number of
 namespaces, on every SQL store (it was one per namespace and one more)."""
@@ -73,7 +74,7 @@ def test_a_mysql_claim_reads_the_clock_in_its_locking_read(mysql_store: SQLStore
     with Sent(store) as sent:
         claims = store.claim_due("n1", limit=10, buckets=None)
     assert len(claims) == 5
-    assert len(sent.claims()) == 5, sent.claims()
+    assert len(sent.claims()) == (4 if store.features.insert_returning else 5), sent.claims()
     assert sum("FOR UPDATE" in s.upper() for s in sent.claims()) == 1
     # What the claim returns is what it wrote: the new fence token and claim time, as stored.
     for claim in claims:
@@ -122,3 +123,44 @@ def test_a_mysql_heartbeat_refresh_is_one_statement(mysql_store: SQLStore) -> No
     (record,) = [n for n in store.nodes() if n.id == "n1"]
     assert record.heartbeat_at == again
     assert store.refresh_heartbeat("nobody") is None
+
+
+def test_a_mysql_claim_tells_the_fires_already_recorded_from_those_it_recorded(mysql_store: SQLStore) -> None:
+    """MariaDB's ``INSERT ... RETURNING`` returns a row the insert skipped as it already was: a
+    fire whose run row exists (here: abandoned with its node, still due) must come back without
+    a run id, as on every store, and the one this claim recorded with its own."""
+    store = mysql_store
+    now = store.now()
+    for name in ("a", "b"):
+        store.add(_spec(name), now - timedelta(seconds=1))
+    first = store.claim_due("n1", limit=10, buckets=None)
+    assert {c.spec.name for c in first} == {"a", "b"} and all(c.run_id is not None for c in first)
+    assert store.release_node("n1", "n1 died") == 2
+    store.add(_spec("c"), now - timedelta(seconds=1))
+    again = {c.spec.name: c for c in store.claim_due("n2", limit=10, buckets=None)}
+    assert set(again) == {"a", "b", "c"}
+    assert again["a"].run_id is None and again["b"].run_id is None
+    (run,) = [r for r in store.history() if r.schedule == "c"]
+    assert again["c"].run_id == run.id
+
+
+def test_a_drained_mysql_claim_reads_the_next_due_time_in_its_read_back(mysql_store: SQLStore) -> None:
+    """The node reads the next due time after every claim that drained what was due; on MySQL
+    the claim's read back of the rows it won reads it as well (no statement of its own), and a
+    full claim, which reads on, does not."""
+    store = mysql_store
+    now = store.now()
+    for i in range(3):
+        store.add(_spec(f"due{i}"), now - timedelta(seconds=1))
+    store.add(_spec("later"), now + timedelta(minutes=5))
+    told: list[Any] = []
+    with Sent(store) as sent:
+        full = store.claim_due("n1", limit=2, buckets=None, next_due=told.append)
+    assert len(full) == 2 and told == []
+    with Sent(store) as sent:
+        (last,) = store.claim_due("n1", limit=10, buckets=None, next_due=told.append)
+    assert last.spec.name == "due2"
+    assert told == [store.get("later").next_fire] == [store.next_due(buckets=None)]
+    expected = 4 if store.features.insert_returning else 5
+    assert len(sent.claims()) == expected, sent.claims()
+    assert not any(s.lstrip().upper().startswith("SELECT (SELECT MIN") for s in sent.claims())

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.abc.storeroles import PRUNE_BATCH
+from tickwork.abc.storeroles import PRUNE_BATCH, NextDueSink
 from tickwork.errors import StoreError
 from tickwork.structures import Claim, Fault, Finish, Outcome
 from tickwork_sqlite.store import SQLiteStore
@@ -73,11 +73,18 @@ class FaultyStore(SQLiteStore):
         ahead: float = 0.0,
         steal_after: float | None = None,
         namespaces: Sequence[str] | None = None,
+        next_due: NextDueSink | None = None,
     ) -> list[Claim]:
         return self._call(  # type: ignore[no-any-return]
             "claim_due",
             lambda: super(FaultyStore, self).claim_due(
-                node_id, limit=limit, buckets=buckets, ahead=ahead, steal_after=steal_after, namespaces=namespaces
+                node_id,
+                limit=limit,
+                buckets=buckets,
+                ahead=ahead,
+                steal_after=steal_after,
+                namespaces=namespaces,
+                next_due=next_due,
             ),
         )
 

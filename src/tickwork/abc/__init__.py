@@ -27,6 +27,7 @@ from ..structures import (
 )
 from .healthrecords import HealthRecords
 from .storeroles import ClaimLedger, NodeRegistry, RunHistory
+from .storeroles import NextDueSink as NextDueSink
 from .tokenstore import TokenStore
 
 

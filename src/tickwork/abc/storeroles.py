@@ -9,6 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType
+from typing import ClassVar
 
 from ..errors import NamespaceLimitError, ScheduleNotFoundError, StoreError, TickworkError
 from ..structures import (
@@ -300,9 +301,17 @@ class ScheduleCatalog(StoreClock):
         """
 
 
+#: What a claim tells the next due time it read to (:meth:`ClaimLedger.claim_due`'s ``next_due``).
+NextDueSink = Callable[[datetime | None], None]
+
+
 class ClaimLedger(ABC):
     """Claims and their ends: due fires claimed under a fence, started, ended, given back,
     renewed, released and reaped (docs/claim-protocol.md)."""
+
+    #: Whether :meth:`claim_due` takes ``next_due`` (a store written before it existed does not:
+    #: the engine passes it only where this is true).
+    claim_reads_next_due: ClassVar[bool] = False
 
     @abstractmethod
     def claim_due(
@@ -314,6 +323,7 @@ class ClaimLedger(ABC):
         ahead: float = 0.0,
         steal_after: float | None = None,
         namespaces: Sequence[str] | None = None,
+        next_due: NextDueSink | None = None,
     ) -> list[Claim]:
         """Claim up to ``limit`` enabled, idle schedules whose next fire time is due, earliest
         first.
@@ -329,6 +339,12 @@ class ClaimLedger(ABC):
         :param steal_after: with ``buckets``, also claim schedules of any bucket whose fire is
             overdue by more than this many seconds of the database clock (their owners are
             behind); ``None``: only ``buckets``. Ignored without ``buckets``.
+        :param next_due: only where :attr:`claim_reads_next_due`: a claim that took fires but
+            fewer than ``limit`` (it drained what was due) may call it, once, with what
+            :meth:`next_due` with the same ``buckets``, ``steal_after`` and ``namespaces`` would
+            answer right after this claim, read in the claim's own transaction after its writes
+            (the caller then needs no read of its own). A store that cannot read it there for
+            free does not call it, and the caller reads :meth:`next_due` as before.
         :raises tickwork.errors.StoreError: on a database error (nothing is claimed then)
         """
 

@@ -20,6 +20,22 @@ PASSED_OVER_RETRY = 0.25
 PASSED_OVER_WARN = 1.0
 
 
+class NextDueNote:
+    """The next due time a drained claim read for this node (:meth:`Store.claim_due
+    <tickwork.abc.Store.claim_due>`'s ``next_due``), and how many changes the gate had been told
+    of when that claim began (a change told since makes it stale, as for a read of its own)."""
+
+    __slots__ = ("changes", "due", "read")
+
+    def __init__(self, changes: int) -> None:
+        self.changes = changes
+        self.due: datetime | None = None
+        self.read = False
+
+    def __call__(self, due: datetime | None) -> None:
+        self.due, self.read = due, True
+
+
 class ClaimGate:
     """Decides whether to claim now and how long to sleep until the next claim.
 
@@ -55,8 +71,10 @@ class ClaimGate:
         self._empty_at: datetime | None = None
         self._known = False
         self._read_at = 0.0
-        #: How many times the next due time was read from the store.
+        #: How many times the next due time was read from the store, on its own or (of those)
+        #: by the claim that drained what was due.
         self.reads = 0
+        self.reads_in_claims = 0
         # Bumped by changed(): a next due time read before the latest change is not trusted.
         self._changes = 0
         self._read_changes = -1
@@ -102,15 +120,27 @@ class ClaimGate:
     def _lead_for(self, due: datetime) -> float:
         return 0.0 if due == self._empty_at else self.claim_lead
 
-    def claimed(self, count: int, limit: int) -> None:
+    def note(self) -> NextDueNote:
+        """What a claim about to be sent tells the next due time it reads to (where the store
+        reads it in the claim: :attr:`Store.claim_reads_next_due
+        <tickwork.abc.Store.claim_reads_next_due>`)."""
+        return NextDueNote(self._changes)
+
+    def claimed(self, count: int, limit: int, note: NextDueNote | None = None) -> None:
         self._empty_at = None if count else self._next_due
         if count:
             self._due_seen_at = self.clock.monotonic()
         if count < limit:
             self._note_passed_over()
             # The window is drained: claim again only after reading what is due next (what was
-            # read before is claimed now), at a new lead.
-            self._known = False
+            # read before is claimed now), at a new lead. The claim may have read it already.
+            if note is not None and note.read:
+                self._next_due, self._known = note.due, True
+                self._read_at, self._read_changes = self.clock.monotonic(), note.changes
+                self.reads += 1
+                self.reads_in_claims += 1
+            else:
+                self._known = False
             self.claim_lead = self.draw_claim_lead()
 
     def _note_passed_over(self) -> None:

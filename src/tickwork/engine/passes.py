@@ -111,6 +111,8 @@ class Pass:
             return False
         limit = min(size, room)
         claim_started = self.clock.monotonic()
+        # A store that reads the next due time in a drained claim saves the read after it.
+        note = self.gate.note() if self.store.claim_reads_next_due else None
         with self.watch.step("claiming due fires"):
             claims = self.store.claim_due(
                 self.settings.node_id,
@@ -119,10 +121,11 @@ class Pass:
                 ahead=self.settings.lookahead,
                 steal_after=self.settings.steal_after,
                 namespaces=self.settings.namespaces,
+                **({} if note is None else {"next_due": note}),
             )
         claim_seconds = self.clock.monotonic() - claim_started
         self.listener().claimed(len(claims), claim_seconds)
-        self.gate.claimed(len(claims), limit)
+        self.gate.claimed(len(claims), limit, note)
         if claims:
             self.runs.dispatch(claims)
             # Fires claimed ahead whose time came while the claim's answer travelled.

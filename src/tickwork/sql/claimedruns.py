@@ -78,18 +78,24 @@ class ClaimedRuns(SQLCore):
     def _insert_runs(self, conn: Connection, params: list[dict[str, Any]]) -> dict[int, int]:
         """Insert running run rows, skipping (schedule, fire, attempt) already recorded; return
         ``{schedule_id: run_id}`` of those inserted. executemany: one cached statement that
-        SQLAlchemy batches into multi-row INSERTs; without a ``RETURNING`` that skips duplicates,
-        the insert is followed by a read of the rows written under these claims' fence tokens."""
-        if self.features.insert_ignore_returning:
-            result = conn.execute(self.insert_ignore(runs).returning(runs.c.id, runs.c.schedule_id), params)
-            return {r.schedule_id: r.id for r in result}
-        conn.execute(self.insert_ignore(runs), params)
-        keys = [(p["schedule_id"], p["scheduled_for"], p["attempt"], p["claim_seq"]) for p in params]
-        found = conn.execute(
-            select(runs.c.id, runs.c.schedule_id).where(
-                tuple_(runs.c.schedule_id, runs.c.scheduled_for, runs.c.attempt, runs.c.claim_seq).in_(keys),
-                runs.c.node == params[0]["node"],
+        SQLAlchemy batches into multi-row INSERTs. With ``RETURNING``, the rows returned are
+        matched to ``params`` by their fence (claim_seq) and node: MariaDB's returns a skipped
+        row too, as it already was (its older claim_seq), where PostgreSQL and SQLite return only
+        the rows inserted. Without ``RETURNING`` (MySQL), the insert is followed by a read of the
+        rows written under these claims' fence tokens."""
+        node = params[0]["node"]
+        keys = {(p["schedule_id"], p["scheduled_for"], p["attempt"], p["claim_seq"]) for p in params}
+        key_columns = (runs.c.schedule_id, runs.c.scheduled_for, runs.c.attempt, runs.c.claim_seq)
+        if self.features.insert_returning:
+            found = conn.execute(self.insert_ignore(runs).returning(runs.c.id, *key_columns, runs.c.node), params)
+        else:
+            conn.execute(self.insert_ignore(runs), params)
+            found = conn.execute(
+                select(runs.c.id, *key_columns, runs.c.node).where(tuple_(*key_columns).in_(list(keys)))
             )
-        )
-        self.statements += 1
-        return {r.schedule_id: r.id for r in found}
+            self.statements += 1
+        return {
+            r.schedule_id: r.id
+            for r in found
+            if r.node == node and (r.schedule_id, r.scheduled_for, r.attempt, r.claim_seq) in keys
+        }

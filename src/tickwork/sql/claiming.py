@@ -22,7 +22,7 @@ from sqlalchemy import (
     update,
 )
 
-from ..abc import CLAIM_GROWTH
+from ..abc import CLAIM_GROWTH, NextDueSink
 from ..structures import Claim
 from .claimedruns import ClaimedRuns
 from .claims import CLAIMED_COLUMNS, ClaimRequest, writethenread
@@ -42,6 +42,10 @@ class Claiming(ClaimedRuns, NamespaceTurns):
         # fire per transaction: a larger claim there is only a longer pass.
         return self.batch_size if self.strategy.one_per_transaction else CLAIM_GROWTH * self.batch_size
 
+    #: Claims without ``UPDATE ... RETURNING`` read the next due time in their read back
+    #: (:meth:`_claim_then_read`); the others never call ``next_due``.
+    claim_reads_next_due: ClassVar[bool] = True
+
     def claim_due(
         self,
         node_id: str,
@@ -51,16 +55,19 @@ class Claiming(ClaimedRuns, NamespaceTurns):
         ahead: float = 0.0,
         steal_after: float | None = None,
         namespaces: Sequence[str] | None = None,
+        next_due: NextDueSink | None = None,
     ) -> list[Claim]:
         limit = max(1, min(limit, self.claim_ceiling))
         scope = ClaimScope.of(buckets, ahead, steal_after, namespaces)
         known = self.known_namespaces()
         turns = list(known if scope.served is None else (n for n in known if n in scope.served))
         if len(turns) <= 1:
-            return self._claim_scope(node_id, limit, scope)
+            return self._claim_scope(node_id, limit, scope, next_due)
         return self._claim_fairly(node_id, limit, scope, turns)
 
-    def _claim_scope(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]:
+    def _claim_scope(
+        self, node_id: str, limit: int, scope: ClaimScope, next_due: NextDueSink | None = None
+    ) -> list[Claim]:
         if self.strategy.one_per_transaction:
             claims: list[Claim] = []
             for _ in range(limit):
@@ -69,12 +76,14 @@ class Claiming(ClaimedRuns, NamespaceTurns):
                     break
                 claims.extend(got)
             return claims
-        return self._claim_once(node_id, limit, scope)
+        return self._claim_once(node_id, limit, scope, next_due)
 
     @transient_retry
-    def _claim_once(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]:
+    def _claim_once(
+        self, node_id: str, limit: int, scope: ClaimScope, next_due: NextDueSink | None = None
+    ) -> list[Claim]:
         if not self.features.update_returning:
-            return self._claim_then_read(node_id, limit, scope)
+            return self._claim_then_read(node_id, limit, scope, next_due)
         with self._tx() as conn:
             req = self._claim_request(node_id, limit, scope)
             strategy = self.strategy
@@ -101,31 +110,42 @@ class Claiming(ClaimedRuns, NamespaceTurns):
                 return self._claims(rows, {r["id"]: r["run_id"] for r in rows if r["run_id"] is not None})
             return self._record_runs(conn, node_id, rows, {}) if rows else []
 
-    def _claim_then_read(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]:
-        """:meth:`_claim_once` without ``UPDATE ... RETURNING`` (:mod:`.claims.writethenread`)."""
+    def _claim_then_read(
+        self, node_id: str, limit: int, scope: ClaimScope, next_due: NextDueSink | None
+    ) -> list[Claim]:
+        """:meth:`_claim_once` without ``UPDATE ... RETURNING`` (:mod:`.claims.writethenread`).
+        A claim that read fewer due ids than ``limit`` drains what is due: its read back of the
+        rows won also reads the next due time for ``next_due``, a statement the node would
+        otherwise send right after (the claim's own writes are visible to it, and it reads what
+        other transactions committed by then, as a read after the commit would)."""
         with self._tx() as conn:
             owned = self._claim_filter(scope)
+            if self.strategy.name == "unique-fire":
+                now = conn.execute(self.now_query()).scalar_one()
+                req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
+                rows, run_ids = writethenread.unique_fire(conn, req, now)
+                self.statements += 5
+                return self._record_runs(conn, node_id, rows, run_ids) if rows else []
             if self.strategy.name == "skip-locked":
                 ids, now = writethenread.locked_due(conn, self._claim_request(node_id, limit, scope))
                 self.statements += 1
                 if not ids:
                     return []
                 req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
-                rows = writethenread.take(conn, req, ids, now)
-                self.statements += 2
-                return self._record_runs(conn, node_id, rows, {}) if rows else []
-            now = conn.execute(self.now_query()).scalar_one()
-            req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
-            self.statements += 1
-            if self.strategy.name == "unique-fire":
-                rows, run_ids = writethenread.unique_fire(conn, req, now)
-                self.statements += 4
             else:
+                now = conn.execute(self.now_query()).scalar_one()
+                req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
                 ids = writethenread.candidates(conn, req)
-                rows = writethenread.take(conn, req, ids, now)
-                run_ids = {}
-                self.statements += 3
-            return self._record_runs(conn, node_id, rows, run_ids) if rows else []
+                self.statements += 2
+            drains = next_due is not None and len(ids) < limit
+            also = self._next_due_columns(scope.buckets, scope.steal_after, scope.served) if drains else []
+            rows = writethenread.take(conn, req, ids, now, also=also)
+            self.statements += 2 if ids else 0
+            if not rows:
+                return []
+            if next_due is not None and drains:
+                next_due(next_due_of(rows[0]["next_owned"], rows[0].get("next_late"), scope.steal_after))
+            return self._record_runs(conn, node_id, rows, {})
 
     def _claim_request(self, node_id: str, limit: int, scope: ClaimScope) -> ClaimRequest:
         owned = self._claim_filter(scope)
@@ -181,6 +201,23 @@ class Claiming(ClaimedRuns, NamespaceTurns):
         namespaces: Sequence[str] | None = None,
     ) -> datetime | None:
         served = served_namespaces(namespaces)
+        steal = applied_steal_after(buckets, steal_after)
+        # Built once: the loop asks this whenever it has nothing in hand, several times a second.
+        query = self._statement(
+            f"next_due/{buckets is None}/{steal is not None}/{served}",
+            lambda: select(*self._next_due_columns(buckets, steal, served)),
+        )
+        params = {} if buckets is None else {"owned_buckets": self.owned_mask(buckets)}
+        with self._tx() as conn:
+            row = conn.execute(query, params).one()
+        return next_due_of(row[0], row[1] if steal is not None else None, steal)
+
+    def _next_due_columns(
+        self, buckets: Sequence[int] | None, steal: float | None, served: tuple[str, ...] | None
+    ) -> list[Any]:
+        """The earliest fire of ``buckets`` and, with ``steal`` (``steal_after`` as it applies),
+        the earliest of any bucket already due: both minima in one round trip, each reading the
+        due index from its start (:func:`next_due_of` combines them)."""
         only = namespace_filter(served, None)
 
         def earliest(owned: ColumnElement[bool] | None) -> Select[Any]:
@@ -189,28 +226,13 @@ class Claiming(ClaimedRuns, NamespaceTurns):
                 query = query.where(only)
             return query if owned is None else query.where(owned)
 
-        steal = applied_steal_after(buckets, steal_after)
-
-        def build() -> Select[Any]:
-            owned = earliest(self._owned(buckets))
-            if steal is None:
-                return owned
+        columns = [earliest(self._owned(buckets)).scalar_subquery().label("next_owned")]
+        if steal is not None:
             # Only a fire already due and still idle: its owners may be behind. One not yet due
             # is theirs to claim (ahead); counting it would wake this node for every such fire.
             late = earliest(None).where(schedules.c.next_fire <= self.now_expr())
-            # Both minima in one round trip; each reads the due index from its start.
-            return select(owned.scalar_subquery(), late.scalar_subquery())
-
-        # Built once: the loop asks this whenever it has nothing in hand, several times a second.
-        query = self._statement(f"next_due/{buckets is None}/{steal is not None}/{served}", build)
-        params = {} if buckets is None else {"owned_buckets": self.owned_mask(buckets)}
-        with self._tx() as conn:
-            row = conn.execute(query, params).one()
-        owned_next = row[0] if isinstance(row[0], datetime) else None
-        if steal is None or not isinstance(row[1], datetime):
-            return owned_next
-        stealable_at = row[1] + timedelta(seconds=steal)
-        return stealable_at if owned_next is None else min(owned_next, stealable_at)
+            columns.append(late.scalar_subquery().label("next_late"))
+        return columns
 
     @transient_retry
     def unclaim(self, node_id: str, claims: Sequence[Claim]) -> int:
@@ -233,3 +255,13 @@ class Claiming(ClaimedRuns, NamespaceTurns):
             if released:
                 self._notify(conn)
         return len(released)
+
+
+def next_due_of(owned: Any, late: Any, steal: float | None) -> datetime | None:
+    """:meth:`Claiming.next_due`'s answer from its two minima: the earliest fire of the node's
+    buckets, or a later-owned one already due, claimable once overdue by ``steal``."""
+    owned_next = owned if isinstance(owned, datetime) else None
+    if steal is None or not isinstance(late, datetime):
+        return owned_next
+    stealable_at = late + timedelta(seconds=steal)
+    return stealable_at if owned_next is None else min(owned_next, stealable_at)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Integer, Select, String, and_, bindparam, func, literal, literal_column, select
 
+from ..abc import NextDueSink
 from ..structures import Claim, check_namespace
 from .retry import transient_retry
 from .schema import schedules
@@ -105,7 +106,9 @@ class NamespaceTurns(SQLCore):
 
     if TYPE_CHECKING:
 
-        def _claim_scope(self, node_id: str, limit: int, scope: ClaimScope) -> list[Claim]: ...
+        def _claim_scope(
+            self, node_id: str, limit: int, scope: ClaimScope, next_due: NextDueSink | None = None
+        ) -> list[Claim]: ...
 
     def _claim_fairly(self, node_id: str, limit: int, scope: ClaimScope, turns: list[str]) -> list[Claim]:
         """The fair claim (docs/teams.md#fair-firing): each namespace in turn takes up to an equal

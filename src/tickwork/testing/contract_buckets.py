@@ -5,10 +5,10 @@ which :meth:`~tickwork.abc.Store.next_due` counts from the moment it may be stol
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from ..abc import Store
-from ..structures import BUCKETS, bucket_of
+from ..structures import BUCKETS, Claim, bucket_of
 from .contract_helpers import MINUTE, claim_all, spec
 
 
@@ -78,3 +78,35 @@ class BucketContract:
         assert store.next_due(buckets=[], steal_after=30.0) == t - MINUTE + timedelta(seconds=30)
         assert store.next_due(buckets=[]) is None
         assert store.next_due(buckets=None, steal_after=30.0) == t - MINUTE
+
+    def test_a_drained_claim_tells_the_next_due_time_as_next_due_would(self, store: Store) -> None:
+        """``claim_due``'s ``next_due`` (where :attr:`~tickwork.abc.Store.claim_reads_next_due`):
+        called, if at all, only by a claim that took fewer fires than its limit, and with what
+        :meth:`~tickwork.abc.Store.next_due` answers right after it, stealing included."""
+        t = store.now()
+        names = [f"told-{i}" for i in range(40)]
+        mine = sorted({bucket_of(names[0]), bucket_of(names[1])})
+        theirs = [n for n in names if bucket_of(n) not in mine]
+        ours = [n for n in names if bucket_of(n) in mine]
+        store.add(spec(ours[0]), t - timedelta(seconds=1))
+        store.add(spec(ours[1]), t - timedelta(seconds=1))
+        store.add(spec(theirs[0]), t - timedelta(seconds=5))  # overdue, stealable 30 s later
+        told: list[datetime | None] = []
+
+        def claim(limit: int) -> list[Claim]:
+            if not store.claim_reads_next_due:
+                return store.claim_due("n1", limit=limit, buckets=mine, steal_after=30.0)
+            return store.claim_due("n1", limit=limit, buckets=mine, steal_after=30.0, next_due=told.append)
+
+        # A full claim (its limit reached) leaves the next due time unread.
+        (first,) = claim(1)
+        assert told == []
+        (second,) = claim(10)
+        assert {first.spec.name, second.spec.name} == {ours[0], ours[1]}
+        expected = store.next_due(buckets=mine, steal_after=30.0)
+        assert expected == t + timedelta(seconds=25)
+        assert told in ([], [expected])
+        # A claim that finds nothing leaves it unread too.
+        del told[:]
+        assert claim(10) == []
+        assert told == []

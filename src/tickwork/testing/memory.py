@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
-from ..abc import CLAIM_GROWTH, Store
+from ..abc import CLAIM_GROWTH, NextDueSink, Store
 from ..config.declarations import Choice
 from ..config.tables import StoreSettings
 from ..structures import (
@@ -94,6 +94,8 @@ class MemoryStore(
 
     # -- claiming ---------------------------------------------------------------------------------
 
+    claim_reads_next_due: ClassVar[bool] = True
+
     @property
     def claim_ceiling(self) -> int:
         return CLAIM_GROWTH * self.batch_size
@@ -107,6 +109,7 @@ class MemoryStore(
         ahead: float = 0.0,
         steal_after: float | None = None,
         namespaces: Sequence[str] | None = None,
+        next_due: NextDueSink | None = None,
     ) -> list[Claim]:
         limit = max(1, min(limit, self.claim_ceiling))
         owned = None if buckets is None else set(buckets)
@@ -146,6 +149,9 @@ class MemoryStore(
                     )
                 )
                 claims.append(Claim(row.id, row.spec, row.next_fire, row.claim_seq, now, run_id, version=row.version))
+            if next_due is not None and 0 < len(claims) < limit:
+                # As the SQL stores without UPDATE ... RETURNING do: read in the claim's transaction.
+                next_due(self.next_due(buckets=buckets, steal_after=steal_after, namespaces=namespaces))
             return claims
 
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool | None]:

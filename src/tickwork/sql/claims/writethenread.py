@@ -59,8 +59,11 @@ def locked_due(conn: Connection, req: ClaimRequest) -> tuple[list[int], datetime
     return [r.id for r in rows], rows[0].claim_clock
 
 
-def take(conn: Connection, req: ClaimRequest, ids: Sequence[int], now: datetime) -> list[RowMapping]:
-    """Mark the due ones of ``ids`` claimed by this node; return the rows won.
+def take(
+    conn: Connection, req: ClaimRequest, ids: Sequence[int], now: datetime, also: Sequence[Any] = ()
+) -> list[RowMapping]:
+    """Mark the due ones of ``ids`` claimed by this node; return the rows won, each with the
+    columns ``also`` (scalar subqueries read in the same statement, after the UPDATE).
 
     The UPDATE re-checks due-ness on the newest version of each row (docs/claim-protocol.md); the
     rows it changed are the ones now held by this node with this claim's exact time.
@@ -72,7 +75,7 @@ def take(conn: Connection, req: ClaimRequest, ids: Sequence[int], now: datetime)
     # fence tokens), whatever happened to them between the read of the ids and the UPDATE.
     return list(
         conn.execute(
-            select(*CLAIMED_COLUMNS).where(
+            select(*CLAIMED_COLUMNS, *also).where(
                 schedules.c.id.in_(ids),
                 schedules.c.state == "running",
                 schedules.c.claimed_by == req.node_id,
