@@ -104,6 +104,8 @@ def test_a_store_that_never_tells_keeps_its_signature(clock: FakeClock, new_engi
     """A store written before ``next_due`` existed (no such parameter) is never given it."""
 
     class Older(MemoryStore):
+        claim_reads_next_due = False
+
         def claim_due(  # type: ignore[override]
             self,
             node_id: str,
@@ -118,7 +120,6 @@ def test_a_store_that_never_tells_keeps_its_signature(clock: FakeClock, new_engi
                 node_id, limit=limit, buckets=buckets, ahead=ahead, steal_after=steal_after, namespaces=namespaces
             )
 
-    Older.claim_reads_next_due = False  # type: ignore[misc]
     store = Older(clock=clock)
     store.upgrade()
     store.open()
