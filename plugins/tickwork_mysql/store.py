@@ -201,4 +201,17 @@ class MySQLStore(MySQLRoundTrips):
         except Exception as exc:  # the loop reads it again; a failed read only costs promptness
             log.warning("change poll failed: %s", exc)
             initial = UNREAD
-        self._watcher.start(poll_loop(read, self.poll_interval, initial), wake)
+        self._watcher.start(poll_loop(read, self.poll_interval, initial, earlier_or_new), wake)
+
+
+def earlier_or_new(last: object, current: object) -> bool:
+    """Whether the change poll's marker (highest schedule id, earliest claimable fire) moved in a
+    way a sleeping engine must hear about: a new schedule, or a claimable fire earlier than the
+    earliest before (or one where there was none). Claims move the earliest fire later all the
+    time in a cluster at work: waking every node for that cost each a read of its next due time
+    every poll (docs/benchmarks.md)."""
+    assert isinstance(last, tuple) and isinstance(current, tuple)
+    (last_id, last_due), (new_id, new_due) = last, current
+    if new_id is not None and (last_id is None or new_id > last_id):
+        return True
+    return new_due is not None and (last_due is None or new_due < last_due)

@@ -56,7 +56,12 @@ class ChangeWatcher:
 UNREAD = object()
 
 
-def poll_loop(read_marker: Callable[[], object], interval: float, initial: object = UNREAD) -> WatchLoop:
+def poll_loop(
+    read_marker: Callable[[], object],
+    interval: float,
+    initial: object = UNREAD,
+    worth_waking: Callable[[object, object], bool] | None = None,
+) -> WatchLoop:
     """A watch loop that reads ``read_marker()`` every ``interval`` seconds and wakes when the
     value differs from the last one (a failed read is logged and retried at the next interval).
 
@@ -64,6 +69,8 @@ def poll_loop(read_marker: Callable[[], object], interval: float, initial: objec
         made once ``listen`` returned is seen even if the loop's thread first runs after it (a
         loaded machine: the thread's first read came after the change, which then looked like
         the starting point)
+    :param worth_waking: ``(last, current)``, for a marker that changed: whether the change is
+        one to wake for (default: every change)
     """
 
     def loop(wake: Callable[[], None], stop: threading.Event) -> None:
@@ -76,7 +83,7 @@ def poll_loop(read_marker: Callable[[], object], interval: float, initial: objec
                 log.warning("change poll failed: %s", exc)
                 first = False
                 continue
-            if not first and current != last:
+            if not first and current != last and (worth_waking is None or worth_waking(last, current)):
                 wake()
             last, first = current, False
 

@@ -12,7 +12,7 @@ from sqlalchemy import event
 
 from tickwork.errors import ConfigError
 from tickwork.structures import Finish, Outcome, RunStatus, ScheduleSpec
-from tickwork_mysql.store import MySQLStore, sqlalchemy_url
+from tickwork_mysql.store import MySQLStore, earlier_or_new, sqlalchemy_url
 
 
 def spec(name: str) -> ScheduleSpec:
@@ -61,6 +61,45 @@ def test_another_process_adding_or_firing_a_schedule_wakes_a_listener(mysql_url:
     finally:
         listening.close()
         writer.close()
+
+
+def test_a_claim_that_makes_the_earliest_fire_later_wakes_nobody(mysql_url: str) -> None:
+    """In a cluster at work every claim moves the earliest claimable fire later; a node told of
+    each would read its next due time after every poll for nothing."""
+    listening, writer = MySQLStore(mysql_url, poll_interval=0.05), MySQLStore(mysql_url)
+    listening.upgrade()
+    listening.open()
+    writer.open()
+    woken = threading.Event()
+    try:
+        now = writer.now()
+        writer.add(spec("due"), now - timedelta(seconds=1))
+        writer.add(spec("tomorrow"), now + timedelta(days=1))
+        listening.listen(woken.set)
+        (claim,) = writer.claim_due("other", limit=10, buckets=None)
+        assert claim.spec.name == "due"
+        assert not woken.wait(1.0), "a claim (the earliest fire moved later) woke the listener"
+        writer.unclaim("other", [claim])  # given back: due again, earlier than tomorrow
+        assert woken.wait(30), "a fire given back did not wake the listener"
+    finally:
+        listening.close()
+        writer.close()
+
+
+@pytest.mark.parametrize(
+    ("last", "current", "wake"),
+    [
+        ((5, 100), (6, 100), True),  # a new schedule
+        ((5, 100), (5, 90), True),  # an earlier fire
+        ((5, None), (5, 90), True),  # a claimable fire where there was none
+        ((None, None), (1, None), True),  # the first schedule (disabled)
+        ((5, 100), (5, 110), False),  # claimed: the earliest moved later
+        ((5, 100), (5, None), False),  # the last one claimed
+        ((5, 100), (4, 100), False),  # the newest removed
+    ],
+)
+def test_what_the_change_poll_wakes_for(last: Any, current: Any, wake: bool) -> None:
+    assert earlier_or_new(last, current) is wake
 
 
 def test_unique_fire_takes_only_the_schedule_version_it_read(mysql_url: str) -> None:
