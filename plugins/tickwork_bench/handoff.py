@@ -64,6 +64,8 @@ class HandoffSettings:
     #: seconds after the due time until which everything must have run
     timeout: float
     ready_timeout: float = 120.0
+    #: modules every node imports before it starts (``--node-import``)
+    node_imports: tuple[str, ...] = ()
 
 
 class JsonLines:
@@ -182,6 +184,7 @@ class HandoffRun:
                 "--lookahead", str(s.lookahead), "--max-in-flight", str(s.max_in_flight), "--executor", s.executor,
                 "--executor-options", json.dumps(self._executor_options()),
                 "--max-seconds", str(3 * MINUTE_S + s.timeout + s.ready_timeout),
+                *(arg for module in s.node_imports for arg in ("--import", module)),
             ]  # fmt: skip
             self.nodes.append(Child(f"node{k}", "tickwork_bench.nodeproc", args, s.work_dir / f"node{k}.log", env))
         for node in self.nodes:

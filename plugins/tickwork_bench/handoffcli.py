@@ -44,6 +44,16 @@ def settings_from(args: argparse.Namespace, work_dir: Path) -> HandoffSettings:
         raise UsageError(f"--broker: expected amqp://... or redis://..., got {masked(args.broker)}")
     if args.beats and args.executor != "celery":
         raise UsageError("--beats: Celery beat is compared with the celery executor only (--executor celery)")
+    # Options of the other workloads that this one would otherwise ignore without a word.
+    ignored = {
+        "--rounds": args.rounds != 1,
+        "--profile": args.profile is not None,
+        "--metrics": args.metrics,
+        "--stale-stats": args.stale_stats,
+    }
+    for option, given in ignored.items():
+        if given:
+            raise UsageError(f"{option}: not supported by --workload handoff")
     try:
         nodes = int(args.nodes or "1")
     except ValueError:
@@ -68,6 +78,7 @@ def settings_from(args: argparse.Namespace, work_dir: Path) -> HandoffSettings:
         batch_size=args.batch_size,
         max_in_flight=args.max_in_flight,
         timeout=args.handoff_timeout or max(120.0, schedules / 20.0),
+        node_imports=tuple(args.node_import),
     )
 
 
@@ -179,6 +190,7 @@ def run_handoff(args: argparse.Namespace, make_scratch: Callable[[str, argparse.
                 "code": code_version(),
                 "databases": [database],
                 "settings": {
+                    "node_imports": list(settings.node_imports),
                     "worker_concurrency": settings.concurrency,
                     "publish_threads": settings.publish_threads,
                     "lookahead_s": settings.lookahead,

@@ -25,7 +25,7 @@ from sqlalchemy import insert
 from tests.support.servers.mysql import MySQLServer
 from tests.support.servers.postgres import PostgresServer
 from tickwork.sql.schema import runs
-from tickwork_bench import cli
+from tickwork_bench import cli, statementkinds
 from tickwork_bench.cells import Cell, expand
 from tickwork_bench.metrics import CellResult, burst_metrics, percentile, steady_metrics
 from tickwork_bench.report import attach_baseline_ratios, attach_raw_ratios, table
@@ -594,6 +594,11 @@ def test_beat_metrics_count_a_second_beat_as_duplicates_and_ignore_sends_after_t
         (["--executor", "rq"], "RQ needs Redis"),
         (["--workload", "handoff,burst"], "runs alone"),
         (["--nodes", "1,2"], "one node count"),
+        # Options of the other workloads are refused rather than ignored.
+        (["--rounds", "2"], "--rounds: not supported by --workload handoff"),
+        (["--profile", "/tmp/profiles"], "--profile: not supported by --workload handoff"),
+        (["--metrics"], "--metrics: not supported by --workload handoff"),
+        (["--stale-stats"], "--stale-stats: not supported by --workload handoff"),
     ],
 )
 def test_handoff_usage_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -646,23 +651,31 @@ def test_handoff_to_rq_and_dramatiq_workers(
         connection.close()
 
 
-def test_handoff_over_a_mysql_store(mysql_server: MySQLServer, redis_url: str, tmp_path: Path) -> None:
+def test_handoff_over_a_mysql_store(
+    mysql_server: MySQLServer, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The hand-off workload over MySQL/MariaDB: the bench's own reads of the run history are
-    portable (no ``COUNT(*) FILTER``), and every fire is handed off and run once."""
-    out = tmp_path / "handoff.json"
+    portable (no ``COUNT(*) FILTER``), and every fire is handed off and run once. Its nodes
+    import what ``--node-import`` names (here the statement counter: it counted nothing before,
+    the option was dropped on the way to the nodes)."""
+    out, kinds = tmp_path / "handoff.json", tmp_path / "kinds"
+    monkeypatch.setenv(statementkinds.ENV, str(kinds))
     status = cli.main(
         [
             "--workload", "handoff", "--executor", "rq", "--broker", redis_url, "--store", "mysql",
             "--schedules", "20", "--worker-concurrency", "2", "--mysql-url", mysql_server.url("mysql"),
-            "--out", str(out), "--no-progress",
+            "--node-import", "tickwork_bench.statementkinds", "--out", str(out), "--no-progress",
         ]
     )  # fmt: skip
     doc = json.loads(out.read_text())
     assert status == 0, doc
+    assert doc["settings"]["node_imports"] == ["tickwork_bench.statementkinds"]
     (cell,) = doc["cells"]
     assert cell["errors"] == [] and cell["store"] == "mysql", cell
     tw = cell["tickwork"]
     assert (tw["handed_off"], tw["ran"], tw["executions"], tw["duplicates"]) == (20, 20, 20, 0), tw
+    counted = statementkinds.summary(kinds)
+    assert any(text.startswith("INSERT INTO tickwork_runs") for text in counted), sorted(counted)
 
 
 def _is_node(process: psutil.Process) -> bool:
