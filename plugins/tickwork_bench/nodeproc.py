@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine.interfaces import ExecuteStyle
 
-from tickwork.abc import NextDueSink, Store
+from tickwork.abc import Store
 from tickwork.config import Config, SchedulerConfig, parse
 from tickwork.node import Node, build_store
 from tickwork.node.process import tune_gc
@@ -71,27 +71,10 @@ class Meter:
         self._store_statements_base = 0
         inner = store.claim_due
 
-        def claim_due(
-            node_id: str,
-            *,
-            limit: int,
-            buckets: Sequence[int] | None,
-            ahead: float = 0.0,
-            steal_after: float | None = None,
-            namespaces: Sequence[str] | None = None,
-            next_due: NextDueSink | None = None,
-        ) -> list[Claim]:
-            # next_due passed on only when given: the engine gives it only where the store takes it.
-            more = {} if next_due is None else {"next_due": next_due}
-            claims = inner(
-                node_id,
-                limit=limit,
-                buckets=buckets,
-                ahead=ahead,
-                steal_after=steal_after,
-                namespaces=namespaces,
-                **more,
-            )
+        def claim_due(node_id: str, *, limit: int, **given: Any) -> list[Claim]:
+            # The arguments passed on as given: the engine passes next_due only where the store
+            # takes it.
+            claims = inner(node_id, limit=limit, **given)
             c = self.counters
             c.claim_calls += 1
             c.asked += limit

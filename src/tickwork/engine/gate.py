@@ -135,9 +135,7 @@ class ClaimGate:
             # The window is drained: claim again only after reading what is due next (what was
             # read before is claimed now), at a new lead. The claim may have read it already.
             if note is not None and note.read:
-                self._next_due, self._known = note.due, True
-                self._read_at, self._read_changes = self.clock.monotonic(), note.changes
-                self.reads += 1
+                self._keep_reading(note.due, note.changes)
                 self.reads_in_claims += 1
             else:
                 self._known = False
@@ -169,12 +167,18 @@ class ClaimGate:
 
     def read(self) -> datetime | None:
         changes = self._changes
-        self._next_due = self.store.next_due(
+        due = self.store.next_due(
             buckets=self.membership.owned_buckets(), steal_after=self.steal_after, namespaces=self.namespaces
         )
-        self._known, self._read_at, self._read_changes = True, self.clock.monotonic(), changes
+        self._keep_reading(due, changes)
+        return due
+
+    def _keep_reading(self, due: datetime | None, changes: int) -> None:
+        """A next due time read from the store (on its own or by a claim), with the changes told
+        of when the read began."""
+        self._next_due, self._known = due, True
+        self._read_at, self._read_changes = self.clock.monotonic(), changes
         self.reads += 1
-        return self._next_due
 
     def fresh(self) -> bool:
         """Whether the next due time last read can be used without reading it again: nothing was

@@ -137,14 +137,15 @@ class Claiming(ClaimedRuns, NamespaceTurns):
                 req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
                 ids = writethenread.candidates(conn, req)
                 self.statements += 2
-            drains = next_due is not None and len(ids) < limit
-            also = self._next_due_columns(scope.buckets, scope.steal_after, scope.served) if drains else []
+            # Told only by a claim that drains what is due (fewer ids than its limit).
+            told = next_due if len(ids) < limit else None
+            also = [] if told is None else self._next_due_columns(scope.buckets, scope.steal_after, scope.served)
             rows = writethenread.take(conn, req, ids, now, also=also)
             self.statements += 2 if ids else 0
             if not rows:
                 return []
-            if next_due is not None and drains:
-                next_due(next_due_of(rows[0]["next_owned"], rows[0].get("next_late"), scope.steal_after))
+            if told is not None:
+                told(next_due_of(rows[0]["next_owned"], rows[0].get("next_late"), scope.steal_after))
             return self._record_runs(conn, node_id, rows, {})
 
     def _claim_request(self, node_id: str, limit: int, scope: ClaimScope) -> ClaimRequest:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -44,46 +45,48 @@ def test_advisory_is_not_offered() -> None:
         MySQLStore("mysql://u@h/db", claim="advisory")
 
 
-def test_another_process_adding_or_firing_a_schedule_wakes_a_listener(mysql_url: str) -> None:
+@pytest.fixture
+def listening_and_writer(mysql_url: str) -> Iterator[tuple[MySQLStore, MySQLStore]]:
+    """A store that polls for changes every 0.05 s, and another process's store writing them."""
     listening, writer = MySQLStore(mysql_url, poll_interval=0.05), MySQLStore(mysql_url)
     listening.upgrade()
     listening.open()
     writer.open()
+    yield listening, writer
+    listening.close()
+    writer.close()
+
+
+def test_another_process_adding_or_firing_a_schedule_wakes_a_listener(
+    listening_and_writer: tuple[MySQLStore, MySQLStore],
+) -> None:
+    listening, writer = listening_and_writer
     woken = threading.Event()
-    try:
-        writer.add(spec("later"), writer.now() + timedelta(days=1))
-        listening.listen(woken.set)
-        writer.add(spec("new"), writer.now() + timedelta(days=2))
-        assert woken.wait(30), "an added schedule did not wake the listener"
-        woken.clear()
-        writer.fire_now("later")
-        assert woken.wait(30), "a schedule made due now did not wake the listener"
-    finally:
-        listening.close()
-        writer.close()
+    writer.add(spec("later"), writer.now() + timedelta(days=1))
+    listening.listen(woken.set)
+    writer.add(spec("new"), writer.now() + timedelta(days=2))
+    assert woken.wait(30), "an added schedule did not wake the listener"
+    woken.clear()
+    writer.fire_now("later")
+    assert woken.wait(30), "a schedule made due now did not wake the listener"
 
 
-def test_a_claim_that_makes_the_earliest_fire_later_wakes_nobody(mysql_url: str) -> None:
+def test_a_claim_that_makes_the_earliest_fire_later_wakes_nobody(
+    listening_and_writer: tuple[MySQLStore, MySQLStore],
+) -> None:
     """In a cluster at work every claim moves the earliest claimable fire later; a node told of
     each would read its next due time after every poll for nothing."""
-    listening, writer = MySQLStore(mysql_url, poll_interval=0.05), MySQLStore(mysql_url)
-    listening.upgrade()
-    listening.open()
-    writer.open()
+    listening, writer = listening_and_writer
     woken = threading.Event()
-    try:
-        now = writer.now()
-        writer.add(spec("due"), now - timedelta(seconds=1))
-        writer.add(spec("tomorrow"), now + timedelta(days=1))
-        listening.listen(woken.set)
-        (claim,) = writer.claim_due("other", limit=10, buckets=None)
-        assert claim.spec.name == "due"
-        assert not woken.wait(1.0), "a claim (the earliest fire moved later) woke the listener"
-        writer.unclaim("other", [claim])  # given back: due again, earlier than tomorrow
-        assert woken.wait(30), "a fire given back did not wake the listener"
-    finally:
-        listening.close()
-        writer.close()
+    now = writer.now()
+    writer.add(spec("due"), now - timedelta(seconds=1))
+    writer.add(spec("tomorrow"), now + timedelta(days=1))
+    listening.listen(woken.set)
+    (claim,) = writer.claim_due("other", limit=10, buckets=None)
+    assert claim.spec.name == "due"
+    assert not woken.wait(1.0), "a claim (the earliest fire moved later) woke the listener"
+    writer.unclaim("other", [claim])  # given back: due again, earlier than tomorrow
+    assert woken.wait(30), "a fire given back did not wake the listener"
 
 
 @pytest.mark.parametrize(
