@@ -45,6 +45,11 @@ TARGETS = {
 #: one after (their start with 20,000 entries takes a few seconds).
 BEAT_START_BY_S = 40.0
 POLL_S = 0.05
+#: Seconds the workers are kept, once every task ran, for their reports of the last ones to reach
+#: the history (a task's body ends before its worker reports it): the cell reports the history.
+REPORT_GRACE_S = 10.0
+#: Statuses a handed-off run has until its worker reports how it ended.
+UNREPORTED = ("submitted", "started")
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,8 @@ class HandoffRun:
         self.handed_off = 0
         self.handed_off_at: float | None = None
         self.settled = False
+        #: when every task of the minute had run (monotonic; the reports' grace runs from there)
+        self._all_ran_at: float | None = None
         #: when the nodes were stopped (machine clock): once the minute was settled
         self.nodes_stopped_at: float | None = None
         #: the broker's own publish rate measured in this run (:mod:`.handoffraw`)
@@ -245,6 +252,18 @@ class HandoffRun:
     def _boundary_after(epoch: float) -> datetime:
         return datetime.fromtimestamp(math.floor(epoch / MINUTE_S + 1) * MINUTE_S, UTC)
 
+    def _reported(self, t0: datetime) -> bool:
+        """Whether the workers' reports of the minute's runs reached the history, or
+        :data:`REPORT_GRACE_S` passed since every task ran (a report lost stays in the cell's
+        history as it was)."""
+        if self._all_ran_at is None:
+            self._all_ran_at = time.monotonic()
+        if time.monotonic() - self._all_ran_at >= REPORT_GRACE_S:
+            return True
+        waiting = func.coalesce(func.sum(case((runs.c.status.in_(UNREPORTED), 1), else_=0)), 0)
+        with self.scratch.engine.connect() as conn:
+            return int(conn.execute(select(waiting).where(runs.c.scheduled_for == t0)).scalar_one()) == 0
+
     def _handed_off(self, t0: datetime) -> tuple[int, int, float]:
         """Fires due at ``t0`` recorded handed off (or further), those no longer running (handed
         off, skipped or failed), and the database time."""
@@ -286,11 +305,11 @@ class HandoffRun:
                 self.nodes_stopped_at = time.time()
                 self.progress.message(f"handed off {self.handed_off:,}; waiting for the workers to run them")
             tickwork_done = self.settled and ran >= self.handed_off
-            if self.services and tickwork_done:
+            if self.services and tickwork_done and self._reported(t0_dt):
                 self._stop_workers()
             beat_ran = sum(1 for e in done if e["kind"] == "beat")
             self.progress.update(ran + beat_ran, n + len(self.sends.items))
-            if tickwork_done and beats_done and beat_ran >= len(self.sends.read()):
+            if tickwork_done and not self.services and beats_done and beat_ran >= len(self.sends.read()):
                 return
             time.sleep(POLL_S)
         self.errors.append(f"not everything ran within {self.s.timeout:g}s of the minute (see the logs)")
