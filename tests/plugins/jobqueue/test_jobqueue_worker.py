@@ -110,9 +110,11 @@ def test_a_job_of_a_dead_worker_is_failed_as_stale_and_unblocks_its_schedule(que
 
 def test_heartbeats_keep_a_long_job_alive(queue_url: str, tmp_path: Path) -> None:
     """A job running 2.4x longer than stale_after is not failed while its worker sends heartbeats."""
-    enqueue(queue_url, ("slow", f"{JOBS}:slow_append", {"path": str(tmp_path / "o"), "text": "t", "seconds": 1.2}))
-    worker = Worker(queue_url, name="w", stale_after=0.5)
-    sweeper = Worker(queue_url, name="sweeper", stale_after=0.5)
+    # stale_after 1.5 s (heartbeats every 0.5 s): with 0.5 s, one heartbeat delayed by a third
+    # of a second under CI's four workers made the sweeper see a live worker as stale.
+    enqueue(queue_url, ("slow", f"{JOBS}:slow_append", {"path": str(tmp_path / "o"), "text": "t", "seconds": 3.6}))
+    worker = Worker(queue_url, name="w", stale_after=1.5)
+    sweeper = Worker(queue_url, name="sweeper", stale_after=1.5)
     sweeper.open()
     try:
         thread = threading.Thread(target=worker.run, kwargs={"once": True})
