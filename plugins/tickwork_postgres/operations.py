@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import CTE, ColumnElement, Connection, Executable, Integer, cast, func, literal, select, type_coerce
+from sqlalchemy import (
+    CTE,
+    ColumnElement,
+    Connection,
+    Executable,
+    Integer,
+    Table,
+    cast,
+    func,
+    literal,
+    select,
+    type_coerce,
+)
 from sqlalchemy.dialects import postgresql
 
 from tickwork.sql.features import Operations
 from tickwork.sql.schema import UTCDateTime
+
+from . import unnest
 
 CHANNEL = "tickwork_changes"
 # First key of the two-key advisory lock space, so tickwork's locks cannot meet an application's.
@@ -35,6 +50,26 @@ class PostgresOperations(Operations):
 
     def insert_ignore(self, table: Any) -> Any:
         return postgresql.insert(table).on_conflict_do_nothing()
+
+    def text_as_json(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
+        # PostgreSQL has no assignment cast from text to json.
+        return cast(text, postgresql.JSON)
+
+    def insert_many(
+        self, conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]], *, skip_existing: bool = False
+    ) -> None:
+        # One statement per batch, not one per row (unnest.py).
+        if not rows:
+            return
+        shape = unnest.split(table, rows)
+        if shape is None:  # values psycopg cannot put in one array: an executemany
+            super().insert_many(conn, table, rows, skip_existing=skip_existing)
+        else:
+            columns, arrays, documents = shape
+            conn.execute(
+                unnest.statement(table, columns, arrays, documents, skip_existing),
+                unnest.parameters(rows, columns, arrays, documents),
+            )
 
     def materialized(self, cte: CTE) -> CTE:
         return cte.prefix_with("MATERIALIZED")

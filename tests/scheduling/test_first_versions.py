@@ -81,3 +81,22 @@ def test_first_fires_shared_still_end_a_finished_schedule() -> None:
     now = datetime(2026, 11, 29, 12, tzinfo=UTC)
     assert next_fire(fresh, now) == first_fire(fresh, now)
     assert next_fire(done, now) is None
+
+
+def test_a_template_joins_to_the_text_of_each_plain_target() -> None:
+    first = FirstVersions()
+    plain = [s for s in SPECS if not s.arguments and s.name != "c"]
+    for s in plain:
+        template = first.template(s)
+        assert template is not None, s.name
+        assert template.texts(s.target) == unshared(s), s.name
+    # One object per shape: the store writes one statement per shape and batch.
+    assert first.template(SPECS[0]) is first.template(SPECS[1])
+    assert first.template(SPECS[0]) is not first.template(SPECS[3])
+
+
+def test_no_template_where_the_target_must_be_escaped_or_the_version_is_not_shared() -> None:
+    first = FirstVersions()
+    assert first.template(spec("c", target='jobs:"quoted" \\ ünïcode ✓')) is None
+    assert first.template(spec("u", target="jobs:ünïcode")) is None  # json.dumps writes \u escapes
+    assert first.template(spec("h", arguments={"x": 1})) is None

@@ -11,7 +11,9 @@ declaration's sync, a revert) writes its version with it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -61,6 +63,29 @@ _SHAPE_FIELDS = ("expression", *(o.field for o in _DEFINED if o.name != "args"))
 _shape = attrgetter(*_SHAPE_FIELDS)
 
 
+#: A target whose JSON is itself in quotes (what a declared job's ``module:qualname`` is): its
+#: first version can be joined around it by the database (:meth:`FirstVersions.template`).
+_PLAIN_TARGET = re.compile(r"[A-Za-z0-9_.:]+")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A first version's JSON text around its target, the quotes included: the changes are
+    ``changes_head + target + changes_tail``, the definition ``definition_head + target +
+    definition_tail``. One per shape; the store may join it to each target itself."""
+
+    changes_head: str
+    changes_tail: str
+    definition_head: str
+    definition_tail: str
+
+    def texts(self, target: str) -> tuple[str, str]:
+        return (
+            self.changes_head + target + self.changes_tail,
+            self.definition_head + target + self.definition_tail,
+        )
+
+
 class FirstVersions:
     """The first version of new schedules, ``(changes, definition)`` as the JSON text
     ``json.dumps`` writes for :func:`changes` ``(None, definition(spec))`` and
@@ -71,22 +96,43 @@ class FirstVersions:
 
     def __init__(self) -> None:
         self._shapes: dict[tuple[object, ...], tuple[str, str, str, str]] = {}
+        self._templates: dict[tuple[str, str, str, str], Template] = {}
 
     def texts(self, spec: ScheduleSpec) -> tuple[str, str]:
         """``spec``'s first version: its changes and its definition, as JSON text."""
-        if spec.arguments:
+        parts = self._parts_of(spec)
+        if parts is None:
             return _texts(spec)
+        target = json.dumps(spec.target)
+        return parts[0] + target + parts[1], parts[2] + target + parts[3]
+
+    def template(self, spec: ScheduleSpec) -> Template | None:
+        """``spec``'s shape as a :class:`Template` (one object per shape), or ``None`` when its
+        first version is not shared (arguments, an unhashable option) or its target's JSON is
+        not the target in quotes (it must escape a character or may not be written as is)."""
+        if _PLAIN_TARGET.fullmatch(spec.target) is None:
+            return None
+        parts = self._parts_of(spec)
+        if parts is None:
+            return None
+        found = self._templates.get(parts)
+        if found is None:
+            found = self._templates[parts] = Template(parts[0] + '"', '"' + parts[1], parts[2] + '"', '"' + parts[3])
+        return found
+
+    def _parts_of(self, spec: ScheduleSpec) -> tuple[str, str, str, str] | None:
+        if spec.arguments:
+            return None
         values = _shape(spec)
         # The types too: equal values of two types (1 and True) are written differently.
         key = (values, tuple(map(type, values)))
         try:
             parts = self._shapes.get(key)
         except TypeError:  # an unhashable value (a list where a tuple belongs): not shared
-            return _texts(spec)
+            return None
         if parts is None:
             parts = self._shapes[key] = _parts(spec)
-        target = json.dumps(spec.target)
-        return parts[0] + target + parts[1], parts[2] + target + parts[3]
+        return parts
 
 
 def _texts(spec: ScheduleSpec) -> tuple[str, str]:

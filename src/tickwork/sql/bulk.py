@@ -63,7 +63,6 @@ def insert_schedules(
     """Create ``specs``; a name that exists already is skipped by the insert and then refused
     unless it holds a schedule of the same module (another node wrote the same plan first).
     Returns the id and version of every schedule of ``specs`` (for :func:`.versioning.record`)."""
-    stmt = store.insert_ignore(schedules)
     c = schedules.c
     read_back = select(c.id, c.namespace, c.name, c.module, c.version)
     written: Written = {}
@@ -81,7 +80,7 @@ def insert_schedules(
         # every row of the namespace against the 1,000 names one by one: 0.2-1 s per batch, the
         # most of a first start's 20,000-job sync.
         before = conn.execute(select(func.coalesce(func.max(schedules.c.id), 0))).scalar_one()
-        conn.execute(stmt, rows)
+        store.operations.insert_many(conn, schedules, rows, skip_existing=True)
         wanted = {s.key: s.module for s in batch}
         found = list(conn.execute(read_back.where(schedules.c.id > before)))
         # Another transaction's rows may be among them (not under the write lock, or committed

@@ -10,11 +10,25 @@ but no ``UPDATE ... RETURNING``, MySQL none); the rest a store plugin declares i
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import CTE, ColumnElement, Connection, CursorResult, Delete, Executable, bindparam, delete, select
+from sqlalchemy import (
+    CTE,
+    JSON,
+    ColumnElement,
+    Connection,
+    CursorResult,
+    Delete,
+    Executable,
+    Table,
+    bindparam,
+    delete,
+    select,
+    type_coerce,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 
@@ -140,6 +154,22 @@ class Operations:
         ``WHERE id IN (SELECT id ... ORDER BY id LIMIT n)`` (PostgreSQL, SQLite)."""
         ids = select(table.c.id).where(where).order_by(table.c.id).limit(limit)
         return delete(table).where(table.c.id.in_(ids.scalar_subquery()))
+
+    def text_as_json(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
+        """The JSON text ``text`` (an expression) as a value a JSON column takes. Default: the
+        text itself, typed JSON (SQLite and MySQL take text for a JSON column; SQLite must not
+        be given ``CAST(... AS JSON)``: a type name without TEXT in it has numeric affinity)."""
+        return type_coerce(text, JSON)
+
+    def insert_many(
+        self, conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]], *, skip_existing: bool = False
+    ) -> None:
+        """Insert ``rows`` (dicts of the same columns) into ``table`` in ``conn``'s transaction;
+        with ``skip_existing``, rows violating a unique constraint are skipped
+        (:meth:`insert_ignore`). Default: one executemany. A database may send the batch as
+        one set-based statement instead (PostgreSQL: ``unnest`` of arrays)."""
+        if rows:
+            conn.execute(self.insert_ignore(table) if skip_existing else table.insert(), list(rows))
 
     def prepare(self, statement: Any, dialect: Dialect) -> Prepared:
         """How the store executes the statements it runs for every batch of fires (see

@@ -5,23 +5,39 @@ definition can leave its version out, and read by :meth:`ScheduleVersions.versio
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import ColumnElement, Connection, Insert, String, Text, bindparam, delete, insert, select
 
 from ..errors import ScheduleNotFoundError
-from ..scheduling.versions import FirstVersions, changes, definition
+from ..scheduling.versions import FirstVersions, Template, changes, definition
 from ..structures import DEFAULT_NAMESPACE, ScheduleKey, ScheduleSpec, ScheduleVersion
 from . import bulk
 from .jsontext import Encoded
 from .retry import transient_retry
-from .schema import named, schedule_versions, schedules
+from .schema import UTCDateTime, named, schedule_versions, schedules
 from .storecore import SQLCore
 
+
+@dataclass(frozen=True)
+class Shaped:
+    """A new schedule's first version as its shape's :class:`Template` and its target: the
+    database joins the two when the schedule's row is known (:func:`record`), the text is built
+    here otherwise."""
+
+    template: Template
+    target: str
+
+    def texts(self) -> tuple[Encoded, Encoded]:
+        changed, new = self.template.texts(self.target)
+        return Encoded(changed), Encoded(new)
+
+
 #: Each changed definition by schedule key: its changes and the whole definition after them
-#: (JSON, or a new schedule's as its JSON text).
-Diffs = dict[ScheduleKey, tuple[dict[str, dict[str, Any]] | Encoded, dict[str, Any] | Encoded]]
+#: (JSON, or a new schedule's as its JSON text), or a new schedule's :class:`Shaped` version.
+Diffs = dict[ScheduleKey, "Shaped | tuple[dict[str, dict[str, Any]] | Encoded, dict[str, Any] | Encoded]"]
 
 
 def diffs(written: Sequence[tuple[ScheduleSpec, ScheduleSpec | None]]) -> Diffs:
@@ -34,6 +50,10 @@ def diffs(written: Sequence[tuple[ScheduleSpec, ScheduleSpec | None]]) -> Diffs:
     first = FirstVersions()
     for spec, before in written:
         if before is None:
+            template = first.template(spec)
+            if template is not None:
+                out[spec.key] = Shaped(template, spec.target)
+                continue
             changed_text, new_text = first.texts(spec)
             out[spec.key] = (Encoded(changed_text), Encoded(new_text))
             continue
@@ -48,16 +68,33 @@ def record(store: SQLCore, conn: Connection, wanted: Diffs, by: str | None, know
     """Insert the version rows of the definitions just written in ``conn``'s transaction (the
     changed ones, :func:`diffs`): each schedule's number is read back from its row, which the
     write set (1 for a new schedule, one more for a changed one), unless ``known`` holds it (the
-    schedules :func:`.bulk.insert_schedules` just created, read back by it already)."""
+    schedules :func:`.bulk.insert_schedules` just created, read back by it already).
+
+    The first versions of known new schedules that share a shape are written by one
+    ``INSERT ... SELECT`` per batch, which joins the shape's text around each row's target in
+    the database: a first sync of 20,000 declared jobs sent 15 MB of nearly identical JSON
+    (740 bytes a definition), which PyMySQL escaped character by character in Python."""
     if not wanted:
         return
     known = known or {}
     # The clock read once, not bound per row: an executemany evaluates a bound clock at every row.
     now = bulk.clock(store, conn)
-    insert = schedule_versions.insert()
-    rows = [_row(key, *known[key], wanted, now, by) for key in sorted(wanted) if key in known]
+    shaped: dict[Template, list[int]] = {}
+    rows = []
+    for key in sorted(wanted):
+        if key not in known:
+            continue
+        value = wanted[key]
+        if isinstance(value, Shaped):
+            shaped.setdefault(value.template, []).append(known[key][0])
+        else:
+            rows.append(_row(key, *known[key], wanted, now, by))
+    joined = store._statement("versions.joined", lambda: _joined(store))
+    for template, ids in shaped.items():
+        for batch in bulk.chunks(ids):
+            conn.execute(joined, {"ids": list(batch), "now": now, "by": by, **asdict(template)})
     for batch in bulk.chunks(rows):
-        conn.execute(insert, list(batch))
+        store.operations.insert_many(conn, schedule_versions, batch)
     for batch in bulk.chunks(sorted(key for key in wanted if key not in known)):
         found = conn.execute(
             select(schedules.c.id, schedules.c.namespace, schedules.c.name, schedules.c.version).where(
@@ -65,18 +102,40 @@ def record(store: SQLCore, conn: Connection, wanted: Diffs, by: str | None, know
             )
         )
         rows = [_row((namespace, name), sid, number, wanted, now, by) for sid, namespace, name, number in found]
-        if rows:
-            conn.execute(insert, rows)
+        store.operations.insert_many(conn, schedule_versions, rows)
+
+
+def _joined(store: SQLCore) -> Insert:
+    """The first versions of the schedules ``:ids``, their shape's text (``:changes_head`` ...)
+    joined around each one's target, at each one's version (1: just created)."""
+    s = schedules.c
+
+    def around(part: str) -> ColumnElement[Any]:
+        text = bindparam(f"{part}_head", type_=Text) + s.target + bindparam(f"{part}_tail", type_=Text)
+        return store.operations.text_as_json(text)
+
+    source = select(
+        s.id,
+        s.version,
+        bindparam("now", type_=UTCDateTime),
+        bindparam("by", type_=String),
+        around("changes"),
+        around("definition"),
+    ).where(s.id.in_(bindparam("ids", expanding=True)))
+    columns = ["schedule_id", "version", "created_at", "created_by", "changes", "definition"]
+    return insert(schedule_versions).from_select(columns, source)
 
 
 def _row(key: ScheduleKey, sid: int, number: int, wanted: Diffs, now: datetime, by: str | None) -> dict[str, Any]:
+    value = wanted[key]
+    changed, new = value.texts() if isinstance(value, Shaped) else value
     return {
         "schedule_id": sid,
         "version": number,
         "created_at": now,
         "created_by": by,
-        "changes": wanted[key][0],
-        "definition": wanted[key][1],
+        "changes": changed,
+        "definition": new,
     }
 
 
