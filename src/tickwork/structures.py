@@ -7,6 +7,7 @@ All datetimes are timezone-aware and in UTC.
 from __future__ import annotations
 
 import enum
+import functools
 import unicodedata
 import zlib
 from collections.abc import Sequence
@@ -358,6 +359,13 @@ def parse_iso(text: str) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+@functools.lru_cache(maxsize=256)
+def _namespace_ok(namespace: str) -> bool:
+    # Remembered: every spec checks its namespace, and a module declaring 20,000 jobs has one
+    # (the test by character was an eighth of a declaration).
+    return 0 < len(namespace) <= MAX_NAMESPACE and all(c.isascii() and (c.isalnum() or c in "-_.") for c in namespace)
+
+
 def check_name(name: str) -> None:
     """Refuse a schedule name that is not one line of printable text: a newline or other control
     character would forge lines of ``tickwork jobs list`` and of the logs, a bidirectional override
@@ -390,6 +398,8 @@ def check_namespace(namespace: object) -> None:
 
     :raises ValueError: saying what a namespace may be
     """
+    if type(namespace) is str and _namespace_ok(namespace):
+        return
     if (
         not isinstance(namespace, str)
         or not 0 < len(namespace) <= MAX_NAMESPACE
@@ -521,8 +531,37 @@ class ScheduleSpec:
             object.__setattr__(self, "misfire", MisfirePolicy(self.misfire))
         self._check_semantics()
 
+    def _at_defaults(self) -> bool:
+        """Whether every option :meth:`_check_semantics` checks is at its default, as the members
+        and types it would leave them (most declarations: their check and conversions were a
+        quarter of a declaration)."""
+        return (
+            self.pause_after_failures is None
+            and self.max_catchup is None
+            and self.max_runs is None
+            and self.on_finish is OnFinish.KEEP
+            and self.on_abandon is OnAbandon.SKIP
+            and type(self.jitter) is timedelta
+            and not self.jitter
+            and self.misfire_grace is None
+            and self.start_at is None
+            and self.end_at is None
+            and type(self.also) is tuple
+            and not self.also
+            and type(self.exclude) is tuple
+            and not self.exclude
+            and self.on_holiday is OnHoliday.SKIP
+            and self.holidays is None
+            and self.overlap is Overlap.SKIP
+            and self.max_concurrent is None
+            and self.concurrency_key is None
+            and self.concurrency_limit is None
+        )
+
     def _check_semantics(self) -> None:
         """The options of docs/triggers.md#schedule-options (pausing, jitter, bounds, catch-up)."""
+        if self._at_defaults():
+            return
         _check_count("pause_after_failures", self.pause_after_failures, 1, MAX_PAUSE_AFTER_FAILURES)
         _check_count("max_catchup", self.max_catchup, 0, MAX_CATCHUP)
         _check_count("max_runs", self.max_runs, 1, MAX_RUNS)

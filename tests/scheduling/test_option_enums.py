@@ -126,3 +126,29 @@ def test_backfill_fires_still_take_their_overlap_as_stored_text() -> None:
     assert backfill_takeable(["allow", "allow"], running=1, max_concurrent=2) == 1
     assert backfill_takeable(["buffer_all", "buffer_all"], running=0, max_concurrent=None) == 1
     assert backfill_takeable(["buffer_all"], running=1, max_concurrent=None) == 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "held"),
+    [
+        ({"on_finish": "keep"}, {"on_finish": OnFinish.KEEP}),
+        ({"on_abandon": "skip"}, {"on_abandon": OnAbandon.SKIP}),
+        ({"overlap": "skip"}, {"overlap": Overlap.SKIP}),
+        ({"also": [], "exclude": []}, {"also": (), "exclude": ()}),
+    ],
+)
+def test_options_given_at_their_default_as_text_or_a_list_are_still_held_as_members_and_tuples(
+    fields: dict[str, object], held: dict[str, object]
+) -> None:
+    # A spec whose options are all at their defaults skips their checks (a declaration's cost);
+    # text or a list equal to a default is not that default and is still converted.
+    spec = _spec(**fields)
+    for name, value in held.items():
+        got = getattr(spec, name)
+        assert got == value and type(got) is type(value), name
+
+
+@pytest.mark.parametrize("fields", [{"jitter": 0}, {"namespace": "no spaces"}, {"namespace": ""}])
+def test_a_value_of_the_wrong_type_at_a_defaults_place_is_still_refused(fields: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        _spec(**fields)
