@@ -51,6 +51,15 @@ class CellResult:
         return {**self.cell.as_json(), "metrics": self.metrics, "node_results": self.nodes, "errors": self.errors}
 
 
+def nothing_fired(metrics: dict[str, Any]) -> str | None:
+    """The error of a cell whose nodes ran but fired nothing that was due (every round statement
+    refused, say): a failed cell, not a slow one. Such a cell was once reported ``ok`` with
+    0/10,000 fired."""
+    if metrics.get("expected") and not metrics.get("fires"):
+        return f"no fire ran of the {metrics['expected']:,} due: the nodes' logs say why"
+    return None
+
+
 def lag_metrics(rows: Sequence[MeasuredRun]) -> dict[str, Any]:
     """started_at - scheduled_for over the started runs, in milliseconds."""
     lags = [_ms(r.started_at - r.scheduled_for) for r in rows if r.started_at is not None]

@@ -20,7 +20,7 @@ from typing import Any
 from tickwork.config import SchedulerConfig
 
 from .cells import Cell
-from .metrics import CellResult, burst_metrics, node_metrics, steady_metrics
+from .metrics import CellResult, burst_metrics, node_metrics, nothing_fired, steady_metrics
 from .procs import Child, ChildError, collect
 from .progress import Progress
 from .scratch import YEARLY, Armed, DueSet, Scratch
@@ -348,6 +348,9 @@ def measure(
     metrics["t0"] = armed.t0.isoformat()
     metrics["woken_late_ms"] = armed.woken_late_ms
     result.metrics = metrics
+    error = nothing_fired(metrics)
+    if error:
+        result.errors.append(error)
 
 
 def add_cpu_shares(metrics: dict[str, Any], shares: dict[str, float | None]) -> None:

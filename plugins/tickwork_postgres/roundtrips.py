@@ -20,6 +20,7 @@ from sqlalchemy import (
     Select,
     Text,
     Update,
+    any_,
     bindparam,
     cast,
     column,
@@ -140,9 +141,14 @@ class PostgresRoundTrips(OneTransactionRound):
         f = select(rows).cte("f")
         # The batch's rows this transaction could lock: one another session holds (a stray
         # FOR UPDATE, a long transaction) is passed over and written later, not waited for.
+        # By primary key: ``id = ANY`` an array of the batch's ids. As ``id IN (SELECT ...)`` the
+        # planner, guessing 100 rows for the document, hashed them and scanned the whole table,
+        # dead row versions included (a schedule row gets three new versions per fire, and
+        # autovacuum comes by seconds apart): 0.4 million rows read in a 10 s spread cell, a
+        # third of the database's CPU in hash joins (perf; benchmarks.md).
         locked = (
             select(schedules.c.id)
-            .where(schedules.c.id.in_(select(f.c.id).scalar_subquery()))
+            .where(schedules.c.id == any_(cast(select(func.array_agg(f.c.id)).scalar_subquery(), ARRAY(BigInteger))))
             .with_for_update(skip_locked=True)
             .cte("locked")
         )

@@ -38,10 +38,11 @@ from tickwork.sql.claimturns import ClaimScope
 from tickwork.sql.dialects import SQLTraits, declare
 from tickwork.sql.engines import pooled_engine
 from tickwork.sql.schema import runs
+from tickwork.structures import Finish
 
 from .backfilltake import PostgresBackfills
 from .operations import CHANNEL, PostgresOperations
-from .roundtrips import PostgresRoundTrips
+from .roundtrips import PostgresRoundTrips, end_batch
 from .settings import PostgresSettings
 
 log = logging.getLogger("tickwork.postgres")
@@ -180,6 +181,17 @@ class PostgresStore(PostgresBackfills, PostgresRoundTrips):
             stmt = self._single_claim_statement(conn, self._claim_request(node_id, limit, scope), scope)
             compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
             params = compiled.construct_params(self._claim_params(node_id, limit, scope))
+            rows = conn.exec_driver_sql(f"EXPLAIN (COSTS OFF) {compiled}", params).scalars().all()
+        return "\n".join(rows)
+
+    def explain_ends(self, finishes: Sequence[Finish]) -> str:
+        """PostgreSQL's plan (``EXPLAIN``, not run) for the statement that releases and ends the
+        batch ``finishes`` (:meth:`finish`), its document bound as it is sent: a diagnostic like
+        :meth:`explain_claim` (tests/plugins/postgres/test_claim_plans.py)."""
+        with self._tx() as conn:
+            stmt = self._statement("pg_release_and_end", self._release_and_end_statement)
+            compiled = stmt.compile(dialect=conn.dialect)
+            params = compiled.construct_params({"f_batch": end_batch(finishes)})
             rows = conn.exec_driver_sql(f"EXPLAIN (COSTS OFF) {compiled}", params).scalars().all()
         return "\n".join(rows)
 

@@ -720,3 +720,11 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_and_leaves_no_node_running(tmp_path:
     assert bench.returncode == 1 and "only 0 of 1 cells were measured" in output, output
     _gone, alive = psutil.wait_procs(nodes, timeout=10)
     assert alive == [], [p.pid for p in alive]
+
+
+def test_a_cell_that_fired_nothing_of_what_was_due_is_a_failure() -> None:
+    from tickwork_bench.metrics import nothing_fired
+
+    assert nothing_fired({"fires": 0, "expected": 10_000}) == "no fire ran of the 10,000 due: the nodes' logs say why"
+    assert nothing_fired({"fires": 1, "expected": 10_000}) is None  # behind its load: measured, not failed
+    assert nothing_fired({"fires": 0, "expected": 0}) is None

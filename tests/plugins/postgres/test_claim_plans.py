@@ -9,12 +9,13 @@ by hashing them and scanning the whole table. Plans, not timings: EXPLAIN withou
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 
 from tests.support import planted
 from tests.support.servers.postgres import POSTGRES, PostgresServer
-from tickwork.structures import SchedulePlan, ScheduleSpec
+from tickwork.structures import Finish, Outcome, RunStatus, SchedulePlan, ScheduleSpec
 from tickwork_membership.ring import BucketRing
 from tickwork_postgres.store import PostgresStore
 
@@ -71,3 +72,25 @@ def test_explain_claim_refuses_strategies_without_one_statement_built_ahead(
             store.explain_claim(limit=10)
     finally:
         store.close()
+
+
+def test_a_batch_of_ends_locks_its_rows_by_primary_key(postgres_server: PostgresServer) -> None:
+    """The end statement locks the batch's rows by ``id = ANY`` an array of their ids: as ``id IN
+    (SELECT ...)`` of the batch's document (100 rows to the planner) it hashed them and scanned
+    the whole table, every dead row version of a busy minute included."""
+    with POSTGRES.fresh_database(postgres_server) as dbname:
+        store = PostgresStore(planted.with_password(postgres_server.url(dbname)), claim="skip-locked")
+        try:
+            store.upgrade()
+            store.open()
+            specs = [ScheduleSpec(f"s{i}", "cron", "0 0 1 1 *", "tickwork_bench.jobs:noop") for i in range(1000)]
+            now = store.now()
+            store.write_schedules(lambda _stored: SchedulePlan(create=specs), lambda _spec, _now: now)
+            store.refresh_statistics()
+            claims = store.claim_due("n1", limit=20, buckets=None)
+            finishes = [Finish(c, Outcome(RunStatus.SUCCEEDED), now + timedelta(days=365)) for c in claims]
+            plan = store.explain_ends(finishes)
+        finally:
+            store.close()
+    assert "Seq Scan on tickwork_schedules" not in plan, plan
+    assert "Index Scan using pk_tickwork_schedules" in plan, plan
