@@ -59,6 +59,8 @@ def test_a_claim_reads_the_due_index_in_order_and_rows_by_primary_key(
     assert "Sort" not in plan, plan
     assert "Seq Scan on tickwork_schedules" not in plan, plan
     assert "Index Scan using pk_tickwork_schedules" in plan, plan
+    # The release too: not every running schedule through the claims' partial index.
+    assert "ix_tickwork_schedules_claimed" not in plan, plan
 
 
 @pytest.mark.parametrize("claim", ["optimistic", "advisory", "unique-fire"])
@@ -75,9 +77,10 @@ def test_explain_claim_refuses_strategies_without_one_statement_built_ahead(
 
 
 def test_a_batch_of_ends_locks_its_rows_by_primary_key(postgres_server: PostgresServer) -> None:
-    """The end statement locks the batch's rows by ``id = ANY`` an array of their ids: as ``id IN
-    (SELECT ...)`` of the batch's document (100 rows to the planner) it hashed them and scanned
-    the whole table, every dead row version of a busy minute included."""
+    """The end statement locks and releases the batch's rows by ``id = ANY`` an array of their
+    ids: as ``id IN (SELECT ...)`` of the batch's document (100 rows to the planner) it hashed
+    them and scanned the whole table, every dead row version of a busy minute included, and the
+    release read every running schedule through the claims' partial index."""
     with POSTGRES.fresh_database(postgres_server) as dbname:
         store = PostgresStore(planted.with_password(postgres_server.url(dbname)), claim="skip-locked")
         try:
@@ -94,3 +97,5 @@ def test_a_batch_of_ends_locks_its_rows_by_primary_key(postgres_server: Postgres
             store.close()
     assert "Seq Scan on tickwork_schedules" not in plan, plan
     assert "Index Scan using pk_tickwork_schedules" in plan, plan
+    # The release too: not every running schedule through the claims' partial index.
+    assert "ix_tickwork_schedules_claimed" not in plan, plan
