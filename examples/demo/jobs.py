@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 from datetime import UTC, datetime
 
 import tickwork
 
 
 def _say(text: str) -> None:
-    print(f"{datetime.now(UTC):%H:%M:%S.%f}"[:-3] + f"  {text}", flush=True)
+    # One write of the whole line: print() writes the text and the newline separately, and two
+    # jobs firing at the same moment then shared a line.
+    sys.stdout.write(f"{datetime.now(UTC):%H:%M:%S.%f}"[:-3] + f"  {text}\n")
+    sys.stdout.flush()
 
 
 @tickwork.cron("*/5 * * * * *")  # 6 fields: seconds first -> every 5 seconds
