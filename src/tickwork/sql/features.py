@@ -79,6 +79,11 @@ class Operations:
     insert_ignore_skips_in_returning: ClassVar[bool] = True
     #: See :attr:`Features.sets_in_order`.
     sets_in_order: ClassVar[bool] = False
+    #: The most values an ``IN`` list of one indexed lookup should hold (the hand-off checks'
+    #: schedule ids): past its own limit a database may estimate the rows from the index's
+    #: statistics instead of the index itself, and scan the table (MySQL/MariaDB:
+    #: ``eq_range_index_dive_limit``, 200 ranges). Default: as many as a batch holds.
+    indexed_in_list: ClassVar[int] = 1000
     #: The table statistics are refreshed with this statement (:meth:`analyze`).
     analyze_sql: ClassVar[str] = "ANALYZE tickwork_schedules"
 
