@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -112,6 +113,36 @@ for line in requests:
 """
 
 
+class Lines:
+    """Whole lines read from a pipe's descriptor, each waited for at most a timeout, through this
+    object's own buffer. Not ``select`` on a pipe and ``readline`` on its buffered reader: the
+    fork server answers a command that ends at once with two lines before the first is read, the
+    reader took both into its buffer, ``select`` then saw nothing left to read, the test waited
+    its whole timeout for the second line, and the next command took it as its own (a CI run:
+    three tests failed in a row)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = b""
+
+    def next(self, timeout: float) -> bytes | None:
+        """The next line without its newline, ``None`` after ``timeout`` seconds.
+
+        :raises EOFError: the writer closed the pipe
+        """
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._pending:
+            readable, _, _ = select.select([self._fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not readable:
+                return None
+            chunk = os.read(self._fd, 65536)
+            if not chunk:
+                raise EOFError
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line
+
+
 class ForkServer:
     """One server process; :meth:`run` is called by one test at a time (a lock keeps it so)."""
 
@@ -125,18 +156,18 @@ class ForkServer:
             env=dict(env),
             cwd=self._dir,
         )
+        assert self._proc.stdout is not None
+        self._lines = Lines(self._proc.stdout.fileno())
         ready = self._reply(120.0)
         assert ready == {"ready": True}, ready
 
     def _reply(self, timeout: float) -> dict[str, Any] | None:
-        out = self._proc.stdout
-        assert out is not None
-        readable, _, _ = select.select([out], [], [], timeout)
-        if not readable:
+        try:
+            line = self._lines.next(timeout)
+        except EOFError:
+            raise RuntimeError(f"the fork server exited with status {self._proc.wait()}") from None
+        if line is None:
             return None
-        line = out.readline()
-        if not line:
-            raise RuntimeError(f"the fork server exited with status {self._proc.wait()}")
         reply: dict[str, Any] = json.loads(line)
         return reply
 
