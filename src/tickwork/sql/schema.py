@@ -27,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
+from sqlalchemy.sql.ddl import DDLIfCallable
 from sqlalchemy.sql.elements import ColumnElement, TextClause, conv
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
@@ -111,19 +112,27 @@ def _migrated_check(sqltext: str, name: str) -> tuple[CheckConstraint, CheckCons
     )
 
 
-def _not_sqlite(
-    ddl: Any,
-    target: Any,
-    bind: Any,
-    tables: Any = None,
-    state: Any = None,
-    *,
-    dialect: Dialect,
-    compiler: Any = None,
-    checkfirst: bool = False,
-) -> bool:
-    # Called with or without ``checkfirst`` (not for a check rendered inside CREATE TABLE).
-    return dialect.name != "sqlite"
+def _only_on(applies: Callable[[str], bool]) -> DDLIfCallable:
+    """A ``ddl_if`` test: the DDL is emitted where ``applies`` holds for the dialect's name."""
+
+    def test(
+        ddl: Any,
+        target: Any,
+        bind: Any,
+        tables: Any = None,
+        state: Any = None,
+        *,
+        dialect: Dialect,
+        compiler: Any = None,
+        checkfirst: bool = False,
+    ) -> bool:
+        # Called with or without ``checkfirst`` (not for a check rendered inside CREATE TABLE).
+        return applies(dialect.name)
+
+    return test
+
+
+_not_sqlite = _only_on(lambda name: name != "sqlite")
 
 
 # SQLite only aliases rowid for INTEGER PRIMARY KEY, not BIGINT.
@@ -324,26 +333,12 @@ PARTIAL_INDEX_DIALECTS = frozenset({"postgresql", "sqlite"})
 PARTIAL_ONLY_INDEXES = frozenset({"ix_tickwork_runs_open_handoffs"})
 
 
-def _has_partial_indexes(
-    ddl: Any,
-    target: Any,
-    bind: Any,
-    tables: Any = None,
-    state: Any = None,
-    *,
-    dialect: Dialect,
-    compiler: Any = None,
-    checkfirst: bool = False,
-) -> bool:
-    return dialect.name in PARTIAL_INDEX_DIALECTS
-
-
 Index(
     "ix_tickwork_runs_open_handoffs",
     runs.c.schedule_id,
     sqlite_where=text(OPEN_HANDOFF),
     postgresql_where=text(OPEN_HANDOFF),
-).ddl_if(callable_=_has_partial_indexes)
+).ddl_if(callable_=_only_on(PARTIAL_INDEX_DIALECTS.__contains__))
 
 
 def open_handoff() -> TextClause:
