@@ -6,6 +6,7 @@ SQLAlchemy reports), so the shared store writes, then reads what it wrote, in on
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -15,6 +16,7 @@ from sqlalchemy import (
     CursorResult,
     Delete,
     Executable,
+    Table,
     column,
     delete,
     func,
@@ -30,6 +32,8 @@ from sqlalchemy.exc import DBAPIError
 from tickwork.sql.features import Operations
 from tickwork.sql.migrations import VERSION_TABLE
 from tickwork.sql.schema import UTCDateTime, from_epoch_micros
+
+from . import jsontable
 
 # NOW(6) is fixed for the duration of one statement, like PostgreSQL's statement_timestamp().
 _NOW_MICROS = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
@@ -71,6 +75,18 @@ class MySQLOperations(Operations):
         stmt = mysql.insert(table)
         key = next(iter(table.primary_key.columns))
         return stmt.on_duplicate_key_update({key.name: key})
+
+    def insert_many(
+        self, conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]], *, skip_existing: bool = False
+    ) -> None:
+        # One statement per batch whose rows are one JSON document (jsontable.py), where the
+        # server has JSON_TABLE and the document carries every value exactly.
+        shaped = jsontable.document(table, rows, conn.dialect) if rows and jsontable.available(conn.dialect) else None
+        if shaped is None:
+            super().insert_many(conn, table, rows, skip_existing=skip_existing)
+            return
+        columns, varying, parameters = shaped
+        conn.execute(jsontable.statement(table, columns, varying, skip_existing, conn.dialect), parameters)
 
     def is_transient(self, error: DBAPIError) -> bool:
         args: tuple[Any, ...] = getattr(error.orig, "args", ())

@@ -1,6 +1,7 @@
 """``Operations.insert_many``: a batch of rows lands exactly as an executemany of them would, on
 every SQL store. PostgreSQL sends the batch as one ``INSERT ... SELECT`` (scalars for columns
-alike in every row, arrays for the others, a JSON array for a JSON column that varies), and a
+alike in every row, arrays for the others, a JSON array for a JSON column that varies), MySQL and
+MariaDB as one ``INSERT ... SELECT ... FROM JSON_TABLE`` of the rows as one JSON document, and a
 first sync's batches of schedules and versions are each one such statement, not an executemany."""
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ BATCHES: dict[str, list[dict[str, Any]]] = {
     "json lists": [_row(k, doc=[i, [i]]) for i, k in enumerate("abc")],
     "encoded": [_row(k, doc=Encoded('{"t": "' + k + '", "q": "\\""}')) for k in "abc"],
     "one and true": [_row("a", n=1, flag=True, doc=1), _row("b", n=True, flag=1, doc=True)],
+    "unicode": [
+        _row("ü", note="héllo ✓ 🎉 end", doc={"ключ": "値 🎉"}, opt=["\t\n"]),
+        _row("ß", note="'; DROP TABLE x; --", doc="just a string", x=1e-300, n=-(2**31)),
+    ],
+    "long text": [_row("long", note="x" * 60_000, doc={"big": "y" * 70_000})],
 }
 
 
@@ -137,8 +143,8 @@ def test_an_empty_batch_sends_nothing(sql_store: SQLStore) -> None:
     assert [s for s in sent if "tw_test_insert_many" in s] == []
 
 
-@pytest.mark.parametrize("kind", ["postgres"])
-def test_a_first_sync_on_postgres_writes_each_batch_in_one_statement(
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_a_first_sync_writes_each_batch_in_one_statement(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     store = make_store(kind, "skip-locked", request, tmp_path)
@@ -204,4 +210,113 @@ def test_first_versions_sharing_a_shape_are_one_statement_per_batch(
             assert (first.version, first.by, first.definition) == (1, "test", definition(s)), s.name
             assert first.changes == changes(None, definition(s)), s.name
     finally:
+        store.close()
+
+
+def _sent_inserts(store: SQLStore) -> list[tuple[str, bool]]:
+    """The INSERTs into the scratch table from here on: (statement, executemany)."""
+    sent: list[tuple[str, bool]] = []
+
+    def seen(_c: Any, _cur: Any, statement: str, _p: Any, _ctx: Any, many: bool) -> None:
+        if statement.startswith("INSERT INTO tw_test_insert_many"):
+            sent.append((statement, many))
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    return sent
+
+
+@pytest.mark.parametrize("kind", ["mysql"])
+@pytest.mark.parametrize("batch", list(BATCHES))
+def test_mysql_sends_a_batch_as_one_json_table_statement(
+    kind: str, batch: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = make_store(kind, "optimistic", request, tmp_path)
+    assert isinstance(store, SQLStore)
+    try:
+        with store.engine.begin() as conn:
+            scratch.create(conn)
+        sent = _sent_inserts(store)
+        with store.engine.begin() as conn:
+            store.operations.insert_many(conn, scratch, BATCHES[batch])
+        assert len(sent) == 1 and not sent[0][1] and "JSON_TABLE" in sent[0][0], sent
+    finally:
+        with store.engine.begin() as conn:
+            scratch.drop(conn)
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["mysql"])
+def test_mysql_falls_back_to_an_executemany_for_a_value_json_cannot_carry_exactly(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A Decimal (exact, where a JSON number would be read back as a double) goes through the
+    driver's own quoting, and lands all the same."""
+    from decimal import Decimal
+
+    store = make_store(kind, "optimistic", request, tmp_path)
+    assert isinstance(store, SQLStore)
+    try:
+        with store.engine.begin() as conn:
+            scratch.create(conn)
+        sent = _sent_inserts(store)
+        with store.engine.begin() as conn:
+            store.operations.insert_many(conn, scratch, [_row("a", x=Decimal("0.1")), _row("b")])
+        assert [many for _, many in sent] == [True]
+        assert [(k, x) for k, _, x, *_ in _read(store, "")] == [("a", 0.1), ("b", 1.5)]
+    finally:
+        with store.engine.begin() as conn:
+            scratch.drop(conn)
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("mariadb", "version", "has"),
+    [
+        (True, (10, 11, 19), True),
+        (True, (10, 6, 0), True),
+        (True, (10, 5, 27), False),
+        (False, (8, 0, 36), True),
+        (False, (8, 0, 3), False),
+        (False, (5, 7, 44), False),
+        (False, None, False),
+    ],
+)
+def test_json_table_is_used_only_where_the_server_has_it(mariadb: bool, version: Any, has: bool) -> None:
+    from sqlalchemy.dialects.mysql.pymysql import MySQLDialect_pymysql
+
+    from tickwork_mysql import jsontable
+
+    dialect = MySQLDialect_pymysql()
+    dialect.server_version_info = version
+    dialect.is_mariadb = mariadb
+    assert jsontable.available(dialect) is has
+
+
+@pytest.mark.parametrize("kind", ["mysql"])
+@pytest.mark.parametrize(
+    "bad", [{"k": "k" * 51}, {"n": "not a number"}, {"x": "1.5x"}], ids=["too long", "int", "float"]
+)
+def test_mysql_refuses_a_value_its_column_cannot_take_as_an_executemany_would(
+    kind: str, bad: dict[str, Any], request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Not truncated nor made NULL by the table function: the INSERT converts each value into its
+    column under the server's strict mode, as it converts an executemany's."""
+    from sqlalchemy.exc import DBAPIError
+
+    store = make_store(kind, "optimistic", request, tmp_path)
+    assert isinstance(store, SQLStore)
+    try:
+        with store.engine.begin() as conn:
+            scratch.create(conn)
+        rows = [_row("a"), _row("b") | bad]
+        for insert in (
+            lambda conn: conn.execute(scratch.insert(), rows),
+            lambda conn: store.operations.insert_many(conn, scratch, rows),
+        ):
+            with pytest.raises(DBAPIError), store.engine.begin() as conn:
+                insert(conn)
+        assert _read(store, "") == []
+    finally:
+        with store.engine.begin() as conn:
+            scratch.drop(conn)
         store.close()
