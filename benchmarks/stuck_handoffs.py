@@ -16,9 +16,9 @@ import os
 import tempfile
 from typing import Any
 
-from scratchstores import CHUNK, T0, add_store_arguments, median_ms, scratch_store
 from sqlalchemy import event, insert, select
 
+from scratchstores import CHUNK, T0, add_store_arguments, median_ms, scratch_store
 from tickwork.sql.schema import runs, schedules
 from tickwork.sql.store import SQLStore, spec_values
 from tickwork.structures import ScheduleSpec
