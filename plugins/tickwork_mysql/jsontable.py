@@ -3,12 +3,14 @@ MariaDB :meth:`~tickwork.sql.features.Operations.insert_many`).
 
 An executemany of a first start's 20,000 schedules spent most of its time in the client: PyMySQL
 quotes every value of every row in Python (420,000 calls for 20,000 schedules, about half of the
-sync's CPU), after SQLAlchemy processed each of them. Here a batch is one JSON document, an array
-of rows, each an array of the row's values as the executemany would have bound them (the columns'
-own bind processing: times as epoch microseconds, JSON columns as their text), written by the C
-encoder of the ``json`` module and quoted by the driver as one string. The server turns it back
-into rows with ``JSON_TABLE`` (MySQL 8.0.4, MariaDB 10.6), each column typed as the table's
-column is (a JSON column as text, which MySQL's JSON type parses on insert).
+sync's CPU), after SQLAlchemy processed each of them. Here a column whose value is the same in
+every row is bound once, and the others travel as one JSON document, an array of rows, each an
+array of the row's varying values as the executemany would have bound them (the columns' own bind
+processing: times as epoch microseconds, JSON columns as their text), written by the C encoder of
+the ``json`` module and quoted by the driver as one string. The server turns it back into rows
+with ``JSON_TABLE`` (MySQL 8.0.4, MariaDB 10.6), every value as text, which the ``INSERT``
+converts into its column as it converts an executemany's literal (strict mode refusing what does
+not fit; MySQL's JSON type parsing a JSON column's text).
 
 A batch the document cannot carry exactly (a float that is not finite, a value of a type JSON has
 no form for) is an executemany, as it is on a server without ``JSON_TABLE``.
