@@ -28,6 +28,8 @@ from sqlalchemy import Insert, Table, bindparam, literal_column, select, text
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
 
+from tickwork.sql.features import alike_in_every_row
+
 #: The first versions with ``JSON_TABLE``.
 MARIADB_SINCE = (10, 6)
 MYSQL_SINCE = (8, 0, 4)
@@ -75,16 +77,8 @@ def _processors(table: Table, columns: tuple[str, ...], dialect: Dialect) -> lis
 
 
 def _varying(rows: Sequence[Mapping[str, Any]], columns: tuple[str, ...]) -> tuple[str, ...]:
-    """The columns whose value is not the same (equal and of one type) in every row; at least
-    one, which gives the document its rows."""
-    first = rows[0]
-    varying = []
-    for name in columns:
-        value = first[name]
-        kind = type(value)
-        if any(row[name] is not value and (type(row[name]) is not kind or row[name] != value) for row in rows):
-            varying.append(name)
-    return tuple(varying) or columns[:1]
+    """The columns not alike in every row; at least one, which gives the document its rows."""
+    return tuple(c for c in columns if not alike_in_every_row(rows, c)) or columns[:1]
 
 
 def document(

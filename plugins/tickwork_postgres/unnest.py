@@ -30,6 +30,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from tickwork.sql import jsontext
+from tickwork.sql.features import alike_in_every_row
 from tickwork.sql.jsontext import Encoded
 
 Split = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
@@ -41,19 +42,12 @@ def split(table: Table, rows: Sequence[Mapping[str, Any]]) -> Split | None:
     statement: a column to bind as an array holds values of two Python types (``1`` and
     ``True``), which psycopg cannot put in one array.
 
-    A column varies unless its value is the same in every row: equal and of the same type;
-    values without their own equality (JSON text already encoded) count as varying unless they
-    are one object."""
+    A column varies unless :func:`~tickwork.sql.features.alike_in_every_row`."""
     first = rows[0]
     arrays: list[str] = []
     documents: list[str] = []
-    for column, value in first.items():
-        kind = type(value)
-        for row in rows:
-            other = row[column]
-            if other is not value and (type(other) is not kind or other != value):
-                break
-        else:
+    for column in first:
+        if alike_in_every_row(rows, column):
             continue
         values = [row[column] for row in rows]
         if isinstance(table.c[column].type, JSON):

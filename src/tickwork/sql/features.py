@@ -38,6 +38,16 @@ from .prepared import Prepared
 TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock detected, serialization failure
 
 
+def alike_in_every_row(rows: Sequence[Mapping[str, Any]], column: str) -> bool:
+    """Whether ``column`` holds the same value in every row of a batch (equal and of one type,
+    so ``1`` and ``True`` differ): a set-based :meth:`Operations.insert_many` binds such a column
+    once. Values without their own equality (JSON text already encoded) are alike only when they
+    are one object."""
+    value = rows[0][column]
+    kind = type(value)
+    return all(row[column] is value or (type(row[column]) is kind and row[column] == value) for row in rows)
+
+
 @dataclass(frozen=True)
 class Features:
     """Capability flags the shared store branches on ("``RETURNING`` or write-then-read")."""
