@@ -225,48 +225,30 @@ def _sent_inserts(store: SQLStore) -> list[tuple[str, bool]]:
     return sent
 
 
-@pytest.mark.parametrize("kind", ["mysql"])
+#: The tests of MySQL's own path take the scratch table's store on MySQL only.
+on_mysql = pytest.mark.parametrize("sql_store", ["mysql"], indirect=True)
+
+
+@on_mysql
 @pytest.mark.parametrize("batch", list(BATCHES))
-def test_mysql_sends_a_batch_as_one_json_table_statement(
-    kind: str, batch: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    store = make_store(kind, "optimistic", request, tmp_path)
-    assert isinstance(store, SQLStore)
-    try:
-        with store.engine.begin() as conn:
-            scratch.create(conn)
-        sent = _sent_inserts(store)
-        with store.engine.begin() as conn:
-            store.operations.insert_many(conn, scratch, BATCHES[batch])
-        assert len(sent) == 1 and not sent[0][1] and "JSON_TABLE" in sent[0][0], sent
-    finally:
-        with store.engine.begin() as conn:
-            scratch.drop(conn)
-        store.close()
+def test_mysql_sends_a_batch_as_one_json_table_statement(sql_store: SQLStore, batch: str) -> None:
+    sent = _sent_inserts(sql_store)
+    with sql_store.engine.begin() as conn:
+        sql_store.operations.insert_many(conn, scratch, BATCHES[batch])
+    assert len(sent) == 1 and not sent[0][1] and "JSON_TABLE" in sent[0][0], sent
 
 
-@pytest.mark.parametrize("kind", ["mysql"])
-def test_mysql_falls_back_to_an_executemany_for_a_value_json_cannot_carry_exactly(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+@on_mysql
+def test_mysql_falls_back_to_an_executemany_for_a_value_json_cannot_carry_exactly(sql_store: SQLStore) -> None:
     """A Decimal (exact, where a JSON number would be read back as a double) goes through the
     driver's own quoting, and lands all the same."""
     from decimal import Decimal
 
-    store = make_store(kind, "optimistic", request, tmp_path)
-    assert isinstance(store, SQLStore)
-    try:
-        with store.engine.begin() as conn:
-            scratch.create(conn)
-        sent = _sent_inserts(store)
-        with store.engine.begin() as conn:
-            store.operations.insert_many(conn, scratch, [_row("a", x=Decimal("0.1")), _row("b")])
-        assert [many for _, many in sent] == [True]
-        assert [(k, x) for k, _, x, *_ in _read(store, "")] == [("a", 0.1), ("b", 1.5)]
-    finally:
-        with store.engine.begin() as conn:
-            scratch.drop(conn)
-        store.close()
+    sent = _sent_inserts(sql_store)
+    with sql_store.engine.begin() as conn:
+        sql_store.operations.insert_many(conn, scratch, [_row("a", x=Decimal("0.1")), _row("b")])
+    assert [many for _, many in sent] == [True]
+    assert [(k, x) for k, _, x, *_ in _read(sql_store, "")] == [("a", 0.1), ("b", 1.5)]
 
 
 @pytest.mark.parametrize(
@@ -292,31 +274,22 @@ def test_json_table_is_used_only_where_the_server_has_it(mariadb: bool, version:
     assert jsontable.available(dialect) is has
 
 
-@pytest.mark.parametrize("kind", ["mysql"])
+@on_mysql
 @pytest.mark.parametrize(
     "bad", [{"k": "k" * 51}, {"n": "not a number"}, {"x": "1.5x"}], ids=["too long", "int", "float"]
 )
 def test_mysql_refuses_a_value_its_column_cannot_take_as_an_executemany_would(
-    kind: str, bad: dict[str, Any], request: pytest.FixtureRequest, tmp_path: Path
+    sql_store: SQLStore, bad: dict[str, Any]
 ) -> None:
     """Not truncated nor made NULL by the table function: the INSERT converts each value into its
     column under the server's strict mode, as it converts an executemany's."""
     from sqlalchemy.exc import DBAPIError
 
-    store = make_store(kind, "optimistic", request, tmp_path)
-    assert isinstance(store, SQLStore)
-    try:
-        with store.engine.begin() as conn:
-            scratch.create(conn)
-        rows = [_row("a"), _row("b") | bad]
-        for insert in (
-            lambda conn: conn.execute(scratch.insert(), rows),
-            lambda conn: store.operations.insert_many(conn, scratch, rows),
-        ):
-            with pytest.raises(DBAPIError), store.engine.begin() as conn:
-                insert(conn)
-        assert _read(store, "") == []
-    finally:
-        with store.engine.begin() as conn:
-            scratch.drop(conn)
-        store.close()
+    rows = [_row("a"), _row("b") | bad]
+    for insert in (
+        lambda conn: conn.execute(scratch.insert(), rows),
+        lambda conn: sql_store.operations.insert_many(conn, scratch, rows),
+    ):
+        with pytest.raises(DBAPIError), sql_store.engine.begin() as conn:
+            insert(conn)
+    assert _read(sql_store, "") == []
