@@ -73,7 +73,7 @@ def statement(
 
 
 def _processors(table: Table, columns: tuple[str, ...], dialect: Dialect) -> list[Callable[[Any], Any] | None]:
-    return [table.c[name].type._cached_bind_processor(dialect) for name in columns]
+    return [table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in columns]
 
 
 def _varying(rows: Sequence[Mapping[str, Any]], columns: tuple[str, ...]) -> tuple[str, ...]:
