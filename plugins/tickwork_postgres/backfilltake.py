@@ -58,13 +58,16 @@ class PostgresBackfills(ServerStore):
             if limit <= 0:
                 return []
             waiting = self._waiting_backfills(limit, buckets, namespaces)
-            # Locked in id order (two takes locking overlapping sets wait, never deadlock). A
-            # schedule removed meanwhile is not returned (its queue rows went with it).
+            # A schedule removed meanwhile is not returned (its queue rows went with it), nor
+            # one whose row another transaction holds locked: another node's take (it takes
+            # those fires) or another session's (a stray SELECT ... FOR UPDATE), whose fires wait
+            # for the next take, about a second later. Waiting instead held up the node's loop
+            # for lock_timeout, past the start deadline of the fires it had claimed ahead.
             locked = conn.execute(
                 select(schedules)
                 .where(schedules.c.id.in_(waiting.correlate(None).scalar_subquery()))
                 .order_by(schedules.c.id)
-                .with_for_update(of=schedules)
+                .with_for_update(of=schedules, skip_locked=True)
             ).all()
             if not locked:
                 return []

@@ -66,6 +66,12 @@ class StoreError(TickworkError):
     """The store failed in a way the caller may want to retry (connection lost, locked, ...)."""
 
 
+class RowLockedError(StoreError):
+    """A schedule's row is held locked by another database transaction (a stray ``SELECT ... FOR
+    UPDATE``, a long transaction): the write was passed over, not waited for. Asked again later,
+    it lands once the lock is gone."""
+
+
 class NodeIdInUseError(TickworkError):
     """Another live process uses this node's ``scheduler.node_id``."""
 

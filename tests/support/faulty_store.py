@@ -91,7 +91,7 @@ class FaultyStore(SQLiteStore):
     def finish(self, node_id: str, finishes: Sequence[Finish]) -> list[bool]:
         return self._call("finish", lambda: super(FaultyStore, self).finish(node_id, finishes))  # type: ignore[no-any-return]
 
-    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool]:
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool | None]:
         return self._call("park", lambda: super(FaultyStore, self).park(node_id, parks))  # type: ignore[no-any-return]
 
     def end_attempt(self, claim: Claim, outcome: Outcome, started_at: datetime | None = None) -> None:

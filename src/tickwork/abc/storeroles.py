@@ -495,7 +495,11 @@ class ClaimLedger(ABC):
 
     @abstractmethod
     def renew(self, node_id: str, claims: Sequence[Claim]) -> None:
-        """Keep the given claims alive (a run in progress) by refreshing their claim time."""
+        """Keep the given claims alive (a run in progress) by refreshing their claim time.
+
+        A claim whose row another database session holds locked is renewed at the next call,
+        not waited for (a SQL store skips locked rows): the node calls this between its passes.
+        """
 
     @abstractmethod
     def release_node(self, node_id: str, reason: str) -> int:
@@ -507,7 +511,7 @@ class ClaimLedger(ABC):
         """
 
     @abstractmethod
-    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool]:
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool | None]:
         """End claimed runs whose schedules cannot be handled (an unknown trigger kind or time
         zone, an executor missing on this node, arithmetic that fails) and park the schedules.
 
@@ -517,7 +521,8 @@ class ClaimLedger(ABC):
         one, gets the finish's outcome. :meth:`update` and :meth:`set_enabled` clear both.
 
         :param parks: each end with the fault (one-line text, kind) that parks its schedule
-        :return: for each park, whether it landed
+        :return: for each park, whether it landed; ``None``: passed over because another
+            transaction holds its schedule's row locked (not waited for), to be asked again
         :raises tickwork.errors.StoreError: on a database error (nothing is parked then)
         """
 

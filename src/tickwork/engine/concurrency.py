@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Literal
 
 from ..abc import Store
-from ..errors import StoreError
+from ..errors import RowLockedError, StoreError
 from ..structures import ADMISSION_FENCED, Admission, Claim, Finish, MisfirePolicy, Outcome, RunStatus
 from .counters import Counters
 from .holidayrows import recorded_until
@@ -91,6 +91,9 @@ class Concurrency:
         )
         try:
             refused = self.store.admit(self.settings.node_id, admission)
+        except RowLockedError as exc:
+            # Not waited for (the loop would stand still): this fire is skipped, said why.
+            refused = f"not admitted: {exc}"
         except StoreError as exc:
             # Not run, and said why: the claim is still held, its end is written once the
             # database answers again (the end writer keeps it meanwhile).

@@ -85,6 +85,8 @@ class EndWriter:
         #: Monotonic time by which the gathered ends must be written (None: nothing gathered).
         self._write_by: float | None = None
         self._passed_over = PassedOver(clock)
+        #: The parks passed over as locked and warned about, by claim (schedule id, claim_seq).
+        self._parks_passed_over: set[tuple[int, int]] = set()
 
     @property
     def backlog(self) -> int:
@@ -181,16 +183,7 @@ class EndWriter:
             return
         self._write_by = self.clock.monotonic()  # whatever a failure keeps is due again at once
         if self._unparked:
-            parked, self._unparked = self._unparked, []
-            try:
-                landed = self.store.park(self.node_id, parked)
-            except StoreError:
-                self._unparked = parked + self._unparked
-                raise
-            self.counters.parked += landed.count(True)
-            self.counters.finished += len(parked)
-            self._log([f for f, _ in parked], landed, parked=True)
-            report_ends(self._listener(), [f for f, _ in parked])
+            self._park()
         batch, self._unsaved = self._unsaved, []
         if any(f.claim.backfill for f in batch):
             batch = self._write_backfills(batch)
@@ -202,7 +195,42 @@ class EndWriter:
                 raise
             if self._settle(batch, ended):
                 return
-        self._write_by = None
+        # Parks passed over as locked are asked again after BUSY_RETRY seconds.
+        self._write_by = self.clock.monotonic() + BUSY_RETRY if self._unparked else None
+
+    def _park(self) -> None:
+        """Write the gathered parks; keep those passed over because another transaction holds
+        their schedules' rows locked (waiting for the lock would stall the loop), warning once
+        for each.
+
+        :raises tickwork.errors.StoreError: after keeping them all, to be written next time
+        """
+        parks, self._unparked = self._unparked, []
+        try:
+            answers = self.store.park(self.node_id, parks)
+        except StoreError:
+            self._unparked = parks + self._unparked
+            raise
+        done = [(f, ok) for (f, _), ok in zip(parks, answers, strict=True) if ok is not None]
+        busy = [p for p, ok in zip(parks, answers, strict=True) if ok is None]
+        self._unparked = busy + self._unparked
+        for f, _ in busy:
+            key = (f.claim.schedule_id, f.claim.claim_seq)
+            if key not in self._parks_passed_over:
+                self._parks_passed_over.add(key)
+                log.warning(
+                    "%s: cannot park it yet: its schedule row is locked by another transaction (a stray SELECT ... "
+                    "FOR UPDATE or a long transaction of another database session); trying again every %gs",
+                    f.claim.spec.name,
+                    BUSY_RETRY,
+                )
+        for f, _ in done:
+            self._parks_passed_over.discard((f.claim.schedule_id, f.claim.claim_seq))
+        landed = [bool(ok) for _, ok in done]
+        self.counters.parked += landed.count(True)
+        self.counters.finished += len(done)
+        self._log([f for f, _ in done], landed, parked=True)
+        report_ends(self._listener(), [f for f, _ in done])
 
     def take_riders(self) -> list[Finish]:
         """Take the gathered ends that may ride on a start statement (:meth:`Store.start_round`),

@@ -7,9 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..abc import Store
+from ..errors import RowLockedError
 from ..structures import Claim
 
 log = logging.getLogger("tickwork.engine")
+
+#: Seconds before a retry whose schedule row was locked by another transaction is asked again.
+LOCKED_RETRY = 0.25
 
 
 @dataclass
@@ -19,6 +23,8 @@ class PendingRetry:
     due: float
     claim: Claim
     mono_claimed: float
+    #: Whether its start was passed over as locked by another transaction (warned once).
+    locked: bool = False
 
 
 class RetryQueue:
@@ -53,7 +59,15 @@ class RetryQueue:
         the claim was taken over). Raises the store's error after keeping what is left."""
         now = self.monotonic()
         for retry in [r for r in self._pending if r.due <= now]:
-            run_id = self.store.start_attempt(self.node_id, retry.claim)
+            try:
+                run_id = self.store.start_attempt(self.node_id, retry.claim)
+            except RowLockedError as exc:
+                # Passed over, not waited for: the loop goes on, this retry is asked again soon.
+                if not retry.locked:
+                    log.warning("retry %d of %s", retry.claim.attempt, exc)
+                retry.locked = True
+                retry.due = now + LOCKED_RETRY
+                continue
             self._pending.remove(retry)
             start(retry, run_id)
 

@@ -12,6 +12,7 @@ from sqlalchemy import Integer, bindparam, literal, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..structures import Claim
+from .rowlocks import lock_held_row
 from .schema import UTCDateTime, runs, schedules
 from .storecore import SQLCore
 
@@ -36,12 +37,13 @@ class Attempts(SQLCore):
             schedules.c.claim_seq == claim.claim_seq,
             schedules.c.state == "running",
         )
+        held = (schedules.c.id == claim.schedule_id, schedules.c.claim_seq == claim.claim_seq)
         with self._tx() as conn:
-            conn.execute(
-                update(schedules)
-                .where(schedules.c.id == claim.schedule_id, schedules.c.claim_seq == claim.claim_seq)
-                .values(claimed_at=self.now_expr())
-            )
+            # Not waited for while another session holds the row locked (RowLockedError): the
+            # retry is asked again in a moment, and the loop goes on meanwhile.
+            if lock_held_row(conn, claim.spec.name, *held, schedules.c.state == "running") is None:
+                return None
+            conn.execute(update(schedules).where(*held).values(claimed_at=self.now_expr()))
             run_id = conn.execute(
                 self.insert_ignore(runs)
                 .from_select(
@@ -71,9 +73,7 @@ class Attempts(SQLCore):
         with self._tx() as conn:
             now = conn.execute(self.now_query()).scalar_one()
             held = (schedules.c.id == claim.schedule_id, schedules.c.claim_seq == claim.claim_seq)
-            seq = conn.scalar(
-                select(schedules.c.claim_seq).where(*held, schedules.c.state == "running").with_for_update()
-            )
+            seq = lock_held_row(conn, claim.spec.name, *held, schedules.c.state == "running")
             conn.execute(
                 update(schedules).where(*held).values(claimed_at=bindparam("renewed_at", now, type_=UTCDateTime))
             )

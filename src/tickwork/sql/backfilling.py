@@ -192,9 +192,13 @@ class Backfilling(SQLCore):
 
     def _take_of(self, conn: Connection, schedule_id: int, limit: int, node_id: str) -> list[Claim]:
         """Take the queued fires of one schedule that may start now (under its row's lock)."""
-        row = conn.execute(select(schedules).where(schedules.c.id == schedule_id).with_for_update()).first()
+        # A row another session holds locked is passed over, not waited for (this runs in the
+        # loop): its queued fires stay for the next take, about a second later.
+        row = conn.execute(
+            select(schedules).where(schedules.c.id == schedule_id).with_for_update(skip_locked=True)
+        ).first()
         if row is None:
-            return []  # removed meanwhile (its queue rows went with it)
+            return []  # removed meanwhile (its queue rows went with it), or locked elsewhere
         spec = spec_from_row(row._mapping)
         running = int(
             conn.scalar(

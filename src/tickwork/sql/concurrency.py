@@ -24,6 +24,7 @@ from ..structures import cap_error as cap
 from .ending import Ending
 from .namespacelimits import lock_key
 from .retry import transient_retry
+from .rowlocks import lock_held_row
 from .schema import UTCDateTime, runs, schedules
 
 
@@ -36,15 +37,14 @@ class Concurrency(Ending):
         spec = claim.spec
         key = spec.concurrency_key
         with self._tx() as conn:
-            held = conn.scalar(
-                select(schedules.c.id)
-                .where(
-                    schedules.c.id == claim.schedule_id,
-                    schedules.c.claim_seq == claim.claim_seq,
-                    schedules.c.claimed_by == node_id,
-                    schedules.c.state == "running",
-                )
-                .with_for_update()
+            # Not waited for while another session holds the row locked (RowLockedError).
+            held = lock_held_row(
+                conn,
+                spec.name,
+                schedules.c.id == claim.schedule_id,
+                schedules.c.claim_seq == claim.claim_seq,
+                schedules.c.claimed_by == node_id,
+                schedules.c.state == "running",
             )
             self.statements += 1
             if held is None:

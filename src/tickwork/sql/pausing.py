@@ -51,7 +51,9 @@ class Pausing(SQLCore):
                     schedules.c.paused_until <= bindparam("now", now, type_=UTCDateTime),
                     schedules.c.enabled == false(),
                 )
-                .with_for_update()
+                # A row another session holds locked is resumed at the next turn (about a
+                # second), not waited for: this runs between the loop's passes.
+                .with_for_update(skip_locked=True)
             ).all()
             resumed: list[Schedule] = []
             for row in expired:

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from ..structures import Claim, RunStatus, cap_error, rerun_refusal, utc
 from .retry import transient_retry
+from .rowlocks import lock_held_row
 from .schema import runs, schedules
 from .storecore import SQLCore
 
@@ -32,16 +33,15 @@ class Rerunning(SQLCore):
         with self._tx() as conn:
             now = utc(conn.execute(self.now_query()).scalar_one())
             # The fence: this node still holds the claim. Locked (PostgreSQL, MySQL; SQLite
-            # writes one at a time), so no release or takeover lands between the read and the insert.
-            held = conn.scalar(
-                select(schedules.c.claim_seq)
-                .where(
-                    schedules.c.id == claim.schedule_id,
-                    schedules.c.claim_seq == claim.claim_seq,
-                    schedules.c.claimed_by == node_id,
-                    schedules.c.state == "running",
-                )
-                .with_for_update()
+            # writes one at a time), so no release or takeover lands between the read and the
+            # insert; not waited for while another session holds it (RowLockedError).
+            held = lock_held_row(
+                conn,
+                claim.spec.name,
+                schedules.c.id == claim.schedule_id,
+                schedules.c.claim_seq == claim.claim_seq,
+                schedules.c.claimed_by == node_id,
+                schedules.c.state == "running",
             )
             self.statements += 2
             if held is None:

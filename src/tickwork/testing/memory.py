@@ -288,9 +288,9 @@ class MemoryStore(
                     # Never before the fire time: a start recorded ahead stays started.
                     row.claimed_at = max(now, row.next_fire) if row.next_fire is not None else now
 
-    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool]:
+    def park(self, node_id: str, parks: Sequence[tuple[Finish, Fault]]) -> list[bool | None]:
         with self._tx() as now:
-            landed = []
+            landed: list[bool | None] = []
             for f, fault in parks:
                 row = self._held(f.claim)
                 landed.append(row is not None)
