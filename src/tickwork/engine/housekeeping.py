@@ -105,11 +105,12 @@ class Housekeeping:
     def run_due(self, busy: bool) -> None:
         """Run the duties whose turn it is (``busy``: this node holds claims).
 
-        A store error of one duty (a lock timeout on a row another session holds, an outage) is
-        logged at WARNING (once until that duty succeeds again) and that duty tries again at its
-        next turn; the pass goes on, so the
-        fires keep starting (an outage surfaces in the pass's other statements and is backed off
-        there).
+        A store error of one duty (an outage, a statement timeout) is logged at WARNING (once
+        until that duty succeeds again) and that duty tries again at its next turn; the pass goes
+        on, so the fires keep starting (an outage surfaces in the pass's other statements and is
+        backed off there). No duty waits for a schedule row another session holds locked: each
+        passes it over to a later turn (docs/claim-protocol.md, "Locks held by other sessions"),
+        as a wait of ``lock_timeout`` here would hold up the starts of the fires claimed ahead.
         """
         now = self.monotonic()
         for service in self.services:
