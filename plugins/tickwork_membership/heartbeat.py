@@ -59,6 +59,8 @@ class HeartbeatMembership(Membership):
         self.live_nodes: list[str] = []
         self._callbacks: list[Callable[[], None]] = []
         self._rejoins = 0
+        #: Nodes this one has found dead whose record is still there (announced once).
+        self._dead: set[str] = set()
         self._stalled: Callable[[], str | None] = lambda: None
 
     def start(self, store: Store, node_id: str) -> None:
@@ -111,11 +113,13 @@ class HeartbeatMembership(Membership):
         # intervals: every live node has then had time to take its lock again after a restart.
         settle = self.heartbeat_interval * PRESENCE_SETTLE_BEATS
         by_presence = present_for is not None and present_for >= settle and sent - self._healthy_since >= settle
+        records = self.store.nodes()
         self.live_nodes = [
-            node.id
-            for node in self.store.nodes()
-            if node.id == self.node_id or not self._released(node, now, judge, by_presence)
+            node.id for node in records if node.id == self.node_id or not self._released(node, now, judge, by_presence)
         ]
+        # A dead node's record removed, or alive again: one of that id that dies is announced again.
+        self._dead &= {node.id for node in records}
+        self._dead -= set(self.live_nodes)
 
     def _released(self, node: NodeRecord, now: datetime, by_ttl: bool, by_presence: bool) -> bool:
         """Release ``node`` if it is dead: (with ``by_ttl``) its heartbeat older than
@@ -147,7 +151,11 @@ class HeartbeatMembership(Membership):
             return False
         if released is None:  # it beat (or its session is there) after all: alive
             return False
-        log.warning("node %s is dead (%s); released %d claim(s)", node.id, how, released)
+        if node.id not in self._dead or released:
+            # Once per death: a record kept while some of its rows are locked by another
+            # session is judged again at every beat, and releases the rest once they are free.
+            log.warning("node %s is dead (%s); released %d claim(s)", node.id, how, released)
+        self._dead.add(node.id)
         return True
 
     def _declared_dead(self, sent: float) -> None:

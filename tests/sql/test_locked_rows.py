@@ -28,7 +28,7 @@ from tickwork.errors import RowLockedError
 from tickwork.sql.rowlocks import lock_held_row
 from tickwork.sql.schema import schedules
 from tickwork.sql.store import SQLStore
-from tickwork.structures import Admission, Fault, Finish, Outcome, Pause, RunStatus, ScheduleSpec
+from tickwork.structures import Admission, Fault, Finish, Outcome, Pause, RunStatus, ScheduleSpec, ScheduleState
 from tickwork.testing.contract_helpers import claim_all, spec
 
 
@@ -162,3 +162,28 @@ def test_a_locked_row_is_told_apart_from_a_row_gone(sql_store: SQLStore) -> None
         pytest.raises(RowLockedError),
     ):
         lock_held_row(conn, "locked", *fence)
+
+
+def test_a_dead_nodes_release_passes_a_locked_row_over_and_keeps_its_record_until_it_is_free(
+    sql_store: SQLStore,
+) -> None:
+    t = sql_store.now()
+    sql_store.add(spec("locked"), t)
+    sql_store.add(spec("free"), t)
+    sql_store.heartbeat("n2")
+    assert len(claim_all(sql_store, "n2")) == 2
+    sql_store.now()  # its heartbeat is older than 0 s from here on
+
+    def statuses() -> dict[str, RunStatus]:
+        return {r.schedule: r.status for r in sql_store.history()}
+
+    with locked_by_another_session(sql_store, "locked"):
+        assert sql_store.release_dead_node("n2", 0.0, "n2 died") == 1
+        assert statuses() == {"locked": RunStatus.RUNNING, "free": RunStatus.ABANDONED}
+        # Judged again at the next beat: still dead, the locked row still passed over.
+        assert sql_store.release_dead_node("n2", 0.0, "n2 died") == 0
+    assert "n2" in [n.id for n in sql_store.nodes()]
+    assert sql_store.release_dead_node("n2", 0.0, "n2 died") == 1
+    assert statuses() == {"locked": RunStatus.ABANDONED, "free": RunStatus.ABANDONED}
+    assert "n2" not in [n.id for n in sql_store.nodes()]
+    assert all(s.state is ScheduleState.IDLE for s in sql_store.list_schedules())

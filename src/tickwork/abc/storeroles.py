@@ -505,7 +505,9 @@ class ClaimLedger(ABC):
     def release_node(self, node_id: str, reason: str) -> int:
         """Release every claim ``node_id`` holds and mark its running runs ``abandoned``.
 
-        Used at start-up (claims the node left behind) and when a node is known dead.
+        Used at start-up (claims the node left behind) and when a node is known dead. A SQL
+        store passes over a schedule row another database session holds locked (not waited for):
+        it stays held, to be released by a later call (the engine's reconcile does for its own).
 
         :return: the number of schedules released
         """
@@ -594,7 +596,9 @@ class NodeRegistry(ABC):
     def release_dead_node(self, node_id: str, stale_after: float, reason: str) -> int | None:
         """Like :meth:`release_node`, only if ``node_id`` has not heartbeaten for ``stale_after``
         seconds (database clock), judged in the same transaction as the release; its node record
-        is removed with it.
+        is removed with it, unless a SQL store passed over a schedule row of it that another
+        database session holds locked: then the record stays, and the next call, at the next
+        beat, releases the rest.
 
         :return: the number of schedules released, or ``None`` if the node is alive
         :raises tickwork.errors.StoreError: on a database error (nothing is released then)

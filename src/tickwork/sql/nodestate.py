@@ -32,23 +32,33 @@ from .starting import UNSTARTED, Starting
 class NodeState(Starting):
     """Nodes and what they hold: heartbeats, registration, releasing a dead or stopped node's claims, reaping."""
 
-    def _abandon_claims_of(self, conn: Connection, node_id: str, reason: str, now: Any) -> int:
-        """Record the node's running runs ``abandoned`` and release its schedules; the count
-        released. Fires it claimed ahead and never started are given back instead (their run
-        rows deleted): the fenced start keeps the node from starting them now, so the next
-        claim runs them."""
+    def _abandon_claims_of(self, conn: Connection, node_id: str, reason: str, now: Any) -> tuple[int, int]:
+        """Record the node's running runs ``abandoned`` and release its schedules; the counts
+        released and passed over. Fires it claimed ahead and never started are given back
+        instead (their run rows deleted): the fenced start keeps the node from starting them
+        now, so the next claim runs them.
+
+        A schedule row another session holds locked (a stray ``SELECT ... FOR UPDATE``) is
+        passed over, its run left running, to be released at a later call: waiting for it held
+        up the heartbeat thread that calls this for a dead node (for ``lock_timeout``, eight
+        times on MySQL, which retries a lock wait), long enough for this node's own heartbeat to
+        go stale and the others to declare it dead too."""
         self._give_back_unstarted(conn, schedules.c.claimed_by == node_id)
-        conn.execute(
-            update(runs)
-            .where(runs.c.node == node_id, runs.c.status == "running")
-            .values(status=RunStatus.ABANDONED.value, finished_at=now, error=reason)
-        )
-        released = conn.execute(
-            update(schedules).where(schedules.c.claimed_by == node_id, schedules.c.state == "running").values(**UNHELD)
-        ).rowcount
-        if released:
-            self._notify(conn)
-        return int(released or 0)
+        held = (schedules.c.claimed_by == node_id, schedules.c.state == "running")
+        free = set(conn.scalars(select(schedules.c.id).where(*held).with_for_update(skip_locked=True)).all())
+        locked = set(conn.scalars(select(schedules.c.id).where(*held)).all()) - free
+        abandon = update(runs).where(runs.c.node == node_id, runs.c.status == "running")
+        if locked:
+            abandon = abandon.where(runs.c.schedule_id.not_in(sorted(locked)))
+        conn.execute(abandon.values(status=RunStatus.ABANDONED.value, finished_at=now, error=reason))
+        released = 0
+        if free:
+            released = conn.execute(
+                update(schedules).where(schedules.c.id.in_(sorted(free)), *held).values(**UNHELD)
+            ).rowcount
+            if released:
+                self._notify(conn)
+        return int(released or 0), len(locked)
 
     def _give_back_unstarted(self, conn: Connection, which: Any) -> None:
         """Make idle the schedules matching ``which`` whose fire was claimed ahead and never
@@ -65,7 +75,9 @@ class NodeState(Starting):
     def release_node(self, node_id: str, reason: str) -> int:
         now = self.now_expr()
         with self._tx() as conn:
-            return self._abandon_claims_of(conn, node_id, reason, now)
+            # What another session holds locked stays this node's, untracked: the engine's
+            # reconcile releases it once it is free.
+            return self._abandon_claims_of(conn, node_id, reason, now)[0]
 
     @transient_retry
     def release_untracked(self, node_id: str, tracked: Sequence[Claim], reason: str) -> int:
@@ -262,9 +274,22 @@ class NodeState(Starting):
         return stale is not None
 
     def _remove_and_release(self, conn: Connection, node_id: str, reason: str, now: Any) -> int:
-        """Remove a dead node's record and release what it held; the count released."""
-        conn.execute(delete(nodes).where(nodes.c.id == node_id))
-        return self._abandon_claims_of(conn, node_id, reason, now)
+        """Release what a dead node held and remove its record; the count released. While
+        another session holds one of its schedule rows locked the record stays (stale): the
+        next judgement releases the rest."""
+        released, locked = self._abandon_claims_of(conn, node_id, reason, now)
+        if not locked:
+            self._locked_dead.pop(node_id, None)
+            conn.execute(delete(nodes).where(nodes.c.id == node_id))
+        elif self._locked_dead.get(node_id) != locked:
+            self._locked_dead[node_id] = locked
+            log.warning(
+                "node %s is dead, but %d of its schedule row(s) are locked by another transaction (a stray SELECT "
+                "... FOR UPDATE or a long transaction of another database session): released once free",
+                node_id,
+                locked,
+            )
+        return released
 
     @transient_retry
     def nodes(self) -> list[NodeRecord]:

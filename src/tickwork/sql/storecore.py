@@ -79,6 +79,9 @@ class SQLCore(Store):
         self._namespaces: tuple[str, ...] = ()
         self._namespaces_read = float("-inf")
         self._turn = 0
+        #: Dead nodes whose release passed rows over as locked, with how many were last warned
+        #: about (NodeState): warned again only when that changes.
+        self._locked_dead: dict[str, int] = {}
 
     @abstractmethod
     def _create_engine(self) -> Engine:
