@@ -24,6 +24,7 @@ from sqlalchemy import (
     literal_column,
     select,
     table,
+    text,
     type_coerce,
 )
 from sqlalchemy.dialects import mysql
@@ -38,7 +39,13 @@ from . import jsontable
 # NOW(6) is fixed for the duration of one statement, like PostgreSQL's statement_timestamp().
 _NOW_MICROS = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
 #: MySQL error numbers after which the transaction was rolled back and may be rerun.
-_TRANSIENT_ERRORS = {1213, 1205}  # deadlock found, lock wait timeout
+# Deadlock found. Not 1205, lock wait timeout: the wait was innodb_lock_wait_timeout already
+# (lock_timeout), for a lock held that long (a stray SELECT ... FOR UPDATE, a long transaction),
+# and running the transaction again waited for it 8 times over (8 s where lock_timeout says 1 s).
+_TRANSIENT_ERRORS = {1213}
+#: Seconds a deployment sync waits for another node's (lock_schedule_writes), within the
+#: statement timeout: PostgreSQL's waits with no lock timeout at all.
+SYNC_LOCK_WAIT = 3600
 #: The schema's version row, locked to serialize deployment syncs (lock_schedule_writes).
 _SCHEMA_VERSION = table(VERSION_TABLE, column("version_num"))
 
@@ -100,8 +107,17 @@ class MySQLOperations(Operations):
         # one wrote (READ COMMITTED: the next read sees it). Not GET_LOCK: a named lock belongs
         # to the session and would outlive the transaction on a pooled connection. A locking
         # read of the schema's version row (one row in every migrated database) ends with the
-        # transaction; a wait past innodb_lock_wait_timeout (error 1205) is retried.
-        conn.execute(select(_SCHEMA_VERSION.c.version_num).with_for_update()).all()
+        # transaction. The store's lock_timeout is for rows; this wait is meant (a sync takes
+        # seconds), bounded by the statement timeout only: the session's lock wait is lifted for
+        # this read and put back after it.
+        conn.execute(
+            text("SET @tickwork_lock_wait = @@SESSION.innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = :w"),
+            {"w": SYNC_LOCK_WAIT},
+        )
+        try:
+            conn.execute(select(_SCHEMA_VERSION.c.version_num).with_for_update()).all()
+        finally:
+            conn.execute(text("SET SESSION innodb_lock_wait_timeout = @tickwork_lock_wait"))
 
     def presence_lock(self, name: str) -> Executable | None:
         # A named lock belongs to the session: it ends with the connection, as presence must.

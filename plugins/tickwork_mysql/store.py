@@ -76,7 +76,8 @@ class MySQLStore(MySQLRoundTrips):
     claim_strategies = MySQLSettings.claim.options
     # InnoDB resolves lock cycles between claims and ends (next-key locks on the unique fire key,
     # row locks taken in different statements) by rolling one back: expected under contention,
-    # and rerunning the transaction is the documented remedy.
+    # and rerunning the transaction is the documented remedy. A lock wait timeout is not rerun
+    # (MySQLOperations.is_transient).
     transient_attempts = 8
     sqlalchemy_url = staticmethod(sqlalchemy_url)
 

@@ -187,3 +187,39 @@ def test_a_dead_nodes_release_passes_a_locked_row_over_and_keeps_its_record_unti
     assert statuses() == {"locked": RunStatus.ABANDONED, "free": RunStatus.ABANDONED}
     assert "n2" not in [n.id for n in sql_store.nodes()]
     assert all(s.state is ScheduleState.IDLE for s in sql_store.list_schedules())
+
+
+@pytest.mark.parametrize(
+    ("kind", "claim"),
+    [
+        *(("postgres", c) for c in ("skip-locked", "optimistic", "unique-fire", "advisory", "mark")),
+        *(("mysql", c) for c in ("skip-locked", "optimistic", "unique-fire")),
+    ],
+)
+def test_every_claim_strategy_claims_around_a_locked_row_and_takes_it_once_it_is_free(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, claim: str
+) -> None:
+    store = make_store(kind, claim, request, tmp_path)
+    assert isinstance(store, SQLStore)
+    try:
+        t = store.now()
+        for name in ("a-locked", "b-free", "c-free"):
+            store.add(spec(name), t)
+
+        def claim_every() -> list[str]:
+            # ``mark`` takes one row per transaction: claim until nothing more comes.
+            names: list[str] = []
+            while got := claim_all(store):
+                names += [c.spec.name for c in got]
+            return sorted(names)
+
+        with locked_by_another_session(store, "a-locked"):
+            assert claim_every() == ["b-free", "c-free"]
+        assert claim_every() == ["a-locked"]
+        assert sorted((r.schedule, r.status) for r in store.history()) == [
+            ("a-locked", RunStatus.RUNNING),
+            ("b-free", RunStatus.RUNNING),
+            ("c-free", RunStatus.RUNNING),
+        ]
+    finally:
+        store.close()

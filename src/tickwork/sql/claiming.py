@@ -137,6 +137,9 @@ class Claiming(ClaimedRuns, NamespaceTurns):
                 req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
                 ids = writethenread.candidates(conn, req)
                 self.statements += 2
+                if ids:
+                    ids = writethenread.lockable_now(conn, ids)
+                    self.statements += 1
             # Told only by a claim that drains what is due (fewer ids than its limit).
             told = next_due if len(ids) < limit else None
             also = [] if told is None else self._next_due_columns(scope.buckets, scope.steal_after, scope.served)

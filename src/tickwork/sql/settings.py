@@ -74,9 +74,11 @@ class ServerStoreSettings(SQLStoreSettings):
         "`SELECT ... FOR UPDATE`, a long transaction) before it fails: a store fault, logged at WARNING and backed "
         "off from, never a silent stall.",
         details="Set on every connection: PostgreSQL's `lock_timeout`; MySQL's `innodb_lock_wait_timeout`, "
-        "which counts whole seconds (rounded, at least 1). The claim, the start of held fires, the takeover and "
-        "the end writer skip locked rows instead of waiting "
-        "([claim-protocol.md](claim-protocol.md#locks-held-by-other-sessions)).",
+        "which counts whole seconds (rounded, at least 1); a lock wait that times out is not rerun. Every "
+        "path of a node's loop and its heartbeat (the claim by every strategy, the start of held fires, the "
+        "takeover, the end writer, renewals, retries, parks, a dead node's release, ...) skips locked rows "
+        "instead of waiting ([claim-protocol.md](claim-protocol.md#locks-held-by-other-sessions)); a "
+        "deployment sync's wait for another node's is bounded by `statement_timeout` only.",
     )
     statement_timeout = Number(
         60,

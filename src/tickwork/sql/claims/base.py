@@ -190,6 +190,19 @@ def among_candidates(req: ClaimRequest) -> ColumnElement[bool]:
     return req.sql.one_of(schedules.c.id, "claim_ids")
 
 
+def not_locked_elsewhere(*where: ColumnElement[bool]) -> ColumnElement[bool]:
+    """The row is one of those ``where`` picks that no other transaction holds locked: locked
+    here by a sub-select ``FOR UPDATE SKIP LOCKED`` (SQLite: no row locks, nothing added).
+
+    For the UPDATE of a strategy that does not pick its rows by locking them: a row another
+    session holds locked (a stray ``SELECT ... FOR UPDATE``, another node's transaction) is
+    claimed around, not waited for. Waiting failed the whole claim after ``lock_timeout``, pass
+    after pass while the lock held: the node claimed nothing at all (docs/claim-protocol.md,
+    "Locks held by other sessions"). Between tickwork's nodes the outcome is the one waiting
+    gave, sooner: the row another node is taking is not due any more once it commits."""
+    return schedules.c.id.in_(select(schedules.c.id).where(*where).with_for_update(skip_locked=True).scalar_subquery())
+
+
 def claim_assignment(req: ClaimRequest) -> dict[str, Any]:
     """The SET clause of a claim: running, held by this node (the named parameter
     ``claim_node``), a fresh fence token."""

@@ -16,7 +16,14 @@ class MarkClaim(ClaimStrategy):
     one_per_transaction = True
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update:
+        # Passing over a row another transaction holds locked (SKIP LOCKED; SQLite: none) instead
+        # of waiting for it: the next earliest is marked (:func:`.base.not_locked_elsewhere`).
         earliest = (
-            select(schedules.c.id).where(due_filter(req)).order_by(schedules.c.next_fire).limit(1).scalar_subquery()
+            select(schedules.c.id)
+            .where(due_filter(req))
+            .order_by(schedules.c.next_fire)
+            .limit(1)
+            .with_for_update(skip_locked=True)
+            .scalar_subquery()
         )
         return update(schedules).where(schedules.c.id == earliest, due_filter(req)).values(**claim_assignment(req))

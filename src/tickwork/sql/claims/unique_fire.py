@@ -35,9 +35,15 @@ class UniqueFireClaim(ClaimStrategy):
             .where(due_filter(req))
             .order_by(schedules.c.next_fire)
             .limit(req.limit)
+            # FOR KEY SHARE SKIP LOCKED: passes over a row another session holds FOR UPDATE (a
+            # stray SELECT ... FOR UPDATE), whose run insert would wait on it (the history's
+            # foreign key share-locks the schedule row). Other claimers' key-share and
+            # no-key-update locks do not conflict with it: nodes still race by the insert.
+            .with_for_update(read=True, key_share=True, skip_locked=True)
         ).all()
         if not candidates:
             return []
+        ids = [c.id for c in candidates]
         # INSERT ... SELECT over the candidates' ids: one statement text whatever the batch (a
         # multi-row VALUES list was compiled afresh for every batch: 30 % of a node's CPU).
         fires = started_runs(
@@ -47,7 +53,7 @@ class UniqueFireClaim(ClaimStrategy):
             literal(req.node_id),
             req.now,
             schedules.c.version,
-        ).where(schedules.c.id.in_([c.id for c in candidates]), due_filter(req))
+        ).where(schedules.c.id.in_(ids), due_filter(req))
         won = conn.execute(
             req.sql.insert_ignore(runs).from_select(list(RUN_COLUMNS), fires).returning(runs.c.id, runs.c.schedule_id)
         ).all()
@@ -57,6 +63,14 @@ class UniqueFireClaim(ClaimStrategy):
             .where(
                 tuple_(schedules.c.id, schedules.c.next_fire).in_([(c.id, c.next_fire) for c in candidates]),
                 due_filter(req),
+                # Not waiting for a row another session's UPDATE holds (FOR NO KEY UPDATE, which
+                # the key-share read above lets through): its run is deleted as lost below.
+                schedules.c.id.in_(
+                    select(schedules.c.id)
+                    .where(schedules.c.id.in_(ids))
+                    .with_for_update(key_share=True, skip_locked=True)
+                    .scalar_subquery()
+                ),
             )
             .values(**claim_assignment(req))
             .returning(*CLAIMED_COLUMNS)

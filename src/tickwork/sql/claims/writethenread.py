@@ -42,8 +42,20 @@ def request(node_id: str, limit: int, owned: Any, now: datetime, ahead: float, s
 
 def candidates(conn: Connection, req: ClaimRequest) -> list[int]:
     """Ids of due schedules, earliest first, read without a lock (``optimistic``: the UPDATE of
-    :func:`take` re-checks each; ``skip-locked`` locks them in :func:`locked_due`)."""
+    :func:`take` re-checks each, of those :func:`lockable_now` locks; ``skip-locked`` locks them
+    in :func:`locked_due`)."""
     return list(conn.scalars(due_ids(req)).all())
+
+
+def lockable_now(conn: Connection, ids: Sequence[int]) -> list[int]:
+    """Of ``ids``, those no other transaction holds locked, locked now (``FOR UPDATE SKIP
+    LOCKED``): the UPDATE that follows would wait for the others, and a stray lock (a console's
+    ``SELECT ... FOR UPDATE``) failed the whole claim at ``lock_timeout``, eight times over as
+    MySQL's lock waits are retried (docs/claim-protocol.md, "Locks held by other sessions")."""
+    if not ids:
+        return []
+    free = set(conn.scalars(select(schedules.c.id).where(schedules.c.id.in_(ids)).with_for_update(skip_locked=True)))
+    return [i for i in ids if i in free]
 
 
 def locked_due(conn: Connection, req: ClaimRequest) -> tuple[list[int], datetime]:
@@ -96,6 +108,12 @@ def unique_fire(conn: Connection, req: ClaimRequest, now: datetime) -> tuple[lis
         .where(due_filter(req))
         .order_by(schedules.c.next_fire)
         .limit(req.limit)
+        # Locked, passing over what another transaction holds: the run insert's foreign key
+        # check and the UPDATE below would wait for a stray lock (a console's SELECT ... FOR
+        # UPDATE), failing the whole claim. Exclusive, not shared: two claimers holding shared
+        # locks on one row would deadlock upgrading them in the UPDATE. So claimers pass over
+        # each other's candidates; the history's unique key still decides every fire.
+        .with_for_update(skip_locked=True)
     ).all()
     if not found:
         return [], {}
