@@ -29,6 +29,9 @@ class JSONList(TypeDecorator[list[Any]]):
 
 
 class SQLiteOperations(Operations):
+    # One writer holds the whole file (BEGIN IMMEDIATE): no row lock to pass over.
+    row_locks = False
+
     def db_now(self) -> ColumnElement[Any]:
         return type_coerce(literal_column(_NOW_MICROS), UTCDateTime)
 

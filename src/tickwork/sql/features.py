@@ -89,6 +89,8 @@ class Operations:
     insert_ignore_skips_in_returning: ClassVar[bool] = True
     #: See :attr:`Features.sets_in_order`.
     sets_in_order: ClassVar[bool] = False
+    #: See :attr:`tickwork.sql.claims.ClaimSQL.row_locks`.
+    row_locks: ClassVar[bool] = True
     #: The most values an ``IN`` list of one indexed lookup should hold (the hand-off checks'
     #: schedule ids): past its own limit a database may estimate the rows from the index's
     #: statistics instead of the index itself, and scan the table (MySQL/MariaDB:

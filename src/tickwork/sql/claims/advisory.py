@@ -19,5 +19,5 @@ class AdvisoryClaim(ClaimStrategy):
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update:
         lock = req.sql.try_lock_row(schedules.c.id)
-        taken = not_locked_elsewhere(among_candidates(req))
+        taken = not_locked_elsewhere(req, among_candidates(req))
         return update(schedules).where(taken, due_filter(req), lock).values(**claim_assignment(req))

@@ -48,9 +48,15 @@ class ClaimSQL(Protocol):
         """True where ``column`` is one of the list of integers bound as the named parameter
         ``name`` (a statement built once, run with lists of any length)."""
 
+    #: Whether a write waits for a row lock another transaction holds (PostgreSQL, MySQL); not
+    #: on SQLite, where one writer holds the whole file: :func:`not_locked_elsewhere` adds nothing.
+    row_locks: ClassVar[bool]
+
 
 class _PortableSQL:
     """Standard SQL only, for a request built without a store (e.g. to EXPLAIN a statement)."""
+
+    row_locks: ClassVar[bool] = True
 
     def insert_ignore(self, table: Any) -> Any:
         raise NotImplementedError("this claim request was built without a store: no INSERT ... ignore")
@@ -190,9 +196,12 @@ def among_candidates(req: ClaimRequest) -> ColumnElement[bool]:
     return req.sql.one_of(schedules.c.id, "claim_ids")
 
 
-def not_locked_elsewhere(*where: ColumnElement[bool]) -> ColumnElement[bool]:
+def not_locked_elsewhere(
+    req: ClaimRequest, *where: ColumnElement[bool], key_share: bool = False
+) -> ColumnElement[bool]:
     """The row is one of those ``where`` picks that no other transaction holds locked: locked
-    here by a sub-select ``FOR UPDATE SKIP LOCKED`` (SQLite: no row locks, nothing added).
+    here by a sub-select ``FOR UPDATE SKIP LOCKED`` (``key_share``: ``FOR NO KEY UPDATE``, which
+    lets other transactions' key-share locks be). Without row locks (SQLite) just ``where``.
 
     For the UPDATE of a strategy that does not pick its rows by locking them: a row another
     session holds locked (a stray ``SELECT ... FOR UPDATE``, another node's transaction) is
@@ -200,7 +209,10 @@ def not_locked_elsewhere(*where: ColumnElement[bool]) -> ColumnElement[bool]:
     after pass while the lock held: the node claimed nothing at all (docs/claim-protocol.md,
     "Locks held by other sessions"). Between tickwork's nodes the outcome is the one waiting
     gave, sooner: the row another node is taking is not due any more once it commits."""
-    return schedules.c.id.in_(select(schedules.c.id).where(*where).with_for_update(skip_locked=True).scalar_subquery())
+    if not req.sql.row_locks:
+        return and_(*where)
+    lockable = select(schedules.c.id).where(*where).with_for_update(key_share=key_share, skip_locked=True)
+    return schedules.c.id.in_(lockable.scalar_subquery())
 
 
 def claim_assignment(req: ClaimRequest) -> dict[str, Any]:

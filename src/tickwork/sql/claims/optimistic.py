@@ -16,5 +16,5 @@ class OptimisticClaim(ClaimStrategy):
     reads_first = True
 
     def take(self, conn: Connection, req: ClaimRequest) -> Update:
-        taken = not_locked_elsewhere(among_candidates(req))
+        taken = not_locked_elsewhere(req, among_candidates(req))
         return update(schedules).where(taken, due_filter(req)).values(**claim_assignment(req))

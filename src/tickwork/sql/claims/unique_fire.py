@@ -21,6 +21,7 @@ from .base import (
     ClaimStrategy,
     claim_assignment,
     due_filter,
+    not_locked_elsewhere,
     started_runs,
 )
 
@@ -65,12 +66,7 @@ class UniqueFireClaim(ClaimStrategy):
                 due_filter(req),
                 # Not waiting for a row another session's UPDATE holds (FOR NO KEY UPDATE, which
                 # the key-share read above lets through): its run is deleted as lost below.
-                schedules.c.id.in_(
-                    select(schedules.c.id)
-                    .where(schedules.c.id.in_(ids))
-                    .with_for_update(key_share=True, skip_locked=True)
-                    .scalar_subquery()
-                ),
+                not_locked_elsewhere(req, schedules.c.id.in_(ids), key_share=True),
             )
             .values(**claim_assignment(req))
             .returning(*CLAIMED_COLUMNS)
