@@ -124,7 +124,7 @@ class Claiming(ClaimedRuns, NamespaceTurns):
                 now = conn.execute(self.now_query()).scalar_one()
                 req = writethenread.request(node_id, limit, owned, now, scope.ahead, self.operations)
                 rows, run_ids = writethenread.unique_fire(conn, req, now)
-                self.statements += 5
+                self.statements += 6
                 return self._record_runs(conn, node_id, rows, run_ids) if rows else []
             if self.strategy.name == "skip-locked":
                 ids, now = writethenread.locked_due(conn, self._claim_request(node_id, limit, scope))

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import event
 
 from tickwork.errors import ConfigError
-from tickwork.structures import Claim, RunStatus, ScheduleSpec
+from tickwork.structures import Finish, Outcome, RunStatus, ScheduleSpec
 from tickwork_mysql.store import MySQLStore, earlier_or_new, sqlalchemy_url
 
 
@@ -105,31 +105,33 @@ def test_what_the_change_poll_wakes_for(last: Any, current: Any, wake: bool) -> 
     assert earlier_or_new(last, current) is wake
 
 
-def test_unique_fire_holds_the_candidates_it_read_so_no_other_claim_changes_them_meanwhile(mysql_url: str) -> None:
-    """Another node claiming between this claim's read of its candidates and its writes once
-    claimed and ended the fire, releasing the schedule to a next fire already due, and this claim
-    had to notice (a run row written for a fire it never took would fence it out for its real
-    claimer: a lost fire). Now the read locks its candidates (``FOR UPDATE SKIP LOCKED``, so a
-    stray lock is claimed around): the other claim passes the row over, takes nothing, and this
-    claim takes the fire, with its run."""
+def test_unique_fire_takes_only_the_schedule_version_it_read(mysql_url: str) -> None:
+    """Another node claims and ends the fire between this claim's read of its candidates and its
+    writes, releasing the schedule to a next fire that is already due: this claim must take
+    nothing, and above all write no run row for a fire it never took (that row would fence the
+    fire out for its real claimer: a lost fire)."""
     slow, other = MySQLStore(mysql_url, claim="unique-fire"), MySQLStore(mysql_url, claim="unique-fire")
     slow.upgrade()
     slow.open()
     other.open()
     try:
         other.add(spec("raced"), other.now() - timedelta(seconds=5))
-        interleaved: list[list[Claim]] = []
+        interleaved: list[int] = []
 
         def after_candidates(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
             if interleaved or "LIMIT" not in statement or not statement.lstrip().upper().startswith("SELECT"):
                 return
-            interleaved.append(other.claim_due("other", limit=1, buckets=None))
+            (claim,) = other.claim_due("other", limit=1, buckets=None)
+            next_fire = claim.scheduled_for + timedelta(seconds=1)  # still in the past: due again
+            other.finish("other", [Finish(claim, Outcome(RunStatus.SUCCEEDED), next_fire)])
+            interleaved.append(claim.schedule_id)
 
         event.listen(slow.engine, "after_cursor_execute", after_candidates)
-        (claim,) = slow.claim_due("slow", limit=1, buckets=None)
-        assert interleaved == [[]], "the other claim ran in between and took nothing"
+        assert slow.claim_due("slow", limit=1, buckets=None) == []
+        assert interleaved, "the race was not staged"
+        assert [(r.node, r.status) for r in slow.history(schedule="raced")] == [("other", RunStatus.SUCCEEDED)]
+        (claim,) = other.claim_due("other", limit=1, buckets=None)  # the next fire is still there to take
         assert claim.run_id is not None
-        assert [(r.node, r.status) for r in slow.history(schedule="raced")] == [("slow", RunStatus.RUNNING)]
     finally:
         slow.close()
         other.close()

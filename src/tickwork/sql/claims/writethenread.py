@@ -108,13 +108,16 @@ def unique_fire(conn: Connection, req: ClaimRequest, now: datetime) -> tuple[lis
         .where(due_filter(req))
         .order_by(schedules.c.next_fire)
         .limit(req.limit)
-        # Locked, passing over what another transaction holds: the run insert's foreign key
-        # check and the UPDATE below would wait for a stray lock (a console's SELECT ... FOR
-        # UPDATE), failing the whole claim. Exclusive, not shared: two claimers holding shared
-        # locks on one row would deadlock upgrading them in the UPDATE. So claimers pass over
-        # each other's candidates; the history's unique key still decides every fire.
-        .with_for_update(skip_locked=True)
     ).all()
+    # Locked by key, passing over what another transaction holds: the run insert's foreign key
+    # check and the UPDATE below would wait for a stray lock (a console's SELECT ... FOR UPDATE),
+    # failing the whole claim. Exclusive, not shared: two claimers holding shared locks on one
+    # row would deadlock upgrading them in the UPDATE. So claimers pass over each other's
+    # candidates; the history's unique key still decides every fire. Not in the read above: as a
+    # locking scan of the due index it took the fires' lag p99 from 64-76 ms to 638-643 ms on
+    # MariaDB (docs/benchmarks.md, "A locked row claimed around by every strategy").
+    free = set(lockable_now(conn, [c.id for c in found]))
+    found = [c for c in found if c.id in free]
     if not found:
         return [], {}
     ids = [c.id for c in found]
