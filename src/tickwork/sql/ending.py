@@ -36,7 +36,7 @@ from ..structures import (
 from ..structures import cap_error as cap
 from .pausing import Pausing
 from .retry import log, transient_retry
-from .rowlocks import lock_held_row
+from .rowlocks import lock_free_rows, lock_held_row
 from .rows import UNHELD
 from .schema import UTCDateTime, runs, schedules
 from .starting import started_at
@@ -332,11 +332,11 @@ class Ending(Pausing):
             # their start deadline (0.5 s), be taken over and skipped (docs/claim-protocol.md,
             # "Locks held by other sessions"). The reaper skips such rows too, so one is not
             # released for its stale renewal while it stays locked.
-            ids = conn.scalars(select(schedules.c.id).where(*renewable).with_for_update(skip_locked=True)).all()
+            ids = lock_free_rows(conn, *renewable)
             if ids:
                 conn.execute(
                     update(schedules)
-                    .where(schedules.c.id.in_(list(ids)), *renewable)
+                    .where(schedules.c.id.in_(ids), *renewable)
                     # Not the bare clock: a start recorded ahead (start_lead) renewed before its
                     # fire time would look unstarted again, be taken over and run twice.
                     .values(claimed_at=started_at(self.now_expr()))

@@ -24,6 +24,7 @@ from ..structures import (
     RunStatus,
 )
 from .retry import log, transient_retry
+from .rowlocks import lock_free_rows
 from .rows import UNHELD
 from .schema import nodes, runs, schedules
 from .starting import UNSTARTED, Starting
@@ -45,7 +46,7 @@ class NodeState(Starting):
         go stale and the others to declare it dead too."""
         self._give_back_unstarted(conn, schedules.c.claimed_by == node_id)
         held = (schedules.c.claimed_by == node_id, schedules.c.state == "running")
-        free = set(conn.scalars(select(schedules.c.id).where(*held).with_for_update(skip_locked=True)).all())
+        free = set(lock_free_rows(conn, *held))
         locked = set(conn.scalars(select(schedules.c.id).where(*held)).all()) - free
         abandon = update(runs).where(runs.c.node == node_id, runs.c.status == "running")
         if locked:

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, bindparam, delete, literal, select, tuple_, update
 
+from ..rowlocks import lock_free_rows
 from ..schema import UTCDateTime, runs, schedules
 from .base import (
     CLAIMED_COLUMNS,
@@ -54,7 +55,7 @@ def lockable_now(conn: Connection, ids: Sequence[int]) -> list[int]:
     MySQL's lock waits are retried (docs/claim-protocol.md, "Locks held by other sessions")."""
     if not ids:
         return []
-    free = set(conn.scalars(select(schedules.c.id).where(schedules.c.id.in_(ids)).with_for_update(skip_locked=True)))
+    free = set(lock_free_rows(conn, schedules.c.id.in_(ids)))
     return [i for i in ids if i in free]
 
 
