@@ -5,28 +5,16 @@ with its own locking read). What each part decides is the contract's (contract_r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import event
 
-from tests.support.stores import make_store
 from tickwork.sql.store import SQLStore
 from tickwork.structures import Finish, Outcome, RunStatus, ScheduleSpec, ScheduleState
 from tickwork.testing.contract_starts import claim_ahead, wait_until
 
 OK = Outcome(RunStatus.SUCCEEDED)
-
-
-@pytest.fixture(params=["postgres", "mysql"])
-def server_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLStore]:
-    store = make_store(request.param, "skip-locked", request, tmp_path)
-    assert isinstance(store, SQLStore)
-    yield store
-    store.close()
 
 
 def test_a_round_is_one_transaction_with_one_locking_read(server_store: SQLStore) -> None:
